@@ -1,0 +1,2 @@
+#![forbid(unsafe_code)]
+//! libtracer-core: see docs/libtracer.md.

@@ -1,0 +1,2 @@
+#![forbid(unsafe_code)]
+//! MCAP format: see docs/mcap.md.

@@ -1,0 +1,1 @@
+//! rmw_tracer: the rmw entry points.
