@@ -1,0 +1,97 @@
+//! The frames of wire protocol v1 as plain data. The codec is in `codec.rs`; the byte layout and the
+//! rules are in docs/wire.md.
+//!
+//! ```text
+//! frame   = length:u32 LE (bytes after this field) | version:u8 | kind:u8 | TLV*
+//! TLV     = type:u8 | length:varint | value
+//!           type bit 7 set = mandatory: a receiver that does not know it rejects the frame
+//!           type bit 7 clear = optional: skipped when unknown
+//! ```
+
+use crate::payload::{Meta, Payload};
+
+/// Protocol version carried in every frame header and in HELLO.
+pub const PROTOCOL_VERSION: u8 = 1;
+
+/// Default and largest accepted frame size (header excluded): 64 MiB. A peer may announce a
+/// smaller limit in HELLO; nothing larger is ever allocated for one frame.
+pub const MAX_FRAME: u32 = 64 * 1024 * 1024;
+
+/// Request id. 0 means "no reply wanted".
+pub type ReqId = u64;
+
+/// Edge id, chosen by the consumer, unique per link and direction.
+pub type EdgeId = u64;
+
+/// Error codes carried on the wire (stable numbers).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ErrorCode {
+    NotFound = 1,
+    PermissionDenied = 2,
+    SchemaNotFound = 3,
+    Malformed = 4,
+    Unsupported = 5,
+    TooLarge = 6,
+    WrongRole = 7,
+    Internal = 8,
+}
+
+/// A structural event of a subtree (the `:children[]` feed).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StructEvent {
+    /// `path` is relative to the watched vertex ("" is the vertex itself).
+    Created { path: String, role: Role, schema: Option<SchemaInfo> },
+    Removed { path: String },
+    SchemaSet { path: String, schema: SchemaInfo },
+}
+
+/// What a vertex stores.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// A write overwrites the stored value.
+    Value = 1,
+    /// A write appends to a bounded ring.
+    Stream = 2,
+    /// A write runs the logic behind the vertex (local only; shown to peers as a stream).
+    Sink = 3,
+    /// A directory-like vertex with no store of its own (made by mkdir -p).
+    Inner = 4,
+    /// A transport mount, `/net/<peer>`.
+    Mount = 5,
+}
+
+/// `:schema`: for tools and introspection only, never for parsing payloads.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SchemaInfo {
+    pub type_name: String,
+    pub encoding: String,
+    pub type_hash: String,
+    pub definition: String,
+}
+
+/// One frame of wire protocol v1.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Frame {
+    /// First frame on a link, each way.
+    Hello { version: u8, node: String, max_frame: u32 },
+    /// A write addressed to `path` on the receiver (a forwarded write: the sender stripped its
+    /// `/net/<peer>` prefix). Never creates on the receiver.
+    Write { req: ReqId, path: String, meta: Meta, payload: Payload },
+    /// Add a SUBSCRIBER edge on the receiver's `source` (may end in `/:children[]`); deliveries come
+    /// back as DELIVERY / STRUCTURE frames with this `edge`.
+    Subscribe { req: ReqId, source: String, edge: EdgeId, policy: u16 },
+    Unsubscribe { edge: EdgeId },
+    /// Compact delivery: no paths, unless the write happened below the edge's source (`suffix`).
+    Delivery { edge: EdgeId, meta: Meta, suffix: Option<String>, payload: Payload },
+    /// A structural event for a `:children[]` edge.
+    Structure { edge: EdgeId, event: StructEvent },
+    /// Read the stored value (or newest ring entry) and schema of `path`.
+    Read { req: ReqId, path: String },
+    ReadReply { req: ReqId, role: Role, schema: Option<SchemaInfo>, value: Option<(Meta, Payload)> },
+    /// The request `req` succeeded.
+    Ok { req: ReqId },
+    /// The request `req` failed (req 0: a frame-level error, e.g. malformed).
+    Error { req: ReqId, code: ErrorCode, message: String },
+    Ping { nonce: u64 },
+    Pong { nonce: u64 },
+}
