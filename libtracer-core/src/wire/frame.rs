@@ -40,9 +40,18 @@ pub enum ErrorCode {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StructEvent {
     /// `path` is relative to the watched vertex ("" is the vertex itself).
-    Created { path: String, role: Role, schema: Option<SchemaInfo> },
-    Removed { path: String },
-    SchemaSet { path: String, schema: SchemaInfo },
+    Created {
+        path: String,
+        role: Role,
+        schema: Option<SchemaInfo>,
+    },
+    Removed {
+        path: String,
+    },
+    SchemaSet {
+        path: String,
+        schema: SchemaInfo,
+    },
 }
 
 /// What a vertex stores.
@@ -73,25 +82,67 @@ pub struct SchemaInfo {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Frame {
     /// First frame on a link, each way.
-    Hello { version: u8, node: String, max_frame: u32 },
+    Hello {
+        version: u8,
+        node: String,
+        max_frame: u32,
+    },
     /// A write addressed to `path` on the receiver (a forwarded write: the sender stripped its
     /// `/net/<peer>` prefix). Never creates on the receiver.
-    Write { req: ReqId, path: String, meta: Meta, payload: Payload },
+    Write {
+        req: ReqId,
+        path: String,
+        meta: Meta,
+        payload: Payload,
+    },
     /// Add a SUBSCRIBER edge on the receiver's `source` (may end in `/:children[]`); deliveries come
     /// back as DELIVERY / STRUCTURE frames with this `edge`.
-    Subscribe { req: ReqId, source: String, edge: EdgeId, policy: u16 },
-    Unsubscribe { edge: EdgeId },
+    Subscribe {
+        req: ReqId,
+        source: String,
+        edge: EdgeId,
+        policy: u16,
+    },
+    Unsubscribe {
+        edge: EdgeId,
+    },
     /// Compact delivery: no paths, unless the write happened below the edge's source (`suffix`).
-    Delivery { edge: EdgeId, meta: Meta, suffix: Option<String>, payload: Payload },
+    Delivery {
+        edge: EdgeId,
+        meta: Meta,
+        suffix: Option<String>,
+        payload: Payload,
+    },
     /// A structural event for a `:children[]` edge.
-    Structure { edge: EdgeId, event: StructEvent },
+    Structure {
+        edge: EdgeId,
+        event: StructEvent,
+    },
     /// Read the stored value (or newest ring entry) and schema of `path`.
-    Read { req: ReqId, path: String },
-    ReadReply { req: ReqId, role: Role, schema: Option<SchemaInfo>, value: Option<(Meta, Payload)> },
+    Read {
+        req: ReqId,
+        path: String,
+    },
+    ReadReply {
+        req: ReqId,
+        role: Role,
+        schema: Option<SchemaInfo>,
+        value: Option<(Meta, Payload)>,
+    },
     /// The request `req` succeeded.
-    Ok { req: ReqId },
+    Ok {
+        req: ReqId,
+    },
     /// The request `req` failed (req 0: a frame-level error, e.g. malformed).
-    Error { req: ReqId, code: ErrorCode, message: String },
-    Ping { nonce: u64 },
-    Pong { nonce: u64 },
+    Error {
+        req: ReqId,
+        code: ErrorCode,
+        message: String,
+    },
+    Ping {
+        nonce: u64,
+    },
+    Pong {
+        nonce: u64,
+    },
 }

@@ -1,0 +1,364 @@
+//! Ruling 8 (wire protocol v1): malformed input gives a named error, never a panic; a frame that
+//! announces more than the bound is rejected before anything is allocated for it.
+
+use libtracer_core::wire::codec::{kind, tlv};
+use libtracer_core::wire::*;
+use libtracer_core::Meta;
+
+/// A frame of `kind` with the given raw TLV bytes (length prefix computed).
+fn raw(kind: u8, tlvs: &[u8]) -> Vec<u8> {
+    let mut v = ((tlvs.len() + 2) as u32).to_le_bytes().to_vec();
+    v.push(PROTOCOL_VERSION);
+    v.push(kind);
+    v.extend_from_slice(tlvs);
+    v
+}
+
+fn t(ty: u8, value: &[u8]) -> Vec<u8> {
+    assert!(value.len() < 128);
+    let mut v = vec![ty, value.len() as u8];
+    v.extend_from_slice(value);
+    v
+}
+
+fn err(bytes: &[u8]) -> DecodeError {
+    decode(bytes, MAX_FRAME).expect_err("malformed input must be rejected")
+}
+
+fn ping_tlvs() -> Vec<u8> {
+    t(tlv::NONCE, &7u64.to_le_bytes())
+}
+
+#[test]
+fn ruling8_malformed_inputs_each_give_an_error() {
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("empty input", vec![]),
+        ("three bytes of prefix", vec![1, 0, 0]),
+        ("body shorter than announced", {
+            let mut v = raw(kind::PING, &ping_tlvs());
+            v.pop();
+            v
+        }),
+        ("length 0", vec![0, 0, 0, 0]),
+        ("length 1", vec![1, 0, 0, 0, 1]),
+        ("version 2", {
+            let mut v = raw(kind::PING, &ping_tlvs());
+            v[4] = 2;
+            v
+        }),
+        ("unknown kind", raw(0x7f, &ping_tlvs())),
+        ("kind 0", raw(0, &[])),
+        ("missing mandatory TLV", raw(kind::PING, &[])),
+        (
+            "duplicate TLV",
+            raw(kind::PING, &[ping_tlvs(), ping_tlvs()].concat()),
+        ),
+        (
+            "unknown mandatory TLV",
+            raw(kind::PING, &[ping_tlvs(), t(0xf0, b"x")].concat()),
+        ),
+        (
+            "known TLV in the wrong frame",
+            raw(kind::PING, &[ping_tlvs(), t(tlv::PATH, b"/a")].concat()),
+        ),
+        (
+            "integer of the wrong width",
+            raw(kind::PING, &t(tlv::NONCE, &[1, 2, 3])),
+        ),
+        (
+            "TLV runs past the frame",
+            raw(kind::PING, &[tlv::NONCE, 20, 1, 2]),
+        ),
+        (
+            "TLV header cut after its type",
+            raw(kind::PING, &[ping_tlvs(), vec![tlv::NONCE]].concat()),
+        ),
+        (
+            "varint longer than 5 bytes",
+            raw(
+                kind::PING,
+                &[tlv::NONCE, 0x88, 0x80, 0x80, 0x80, 0x80, 0x00],
+            ),
+        ),
+        (
+            "varint above u32",
+            raw(kind::PING, &[tlv::NONCE, 0xff, 0xff, 0xff, 0xff, 0x7f]),
+        ),
+        (
+            "varint not shortest",
+            raw(
+                kind::PING,
+                &[tlv::NONCE, 0x88, 0x00, 0, 0, 0, 0, 0, 0, 0, 0],
+            ),
+        ),
+        (
+            "path not UTF-8",
+            raw(
+                kind::READ,
+                &[
+                    t(tlv::REQ, &1u64.to_le_bytes()),
+                    t(tlv::PATH, &[0xff, 0xfe]),
+                ]
+                .concat(),
+            ),
+        ),
+        ("path too long", {
+            let mut tl = t(tlv::REQ, &1u64.to_le_bytes());
+            tl.push(tlv::PATH);
+            tl.extend_from_slice(&[0x81, 0x08]); // 1025
+            tl.extend([b'a'; 1025]);
+            raw(kind::READ, &tl)
+        }),
+        ("node name too long", {
+            let mut tl = vec![tlv::NODE, 0x80, 0x02];
+            tl.extend([b'n'; 256]);
+            tl.extend(t(tlv::VERSION, &[1]));
+            tl.extend(t(tlv::MAX_FRAME, &1024u32.to_le_bytes()));
+            raw(kind::HELLO, &tl)
+        }),
+        (
+            "bad role",
+            raw(
+                kind::READ_REPLY,
+                &[t(tlv::REQ, &[0; 8]), t(tlv::ROLE, &[9])].concat(),
+            ),
+        ),
+        (
+            "read reply with meta but no payload",
+            raw(
+                kind::READ_REPLY,
+                &[
+                    t(tlv::REQ, &[0; 8]),
+                    t(tlv::ROLE, &[1]),
+                    t(tlv::META, &[0; 32]),
+                ]
+                .concat(),
+            ),
+        ),
+        (
+            "bad structural event code",
+            raw(
+                kind::STRUCTURE,
+                &[
+                    t(tlv::EDGE, &[0; 8]),
+                    t(tlv::EVENT, &[4]),
+                    t(tlv::PATH, b"a"),
+                ]
+                .concat(),
+            ),
+        ),
+        (
+            "removed event with a role",
+            raw(
+                kind::STRUCTURE,
+                &[
+                    t(tlv::EDGE, &[0; 8]),
+                    t(tlv::EVENT, &[2]),
+                    t(tlv::PATH, b"a"),
+                    t(tlv::ROLE, &[1]),
+                ]
+                .concat(),
+            ),
+        ),
+        (
+            "schema set without schema",
+            raw(
+                kind::STRUCTURE,
+                &[
+                    t(tlv::EDGE, &[0; 8]),
+                    t(tlv::EVENT, &[3]),
+                    t(tlv::PATH, b"a"),
+                ]
+                .concat(),
+            ),
+        ),
+        (
+            "schema with trailing bytes",
+            raw(
+                kind::STRUCTURE,
+                &[
+                    t(tlv::EDGE, &[0; 8]),
+                    t(tlv::EVENT, &[3]),
+                    t(tlv::PATH, b"a"),
+                    t(tlv::SCHEMA, &[0, 0, 0, 0, 9]),
+                ]
+                .concat(),
+            ),
+        ),
+        (
+            "schema part overruns",
+            raw(
+                kind::STRUCTURE,
+                &[
+                    t(tlv::EDGE, &[0; 8]),
+                    t(tlv::EVENT, &[3]),
+                    t(tlv::PATH, b"a"),
+                    t(tlv::SCHEMA, &[0, 0, 0, 5, 1]),
+                ]
+                .concat(),
+            ),
+        ),
+        (
+            "meta of 31 bytes",
+            raw(
+                kind::DELIVERY,
+                &[
+                    t(tlv::EDGE, &[0; 8]),
+                    t(tlv::META, &[0; 31]),
+                    t(tlv::PAYLOAD, b""),
+                ]
+                .concat(),
+            ),
+        ),
+        (
+            "delivery without payload",
+            raw(
+                kind::DELIVERY,
+                &[t(tlv::EDGE, &[0; 8]), t(tlv::META, &[0; 32])].concat(),
+            ),
+        ),
+    ];
+    for (name, bytes) in cases {
+        let e = err(&bytes);
+        // Every error renders as a sentence naming the problem.
+        assert!(!e.to_string().is_empty(), "{name}");
+        // And the streaming decoder agrees: an error or (for a truncated input) no frame.
+        let mut dec = FrameDecoder::new(MAX_FRAME);
+        let mut input = &bytes[..];
+        let streamed = loop {
+            match dec.feed(&mut input) {
+                Ok(Some(f)) => panic!("{name}: streaming decoded {f:?}"),
+                Ok(None) if input.is_empty() => break None,
+                Ok(None) => {}
+                Err(e) => break Some(e),
+            }
+        };
+        match streamed {
+            Some(s) => assert_eq!(s, e, "{name}"),
+            None => assert!(matches!(e, DecodeError::Incomplete { .. }), "{name}: {e}"),
+        }
+    }
+}
+
+#[test]
+fn ruling8_errors_name_the_fault() {
+    assert_eq!(
+        err(&raw(kind::PING, &[])),
+        DecodeError::MissingTlv {
+            frame: "PING",
+            tlv: "NONCE"
+        }
+    );
+    assert_eq!(
+        err(&raw(kind::PING, &[ping_tlvs(), t(0xf0, b"x")].concat())),
+        DecodeError::UnknownMandatoryTlv {
+            frame: "PING",
+            tlv: 0xf0
+        }
+    );
+    assert_eq!(err(&raw(0x7f, &[])), DecodeError::UnknownKind(0x7f));
+    assert_eq!(
+        err(&raw(kind::PING, &t(tlv::NONCE, &[1, 2, 3]))),
+        DecodeError::BadLength {
+            tlv: "NONCE",
+            len: 3,
+            expected: 8
+        }
+    );
+}
+
+#[test]
+fn ruling8_oversized_frame_is_rejected_before_allocation() {
+    // A 4-byte prefix announcing 4 GiB: the decoder must refuse at once, holding nothing.
+    let mut dec = FrameDecoder::new(MAX_FRAME);
+    assert_eq!(dec.push(&[0xff, 0xff, 0xff, 0xff, 1, 2, 3]), 4);
+    assert_eq!(
+        dec.pop(),
+        Err(DecodeError::FrameTooLarge {
+            len: u32::MAX as u64,
+            max: MAX_FRAME
+        })
+    );
+    // Poisoned: the framing is lost, nothing more is taken.
+    assert_eq!(dec.push(&[0; 16]), 0);
+    assert!(dec.pop().is_err());
+    // A smaller bound (a peer's HELLO) is enforced the same way.
+    let f = encode(&Frame::Write {
+        req: 0,
+        path: "/a".into(),
+        meta: Meta::default(),
+        payload: vec![0; 2000].into(),
+    })
+    .unwrap();
+    let mut small = FrameDecoder::new(1000);
+    small.push(&f);
+    assert!(matches!(
+        small.pop(),
+        Err(DecodeError::FrameTooLarge { max: 1000, .. })
+    ));
+}
+
+#[test]
+fn ruling8_a_stalled_large_frame_holds_only_what_arrived() {
+    // Announce 60 MiB, send 10 bytes: no body window is larger than what a read would fill,
+    // and the decoder reports being mid-frame rather than inventing a frame.
+    let mut dec = FrameDecoder::new(MAX_FRAME);
+    let mut bytes = (60u32 << 20).to_le_bytes().to_vec();
+    bytes.extend_from_slice(&[1, 2, 0, 0, 0, 0, 0, 0, 0, 0]);
+    assert_eq!(dec.push(&bytes), bytes.len());
+    assert_eq!(dec.pop(), Ok(None));
+    assert!(dec.is_mid_frame());
+    let w = dec.body_window().expect("a large body is missing");
+    assert!(w.len() <= 64 * 1024, "first window {} bytes", w.len());
+}
+
+#[test]
+fn ruling8_body_errors_leave_the_stream_usable() {
+    let good = encode(&Frame::Ping { nonce: 1 }).unwrap();
+    let bad = raw(kind::PING, &[]);
+    let stream = [bad, good].concat();
+    let mut dec = FrameDecoder::new(MAX_FRAME);
+    let mut input = &stream[..];
+    assert!(dec.feed(&mut input).is_err());
+    assert_eq!(dec.feed(&mut input), Ok(Some(Frame::Ping { nonce: 1 })));
+}
+
+#[test]
+fn ruling8_struct_event_payload_errors() {
+    assert!(decode_struct_event(&[]).is_err());
+    assert_eq!(
+        decode_struct_event(&[2]),
+        Err(DecodeError::UnsupportedVersion(2))
+    );
+    assert!(matches!(
+        decode_struct_event(&[1]),
+        Err(DecodeError::MissingTlv { .. })
+    ));
+    let long = StructEvent::Removed {
+        path: "a".repeat(2000),
+    };
+    assert!(matches!(
+        decode_struct_event(&encode_struct_event(&long)),
+        Err(DecodeError::StringTooLong { .. })
+    ));
+}
+
+#[test]
+fn ruling8_unknown_error_codes_read_as_internal() {
+    let f = raw(
+        kind::ERROR,
+        &[
+            t(tlv::REQ, &5u64.to_le_bytes()),
+            t(tlv::CODE, &999u16.to_le_bytes()),
+        ]
+        .concat(),
+    );
+    assert_eq!(
+        decode(&f, MAX_FRAME).unwrap().0,
+        Frame::Error {
+            req: 5,
+            code: ErrorCode::Internal,
+            message: String::new()
+        }
+    );
+}
