@@ -1,0 +1,154 @@
+//! Errors, mapped once: every failure of an entry point is an [`RmwError`], and this module is the
+//! only place that turns one into an `rmw_ret_t` and sets the rmw error string (what the
+//! `RMW_SET_ERROR_MSG` macro does: `rcutils_set_error_state` with a file and line).
+
+use std::ffi::CString;
+use std::panic::Location;
+
+use ffi::rmw_ret_t;
+
+/// Why an entry point failed. The variant decides the `rmw_ret_t`; the text becomes the rmw error
+/// string `rmw_tracer: <fn>: <text>`.
+#[derive(Debug, thiserror::Error)]
+pub enum RmwError {
+    /// A required pointer argument is null.
+    #[error("argument `{0}` is null")]
+    Null(&'static str),
+    /// A handle that another rmw implementation created (or garbage).
+    #[error("{what} belongs to implementation `{found}`, not rmw_tracer")]
+    WrongImplementation { what: &'static str, found: String },
+    /// An argument that rmw documents as invalid (bad names, bad QoS, wrong state).
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// An allocation through the caller's allocator failed.
+    #[error("out of memory while {0}")]
+    BadAlloc(&'static str),
+    /// The whole entry point is not built yet.
+    #[error("is not supported yet")]
+    Unsupported,
+    /// A feature of an otherwise built entry point that rmw_tracer does not offer.
+    #[error("{0} is not supported")]
+    UnsupportedFeature(String),
+    /// A wait or an acknowledgement wait ran out of time: `RMW_RET_TIMEOUT`, and by rmw's
+    /// convention not an error, so no error string is set.
+    #[error("timed out")]
+    Timeout,
+    /// A graph query named a node that does not exist.
+    #[error("node `{0}` does not exist")]
+    NodeNameNonExistent(String),
+    /// A message could not be (de)serialized.
+    #[error("serialization failed: {0}")]
+    Serialization(String),
+    /// Anything else that is our fault or the environment's: `RMW_RET_ERROR`.
+    #[error("{0}")]
+    Failed(String),
+}
+
+pub type RmwResult<T> = Result<T, RmwError>;
+
+impl RmwError {
+    /// The `rmw_ret_t` this error is reported as.
+    pub fn code(&self) -> rmw_ret_t {
+        match self {
+            RmwError::Null(_) => ffi::RMW_RET_INVALID_ARGUMENT,
+            RmwError::WrongImplementation { .. } => ffi::RMW_RET_INCORRECT_RMW_IMPLEMENTATION,
+            RmwError::InvalidArgument(_) => ffi::RMW_RET_INVALID_ARGUMENT,
+            RmwError::BadAlloc(_) => ffi::RMW_RET_BAD_ALLOC,
+            RmwError::Unsupported => ffi::RMW_RET_UNSUPPORTED,
+            RmwError::UnsupportedFeature(_) => ffi::RMW_RET_UNSUPPORTED,
+            RmwError::Timeout => ffi::RMW_RET_TIMEOUT,
+            RmwError::NodeNameNonExistent(_) => ffi::RMW_RET_NODE_NAME_NON_EXISTENT,
+            RmwError::Serialization(_) => ffi::RMW_RET_ERROR,
+            RmwError::Failed(_) => ffi::RMW_RET_ERROR,
+        }
+    }
+
+    /// Whether rmw's convention wants the error string set for this outcome.
+    fn sets_error_string(&self) -> bool {
+        match self {
+            RmwError::Timeout => false,
+            RmwError::Null(_)
+            | RmwError::WrongImplementation { .. }
+            | RmwError::InvalidArgument(_)
+            | RmwError::BadAlloc(_)
+            | RmwError::Unsupported
+            | RmwError::UnsupportedFeature(_)
+            | RmwError::NodeNameNonExistent(_)
+            | RmwError::Serialization(_)
+            | RmwError::Failed(_) => true,
+        }
+    }
+
+    /// Shorthand for [`RmwError::InvalidArgument`].
+    pub fn invalid(msg: impl Into<String>) -> Self {
+        RmwError::InvalidArgument(msg.into())
+    }
+
+    /// Shorthand for [`RmwError::Failed`].
+    pub fn failed(msg: impl Into<String>) -> Self {
+        RmwError::Failed(msg.into())
+    }
+}
+
+/// The error string rmw_tracer sets for `err` raised in the entry point `name`.
+pub fn message(name: &str, err: &RmwError) -> String {
+    match err {
+        RmwError::Unsupported => format!("rmw_tracer: {name} is not supported yet"),
+        other => format!("rmw_tracer: {name}: {other}"),
+    }
+}
+
+/// Report `err` from the entry point `name` called at `at`: set the error string and return the
+/// code.
+pub fn report(name: &str, at: &'static Location<'static>, err: &RmwError) -> rmw_ret_t {
+    if err.sets_error_string() {
+        set_error_string(&message(name, err), at);
+    }
+    err.code()
+}
+
+/// Set the rcutils (= rmw) error state, as `RMW_SET_ERROR_MSG` does, with the entry point's file
+/// and line.
+pub fn set_error_string(msg: &str, at: &'static Location<'static>) {
+    // Interior NULs cannot come from our own messages, but a user-supplied name could carry one.
+    let msg = CString::new(msg.replace('\0', "\\0")).unwrap_or_default();
+    let file = CString::new(at.file()).unwrap_or_default();
+    // SAFETY: both strings are valid NUL-terminated C strings that outlive the call;
+    // rcutils_set_error_state copies them into thread-local storage.
+    unsafe { ffi::rcutils_set_error_state(msg.as_ptr(), file.as_ptr(), at.line() as usize) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unsupported_message_names_the_function() {
+        assert_eq!(
+            message("rmw_take_loaned_message", &RmwError::Unsupported),
+            "rmw_tracer: rmw_take_loaned_message is not supported yet"
+        );
+        assert_eq!(
+            message("rmw_create_node", &RmwError::Null("name")),
+            "rmw_tracer: rmw_create_node: argument `name` is null"
+        );
+    }
+
+    #[test]
+    fn codes() {
+        assert_eq!(RmwError::Timeout.code(), ffi::RMW_RET_TIMEOUT);
+        assert!(!RmwError::Timeout.sets_error_string());
+        assert_eq!(
+            RmwError::WrongImplementation {
+                what: "node",
+                found: "x".into()
+            }
+            .code(),
+            ffi::RMW_RET_INCORRECT_RMW_IMPLEMENTATION
+        );
+        assert_eq!(
+            RmwError::NodeNameNonExistent("n".into()).code(),
+            ffi::RMW_RET_NODE_NAME_NON_EXISTENT
+        );
+    }
+}
