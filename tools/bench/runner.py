@@ -1,0 +1,352 @@
+"""Run bench_ping/bench_pong for rmw_tracer and Fast DDS and compare them.
+
+Started by tools/bench/run (which picks the venv's python). For each payload size it runs one
+ping/pong process pair per rmw, alternating the rmws size by size so that a change in machine
+load hits both alike, then prints a table with tracer/fastdds ratios and writes the JSON.
+
+Everything runs inside a private network namespace (only loopback) when `unshare -n` is
+allowed; otherwise Fast DDS is held to localhost with ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST.
+A process that fails, times out or reports a lost message fails the whole run (exit 1).
+"""
+
+import argparse
+import datetime
+import glob
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+BIN = os.path.join(ROOT, "target", "bench")
+NETNS_MARK = "RMW_TRACER_BENCH_IN_NETNS"
+
+# rmw key -> (RMW_IMPLEMENTATION, identifier the node must report)
+RMWS = {
+    "fastdds": ("rmw_fastrtps_cpp", "rmw_fastrtps_cpp"),
+    "tracer": ("rmw_tracer", "rmw_tracer"),
+}
+
+# size -> (latency iterations, latency warm-up, burst size, measured burst rounds). Chosen so
+# that both rmws together take a few minutes at most on 2 cores; each case also runs one
+# unmeasured warm-up round.
+DEFAULT_CASES = {
+    64: (5000, 500, 5000, 5),
+    4096: (5000, 500, 5000, 5),
+    65536: (2000, 200, 2000, 5),
+    1 << 20: (300, 30, 200, 5),
+    4 << 20: (100, 10, 50, 5),
+}
+
+
+class BenchError(Exception):
+    pass
+
+
+def parse_size(text):
+    t = text.strip().lower()
+    mult = 1
+    for suffix, m in (("kib", 1024), ("mib", 1 << 20), ("k", 1024), ("m", 1 << 20), ("b", 1)):
+        if t.endswith(suffix):
+            t, mult = t[: -len(suffix)], m
+            break
+    try:
+        value = int(t) * mult
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"bad size '{text}' (examples: 64, 4K, 1M)") from None
+    if value < 64:
+        raise argparse.ArgumentTypeError(f"size '{text}' is below 64 bytes")
+    return value
+
+
+def human_size(n):
+    if n >= 1 << 20 and n % (1 << 20) == 0:
+        return f"{n >> 20} MiB"
+    if n >= 1024 and n % 1024 == 0:
+        return f"{n >> 10} KiB"
+    return f"{n} B"
+
+
+def venv_dir():
+    return os.environ.get("RMW_TRACER_VENV", os.path.expanduser("~/.cache/rmw_tracer/venv-jazzy"))
+
+
+def library_path(venv):
+    parts = [os.path.join(venv, "lib")]
+    parts += sorted(glob.glob(os.path.join(venv, "lib", "python3*", "site-packages", "ros_*.libs")))
+    parts.append(sysconfig.get_config_var("LIBDIR"))
+    old = os.environ.get("LD_LIBRARY_PATH")
+    if old:
+        parts.append(old)
+    return ":".join(parts)
+
+
+def ensure_built(no_build):
+    sources = [os.path.join(HERE, f) for f in ("ping.c", "pong.c", "bench_common.c", "bench_common.h", "build")]
+    bins = [os.path.join(BIN, "bench_ping"), os.path.join(BIN, "bench_pong")]
+    newest_src = max(os.path.getmtime(s) for s in sources)
+    stale = any(not os.path.exists(b) or os.path.getmtime(b) < newest_src for b in bins)
+    if stale:
+        if no_build:
+            raise BenchError(f"{BIN}/bench_ping or bench_pong is missing or stale and --no-build was given")
+        subprocess.run([os.path.join(HERE, "build")], check=True)
+
+
+def enter_netns():
+    """Re-run this script inside a private network namespace with loopback up, once."""
+    if os.environ.get(NETNS_MARK) or shutil.which("unshare") is None:
+        return
+    env = dict(os.environ, **{NETNS_MARK: "1"})
+    cmd = ["unshare", "-n", "--", "sh", "-c", 'ip link set lo up && exec "$@"', "sh", sys.executable] + sys.argv
+    probe = subprocess.run(["unshare", "-n", "--", "true"], capture_output=True)
+    if probe.returncode != 0:
+        print("bench: unshare -n is not allowed here; Fast DDS is held to localhost instead", file=sys.stderr)
+        return
+    os.execvpe(cmd[0], cmd, env)
+
+
+def tail(path, lines=30):
+    try:
+        with open(path, errors="replace") as f:
+            return "".join(f.readlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def run_pair(key, size, case, args, base_env, workdir):
+    """One bench_pong + bench_ping pair for one rmw and one size; returns ping's JSON document."""
+    lat_iters, lat_warmup, burst, rounds = case
+    impl, ident = RMWS[key]
+    env = dict(base_env)
+    env["RMW_IMPLEMENTATION"] = impl
+    env.pop("LD_PRELOAD", None)
+    rendezvous = None
+    if key == "tracer":
+        env["LD_PRELOAD"] = args.tracer_lib
+        rendezvous = tempfile.mkdtemp(prefix="rendezvous-", dir=workdir)
+        os.chmod(rendezvous, 0o700)
+        env["RMW_TRACER_RENDEZVOUS_DIR"] = rendezvous
+    else:
+        env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    tag = f"{key}-{size}"
+    json_path = os.path.join(workdir, f"{tag}.json")
+    pong_log = os.path.join(workdir, f"{tag}-pong.log")
+    ping_log = os.path.join(workdir, f"{tag}-ping.log")
+    depth = str(burst)
+    pong_cmd = [os.path.join(BIN, "bench_pong"), "--burst-depth", depth, "--idle-timeout", str(args.timeout + 30)]
+    ping_cmd = [
+        os.path.join(BIN, "bench_ping"), "--json", json_path, "--burst-depth", depth,
+        "--timeout", str(args.timeout), "--match-timeout", str(args.match_timeout),
+        "--case", f"{size}:{lat_iters}:{lat_warmup}:{burst}:{rounds}",
+    ]
+    with open(pong_log, "w") as pl, open(ping_log, "w") as il:
+        pong = subprocess.Popen(pong_cmd, env=env, stdout=pl, stderr=subprocess.STDOUT, cwd=workdir)
+        try:
+            ping = subprocess.Popen(ping_cmd, env=env, stdout=il, stderr=subprocess.STDOUT, cwd=workdir)
+            try:
+                ping_rc = ping.wait(timeout=args.pair_timeout)
+            except subprocess.TimeoutExpired:
+                ping.kill()
+                ping.wait()
+                ping_rc = "timeout"
+            try:
+                pong_rc = pong.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                pong.kill()
+                pong.wait()
+                pong_rc = "hung after ping ended"
+        finally:
+            if pong.poll() is None:
+                pong.kill()
+                pong.wait()
+    for line in open(ping_log, errors="replace"):
+        if line.startswith("bench_ping:") and " B  rtt" in line:
+            print("  " + line.rstrip(), file=sys.stderr)
+    if ping_rc != 0 or pong_rc != 0:
+        raise BenchError(
+            f"{key} at {human_size(size)}: bench_ping exit {ping_rc}, bench_pong exit {pong_rc}\n"
+            f"--- bench_ping ---\n{tail(ping_log)}--- bench_pong ---\n{tail(pong_log)}"
+        )
+    with open(json_path) as f:
+        doc = json.load(f)
+    if doc.get("rmw") != ident:
+        raise BenchError(
+            f"{key} run reported rmw '{doc.get('rmw')}', expected '{ident}'"
+            + (" (is LD_PRELOAD of the tracer library taking effect?)" if key == "tracer" else "")
+        )
+    for c in doc["cases"]:
+        t = c["throughput"]
+        if t["lost"] != 0 or t["messages"] != burst * rounds:
+            raise BenchError(f"{key} at {human_size(size)}: {t['lost']} messages lost")
+    if rendezvous:
+        shutil.rmtree(rendezvous, ignore_errors=True)
+    return doc
+
+
+def ratio(a, b):
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def fmt(v, width, digits=1):
+    return f"{'-':>{width}}" if v is None else f"{v:>{width}.{digits}f}"
+
+
+def print_table(sizes, results, keys):
+    def get(key, size, section, field):
+        case = results.get(key, {}).get(size)
+        return None if case is None else case[section][field]
+
+    cols = [("rtt p50 us", "latency_rtt_us", "p50"), ("rtt p99 us", "latency_rtt_us", "p99"),
+            ("MB/s", "throughput", "mb_per_s"), ("msg/s", "throughput", "msgs_per_s")]
+    both = "fastdds" in keys and "tracer" in keys
+    head1 = f"{'payload':>9} |"
+    head2 = f"{'':>9} |"
+    for title, _, _ in cols:
+        head1 += f" {title:^31} |"
+        head2 += f" {'fastdds':>10} {'tracer':>10} {'ratio':>9} |"
+    print(head1)
+    print(head2)
+    print("-" * len(head2))
+    for size in sizes:
+        line = f"{human_size(size):>9} |"
+        for _, section, field in cols:
+            fd = get("fastdds", size, section, field)
+            tr = get("tracer", size, section, field)
+            digits = 0 if field == "msgs_per_s" else 1
+            line += f" {fmt(fd, 10, digits)} {fmt(tr, 10, digits)} {fmt(ratio(tr, fd) if both else None, 9, 2)} |"
+        print(line)
+    print("ratio = tracer / fastdds: below 1 is better for latency, above 1 is better for throughput.")
+    print("rtt = round trip ping -> pong -> ping; MB = 10^6 bytes; reliable QoS, nothing lost.")
+
+
+def main():
+    ap = argparse.ArgumentParser(prog="tools/bench/run", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rmw", default="fastdds,tracer",
+                    help="comma-separated subset of: fastdds, tracer (default: both)")
+    ap.add_argument("--sizes", default="64,4K,64K,1M,4M", help="payload sizes (default: 64,4K,64K,1M,4M)")
+    ap.add_argument("--lat-iters", type=int, help="latency iterations for every size (default: per size)")
+    ap.add_argument("--warmup", type=int, help="latency warm-up iterations for every size (default: 10%%)")
+    ap.add_argument("--burst", type=int, help="messages per throughput burst for every size (default: per size)")
+    ap.add_argument("--rounds", type=int, help="measured burst rounds for every size (default: 5)")
+    ap.add_argument("--scale", type=float, default=1.0,
+                    help="multiply the default iteration counts (e.g. 0.1 for a quick look)")
+    ap.add_argument("--tracer-lib", default=os.path.join(ROOT, "target", "release", "librmw_tracer.so"),
+                    help="librmw_tracer.so to LD_PRELOAD (default: target/release/librmw_tracer.so)")
+    ap.add_argument("-o", "--output", default="bench-results.json", help="JSON output (default: ./bench-results.json)")
+    ap.add_argument("--timeout", type=int, default=60, help="seconds to wait for any one reply (default: 60)")
+    ap.add_argument("--match-timeout", type=int, default=30, help="seconds to wait for matching (default: 30)")
+    ap.add_argument("--pair-timeout", type=int, default=600, help="seconds one ping/pong pair may take (default: 600)")
+    ap.add_argument("--no-build", action="store_true", help="do not (re)build bench_ping/bench_pong")
+    args = ap.parse_args()
+
+    keys = [k.strip() for k in args.rmw.split(",") if k.strip()]
+    for k in keys:
+        if k not in RMWS:
+            ap.error(f"unknown rmw '{k}' (choose from {', '.join(RMWS)})")
+    try:
+        sizes = [parse_size(s) for s in args.sizes.split(",") if s.strip()]
+    except argparse.ArgumentTypeError as e:
+        ap.error(str(e))
+    for name in ("lat_iters", "warmup", "burst", "rounds"):
+        v = getattr(args, name)
+        if v is not None and (v < 0 or (v == 0 and name != "warmup")):
+            ap.error(f"--{name.replace('_', '-')} must be positive")
+    if args.scale <= 0:
+        ap.error("--scale must be positive")
+    args.output = os.path.abspath(args.output)
+    args.tracer_lib = os.path.abspath(args.tracer_lib)
+    if "tracer" in keys and not os.path.exists(args.tracer_lib):
+        print(f"bench: {args.tracer_lib} does not exist; build it with `cargo build --release -p rmw_tracer` "
+              "or run with --rmw fastdds", file=sys.stderr)
+        return 1
+
+    venv = venv_dir()
+    try:
+        ensure_built(args.no_build)
+    except (BenchError, subprocess.CalledProcessError) as e:
+        print(f"bench: build failed: {e}", file=sys.stderr)
+        return 1
+    enter_netns()
+    in_netns = bool(os.environ.get(NETNS_MARK))
+
+    cases = {}
+    for size in sizes:
+        dl, dw, db, dr = DEFAULT_CASES.get(size, DEFAULT_CASES[min(DEFAULT_CASES, key=lambda s: abs(s - size))])
+        lat = args.lat_iters if args.lat_iters is not None else max(10, int(dl * args.scale))
+        warm = args.warmup if args.warmup is not None else max(1, int(dw * args.scale))
+        burst = args.burst if args.burst is not None else max(5, int(db * args.scale))
+        rounds = args.rounds if args.rounds is not None else dr
+        cases[size] = (lat, warm, burst, rounds)
+
+    base_env = dict(os.environ)
+    base_env.pop(NETNS_MARK, None)
+    base_env["LD_LIBRARY_PATH"] = library_path(venv)
+    # A domain of our own, so that a Fast DDS run of someone else on this host never matches ours.
+    base_env["ROS_DOMAIN_ID"] = str(random.randint(100, 200))
+    for k in ("ROS_LOCALHOST_ONLY", "ROS_STATIC_PEERS", "FASTRTPS_DEFAULT_PROFILES_FILE"):
+        base_env.pop(k, None)
+
+    results = {k: {} for k in keys}
+    docs = {k: [] for k in keys}
+    started = time.time()
+    load_before = os.getloadavg()
+    workdir = tempfile.mkdtemp(prefix="rmw-tracer-bench-")
+    try:
+        for size in sizes:
+            for key in keys:
+                print(f"bench: {key} {human_size(size)} {cases[size]}", file=sys.stderr)
+                doc = run_pair(key, size, cases[size], args, base_env, workdir)
+                docs[key].append(doc)
+                results[key][size] = doc["cases"][0]
+    except BenchError as e:
+        print(f"bench: FAILED: {e}", file=sys.stderr)
+        print(f"bench: logs kept in {workdir}", file=sys.stderr)
+        return 1
+    shutil.rmtree(workdir, ignore_errors=True)
+    elapsed = time.time() - started
+
+    print()
+    print_table(sizes, results, keys)
+    print(f"({elapsed:.0f} s; load average {load_before[0]:.2f} before, {os.getloadavg()[0]:.2f} after; "
+          f"{'private network namespace' if in_netns else 'ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST'})")
+
+    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    out = {
+        "generated_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "git_commit": commit or None,
+        "host": {"cpus": os.cpu_count(), "load_average_before": load_before, "load_average_after": os.getloadavg(),
+                 "private_netns": in_netns},
+        "message_type": "std_msgs/msg/UInt8MultiArray",
+        "latency": "round trip ping -> pong -> ping, microseconds, one message in flight",
+        "throughput": "burst of messages published back to back, first publish to last receipt; MB = 10^6 bytes",
+        "tracer_lib": args.tracer_lib if "tracer" in keys else None,
+        "elapsed_s": round(elapsed, 1),
+        "results": {RMWS[k][1]: [results[k][s] for s in sizes] for k in keys},
+        "ratios_tracer_over_fastdds": [
+            {
+                "size": s,
+                "rtt_p50": ratio(results["tracer"][s]["latency_rtt_us"]["p50"], results["fastdds"][s]["latency_rtt_us"]["p50"]),
+                "rtt_p99": ratio(results["tracer"][s]["latency_rtt_us"]["p99"], results["fastdds"][s]["latency_rtt_us"]["p99"]),
+                "mb_per_s": ratio(results["tracer"][s]["throughput"]["mb_per_s"], results["fastdds"][s]["throughput"]["mb_per_s"]),
+            }
+            for s in sizes
+        ] if "tracer" in keys and "fastdds" in keys else None,
+    }
+    with open(args.output, "w") as f:
+        json.dump(out, f, indent=2)
+        f.write("\n")
+    print(f"wrote {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
