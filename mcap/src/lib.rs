@@ -27,7 +27,7 @@ pub use field::{FieldEncoding, FieldValue};
 pub use fuzz_support::exercise_read;
 pub use io::{Counting, ReadAt};
 pub use linear::{Item, LinearReader, Message, ReadOptions};
-pub use reader::{FieldRange, IndexedReader, Query, ScanStrategy};
+pub use reader::{AttachmentRead, FieldRange, IndexedReader, Query, ScanStrategy};
 pub use recorder::{Recorder, RecorderOptions, RecorderReport};
 pub use records::*;
 pub use recover::{recover, RecoverReport};

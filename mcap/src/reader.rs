@@ -42,6 +42,14 @@ pub struct Query {
     pub strategy: ScanStrategy,
 }
 
+/// An attachment as extracted through the index, with its fields and any warnings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttachmentRead {
+    pub attachment: Attachment,
+    pub fields: Vec<(u16, FieldValue)>,
+    pub warnings: Vec<String>,
+}
+
 pub struct IndexedReader<R> {
     src: R,
     summary: Summary,
@@ -314,7 +322,7 @@ impl<R: ReadAt> IndexedReader<R> {
     }
 
     /// Reads attachment `i` of the summary's Attachment Index, with its fields (D13).
-    pub fn attachment(&self, i: usize) -> Result<(Attachment, Vec<(u16, FieldValue)>, Vec<String>)> {
+    pub fn attachment(&self, i: usize) -> Result<AttachmentRead> {
         let ai = self.summary.attachment_indexes.get(i).ok_or_else(|| McapError::InvalidArgument(format!("no attachment #{i}")))?;
         let (opc, content) = self.record_at(ai.offset)?;
         if opc != op::ATTACHMENT {
@@ -333,7 +341,7 @@ impl<R: ReadAt> IndexedReader<R> {
                 _ => warnings.push(format!("attachment {:?}: sentinel create_time but no Attachment Fields record", a.name)),
             }
         }
-        Ok((a, fields, warnings))
+        Ok(AttachmentRead { attachment: a, fields, warnings })
     }
 
     pub fn metadata(&self, i: usize) -> Result<Metadata> {

@@ -79,10 +79,13 @@ struct Shared {
     error: Mutex<Option<String>>,
 }
 
+/// (schema, topic, message encoding, metadata) identifies a channel.
+type ChannelKey = (SchemaId, String, String, Vec<(String, String)>);
+
 #[derive(Default)]
 struct Registry {
     schemas: HashMap<(String, String, Vec<u8>), SchemaId>,
-    channels: HashMap<(SchemaId, String, String, Vec<(String, String)>), ChannelId>,
+    channels: HashMap<ChannelKey, ChannelId>,
     fields: HashMap<String, (FieldId, FieldEncoding, bool)>,
 }
 
