@@ -6,6 +6,7 @@
 use std::ffi::CStr;
 
 pub mod boundary;
+pub mod cdr;
 mod entry;
 mod features;
 mod log;

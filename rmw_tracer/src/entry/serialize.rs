@@ -1,48 +1,171 @@
-//! Entry points: serialize.
+//! Entry points: `rmw_serialize`, `rmw_deserialize`, `rmw_get_serialized_message_size`, on the
+//! introspection-driven CDR of `crate::cdr` (byte-compatible with Fast DDS).
 
-#![allow(unused_imports)]
-use std::ffi::{c_char, c_void};
+use std::cell::RefCell;
+use std::ffi::c_void;
 
 use ffi::rmw_ret_t;
 
-use super::unsupported;
-use crate::boundary::{ffi_bool, ffi_const_ptr, ffi_ptr, ffi_ret};
+use crate::boundary::handle;
+use crate::boundary::{ffi_ret, RmwError, RmwResult};
+use crate::cdr::{CdrError, MessageType};
 
-/// `rmw_serialize`: not built yet; returns `RMW_RET_UNSUPPORTED` and sets the error string.
+/// How a CDR failure is reported: out of memory is `RMW_RET_BAD_ALLOC`, a type CDR cannot carry
+/// is `RMW_RET_UNSUPPORTED`, everything else (bad bytes, a message over its bounds) is
+/// `RMW_RET_ERROR` as in Fast DDS; the text names the type and field.
+pub(crate) fn cdr_error(e: CdrError) -> RmwError {
+    match e.root() {
+        CdrError::Alloc { .. } => RmwError::BadAlloc("(de)serializing a message"),
+        CdrError::UnsupportedField { .. } => RmwError::UnsupportedFeature(e.to_string()),
+        CdrError::NullTypeSupport => RmwError::Null("type_support"),
+        CdrError::NoIntrospection(_) => RmwError::invalid(e.to_string()),
+        _ => RmwError::Serialization(e.to_string()),
+    }
+}
+
+thread_local! {
+    /// Serialization scratch buffer, reused so that a steady stream of messages allocates nothing.
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// `rmw_serialize`: CDR of `ros_message` into `serialized_message`, grown with its own allocator
+/// (`rmw_serialized_message_resize`) when it is too small.
 ///
 /// # Safety
-/// Callable with any arguments: none is dereferenced.
+/// Pointers are null or valid: an initialized message of the type `type_support` describes, and
+/// an initialized `rmw_serialized_message_t`.
 #[no_mangle]
 pub unsafe extern "C" fn rmw_serialize(
-    _ros_message: *const c_void,
-    _type_support: *const ffi::rosidl_message_type_support_t,
-    _serialized_message: *mut ffi::rmw_serialized_message_t,
+    ros_message: *const c_void,
+    type_support: *const ffi::rosidl_message_type_support_t,
+    serialized_message: *mut ffi::rmw_serialized_message_t,
 ) -> rmw_ret_t {
-    ffi_ret("rmw_serialize", unsupported)
+    // SAFETY: forwarded caller guarantee.
+    ffi_ret("rmw_serialize", || unsafe {
+        serialize(ros_message, type_support, serialized_message)
+    })
 }
 
-/// `rmw_deserialize`: not built yet; returns `RMW_RET_UNSUPPORTED` and sets the error string.
+unsafe fn serialize(
+    ros_message: *const c_void,
+    type_support: *const ffi::rosidl_message_type_support_t,
+    serialized_message: *mut ffi::rmw_serialized_message_t,
+) -> RmwResult<()> {
+    if ros_message.is_null() {
+        return Err(RmwError::Null("ros_message"));
+    }
+    if type_support.is_null() {
+        return Err(RmwError::Null("type_support"));
+    }
+    // SAFETY: caller guarantee: null or an initialized serialized message.
+    let out = unsafe { handle::out(serialized_message, "serialized_message") }?;
+    // SAFETY: caller guarantee on the type support.
+    let mt = unsafe { MessageType::cached(type_support) }.map_err(cdr_error)?;
+    SCRATCH.with(|scratch| {
+        let mut buf = scratch.borrow_mut();
+        // SAFETY: caller guarantee: `ros_message` is an initialized message of this type.
+        unsafe { mt.serialize(ros_message, &mut buf) }.map_err(cdr_error)?;
+        if out.buffer_capacity < buf.len() || out.buffer.is_null() {
+            // SAFETY: `out` is an initialized rcutils_uint8_array_t (its allocator is valid).
+            let rc = unsafe { ffi::rcutils_uint8_array_resize(out, buf.len()) };
+            if rc != ffi::RCUTILS_RET_OK {
+                return Err(match rc {
+                    ffi::RCUTILS_RET_BAD_ALLOC => RmwError::BadAlloc("growing the serialized message"),
+                    _ => RmwError::invalid("serialized_message cannot be resized (not initialized?)"),
+                });
+            }
+        }
+        // SAFETY: `buffer` holds at least `buffer_capacity >= buf.len()` bytes, and does not
+        // overlap our own scratch vector.
+        unsafe { std::ptr::copy_nonoverlapping(buf.as_ptr(), out.buffer, buf.len()) };
+        out.buffer_length = buf.len();
+        // A large message's buffer is not kept alive per thread.
+        if buf.capacity() > 1 << 20 {
+            *buf = Vec::new();
+        }
+        Ok(())
+    })
+}
+
+/// `rmw_deserialize`: the CDR in `serialized_message` into the initialized `ros_message`, whose
+/// strings and sequences are reallocated through the type support's functions.
 ///
 /// # Safety
-/// Callable with any arguments: none is dereferenced.
+/// Pointers are null or valid: an initialized serialized message (its `buffer_length` bytes
+/// readable) and an initialized message of the type `type_support` describes.
 #[no_mangle]
 pub unsafe extern "C" fn rmw_deserialize(
-    _serialized_message: *const ffi::rmw_serialized_message_t,
-    _type_support: *const ffi::rosidl_message_type_support_t,
-    _ros_message: *mut c_void,
+    serialized_message: *const ffi::rmw_serialized_message_t,
+    type_support: *const ffi::rosidl_message_type_support_t,
+    ros_message: *mut c_void,
 ) -> rmw_ret_t {
-    ffi_ret("rmw_deserialize", unsupported)
+    // SAFETY: forwarded caller guarantee.
+    ffi_ret("rmw_deserialize", || unsafe {
+        deserialize(serialized_message, type_support, ros_message)
+    })
 }
 
-/// `rmw_get_serialized_message_size`: not built yet; returns `RMW_RET_UNSUPPORTED` and sets the error string.
+unsafe fn deserialize(
+    serialized_message: *const ffi::rmw_serialized_message_t,
+    type_support: *const ffi::rosidl_message_type_support_t,
+    ros_message: *mut c_void,
+) -> RmwResult<()> {
+    // SAFETY: caller guarantee.
+    let input = unsafe { handle::input(serialized_message, "serialized_message") }?;
+    if type_support.is_null() {
+        return Err(RmwError::Null("type_support"));
+    }
+    if ros_message.is_null() {
+        return Err(RmwError::Null("ros_message"));
+    }
+    // SAFETY: `buffer` holds `buffer_length` readable bytes per the caller.
+    let bytes = unsafe { handle::slice(input.buffer, input.buffer_length, "serialized_message.buffer") }?;
+    // SAFETY: caller guarantee on the type support.
+    let mt = unsafe { MessageType::cached(type_support) }.map_err(cdr_error)?;
+    // SAFETY: caller guarantee: an initialized message of this type.
+    unsafe { mt.deserialize(bytes, ros_message) }.map_err(cdr_error)
+}
+
+/// `rmw_get_serialized_message_size`: the largest CDR size of a message of the type. Fast DDS
+/// answers `RMW_RET_UNSUPPORTED` for every type; rmw_tracer gives the exact maximum when every
+/// string and sequence of the type is bounded, and `RMW_RET_UNSUPPORTED` (with the reason)
+/// otherwise, since then the size depends on the message. `message_bounds` carries no usable
+/// bounds in Jazzy and is not read.
 ///
 /// # Safety
-/// Callable with any arguments: none is dereferenced.
+/// `type_support` is null or valid; `size` is null or writable.
 #[no_mangle]
 pub unsafe extern "C" fn rmw_get_serialized_message_size(
-    _type_support: *const ffi::rosidl_message_type_support_t,
+    type_support: *const ffi::rosidl_message_type_support_t,
     _message_bounds: *const ffi::rosidl_runtime_c__Sequence__bound,
-    _size: *mut usize,
+    size: *mut usize,
 ) -> rmw_ret_t {
-    ffi_ret("rmw_get_serialized_message_size", unsupported)
+    // SAFETY: forwarded caller guarantee.
+    ffi_ret("rmw_get_serialized_message_size", || unsafe {
+        max_size(type_support, size)
+    })
+}
+
+unsafe fn max_size(
+    type_support: *const ffi::rosidl_message_type_support_t,
+    size: *mut usize,
+) -> RmwResult<()> {
+    if type_support.is_null() {
+        return Err(RmwError::Null("type_support"));
+    }
+    // SAFETY: caller guarantee.
+    let out = unsafe { handle::out(size, "size") }?;
+    // SAFETY: caller guarantee on the type support.
+    let mt = unsafe { MessageType::cached(type_support) }.map_err(cdr_error)?;
+    match mt.max_serialized_size() {
+        Some(n) => {
+            *out = n;
+            Ok(())
+        }
+        None => Err(RmwError::UnsupportedFeature(format!(
+            "a size bound for {} (it has unbounded strings or sequences, so its serialized size \
+             depends on the message)",
+            mt.name()
+        ))),
+    }
 }

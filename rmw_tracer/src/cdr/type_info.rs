@@ -1,0 +1,180 @@
+//! A type's identity for `:schema` and MCAP: `pkg/msg/Type`, the RIHS01 type hash and the
+//! `ros2msg` definition (the .msg text of the type and of every type it uses), all read from the
+//! Jazzy `rosidl_message_type_support_t`.
+
+use ffi::{rosidl_message_type_support_t, rosidl_runtime_c__String};
+
+use super::{CdrError, MessageType};
+
+/// Encoding name of [`TypeInfo::definition`] in an MCAP Schema record (as `ros2 bag` writes it).
+pub const ROS2MSG: &str = "ros2msg";
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TypeInfo {
+    /// `pkg/msg/Type`.
+    pub type_name: String,
+    /// `RIHS01_<64 hex digits>`, or None when the type support has no hash (pre-Jazzy code).
+    pub type_hash: Option<String>,
+    /// The `ros2msg` complete definition: the type's .msg text, then for each dependency a line
+    /// of 80 `=`, a line `MSG: pkg/msg/Dep` and its text. None when the type support carries no
+    /// sources (or only "implicit"/"idl" ones without .msg text).
+    pub definition: Option<String>,
+}
+
+/// Reads the type's name, hash and definition.
+///
+/// # Safety
+/// `ts` must be null or a valid type support handle whose library stays loaded during the call.
+pub unsafe fn type_info(ts: *const rosidl_message_type_support_t) -> Result<TypeInfo, CdrError> {
+    // SAFETY: forwarded contract.
+    let mt = unsafe { MessageType::from_type_support(ts) }?;
+    // The caller's handle and the introspection one both carry the Jazzy functions; prefer the
+    // caller's (a dispatcher answers for every type support of the type).
+    let handles = [ts, mt.introspection_handle()];
+    // SAFETY: both handles are valid per the contract.
+    let type_hash = handles.iter().find_map(|&h| unsafe { hash_of(h) });
+    // SAFETY: as above.
+    let definition = handles
+        .iter()
+        .find_map(|&h| unsafe { definition_of(h, mt.name()) });
+    Ok(TypeInfo {
+        type_name: mt.name().to_string(),
+        type_hash,
+        definition,
+    })
+}
+
+unsafe fn hash_of(ts: *const rosidl_message_type_support_t) -> Option<String> {
+    // SAFETY: valid handle per the caller.
+    let f = unsafe { (*ts).get_type_hash_func }?;
+    // SAFETY: the generated function returns a pointer to a static hash (or null).
+    let h = unsafe { f(ts) };
+    if h.is_null() {
+        return None;
+    }
+    // SAFETY: non-null pointer to a rosidl_type_hash_t.
+    let h = unsafe { &*h };
+    if h.version == 0 {
+        return None; // ROSIDL_TYPE_HASH_VERSION_UNSET
+    }
+    Some(format_hash(h.version, &h.value))
+}
+
+/// `RIHS<vv>_<hex>`, the form `rosidl_stringify_type_hash` produces.
+pub fn format_hash(version: u8, value: &[u8]) -> String {
+    let mut s = format!("RIHS{version:02}_");
+    for b in value {
+        s.push_str(&format!("{b:02x}"));
+    }
+    s
+}
+
+/// One entry of `get_type_description_sources_func`'s sequence.
+pub struct Source {
+    pub type_name: String,
+    pub encoding: String,
+    pub text: String,
+}
+
+unsafe fn definition_of(ts: *const rosidl_message_type_support_t, root: &str) -> Option<String> {
+    // SAFETY: valid handle per the caller.
+    let f = unsafe { (*ts).get_type_description_sources_func }?;
+    // SAFETY: the generated function returns a static sequence (or null).
+    let seq = unsafe { f(ts) };
+    if seq.is_null() {
+        return None;
+    }
+    // SAFETY: non-null pointer to a TypeSource__Sequence.
+    let seq = unsafe { &*seq };
+    if seq.size == 0 || seq.data.is_null() {
+        return None;
+    }
+    // SAFETY: `data` holds `size` initialized TypeSource structs.
+    let items = unsafe { std::slice::from_raw_parts(seq.data, seq.size) };
+    let sources: Vec<Source> = items
+        .iter()
+        .map(|s| Source {
+            // SAFETY: the strings of a generated TypeSource are initialized.
+            type_name: unsafe { rstring(&s.type_name) },
+            // SAFETY: as above.
+            encoding: unsafe { rstring(&s.encoding) },
+            // SAFETY: as above.
+            text: unsafe { rstring(&s.raw_file_contents) },
+        })
+        .collect();
+    ros2msg(root, &sources)
+}
+
+/// Joins sources into the `ros2msg` complete definition, the root type first. None if the root
+/// has no .msg text.
+pub fn ros2msg(root: &str, sources: &[Source]) -> Option<String> {
+    let is_msg = |s: &Source| s.encoding == "msg";
+    let root_src = sources.iter().find(|s| s.type_name == root && is_msg(s))?;
+    let mut out = root_src.text.clone();
+    for dep in sources.iter().filter(|s| s.type_name != root && is_msg(s)) {
+        if !out.is_empty() && !out.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push_str(&"=".repeat(80));
+        out.push_str("\nMSG: ");
+        out.push_str(&dep.type_name);
+        out.push('\n');
+        out.push_str(&dep.text);
+    }
+    Some(out)
+}
+
+unsafe fn rstring(s: &rosidl_runtime_c__String) -> String {
+    if s.data.is_null() || s.size == 0 {
+        return String::new();
+    }
+    // SAFETY: `data` holds `size` bytes.
+    let b = unsafe { std::slice::from_raw_parts(s.data.cast::<u8>(), s.size) };
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn src(n: &str, e: &str, t: &str) -> Source {
+        Source {
+            type_name: n.into(),
+            encoding: e.into(),
+            text: t.into(),
+        }
+    }
+
+    #[test]
+    fn ros2msg_puts_the_root_first_and_delimits_each_dependency() {
+        let sources = [
+            src("my_msgs/msg/Example", "msg", "my_msgs/Basic b\n"),
+            src("my_msgs/msg/Basic", "msg", "float32 f"),
+            src("my_msgs/msg/Other", "msg", "int8 i\n"),
+        ];
+        let d = ros2msg("my_msgs/msg/Example", &sources).unwrap();
+        let bar = "=".repeat(80);
+        assert_eq!(
+            d,
+            format!(
+                "my_msgs/Basic b\n{bar}\nMSG: my_msgs/msg/Basic\nfloat32 f\n{bar}\nMSG: my_msgs/msg/Other\nint8 i\n"
+            )
+        );
+    }
+
+    #[test]
+    fn ros2msg_needs_msg_text_of_the_root() {
+        assert_eq!(
+            ros2msg("a/srv/S_Request", &[src("a/srv/S_Request", "implicit", "")]),
+            None
+        );
+        assert_eq!(ros2msg("a/msg/X", &[]), None);
+    }
+
+    #[test]
+    fn hash_is_rihs01_hex() {
+        let h = format_hash(1, &[0xab; 32]);
+        assert_eq!(h.len(), 7 + 64);
+        assert!(h.starts_with("RIHS01_abab"));
+    }
+}
