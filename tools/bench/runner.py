@@ -37,11 +37,11 @@ RMWS = {
 # that both rmws together take a few minutes at most on 2 cores; each case also runs one
 # unmeasured warm-up round.
 DEFAULT_CASES = {
-    64: (5000, 500, 5000, 5),
-    4096: (5000, 500, 5000, 5),
-    65536: (2000, 200, 2000, 5),
-    1 << 20: (300, 30, 200, 5),
-    4 << 20: (100, 10, 50, 5),
+    64: (10000, 1000, 5000, 10),
+    4096: (10000, 1000, 5000, 10),
+    65536: (3000, 300, 2000, 10),
+    1 << 20: (500, 50, 200, 10),
+    4 << 20: (150, 15, 50, 10),
 }
 
 
@@ -155,12 +155,17 @@ def run_pair(key, size, case, args, base_env, workdir):
                 ping.kill()
                 ping.wait()
                 ping_rc = "timeout"
-            try:
-                pong_rc = pong.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                pong.kill()
+            if ping_rc != 0:
+                pong.kill()  # ping's error is the story; pong would only wait for its idle timeout
                 pong.wait()
-                pong_rc = "hung after ping ended"
+                pong_rc = "killed after ping failed"
+            else:
+                try:
+                    pong_rc = pong.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    pong.kill()
+                    pong.wait()
+                    pong_rc = "hung after ping ended"
         finally:
             if pong.poll() is None:
                 pong.kill()
@@ -236,7 +241,7 @@ def main():
     ap.add_argument("--lat-iters", type=int, help="latency iterations for every size (default: per size)")
     ap.add_argument("--warmup", type=int, help="latency warm-up iterations for every size (default: 10%%)")
     ap.add_argument("--burst", type=int, help="messages per throughput burst for every size (default: per size)")
-    ap.add_argument("--rounds", type=int, help="measured burst rounds for every size (default: 5)")
+    ap.add_argument("--rounds", type=int, help="measured burst rounds for every size (default: 10)")
     ap.add_argument("--scale", type=float, default=1.0,
                     help="multiply the default iteration counts (e.g. 0.1 for a quick look)")
     ap.add_argument("--tracer-lib", default=os.path.join(ROOT, "target", "release", "librmw_tracer.so"),
