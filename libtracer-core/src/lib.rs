@@ -1,7 +1,33 @@
 #![forbid(unsafe_code)]
 //! libtracer-core: the substrate. See docs/libtracer.md (model) and docs/wire.md (wire protocol).
+//!
+//! The graph side, one module per concept: `path` (validated paths), `vertex` + `tree` (the
+//! vertices and their index), `ring` (history rings), `edge` (SUBSCRIBER edges and the packed
+//! delivery policy), `acl`, `ready` (waiters and readiness), `structure` (the `:children[]` feed),
+//! `graph` (the entry point), `net` (links and mounts), `error`.
 
+pub mod acl;
+pub mod edge;
+pub mod error;
+pub mod graph;
+pub mod link;
+pub mod net;
+pub mod path;
 pub mod payload;
+pub mod ready;
+mod ring;
+pub mod structure;
+mod tree;
+pub mod vertex;
 pub mod wire;
 
+pub use acl::{Ace, AceKind, Acl, Credentials, Principal, Rights};
+pub use edge::{DeliveryPolicy, Edge, EdgeState, SubscriberInfo};
+pub use error::Error;
+pub use graph::{Discovery, Graph, GraphConfig, Schema};
+pub use net::{LinkId, PeerInfo, PeerLink};
+pub use path::Path;
 pub use payload::{Meta, Payload, WriterId};
+pub use ready::{Readiness, Signal, Waiter};
+pub use vertex::{Sample, SinkFn, StreamOptions, Vertex};
+pub use wire::frame::{EdgeId, Role, SchemaInfo, StructEvent};

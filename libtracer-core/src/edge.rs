@@ -1,0 +1,426 @@
+//! SUBSCRIBER edges: the packed delivery policy, the public `Edge` handle, and the records that
+//! live in a source vertex's `:subscribers[]` (data) or `:children[]` (structure) lists.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::error::Error;
+use crate::net::LinkState;
+use crate::structure;
+use crate::vertex::{Node, Sample};
+use crate::wire::frame::{EdgeId, Frame, StructEvent};
+
+/// The packed 16-bit per-edge delivery policy. Bits (no magnitudes, by ruling):
+///
+/// ```text
+/// bit 0      reliable (1) / best effort (0)
+/// bits 1..=3 priority 0..7 (7 = most urgent)
+/// bit 4      durability request: transient local (replay retained history first)
+/// bits 5..15 reserved, 0 (ignored when read, never set)
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DeliveryPolicy(u16);
+
+impl Default for DeliveryPolicy {
+    /// Reliable, priority 0, volatile.
+    fn default() -> Self {
+        DeliveryPolicy::RELIABLE
+    }
+}
+
+impl DeliveryPolicy {
+    const RELIABLE_BIT: u16 = 1;
+    const PRIO_SHIFT: u16 = 1;
+    const PRIO_MASK: u16 = 0b111 << 1;
+    const TRANSIENT_BIT: u16 = 1 << 4;
+    const KNOWN: u16 = 0b1_1111;
+
+    pub const BEST_EFFORT: DeliveryPolicy = DeliveryPolicy(0);
+    pub const RELIABLE: DeliveryPolicy = DeliveryPolicy(Self::RELIABLE_BIT);
+
+    pub const fn new(reliable: bool, priority: u8, transient_local: bool) -> DeliveryPolicy {
+        let mut b = 0;
+        if reliable {
+            b |= Self::RELIABLE_BIT;
+        }
+        b |= ((priority as u16) & 7) << Self::PRIO_SHIFT;
+        if transient_local {
+            b |= Self::TRANSIENT_BIT;
+        }
+        DeliveryPolicy(b)
+    }
+    /// From wire bits; reserved bits are dropped so a newer peer's extensions cannot confuse us.
+    pub const fn from_bits(bits: u16) -> DeliveryPolicy {
+        DeliveryPolicy(bits & Self::KNOWN)
+    }
+    pub const fn bits(self) -> u16 {
+        self.0
+    }
+    pub const fn is_reliable(self) -> bool {
+        self.0 & Self::RELIABLE_BIT != 0
+    }
+    pub const fn priority(self) -> u8 {
+        ((self.0 & Self::PRIO_MASK) >> Self::PRIO_SHIFT) as u8
+    }
+    pub const fn is_transient_local(self) -> bool {
+        self.0 & Self::TRANSIENT_BIT != 0
+    }
+    pub const fn with_reliable(self, on: bool) -> DeliveryPolicy {
+        DeliveryPolicy::new(on, self.priority(), self.is_transient_local())
+    }
+    /// Priorities above 7 are clamped to 7.
+    pub const fn with_priority(self, p: u8) -> DeliveryPolicy {
+        let p = if p > 7 { 7 } else { p };
+        DeliveryPolicy::new(self.is_reliable(), p, self.is_transient_local())
+    }
+    pub const fn with_transient_local(self, on: bool) -> DeliveryPolicy {
+        DeliveryPolicy::new(self.is_reliable(), self.priority(), on)
+    }
+}
+
+/// Where an edge stands.
+#[derive(Clone, Debug)]
+pub enum EdgeState {
+    /// A remote subscribe was sent; the peer has not answered yet.
+    Pending,
+    Established,
+    /// Refused (e.g. `PermissionDenied`, `NotFound`) or broken (`LinkDown`).
+    Failed(Error),
+    /// Removed by `unsubscribe`, or its source or target was removed.
+    Closed,
+}
+
+/// What `unsubscribe` needs to find the record again.
+pub(crate) enum EdgeKind {
+    Local {
+        source: Weak<Node>,
+        structural: bool,
+    },
+    Remote {
+        peer: String,
+        link: usize,
+        structural: bool,
+    },
+}
+
+pub(crate) struct EdgeShared {
+    pub(crate) id: EdgeId,
+    pub(crate) source: String,
+    pub(crate) target: String,
+    pub(crate) policy: DeliveryPolicy,
+    pub(crate) kind: EdgeKind,
+    state: Mutex<EdgeState>,
+    cv: Condvar,
+}
+
+impl EdgeShared {
+    pub(crate) fn new(
+        id: EdgeId,
+        source: String,
+        target: String,
+        policy: DeliveryPolicy,
+        kind: EdgeKind,
+        state: EdgeState,
+    ) -> Arc<EdgeShared> {
+        Arc::new(EdgeShared {
+            id,
+            source,
+            target,
+            policy,
+            kind,
+            state: Mutex::new(state),
+            cv: Condvar::new(),
+        })
+    }
+
+    pub(crate) fn set_state(&self, s: EdgeState) {
+        let mut g = self.state.lock();
+        // A closed or failed edge stays so: a late reply must not revive it.
+        if matches!(*g, EdgeState::Pending | EdgeState::Established) {
+            *g = s;
+        }
+        self.cv.notify_all();
+    }
+}
+
+/// A subscription as its creator holds it. Cheap `Clone`; dropping it does not unsubscribe.
+#[derive(Clone)]
+pub struct Edge(pub(crate) Arc<EdgeShared>);
+
+impl Edge {
+    /// The edge id: graph-unique for local edges; for remote ones, the id this graph chose for
+    /// the link (the producer keys it by link and id).
+    pub fn id(&self) -> EdgeId {
+        self.0.id
+    }
+    pub fn source(&self) -> &str {
+        &self.0.source
+    }
+    pub fn target(&self) -> &str {
+        &self.0.target
+    }
+    pub fn policy(&self) -> DeliveryPolicy {
+        self.0.policy
+    }
+    pub fn state(&self) -> EdgeState {
+        self.0.state.lock().clone()
+    }
+    /// True for a `:children[]` (structural feed) edge.
+    pub fn is_structural(&self) -> bool {
+        match &self.0.kind {
+            EdgeKind::Local { structural, .. } | EdgeKind::Remote { structural, .. } => *structural,
+        }
+    }
+    /// The peer a remote edge goes through.
+    pub fn peer(&self) -> Option<&str> {
+        match &self.0.kind {
+            EdgeKind::Local { .. } => None,
+            EdgeKind::Remote { peer, .. } => Some(peer),
+        }
+    }
+    pub fn is_established(&self) -> bool {
+        matches!(*self.0.state.lock(), EdgeState::Established)
+    }
+    /// Wait until the edge is no longer pending. `Ok` once established; the failure otherwise;
+    /// `Err(Timeout)` if still pending after `timeout`.
+    pub fn wait_established(&self, timeout: Duration) -> Result<(), Error> {
+        let deadline = Instant::now() + timeout;
+        let mut g = self.0.state.lock();
+        loop {
+            match &*g {
+                EdgeState::Established => return Ok(()),
+                EdgeState::Failed(e) => return Err(e.clone()),
+                EdgeState::Closed => return Err(Error::Closed(self.0.source.clone())),
+                EdgeState::Pending => {
+                    if self.0.cv.wait_until(&mut g, deadline).timed_out()
+                        && matches!(*g, EdgeState::Pending)
+                    {
+                        return Err(Error::Timeout);
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Edge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Edge")
+            .field("id", &self.0.id)
+            .field("source", &self.0.source)
+            .field("target", &self.0.target)
+            .field("state", &self.state())
+            .finish()
+    }
+}
+
+/// One entry of a vertex's `:subscribers[]`, as `Graph::subscribers` reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SubscriberInfo {
+    pub edge_id: EdgeId,
+    /// A local path, or `/net/<peer>` when the target is behind that transport vertex.
+    pub target: String,
+    pub policy: DeliveryPolicy,
+    /// The peer whose link the edge is bound to (it goes when that link goes).
+    pub peer: Option<String>,
+    /// True for an entry of `:children[]` (structural feed) rather than `:subscribers[]`.
+    pub structural: bool,
+}
+
+/// Where a delivery goes.
+pub(crate) enum Target {
+    Local(Arc<Node>),
+    /// The consumer is behind a link: send a compact DELIVERY / STRUCTURE frame.
+    Remote {
+        link: Arc<LinkState>,
+        edge: EdgeId,
+    },
+}
+
+/// Live data that arrived while a transient-local replay was being taken: (writing node, that
+/// node's store sequence, sample).
+type Buffered = Vec<(usize, u64, Sample)>;
+
+/// An edge as stored on its source.
+pub(crate) struct EdgeRec {
+    pub(crate) id: EdgeId,
+    /// Key of the link the edge came over (producer side of a remote subscribe).
+    pub(crate) link: Option<usize>,
+    pub(crate) policy: DeliveryPolicy,
+    pub(crate) target: Target,
+    pub(crate) handle: Option<Weak<EdgeShared>>,
+    replaying: AtomicBool,
+    buffer: Mutex<Buffered>,
+}
+
+impl EdgeRec {
+    pub(crate) fn new(
+        id: EdgeId,
+        link: Option<usize>,
+        policy: DeliveryPolicy,
+        target: Target,
+        handle: Option<Weak<EdgeShared>>,
+        replaying: bool,
+    ) -> Arc<EdgeRec> {
+        Arc::new(EdgeRec {
+            id,
+            link,
+            policy,
+            target,
+            handle,
+            replaying: AtomicBool::new(replaying),
+            buffer: Mutex::new(Vec::new()),
+        })
+    }
+
+    pub(crate) fn info(&self, structural: bool) -> SubscriberInfo {
+        let (target, peer) = match &self.target {
+            Target::Local(n) => (n.path.to_string(), None),
+            Target::Remote { link, .. } => (
+                format!("/net/{}", link.peer.name),
+                Some(link.peer.name.clone()),
+            ),
+        };
+        SubscriberInfo {
+            edge_id: self.id,
+            target,
+            policy: self.policy,
+            peer,
+            structural,
+        }
+    }
+
+    /// Deliver one live write made at `from` (its store sequence `seq`).
+    #[inline]
+    pub(crate) fn deliver(&self, sample: Sample, from: usize, seq: u64) {
+        if self.replaying.load(Ordering::Acquire) {
+            let mut b = self.buffer.lock();
+            if self.replaying.load(Ordering::Acquire) {
+                b.push((from, seq, sample));
+                return;
+            }
+        }
+        self.send(sample);
+    }
+
+    /// Hand a sample to the target: an ordinary write that lands in the target's store and is
+    /// never dispatched further.
+    pub(crate) fn send(&self, sample: Sample) {
+        match &self.target {
+            Target::Local(n) => n.land(sample),
+            Target::Remote { link, edge } => {
+                // A failed send means the link is going down; on_down removes the edge.
+                let _ = link.send(&Frame::Delivery {
+                    edge: *edge,
+                    meta: sample.meta,
+                    suffix: sample.suffix,
+                    payload: sample.payload,
+                });
+            }
+        }
+    }
+
+    /// End a transient-local replay: deliver what was buffered meanwhile, minus the writes the
+    /// replay already contained (`captured(node)` = the store sequence the snapshot saw).
+    pub(crate) fn finish_replay(&self, captured: impl Fn(usize) -> u64) {
+        let mut b = self.buffer.lock();
+        for (from, seq, s) in b.drain(..) {
+            if seq > captured(from) {
+                self.send(s);
+            }
+        }
+        self.replaying.store(false, Ordering::Release);
+    }
+
+    /// Deliver a structural event (`:children[]` edges).
+    pub(crate) fn deliver_event(&self, ev: &StructEvent) {
+        match &self.target {
+            Target::Local(n) => n.land(structure::event_sample(ev)),
+            Target::Remote { link, edge } => {
+                let _ = link.send(&Frame::Structure {
+                    edge: *edge,
+                    event: ev.clone(),
+                });
+            }
+        }
+    }
+}
+
+/// A copy-on-write list of edges: writers clone the `Arc` (one atomic increment) and iterate
+/// without holding any lock, so a delivery that reaches a link or a sink never blocks a
+/// subscribe, and a subscribe never blocks a writer for longer than a pointer swap.
+#[derive(Default)]
+pub(crate) struct EdgeList {
+    count: AtomicUsize,
+    list: Mutex<Arc<Vec<Arc<EdgeRec>>>>,
+}
+
+impl EdgeList {
+    #[inline]
+    pub(crate) fn snapshot(&self) -> Option<Arc<Vec<Arc<EdgeRec>>>> {
+        if self.count.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        Some(self.list.lock().clone())
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.count.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn insert(&self, e: Arc<EdgeRec>) {
+        let mut g = self.list.lock();
+        let mut v: Vec<_> = (**g).clone();
+        v.push(e);
+        self.count.store(v.len(), Ordering::Release);
+        *g = Arc::new(v);
+    }
+
+    /// Remove the entries `pred` selects; returns them.
+    pub(crate) fn remove_where(&self, pred: impl Fn(&EdgeRec) -> bool) -> Vec<Arc<EdgeRec>> {
+        let mut g = self.list.lock();
+        if !g.iter().any(|e| pred(e)) {
+            return Vec::new();
+        }
+        let (gone, keep): (Vec<_>, Vec<_>) = g.iter().cloned().partition(|e| pred(e));
+        self.count.store(keep.len(), Ordering::Release);
+        *g = Arc::new(keep);
+        gone
+    }
+
+    pub(crate) fn take_all(&self) -> Vec<Arc<EdgeRec>> {
+        self.remove_where(|_| true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policy_packing_round_trips_and_drops_reserved_bits() {
+        for r in [false, true] {
+            for p in 0..8 {
+                for t in [false, true] {
+                    let d = DeliveryPolicy::new(r, p, t);
+                    let back = DeliveryPolicy::from_bits(d.bits());
+                    assert_eq!(back, d);
+                    assert_eq!(
+                        (
+                            back.is_reliable(),
+                            back.priority(),
+                            back.is_transient_local()
+                        ),
+                        (r, p, t)
+                    );
+                    assert!(d.bits() < 32);
+                }
+            }
+        }
+        assert_eq!(DeliveryPolicy::from_bits(0xffe0).bits(), 0);
+        assert_eq!(DeliveryPolicy::RELIABLE.with_priority(42).priority(), 7);
+    }
+}

@@ -1,0 +1,657 @@
+//! Links to peers: mounts at `/net/<peer>`, forwarded writes and subscribes, edges bound to the
+//! link they came over, and the clean-up when a link drops.
+//!
+//! The graph talks to a link through `PeerLink` (send a frame, who is the peer, close) and is
+//! told about it through `attach` / `on_frame` / `detach`; `host` binds that seam to the link
+//! layer's transports.
+//!
+//! Edge ids: the consumer picks the id (graph-unique here, so unique per link); the producer keys
+//! the edge by (link, id) and sends DELIVERY / STRUCTURE frames with it; the consumer maps the id
+//! back to its target.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex, RwLock};
+
+use crate::acl::{Credentials, Rights};
+use crate::edge::{DeliveryPolicy, Edge, EdgeKind, EdgeRec, EdgeShared, EdgeState, Target};
+use crate::error::Error;
+use crate::graph::GraphInner;
+use crate::path::{valid_segment, MetaSegment, Path};
+use crate::payload::{Meta, Payload};
+use crate::structure;
+use crate::vertex::{dispatch, now_ns, Incoming, Kind, Node, Sample};
+use crate::wire::frame::{EdgeId, Frame, ReqId, Role};
+
+/// Who is at the other end of a link (kernel-attested on a Unix socket).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PeerInfo {
+    pub name: String,
+    pub uid: u32,
+    pub gid: u32,
+    pub pid: u32,
+}
+
+/// What the graph needs from a link.
+pub trait PeerLink: Send + Sync {
+    /// Send one frame from the caller's thread; must not call back into the graph.
+    fn send(&self, frame: &Frame) -> Result<(), Error>;
+    fn peer(&self) -> PeerInfo;
+    /// Idempotent; the transport then calls `Graph::link_down`.
+    fn close(&self);
+}
+
+/// A link as `Graph::attach_link` registered it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LinkId(pub(crate) usize);
+
+/// A reply slot for a request that waits (confirmed write, remote read).
+#[derive(Default)]
+struct Reply {
+    slot: Mutex<Option<Result<Option<Sample>, Error>>>,
+    cv: Condvar,
+}
+
+impl Reply {
+    fn fill(&self, r: Result<Option<Sample>, Error>) {
+        *self.slot.lock() = Some(r);
+        self.cv.notify_all();
+    }
+    fn wait(&self, timeout: Duration) -> Result<Option<Sample>, Error> {
+        let deadline = Instant::now() + timeout;
+        let mut g = self.slot.lock();
+        while g.is_none() {
+            if self.cv.wait_until(&mut g, deadline).timed_out() {
+                break;
+            }
+        }
+        g.take().unwrap_or(Err(Error::Timeout))
+    }
+}
+
+enum Pending {
+    Subscribe(EdgeId),
+    Wait(Arc<Reply>),
+}
+
+/// A subscription this graph made over the link.
+struct Consumer {
+    target: Arc<Node>,
+    handle: Arc<EdgeShared>,
+}
+
+pub(crate) struct LinkState {
+    pub(crate) key: usize,
+    pub(crate) peer: PeerInfo,
+    link: Arc<dyn PeerLink>,
+    mount: Mutex<Option<Arc<Node>>>,
+    consumer: Mutex<HashMap<EdgeId, Consumer>>,
+    /// Edges the peer made on our vertices: id -> source vertex.
+    produced: Mutex<HashMap<EdgeId, Weak<Node>>>,
+    pending: Mutex<HashMap<ReqId, Pending>>,
+    down: AtomicBool,
+}
+
+impl LinkState {
+    pub(crate) fn send(&self, f: &Frame) -> Result<(), Error> {
+        if self.down.load(Ordering::Acquire) {
+            return Err(Error::LinkDown(self.peer.name.clone()));
+        }
+        self.link.send(f)
+    }
+
+    fn creds(&self) -> Credentials {
+        Credentials {
+            uid: self.peer.uid,
+            gid: self.peer.gid,
+        }
+    }
+
+    /// Forget a consumer-side edge (its target went); `tell` sends UNSUBSCRIBE.
+    pub(crate) fn drop_consumer(&self, edge: EdgeId, tell: bool) {
+        let c = self.consumer.lock().remove(&edge);
+        if let Some(c) = c {
+            c.handle.set_state(EdgeState::Closed);
+            if tell {
+                let _ = self.send(&Frame::Unsubscribe { edge });
+            }
+        }
+    }
+
+    /// The source of a produced edge went away locally.
+    pub(crate) fn forget_produced(&self, edge: EdgeId) {
+        self.produced.lock().remove(&edge);
+    }
+
+    fn reply(&self, req: ReqId, r: Result<(), Error>) {
+        if req == 0 {
+            return;
+        }
+        let f = match r {
+            Ok(()) => Frame::Ok { req },
+            Err(e) => Frame::Error {
+                req,
+                code: e.code(),
+                message: e.to_string(),
+            },
+        };
+        let _ = self.send(&f);
+    }
+}
+
+#[derive(Default)]
+pub(crate) struct Net {
+    by_name: RwLock<HashMap<String, Arc<LinkState>>>,
+    by_key: RwLock<HashMap<usize, Arc<LinkState>>>,
+    next_key: AtomicU64,
+    next_req: AtomicU64,
+    /// Error replies to fire-and-forget requests (forwarded writes), for diagnostics.
+    remote_errors: AtomicU64,
+    last_remote_error: Mutex<Option<Error>>,
+    host: Mutex<Option<Box<dyn Send + Sync>>>,
+}
+
+impl Net {
+    fn link(&self, peer: &str) -> Result<Arc<LinkState>, Error> {
+        self.by_name
+            .read()
+            .get(peer)
+            .cloned()
+            .ok_or_else(|| Error::NotFound(format!("/net/{peer} (no such peer)")))
+    }
+
+    fn req(&self) -> ReqId {
+        self.next_req.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    pub(crate) fn peers(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.by_name.read().keys().cloned().collect();
+        v.sort();
+        v
+    }
+
+    pub(crate) fn link_ids(&self) -> Vec<LinkId> {
+        self.by_key.read().keys().map(|k| LinkId(*k)).collect()
+    }
+
+    pub(crate) fn remote_errors(&self) -> (u64, Option<Error>) {
+        (
+            self.remote_errors.load(Ordering::Relaxed),
+            self.last_remote_error.lock().clone(),
+        )
+    }
+
+    /// Stop discovery and close every link (their `detach` follows from the transport).
+    pub(crate) fn shutdown(&self) {
+        drop(self.host.lock().take());
+        let links: Vec<_> = self.by_key.read().values().cloned().collect();
+        for l in links {
+            l.link.close();
+        }
+    }
+
+    /// WRITE `rest` on `peer`. Without `wait` it returns once the frame is sent.
+    pub(crate) fn forward_write(
+        &self,
+        peer: &str,
+        rest: String,
+        payload: Payload,
+        meta: Meta,
+        wait: Option<Duration>,
+    ) -> Result<(), Error> {
+        let l = self.link(peer)?;
+        let req = self.req();
+        let reply = wait.map(|_| {
+            let r = Arc::new(Reply::default());
+            l.pending.lock().insert(req, Pending::Wait(r.clone()));
+            r
+        });
+        l.send(&Frame::Write {
+            req,
+            path: rest,
+            meta,
+            payload,
+        })?;
+        match (reply, wait) {
+            (Some(r), Some(t)) => {
+                let out = r.wait(t).map(|_| ());
+                l.pending.lock().remove(&req);
+                out
+            }
+            _ => Ok(()),
+        }
+    }
+
+    pub(crate) fn read_remote(
+        &self,
+        peer: &str,
+        rest: String,
+        timeout: Duration,
+    ) -> Result<Option<Sample>, Error> {
+        let l = self.link(peer)?;
+        let req = self.req();
+        let r = Arc::new(Reply::default());
+        l.pending.lock().insert(req, Pending::Wait(r.clone()));
+        if let Err(e) = l.send(&Frame::Read { req, path: rest }) {
+            l.pending.lock().remove(&req);
+            return Err(e);
+        }
+        let out = r.wait(timeout);
+        l.pending.lock().remove(&req);
+        out
+    }
+
+    pub(crate) fn subscribe_remote(
+        &self,
+        g: &GraphInner,
+        peer: &str,
+        rest: String,
+        full_source: String,
+        target: Arc<Node>,
+        policy: DeliveryPolicy,
+    ) -> Result<Edge, Error> {
+        let structural = rest.ends_with(MetaSegment::Children.as_str());
+        let l = self.link(peer)?;
+        let id = g.new_edge_id();
+        let handle = EdgeShared::new(
+            id,
+            full_source,
+            target.path.to_string(),
+            policy,
+            EdgeKind::Remote {
+                peer: peer.to_string(),
+                link: l.key,
+                structural,
+            },
+            EdgeState::Pending,
+        );
+        target.incoming.lock().push(Incoming::Remote {
+            link: Arc::downgrade(&l),
+            edge: id,
+        });
+        l.consumer.lock().insert(
+            id,
+            Consumer {
+                target: target.clone(),
+                handle: handle.clone(),
+            },
+        );
+        let req = self.req();
+        l.pending.lock().insert(req, Pending::Subscribe(id));
+        if let Err(e) = l.send(&Frame::Subscribe {
+            req,
+            source: rest,
+            edge: id,
+            policy: policy.bits(),
+        }) {
+            l.pending.lock().remove(&req);
+            l.consumer.lock().remove(&id);
+            unhook_remote_target(&target, l.key, id);
+            return Err(e);
+        }
+        Ok(Edge(handle))
+    }
+
+    pub(crate) fn unsubscribe_remote(&self, key: usize, edge: EdgeId) {
+        let l = self.by_key.read().get(&key).cloned();
+        if let Some(l) = l {
+            let c = l.consumer.lock().remove(&edge);
+            if let Some(c) = c {
+                unhook_remote_target(&c.target, key, edge);
+                let _ = l.send(&Frame::Unsubscribe { edge });
+            }
+        }
+    }
+}
+
+fn unhook_remote_target(target: &Node, key: usize, edge: EdgeId) {
+    target.incoming.lock().retain(|i| {
+        !matches!(i, Incoming::Remote { link, edge: e }
+            if *e == edge && link.upgrade().is_none_or(|l| l.key == key))
+    });
+}
+
+/// A new link: mount `/net/<peer>` (a link to a name already mounted replaces the old one).
+pub(crate) fn attach(g: &GraphInner, link: Arc<dyn PeerLink>) -> Result<LinkId, Error> {
+    let peer = link.peer();
+    if !valid_segment(&peer.name) || peer.name == g.name {
+        link.close();
+        return Err(Error::InvalidPath {
+            path: peer.name,
+            reason: "a peer name must be a valid segment other than our own name",
+        });
+    }
+    let old = g.net.by_name.read().get(&peer.name).cloned();
+    if let Some(old) = old {
+        detach(g, LinkId(old.key));
+        old.link.close();
+    }
+    let key = g.net.next_key.fetch_add(1, Ordering::Relaxed) as usize + 1;
+    let st = Arc::new(LinkState {
+        key,
+        peer: peer.clone(),
+        link,
+        mount: Mutex::new(None),
+        consumer: Mutex::new(HashMap::new()),
+        produced: Mutex::new(HashMap::new()),
+        pending: Mutex::new(HashMap::new()),
+        down: AtomicBool::new(false),
+    });
+    g.net.by_key.write().insert(key, st.clone());
+    g.net.by_name.write().insert(peer.name.clone(), st.clone());
+    let m = g.mount(&peer.name)?;
+    *st.mount.lock() = Some(m);
+    Ok(LinkId(key))
+}
+
+/// The link dropped: the mount goes (a `Removed` on `/net/:children[]`), every edge the peer made
+/// here goes, and every edge we made over it fails with `LinkDown`.
+pub(crate) fn detach(g: &GraphInner, id: LinkId) {
+    let Some(st) = g.net.by_key.write().remove(&id.0) else {
+        return;
+    };
+    st.down.store(true, Ordering::Release);
+    {
+        let mut names = g.net.by_name.write();
+        if names.get(&st.peer.name).is_some_and(|l| l.key == st.key) {
+            names.remove(&st.peer.name);
+        }
+    }
+    if let Some(m) = st.mount.lock().take() {
+        g.remove_node(&m);
+    }
+    let produced: Vec<_> = st.produced.lock().drain().collect();
+    for (edge, src) in produced {
+        if let Some(src) = src.upgrade() {
+            src.edges
+                .remove_where(|e| e.link == Some(st.key) && e.id == edge);
+            src.struct_edges
+                .remove_where(|e| e.link == Some(st.key) && e.id == edge);
+        }
+    }
+    let consumers: Vec<_> = st.consumer.lock().drain().collect();
+    for (edge, c) in consumers {
+        unhook_remote_target(&c.target, st.key, edge);
+        c.handle
+            .set_state(EdgeState::Failed(Error::LinkDown(st.peer.name.clone())));
+    }
+    let pending: Vec<_> = st.pending.lock().drain().collect();
+    for (_, p) in pending {
+        if let Pending::Wait(r) = p {
+            r.fill(Err(Error::LinkDown(st.peer.name.clone())));
+        }
+    }
+}
+
+/// One frame from the peer, on the link's reader thread.
+pub(crate) fn on_frame(g: &GraphInner, id: LinkId, frame: Frame) {
+    let Some(st) = g.net.by_key.read().get(&id.0).cloned() else {
+        return;
+    };
+    match frame {
+        Frame::Write {
+            req,
+            path,
+            meta,
+            payload,
+        } => {
+            let r = incoming_write(g, &st, &path, meta, payload);
+            st.reply(req, r);
+        }
+        Frame::Subscribe {
+            req,
+            source,
+            edge,
+            policy,
+        } => match incoming_subscribe(g, &st, &source, edge, DeliveryPolicy::from_bits(policy)) {
+            // The OK goes after any replay or snapshot: once the consumer sees its edge
+            // established, the retained history has already landed.
+            Ok(()) => st.reply(req, Ok(())),
+            Err(e) => st.reply(req, Err(e)),
+        },
+        Frame::Unsubscribe { edge } => {
+            let src = st.produced.lock().remove(&edge);
+            if let Some(src) = src.and_then(|w| w.upgrade()) {
+                src.edges
+                    .remove_where(|e| e.link == Some(st.key) && e.id == edge);
+                src.struct_edges
+                    .remove_where(|e| e.link == Some(st.key) && e.id == edge);
+            }
+        }
+        Frame::Delivery {
+            edge,
+            meta,
+            suffix,
+            payload,
+        } => {
+            let t = st.consumer.lock().get(&edge).map(|c| c.target.clone());
+            if let Some(t) = t {
+                t.land(Sample {
+                    payload,
+                    meta,
+                    received_timestamp_ns: now_ns(),
+                    suffix,
+                    origin: Some(st.peer.name.clone()),
+                });
+            }
+        }
+        Frame::Structure { edge, event } => {
+            let t = st.consumer.lock().get(&edge).map(|c| c.target.clone());
+            if let Some(t) = t {
+                let mut s = structure::event_sample(&event);
+                s.origin = Some(st.peer.name.clone());
+                t.land(s);
+            }
+        }
+        Frame::Read { req, path } => {
+            let f = match incoming_read(g, &st, &path) {
+                Ok(f) => f.with_req(req),
+                Err(e) => Frame::Error {
+                    req,
+                    code: e.code(),
+                    message: e.to_string(),
+                },
+            };
+            let _ = st.send(&f);
+        }
+        Frame::ReadReply { req, value, .. } => {
+            if let Some(Pending::Wait(r)) = st.pending.lock().remove(&req) {
+                r.fill(Ok(value.map(|(meta, payload)| Sample {
+                    payload,
+                    meta,
+                    received_timestamp_ns: now_ns(),
+                    suffix: None,
+                    origin: Some(st.peer.name.clone()),
+                })));
+            }
+        }
+        Frame::Ok { req } => match st.pending.lock().remove(&req) {
+            Some(Pending::Subscribe(edge)) => {
+                if let Some(c) = st.consumer.lock().get(&edge) {
+                    c.handle.set_state(EdgeState::Established);
+                }
+            }
+            Some(Pending::Wait(r)) => r.fill(Ok(None)),
+            None => {}
+        },
+        Frame::Error { req, code, message } => {
+            let err = Error::from_wire(code, &message);
+            let p = st.pending.lock().remove(&req);
+            match p {
+                Some(Pending::Subscribe(edge)) => {
+                    let c = st.consumer.lock().remove(&edge);
+                    if let Some(c) = c {
+                        unhook_remote_target(&c.target, st.key, edge);
+                        c.handle.set_state(EdgeState::Failed(err));
+                    }
+                }
+                Some(Pending::Wait(r)) => r.fill(Err(err)),
+                None => {
+                    g.net.remote_errors.fetch_add(1, Ordering::Relaxed);
+                    *g.net.last_remote_error.lock() = Some(err);
+                }
+            }
+        }
+        Frame::Ping { nonce } => {
+            let _ = st.send(&Frame::Pong { nonce });
+        }
+        Frame::Hello { .. } | Frame::Pong { .. } => {}
+    }
+}
+
+trait WithReq {
+    fn with_req(self, req: ReqId) -> Frame;
+}
+
+impl WithReq for Frame {
+    fn with_req(self, r: ReqId) -> Frame {
+        match self {
+            Frame::ReadReply {
+                role,
+                schema,
+                value,
+                ..
+            } => Frame::ReadReply {
+                req: r,
+                role,
+                schema,
+                value,
+            },
+            f => f,
+        }
+    }
+}
+
+/// A path a peer addressed to us: local, data only (no multi-hop forwarding yet).
+fn peer_path(path: &str) -> Result<Path, Error> {
+    let p = Path::parse(path).map_err(|e| Error::Malformed(e.to_string()))?;
+    if p.net_split().is_some() {
+        return Err(Error::Unsupported(format!(
+            "{path}: forwarding through a second link is not built"
+        )));
+    }
+    Ok(p)
+}
+
+/// A forwarded write lands only on an existing vertex: a missing path is `NotFound` and nothing
+/// is created (creation on another node is never implicit).
+fn incoming_write(
+    g: &GraphInner,
+    st: &LinkState,
+    path: &str,
+    meta: Meta,
+    payload: Payload,
+) -> Result<(), Error> {
+    let p = peer_path(path)?;
+    if p.meta().is_some() {
+        return Err(Error::SchemaNotFound(path.to_string()));
+    }
+    let node = g
+        .tree
+        .get(p.base())
+        .ok_or_else(|| Error::NotFound(p.base().to_string()))?;
+    if matches!(node.kind.get(), Some(Kind::Mount)) || p.base() == "/net" {
+        return Err(Error::NotFound(p.base().to_string()));
+    }
+    g.check(&node, &st.creds(), Rights::WRITE)?;
+    dispatch(
+        &node,
+        Sample {
+            payload,
+            meta,
+            received_timestamp_ns: now_ns(),
+            suffix: None,
+            origin: Some(st.peer.name.clone()),
+        },
+    );
+    Ok(())
+}
+
+fn incoming_subscribe(
+    g: &GraphInner,
+    st: &Arc<LinkState>,
+    source: &str,
+    edge: EdgeId,
+    policy: DeliveryPolicy,
+) -> Result<(), Error> {
+    let p = peer_path(source)?;
+    let structural = match p.meta() {
+        None => false,
+        Some(MetaSegment::Children) => true,
+        Some(_) => return Err(Error::SchemaNotFound(source.to_string())),
+    };
+    let node = g
+        .tree
+        .get(p.base())
+        .ok_or_else(|| Error::NotFound(p.base().to_string()))?;
+    g.check(&node, &st.creds(), Rights::SUBSCRIBE)?;
+    {
+        let mut prod = st.produced.lock();
+        if prod.contains_key(&edge) {
+            return Err(Error::Malformed(format!("edge id {edge} already in use")));
+        }
+        prod.insert(edge, Arc::downgrade(&node));
+    }
+    let rec = EdgeRec::new(
+        edge,
+        Some(st.key),
+        policy,
+        Target::Remote {
+            link: st.clone(),
+            edge,
+        },
+        None,
+        policy.is_transient_local() && !structural,
+    );
+    if structural {
+        g.attach_struct_edge(&node, rec);
+    } else {
+        g.attach_data_edge(&node, rec);
+    }
+    // The link may have dropped while we attached: do not leave an edge bound to it.
+    if st.down.load(Ordering::Acquire) {
+        node.edges.remove_where(|e| e.link == Some(st.key));
+        node.struct_edges.remove_where(|e| e.link == Some(st.key));
+        return Err(Error::LinkDown(st.peer.name.clone()));
+    }
+    Ok(())
+}
+
+fn incoming_read(g: &GraphInner, st: &LinkState, path: &str) -> Result<Frame, Error> {
+    let p = peer_path(path)?;
+    let node = g
+        .tree
+        .get(p.base())
+        .ok_or_else(|| Error::NotFound(p.base().to_string()))?;
+    g.check(&node, &st.creds(), Rights::READ)?;
+    let value = {
+        let s = node.store.lock();
+        match node.kind.get() {
+            Some(Kind::Value) => s.value.as_ref().map(|v| (v.meta, v.payload.clone())),
+            Some(Kind::Stream) => s.ring.newest().map(|v| (v.meta, v.payload.clone())),
+            _ => None,
+        }
+    };
+    let role = match node.role() {
+        Role::Sink => Role::Stream,
+        r => r,
+    };
+    let schema = node.schema.lock().clone();
+    Ok(Frame::ReadReply {
+        req: 0,
+        role,
+        schema,
+        value,
+    })
+}
+
+/// `Discovery::Host`: not bound to a transport in this build of the graph.
+pub(crate) fn start_host(
+    _g: &crate::graph::Graph,
+    _dir: Option<std::path::PathBuf>,
+) -> Result<(), Error> {
+    Ok(())
+}

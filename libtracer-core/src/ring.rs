@@ -1,0 +1,140 @@
+//! A stream's bounded history ring: a message-count bound (`set_history_depth`) and a byte bound
+//! (`set_ring_source`), both declared by the ring's owner. Overflow drops the oldest entries and
+//! counts them. Push and pop are O(1) (amortised: a `VecDeque` grows, never shifts).
+//!
+//! The ring is not thread-safe by itself: each vertex keeps its ring behind its own lock, so
+//! writers and readers of different rings never share a lock.
+
+use std::collections::VecDeque;
+
+use crate::vertex::Sample;
+
+#[derive(Debug, Default)]
+pub(crate) struct Ring {
+    q: VecDeque<Sample>,
+    /// 0 = unbounded.
+    depth: usize,
+    /// 0 = unbounded.
+    byte_budget: usize,
+    bytes: usize,
+    dropped: u64,
+}
+
+impl Ring {
+    pub(crate) fn new(depth: usize, byte_budget: usize) -> Ring {
+        Ring {
+            q: VecDeque::with_capacity(depth.clamp(1, 1024)),
+            depth,
+            byte_budget,
+            ..Ring::default()
+        }
+    }
+
+    pub(crate) fn push(&mut self, s: Sample) {
+        self.bytes += s.payload.len();
+        self.q.push_back(s);
+        self.trim();
+    }
+
+    pub(crate) fn pop(&mut self) -> Option<Sample> {
+        let s = self.q.pop_front()?;
+        self.bytes -= s.payload.len();
+        Some(s)
+    }
+
+    /// The byte bound never evicts the newest entry: one sample larger than the whole budget is
+    /// kept (alone) rather than vanishing before any reader saw it.
+    fn trim(&mut self) {
+        while (self.depth > 0 && self.q.len() > self.depth)
+            || (self.byte_budget > 0 && self.bytes > self.byte_budget && self.q.len() > 1)
+        {
+            if let Some(old) = self.q.pop_front() {
+                self.bytes -= old.payload.len();
+                self.dropped += 1;
+            }
+        }
+    }
+
+    pub(crate) fn set_depth(&mut self, depth: usize) {
+        self.depth = depth;
+        self.trim();
+    }
+
+    pub(crate) fn set_byte_budget(&mut self, budget: usize) {
+        self.byte_budget = budget;
+        self.trim();
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.q.len()
+    }
+
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    pub(crate) fn newest(&self) -> Option<&Sample> {
+        self.q.back()
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Sample> {
+        self.q.iter()
+    }
+
+    pub(crate) fn take_dropped(&mut self) -> u64 {
+        std::mem::take(&mut self.dropped)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::payload::{Meta, Payload};
+
+    fn s(n: usize, seq: u64) -> Sample {
+        Sample {
+            payload: Payload::from(vec![0u8; n]),
+            meta: Meta {
+                sequence: seq,
+                ..Meta::default()
+            },
+            received_timestamp_ns: 0,
+            suffix: None,
+            origin: None,
+        }
+    }
+
+    #[test]
+    fn depth_drops_oldest_and_counts() {
+        let mut r = Ring::new(2, 0);
+        for i in 0..5 {
+            r.push(s(1, i));
+        }
+        assert_eq!(r.len(), 2);
+        assert_eq!(r.take_dropped(), 3);
+        assert_eq!(r.take_dropped(), 0);
+        assert_eq!(r.pop().unwrap().meta.sequence, 3);
+        assert_eq!(r.pop().unwrap().meta.sequence, 4);
+        assert!(r.pop().is_none());
+    }
+
+    #[test]
+    fn byte_budget_keeps_the_newest_even_if_oversized() {
+        let mut r = Ring::new(0, 10);
+        r.push(s(4, 0));
+        r.push(s(4, 1));
+        assert_eq!(r.len(), 2);
+        r.push(s(4, 2));
+        assert_eq!(r.len(), 2);
+        assert_eq!(r.bytes(), 8);
+        r.push(s(100, 3));
+        assert_eq!(r.len(), 1);
+        assert_eq!(r.take_dropped(), 3);
+        r.set_byte_budget(0);
+        r.set_depth(0);
+        for i in 0..1000 {
+            r.push(s(1, i));
+        }
+        assert_eq!(r.len(), 1001);
+    }
+}

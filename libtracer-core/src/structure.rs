@@ -1,0 +1,94 @@
+//! The structural feed: `<v>/:children[]` reports descendants created and removed and schemas
+//! set, as samples whose payload is the encoded `StructEvent` (the wire codec's encoding, so a
+//! feed forwarded from a peer and a local one look the same).
+//!
+//! Event paths are relative to the watched vertex, as on the wire: the watcher of `/net`
+//! sees a new peer as `Created { path: "<peer>", role: Mount }`.
+
+use std::sync::Arc;
+
+use crate::error::Error;
+use crate::path::relative;
+use crate::payload::{Meta, Payload};
+use crate::vertex::{now_ns, Node, Sample};
+use crate::wire::codec;
+use crate::wire::frame::StructEvent;
+
+/// The one place the encoding is chosen.
+pub fn encode_event(ev: &StructEvent) -> Vec<u8> {
+    codec::encode_struct_event(ev)
+}
+
+pub fn decode_event(buf: &[u8]) -> Result<StructEvent, Error> {
+    codec::decode_struct_event(buf).map_err(|e| Error::Malformed(e.to_string()))
+}
+
+impl StructEvent {
+    /// The payload of a structural-feed sample.
+    pub fn encode(&self) -> Vec<u8> {
+        encode_event(self)
+    }
+    pub fn decode(buf: &[u8]) -> Result<StructEvent, Error> {
+        decode_event(buf)
+    }
+    /// The path the event is about, relative to the watched vertex.
+    pub fn path(&self) -> &str {
+        match self {
+            StructEvent::Created { path, .. }
+            | StructEvent::Removed { path }
+            | StructEvent::SchemaSet { path, .. } => path,
+        }
+    }
+}
+
+pub(crate) fn event_sample(ev: &StructEvent) -> Sample {
+    Sample {
+        payload: Payload::from(encode_event(ev)),
+        meta: Meta {
+            source_timestamp_ns: now_ns(),
+            ..Meta::default()
+        },
+        received_timestamp_ns: now_ns(),
+        suffix: None,
+        origin: None,
+    }
+}
+
+/// Which event, for a node, relative to each watcher.
+#[derive(Clone, Copy)]
+pub(crate) enum What {
+    Created,
+    Removed,
+    SchemaSet,
+}
+
+pub(crate) fn make_event(node: &Node, rel: &str, what: What) -> StructEvent {
+    let path = rel.to_string();
+    match what {
+        What::Created => StructEvent::Created {
+            path,
+            role: node.role(),
+            schema: node.schema.lock().clone(),
+        },
+        What::Removed => StructEvent::Removed { path },
+        What::SchemaSet => StructEvent::SchemaSet {
+            path,
+            schema: node.schema.lock().clone().unwrap_or_default(),
+        },
+    }
+}
+
+/// Tell every `:children[]` watcher above `node` (strict ancestors). Called with the graph's
+/// structure lock held, so events reach each watcher in the order the tree changed.
+pub(crate) fn emit(node: &Arc<Node>, what: What) {
+    let mut cur = node.parent.as_ref();
+    while let Some(a) = cur {
+        if let Some(edges) = a.struct_edges.snapshot() {
+            let ev = make_event(node, relative(&node.path, &a.path), what);
+            for e in edges.iter() {
+                e.deliver_event(&ev);
+            }
+        }
+        cur = a.parent.as_ref();
+    }
+}

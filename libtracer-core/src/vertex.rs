@@ -1,0 +1,367 @@
+//! Vertices: the tree node behind a path, its store (value, ring or sink), and the public
+//! `Vertex` handle that writes and reads without any path lookup.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::Duration;
+
+use parking_lot::{Mutex, RwLock};
+
+use crate::acl::{Acl, Rights};
+use crate::edge::EdgeList;
+use crate::error::Error;
+use crate::graph::GraphInner;
+use crate::net::LinkState;
+use crate::path::relative;
+use crate::payload::{Meta, Payload};
+use crate::ready::{ChangeNotifier, Readiness, ReadyCore};
+use crate::ring::Ring;
+use crate::wire::frame::{EdgeId, Role, SchemaInfo};
+
+/// What arrives at a target (or is popped from a ring).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sample {
+    pub payload: Payload,
+    pub meta: Meta,
+    /// When the sample landed in this graph (ns since the Unix epoch).
+    pub received_timestamp_ns: i64,
+    /// `Some("b/c")` when the write happened at `<source>/b/c` (subtree delivery).
+    pub suffix: Option<String>,
+    /// `None` = written in this graph; `Some(peer)` = arrived over the link to `<peer>`.
+    pub origin: Option<String>,
+}
+
+/// The bounds of a stream's ring; 0 = unbounded for that bound.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StreamOptions {
+    pub depth: usize,
+    pub byte_budget: usize,
+}
+
+impl StreamOptions {
+    /// Keep the last `depth` samples.
+    pub fn keep_last(depth: usize) -> StreamOptions {
+        StreamOptions {
+            depth,
+            byte_budget: 0,
+        }
+    }
+}
+
+/// A sink's logic: runs on the delivering thread, must not block.
+pub type SinkFn = Arc<dyn Fn(&Sample) + Send + Sync>;
+
+pub(crate) enum Kind {
+    Value,
+    Stream,
+    Sink(SinkFn),
+    /// `/net/<peer>`: everything below lives on the peer.
+    Mount,
+}
+
+impl Kind {
+    pub(crate) fn role(&self) -> Role {
+        match self {
+            Kind::Value => Role::Value,
+            Kind::Stream => Role::Stream,
+            Kind::Sink(_) => Role::Sink,
+            Kind::Mount => Role::Mount,
+        }
+    }
+}
+
+#[derive(Default)]
+pub(crate) struct Store {
+    /// Bumped by every write that lands here; orders a transient-local snapshot against live
+    /// deliveries (see `EdgeRec::finish_replay`).
+    pub(crate) seq: u64,
+    pub(crate) value: Option<Sample>,
+    pub(crate) ring: Ring,
+}
+
+/// An edge that delivers into this vertex, so that removing the vertex can unhook it.
+pub(crate) enum Incoming {
+    Local { source: Weak<Node>, id: EdgeId },
+    Remote { link: Weak<LinkState>, edge: EdgeId },
+}
+
+pub(crate) struct Node {
+    pub(crate) path: Arc<str>,
+    pub(crate) parent: Option<Arc<Node>>,
+    /// Unset = an inner vertex made by mkdir -p; it becomes a value on its first write.
+    pub(crate) kind: OnceLock<Kind>,
+    pub(crate) store: Mutex<Store>,
+    pub(crate) edges: EdgeList,
+    pub(crate) struct_edges: EdgeList,
+    pub(crate) incoming: Mutex<Vec<Incoming>>,
+    pub(crate) children: Mutex<BTreeMap<Box<str>, Arc<Node>>>,
+    pub(crate) acl: RwLock<Option<Arc<Acl>>>,
+    pub(crate) schema: Mutex<Option<SchemaInfo>>,
+    pub(crate) ready: Arc<ReadyCore>,
+    pub(crate) change: ChangeNotifier,
+    pub(crate) removed: AtomicBool,
+}
+
+pub(crate) fn now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
+}
+
+impl Node {
+    pub(crate) fn new(path: Arc<str>, parent: Option<Arc<Node>>) -> Node {
+        Node {
+            path,
+            parent,
+            kind: OnceLock::new(),
+            store: Mutex::new(Store::default()),
+            edges: EdgeList::default(),
+            struct_edges: EdgeList::default(),
+            incoming: Mutex::new(Vec::new()),
+            children: Mutex::new(BTreeMap::new()),
+            acl: RwLock::new(None),
+            schema: Mutex::new(None),
+            ready: ReadyCore::new(),
+            change: ChangeNotifier::default(),
+            removed: AtomicBool::new(false),
+        }
+    }
+
+    pub(crate) fn role(&self) -> Role {
+        self.kind.get().map_or(Role::Inner, Kind::role)
+    }
+
+    pub(crate) fn is_removed(&self) -> bool {
+        self.removed.load(Ordering::Acquire)
+    }
+
+    /// Give an inner vertex its role. Ok if it already has exactly this role.
+    pub(crate) fn set_kind(&self, kind: Kind, opts: StreamOptions) -> Result<bool, Error> {
+        let wanted = kind.role();
+        if wanted == Role::Stream {
+            let mut st = self.store.lock();
+            if self.kind.get().is_none() {
+                st.ring = Ring::new(opts.depth, opts.byte_budget);
+            }
+        }
+        match self.kind.set(kind) {
+            Ok(()) => Ok(true),
+            Err(_) if self.role() == wanted && wanted != Role::Sink => Ok(false),
+            Err(_) => Err(Error::WrongRole {
+                path: self.path.to_string(),
+                role: self.role(),
+                wanted: match wanted {
+                    Role::Stream => "wanted a stream",
+                    Role::Value => "wanted a value",
+                    Role::Sink => "wanted a new sink",
+                    _ => "wanted another role",
+                },
+            }),
+        }
+    }
+
+    /// Put a sample into this vertex's own store; returns the store sequence. Dispatch to edges
+    /// is the caller's business (`dispatch`), and a delivery never does it (`land`).
+    fn store_sample(&self, s: Sample) -> u64 {
+        let kind = self.kind.get_or_init(|| Kind::Value);
+        let seq;
+        let mut wake = false;
+        match kind {
+            Kind::Value => {
+                let mut st = self.store.lock();
+                st.seq += 1;
+                seq = st.seq;
+                st.value = Some(s);
+                wake = self.ready.set_quiet(true);
+            }
+            Kind::Stream => {
+                let mut st = self.store.lock();
+                st.seq += 1;
+                seq = st.seq;
+                st.ring.push(s);
+                wake = self.ready.set_quiet(true);
+            }
+            Kind::Sink(f) => {
+                seq = 0;
+                f(&s);
+            }
+            Kind::Mount => seq = 0,
+        }
+        if wake {
+            self.ready.wake();
+        }
+        self.change.bump();
+        seq
+    }
+
+    /// A delivery: an ordinary write to this target that terminates here.
+    pub(crate) fn land(&self, s: Sample) {
+        if !self.is_removed() {
+            self.store_sample(s);
+        }
+    }
+
+    /// The retained history, oldest first (a stream's ring, a value's stored value), and the
+    /// store sequence it corresponds to.
+    pub(crate) fn history(&self) -> (u64, Vec<Sample>) {
+        let st = self.store.lock();
+        let v = match self.kind.get() {
+            Some(Kind::Stream) => st.ring.iter().cloned().collect(),
+            Some(Kind::Value) => st.value.iter().cloned().collect(),
+            _ => Vec::new(),
+        };
+        (st.seq, v)
+    }
+}
+
+/// A local write at `node`: store it, then deliver it to the edges of `node` and of each
+/// ancestor. The store comes first so that a transient-local snapshot taken after a new edge was
+/// inserted always contains every write that did not see that edge.
+#[inline]
+pub(crate) fn dispatch(node: &Arc<Node>, sample: Sample) {
+    let from = Arc::as_ptr(node) as usize;
+    let seq = node.store_sample(sample.clone());
+    let mut cur = Some(node);
+    while let Some(n) = cur {
+        if let Some(edges) = n.edges.snapshot() {
+            let suffix = if Arc::ptr_eq(n, node) {
+                None
+            } else {
+                Some(relative(&node.path, &n.path).to_string())
+            };
+            for e in edges.iter() {
+                let mut s = sample.clone();
+                s.suffix = suffix.clone();
+                e.deliver(s, from, seq);
+            }
+        }
+        cur = n.parent.as_ref();
+    }
+}
+
+/// A handle on a local vertex. Cheap `Clone`; the hot path does no path lookup.
+#[derive(Clone)]
+pub struct Vertex {
+    pub(crate) node: Arc<Node>,
+    pub(crate) graph: Arc<GraphInner>,
+}
+
+impl Vertex {
+    pub fn path(&self) -> &str {
+        &self.node.path
+    }
+
+    pub fn role(&self) -> Role {
+        self.node.role()
+    }
+
+    /// False once the vertex was removed from the graph (the handle then refuses writes).
+    pub fn exists(&self) -> bool {
+        !self.node.is_removed()
+    }
+
+    /// Store the write here and deliver it to the edges of this vertex and of every ancestor.
+    pub fn write(&self, payload: Payload, meta: Meta) -> Result<(), Error> {
+        if self.node.is_removed() {
+            return Err(Error::NotFound(self.node.path.to_string()));
+        }
+        if matches!(self.node.kind.get(), Some(Kind::Mount)) {
+            return Err(Error::WrongRole {
+                path: self.node.path.to_string(),
+                role: Role::Mount,
+                wanted: "write through Graph::write to forward",
+            });
+        }
+        self.graph.check_owner(&self.node, Rights::WRITE)?;
+        dispatch(
+            &self.node,
+            Sample {
+                payload,
+                meta,
+                received_timestamp_ns: now_ns(),
+                suffix: None,
+                origin: None,
+            },
+        );
+        Ok(())
+    }
+
+    /// Stream role: the oldest sample, removed from the ring.
+    pub fn pop(&self) -> Option<Sample> {
+        if !matches!(self.node.kind.get(), Some(Kind::Stream)) {
+            return None;
+        }
+        let mut st = self.node.store.lock();
+        let s = st.ring.pop();
+        if st.ring.len() == 0 {
+            self.node.ready.set(false);
+        }
+        s
+    }
+
+    /// Samples in the ring (stream), 1 or 0 (value).
+    pub fn len(&self) -> usize {
+        let st = self.node.store.lock();
+        match self.node.kind.get() {
+            Some(Kind::Stream) => st.ring.len(),
+            Some(Kind::Value) => usize::from(st.value.is_some()),
+            _ => 0,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Payload bytes held by a stream's ring.
+    pub fn bytes(&self) -> usize {
+        self.node.store.lock().ring.bytes()
+    }
+
+    /// Overflow drops since the last call.
+    pub fn take_dropped(&self) -> u64 {
+        self.node.store.lock().ring.take_dropped()
+    }
+
+    /// Value role: the stored value (reading it clears readiness). Stream role: the newest
+    /// sample, left in the ring.
+    pub fn value(&self) -> Option<Sample> {
+        let st = self.node.store.lock();
+        match self.node.kind.get() {
+            Some(Kind::Value) => {
+                self.node.ready.set(false);
+                st.value.clone()
+            }
+            Some(Kind::Stream) => st.ring.newest().cloned(),
+            _ => None,
+        }
+    }
+
+    /// Ready while a stream's ring is non-empty, or while a value has changed since the last
+    /// `value()`. A sink or inner vertex never becomes ready.
+    pub fn readiness(&self) -> Readiness {
+        Readiness(self.node.ready.clone())
+    }
+
+    /// Block until this vertex's own store changes (not its subtree); false on timeout.
+    pub fn await_change(&self, timeout: Option<Duration>) -> bool {
+        self.node.change.wait(timeout)
+    }
+
+    /// Edges in this vertex's `:subscribers[]`.
+    pub fn subscriber_count(&self) -> usize {
+        self.node.edges.len()
+    }
+
+    pub fn schema(&self) -> Option<SchemaInfo> {
+        self.node.schema.lock().clone()
+    }
+}
+
+impl std::fmt::Debug for Vertex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Vertex({} {:?})", self.node.path, self.node.role())
+    }
+}
