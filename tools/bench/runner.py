@@ -12,6 +12,7 @@ A process that fails, times out or reports a lost message fails the whole run (e
 import argparse
 import datetime
 import glob
+import hashlib
 import json
 import os
 import random
@@ -132,7 +133,9 @@ def run_pair(key, size, case, args, base_env, workdir):
         rendezvous = tempfile.mkdtemp(prefix="rendezvous-", dir=workdir)
         os.chmod(rendezvous, 0o700)
         env["RMW_TRACER_RENDEZVOUS_DIR"] = rendezvous
-    else:
+    elif not os.environ.get(NETNS_MARK):
+        # Outside a private namespace Fast DDS must not look beyond this host; inside one it keeps
+        # every default, as a ROS user would have it.
         env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     tag = f"{key}-{size}"
     json_path = os.path.join(workdir, f"{tag}.json")
@@ -297,7 +300,8 @@ def main():
     base_env["LD_LIBRARY_PATH"] = library_path(venv)
     # A domain of our own, so that a Fast DDS run of someone else on this host never matches ours.
     base_env["ROS_DOMAIN_ID"] = str(random.randint(100, 200))
-    for k in ("ROS_LOCALHOST_ONLY", "ROS_STATIC_PEERS", "FASTRTPS_DEFAULT_PROFILES_FILE"):
+    for k in ("ROS_LOCALHOST_ONLY", "ROS_AUTOMATIC_DISCOVERY_RANGE", "ROS_STATIC_PEERS", "FASTRTPS_DEFAULT_PROFILES_FILE",
+              "RMW_FASTRTPS_PUBLICATION_MODE", "RMW_FASTRTPS_USE_QOS_FROM_XML"):
         base_env.pop(k, None)
 
     results = {k: {} for k in keys}
@@ -305,6 +309,17 @@ def main():
     started = time.time()
     load_before = os.getloadavg()
     workdir = tempfile.mkdtemp(prefix="rmw-tracer-bench-")
+    tracer_info = None
+    if "tracer" in keys:
+        # Other builds may replace target/release/librmw_tracer.so during the run: preload a copy.
+        frozen = os.path.join(workdir, "lib", os.path.basename(args.tracer_lib))
+        os.makedirs(os.path.dirname(frozen))
+        shutil.copy2(args.tracer_lib, frozen)
+        with open(frozen, "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()
+        mtime = datetime.datetime.fromtimestamp(os.path.getmtime(frozen), datetime.timezone.utc)
+        tracer_info = {"path": args.tracer_lib, "sha256": digest, "mtime_utc": mtime.isoformat(timespec="seconds")}
+        args.tracer_lib = frozen
     try:
         for size in sizes:
             for key in keys:
@@ -333,7 +348,7 @@ def main():
         "message_type": "std_msgs/msg/UInt8MultiArray",
         "latency": "round trip ping -> pong -> ping, microseconds, one message in flight",
         "throughput": "burst of messages published back to back, first publish to last receipt; MB = 10^6 bytes",
-        "tracer_lib": args.tracer_lib if "tracer" in keys else None,
+        "tracer_lib": tracer_info,
         "elapsed_s": round(elapsed, 1),
         "results": {RMWS[k][1]: [results[k][s] for s in sizes] for k in keys},
         "ratios_tracer_over_fastdds": [
