@@ -1,0 +1,268 @@
+"""CDR oracle (issue 3, item 5 and "How it is shown": for every test_msgs sample, the bytes from
+rclpy.serialization.serialize_message under rmw_tracer equal those under Fast DDS, computed in
+separate processes; deserializing under rmw_tracer gives the same message back, field for field;
+malformed input is an error, not a crash).
+
+What "equal" means, exactly: Fast DDS's rmw_serialize sets buffer_length to its size *estimate*
+(rosidl_typesupport_fastrtps' get_serialized_size, which over-counts wstrings and rounds up)
+and leaves the padding bytes and that slack unwritten (uninitialized heap). So the Fast DDS
+process runs with a small preload (ZERO_SHIM) that makes rcutils_uint8_array_resize hand out
+zeroed memory; then every byte Fast DDS writes must equal ours, our padding is zero like its
+untouched padding, and its slack after our last byte is all zero (never written). Each side
+also deserializes the other's bytes into the same message.
+
+The C++ type support (rclcpp's layout: std::string, std::vector, std::vector<bool>) is driven
+by a C program through the typesupport_cpp dispatcher: deserialize the C-serialized bytes into
+a C++ message and serialize it again, under both middlewares.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import harness
+
+HERE = Path(__file__).resolve().parent
+WORKER = HERE / "test_cdr_worker.py"
+
+TYPES = ["Arrays", "BasicTypes", "BoundedPlainSequences", "BoundedSequences", "Builtins",
+         "Constants", "Defaults", "Empty", "MultiNested", "Nested", "Strings",
+         "UnboundedSequences", "WStrings"]
+
+ZERO_SHIM = r"""
+/* Preloaded into the Fast DDS process only: rcutils_uint8_array_resize returning zeroed new
+ * memory, so that bytes Fast DDS's rmw_serialize never writes read as zero. Otherwise the
+ * same contract as rcutils' own function. */
+#include <string.h>
+#include <rcutils/types/uint8_array.h>
+
+rcutils_ret_t rcutils_uint8_array_resize(rcutils_uint8_array_t * a, size_t new_size)
+{
+  if (a == NULL || new_size == 0) {
+    return RCUTILS_RET_INVALID_ARGUMENT;
+  }
+  rcutils_allocator_t * al = &a->allocator;
+  if (!rcutils_allocator_is_valid(al)) {
+    return RCUTILS_RET_INVALID_ARGUMENT;
+  }
+  uint8_t * b = al->reallocate(a->buffer, new_size, al->state);
+  if (b == NULL) {
+    return RCUTILS_RET_BAD_ALLOC;
+  }
+  if (new_size > a->buffer_capacity) {
+    memset(b + a->buffer_capacity, 0, new_size - a->buffer_capacity);
+  }
+  a->buffer = b;
+  a->buffer_capacity = new_size;
+  if (new_size < a->buffer_length) {
+    a->buffer_length = new_size;
+  }
+  return RCUTILS_RET_OK;
+}
+"""
+
+CPP_ROUNDTRIP = r"""
+/* stdin: lines "<key> <Type> <hex>". For each: a test_msgs C++ message (init through its
+ * C++ introspection type support), rmw_deserialize(hex) into it and rmw_serialize it again,
+ * both with the rosidl_typesupport_cpp dispatcher handle rclcpp would pass.
+ * stdout: "<key> <deserialize rc> <serialize rc> <hex>". */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <rcutils/allocator.h>
+#include <rcutils/error_handling.h>
+#include <rmw/rmw.h>
+#include <rmw/serialized_message.h>
+#include <rosidl_runtime_c/message_type_support_struct.h>
+#include <rosidl_typesupport_introspection_c/message_introspection.h>
+
+static int unhex(const char * h, uint8_t * out, size_t n)
+{
+  for (size_t i = 0; i < n; i++) {
+    unsigned v;
+    if (sscanf(h + 2 * i, "%2x", &v) != 1) { return -1; }
+    out[i] = (uint8_t)v;
+  }
+  return 0;
+}
+
+int main(void)
+{
+  void * lib = dlopen("libtest_msgs__rosidl_typesupport_cpp.so", RTLD_NOW | RTLD_GLOBAL);
+  if (!lib) { fprintf(stderr, "dlopen: %s\n", dlerror()); return 2; }
+  rcutils_allocator_t al = rcutils_get_default_allocator();
+  char * line = NULL;
+  size_t cap = 0;
+  while (getline(&line, &cap, stdin) > 0) {
+    char key[128], type[128];
+    int off = 0;
+    if (sscanf(line, "%127s %127s %n", key, type, &off) < 2) { continue; }
+    const char * hex = line + off;
+    size_t n = strcspn(hex, "\r\n") / 2;
+    char sym[256];
+    snprintf(sym, sizeof sym,
+      "rosidl_typesupport_cpp__get_message_type_support_handle__test_msgs__msg__%s", type);
+    const rosidl_message_type_support_t * (*get)(void) =
+      (const rosidl_message_type_support_t * (*)(void))dlsym(lib, sym);
+    if (!get) { printf("%s nosym\n", key); continue; }
+    const rosidl_message_type_support_t * ts = get();
+    const rosidl_message_type_support_t * intro =
+      get_message_typesupport_handle(ts, "rosidl_typesupport_introspection_cpp");
+    if (!intro) { printf("%s nointro\n", key); rcutils_reset_error(); continue; }
+    /* The C++ MessageMembers has the C struct's layout; init takes the C++ enum of the same
+     * values (ALL = 0). */
+    const rosidl_typesupport_introspection_c__MessageMembers * mm = intro->data;
+    void * msg = aligned_alloc(64, ((mm->size_of_ + 63) / 64) * 64);
+    memset(msg, 0, mm->size_of_);
+    mm->init_function(msg, ROSIDL_RUNTIME_C_MSG_INIT_ALL);
+
+    rmw_serialized_message_t in = rmw_get_zero_initialized_serialized_message();
+    rmw_serialized_message_t out = rmw_get_zero_initialized_serialized_message();
+    if (rmw_serialized_message_init(&in, n ? n : 1, &al) != RMW_RET_OK ||
+        rmw_serialized_message_init(&out, 0, &al) != RMW_RET_OK) { return 3; }
+    if (unhex(hex, in.buffer, n)) { return 4; }
+    in.buffer_length = n;
+    rmw_ret_t rd = rmw_deserialize(&in, ts, msg);
+    if (rd != RMW_RET_OK) { fprintf(stderr, "%s: %s\n", key, rcutils_get_error_string().str); rcutils_reset_error(); }
+    rmw_ret_t rs = -1;
+    if (rd == RMW_RET_OK) {
+      rs = rmw_serialize(msg, ts, &out);
+      if (rs != RMW_RET_OK) { fprintf(stderr, "%s: %s\n", key, rcutils_get_error_string().str); rcutils_reset_error(); }
+    }
+    printf("%s %d %d ", key, (int)rd, (int)rs);
+    for (size_t i = 0; rs == RMW_RET_OK && i < out.buffer_length; i++) { printf("%02x", out.buffer[i]); }
+    printf("\n");
+    mm->fini_function(msg);
+    free(msg);
+    rmw_serialized_message_fini(&in);
+    rmw_serialized_message_fini(&out);
+  }
+  free(line);
+  return 0;
+}
+"""
+
+
+def _python(env: dict, *args: str, stdin: str | None = None) -> dict:
+    res = harness.run([str(harness.venv_python()), str(WORKER), *args], env, stdin=stdin, timeout=300)
+    res.check()
+    return json.loads(res.stdout)
+
+
+def _type(key: str) -> str:
+    return key.split("/")[0]
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory) -> dict:
+    """Both middlewares' bytes for every sample, each in its own process."""
+    tmp = tmp_path_factory.mktemp("cdr")
+    shim = harness.compile_c(ZERO_SHIM, tmp / "libzero_resize.so", libs=("rcutils",),
+                             extra_flags=("-shared", "-fPIC"), link_python=False)
+    tracer = harness.tracer_env(tmp)
+    fast = harness.fastdds_env(tmp, extra={"LD_PRELOAD": str(shim)})
+    ours = _python(tracer, "serialize")
+    theirs = _python(fast, "serialize")
+    return {"tmp": tmp, "tracer": tracer, "fast": fast, "ours": ours, "theirs": theirs}
+
+
+def _bytes_differences(ours: bytes, theirs: bytes) -> list[str]:
+    """Empty when `theirs` is `ours` followed only by never-written (zero) slack."""
+    problems = []
+    if len(theirs) < len(ours):
+        problems.append(f"Fast DDS wrote {len(theirs)} bytes, we {len(ours)}")
+    for i in range(min(len(ours), len(theirs))):
+        if ours[i] != theirs[i]:
+            problems.append(f"byte {i}: ours {ours[i]:#04x}, Fast DDS {theirs[i]:#04x}")
+            if len(problems) > 5:
+                break
+    if any(theirs[len(ours):]):
+        problems.append(f"Fast DDS has non-zero bytes after our {len(ours)} (data we lack)")
+    return problems
+
+
+@pytest.mark.parametrize("type_name", TYPES)
+def test_oracle_bytes_equal_fast_dds(work, type_name):
+    keys = [k for k in work["ours"] if _type(k) == type_name]
+    assert len(keys) == 4, keys  # default-constructed + three filled samples
+    for key in keys:
+        ours, theirs = bytes.fromhex(work["ours"][key]), bytes.fromhex(work["theirs"][key])
+        assert ours[:4] == bytes([0, 1, 0, 0]), key
+        problems = _bytes_differences(ours, theirs)
+        assert not problems, f"{key}:\n" + "\n".join(problems)
+
+
+def test_oracle_is_not_vacuous(work):
+    # The samples are non-trivial (MultiNested is tens of KiB) and the check sees a change.
+    assert len(bytes.fromhex(work["ours"]["MultiNested/1"])) > 10000
+    ours = bytearray.fromhex(work["ours"]["Strings/1"])
+    ours[10] ^= 1
+    assert _bytes_differences(bytes(ours), bytes.fromhex(work["theirs"]["Strings/1"]))
+
+
+def test_tracer_deserializes_its_own_bytes_field_for_field(work):
+    got = _python(work["tracer"], "deserialize", stdin=json.dumps(work["ours"]))
+    bad = {k: v for k, v in got.items() if v != "ok"}
+    assert not bad and len(got) == 4 * len(TYPES), bad
+
+
+def test_tracer_deserializes_fast_dds_bytes_field_for_field(work):
+    got = _python(work["tracer"], "deserialize", stdin=json.dumps(work["theirs"]))
+    bad = {k: v for k, v in got.items() if v != "ok"}
+    assert not bad and len(got) == 4 * len(TYPES), bad
+
+
+def test_fast_dds_deserializes_tracer_bytes_field_for_field(work):
+    got = _python(work["fast"], "deserialize", stdin=json.dumps(work["ours"]))
+    bad = {k: v for k, v in got.items() if v != "ok"}
+    assert not bad and len(got) == 4 * len(TYPES), bad
+
+
+def test_malformed_input_is_an_error_not_a_crash(work):
+    got = _python(work["tracer"], "malformed")
+    assert got["accepted"] == [], got["accepted"][:10]
+    assert got["specific_accepted"] == [], got["specific_accepted"]
+    assert got["cases"] > 1000
+
+
+def _cpp_roundtrip(work, env: dict) -> dict[str, tuple[int, int, str]]:
+    exe = work["tmp"] / "cdr_cpp_roundtrip"
+    if not exe.exists():
+        harness.compile_c(CPP_ROUNDTRIP, exe,
+                          libs=("rmw", "rcutils", "rosidl_runtime_c", "rmw_fastrtps_cpp"),
+                          link_python=False)
+    lines = "".join(f"{k} {_type(k)} {h}\n" for k, h in work["ours"].items())
+    res = harness.run([exe], env, stdin=lines, timeout=300)
+    res.check()
+    out = {}
+    for line in res.stdout.splitlines():
+        parts = line.split(" ")
+        out[parts[0]] = (int(parts[1]), int(parts[2]), parts[3] if len(parts) > 3 else "")
+    assert len(out) == 4 * len(TYPES), res.describe()
+    return out
+
+
+def test_cpp_typesupport_round_trips_to_the_same_bytes(work):
+    # rmw_tracer: C bytes -> C++ message -> bytes, identical (the C++ walker reads and writes
+    # std::string, std::u16string, std::vector, std::vector<bool>, std::array).
+    got = _cpp_roundtrip(work, work["tracer"])
+    bad = {k: v[:2] for k, v in got.items() if v[:2] != (0, 0) or v[2] != work["ours"][k]}
+    assert not bad, bad
+
+
+def test_cpp_typesupport_matches_fast_dds_cpp(work):
+    # The same program on Fast DDS (its rosidl_typesupport_fastrtps_cpp code) writes our bytes.
+    got = _cpp_roundtrip(work, work["fast"])
+    bad = {}
+    for key, (rd, rs, hexbytes) in got.items():
+        if (rd, rs) != (0, 0):
+            bad[key] = (rd, rs)
+            continue
+        problems = _bytes_differences(bytes.fromhex(work["ours"][key]), bytes.fromhex(hexbytes))
+        if problems:
+            bad[key] = problems[:3]
+    assert not bad, bad
