@@ -1,0 +1,119 @@
+//! Links: frame-carrying connections between graphs, and the transports that form them.
+//!
+//! # The seam with the graph
+//!
+//! ```text
+//! trait Link: Send + Sync {
+//!     fn send(&self, frame: &Frame) -> Result<(), LinkError>;   // from any thread
+//!     fn peer(&self) -> &PeerIdentity;                           // kernel-attested for Unix
+//!     fn close(&self);                                           // idempotent
+//! }
+//! trait LinkHandler: Send + Sync {
+//!     fn on_up(&self, link: Arc<dyn Link>);
+//!     fn on_frame(&self, link: &Arc<dyn Link>, frame: Frame);
+//!     fn on_down(&self, link: &Arc<dyn Link>);
+//! }
+//! HostTransport::start(dir, local_name, handler) -> Result<HostTransport, LinkError>
+//! MemoryFabric::new().join(local_name, handler) -> MemoryNode       // in-process, for tests
+//! ```
+//!
+//! Guarantees a handler can build on (the conformance suite, tests/link_conformance.rs, checks
+//! each against every implementation):
+//! - For one link, `on_up`, then every `on_frame` in the order the peer sent them, then exactly
+//!   one `on_down`, all on that link's own reader thread. The `Arc<dyn Link>` passed is the same
+//!   object each time (compare with `Arc::ptr_eq`). Different links run concurrently.
+//! - `on_up` may run before `HostTransport::start` / `join` has returned.
+//! - At most one link per pair of node names at any time.
+//! - `send` writes on the caller's thread (no hop), holding only that link's write lock; it is
+//!   safe to call from inside a callback. After `close` or `on_down`, `send` fails with
+//!   [`LinkError::Closed`]. A frame over the peer's announced bound fails with
+//!   [`LinkError::Encode`] and the link stays up.
+//! - HELLO, PING and PONG are the link's own business and never reach the handler.
+//! - A malformed frame from the peer: the link answers ERROR{malformed} and closes; other links
+//!   are unaffected.
+//! - A callback should not block for long: it holds up that link's reader (and so its liveness
+//!   replies, though not its keepalive, which runs elsewhere).
+
+use std::sync::Arc;
+
+use crate::wire::{EncodeError, Frame};
+
+pub mod memory;
+pub mod rendezvous;
+pub mod transport;
+pub mod unix;
+
+pub use memory::{MemoryFabric, MemoryNode};
+pub use rendezvous::default_rendezvous_dir;
+pub use transport::{HostTransport, TransportConfig};
+pub use unix::UnixLink;
+
+/// Who is at the other end of a link. On a Unix-socket link `uid`, `gid` and `pid` come from
+/// the kernel (SO_PEERCRED), so they are authenticated; `name` is what the peer announced in
+/// HELLO (and, for the Unix transport, the name of the socket it bound).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PeerIdentity {
+    pub name: String,
+    pub uid: u32,
+    pub gid: u32,
+    pub pid: u32,
+}
+
+/// A connection to one peer graph.
+pub trait Link: Send + Sync {
+    /// Encode and write `frame` from the caller's thread.
+    fn send(&self, frame: &Frame) -> Result<(), LinkError>;
+    fn peer(&self) -> &PeerIdentity;
+    /// Close the link; `on_down` follows on the reader thread. Idempotent.
+    fn close(&self);
+}
+
+/// What a transport tells the graph.
+pub trait LinkHandler: Send + Sync {
+    fn on_up(&self, link: Arc<dyn Link>);
+    fn on_frame(&self, link: &Arc<dyn Link>, frame: Frame);
+    fn on_down(&self, link: &Arc<dyn Link>);
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LinkError {
+    #[error("link to {0} is closed")]
+    Closed(String),
+    #[error("frame cannot be sent: {0}")]
+    Encode(#[from] EncodeError),
+    #[error("link I/O error: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("rendezvous directory {path}: {reason}")]
+    InsecureDir {
+        path: std::path::PathBuf,
+        reason: String,
+    },
+    #[error("node name {0:?} is already bound by a live graph in the rendezvous directory")]
+    NameTaken(String),
+    #[error("invalid node name {0:?}: want 1..=255 of [A-Za-z0-9_.~-], not . or ..")]
+    InvalidName(String),
+    #[error("handshake with {peer}: {reason}")]
+    Handshake { peer: String, reason: String },
+}
+
+/// A node name is one path segment: it names the mount `/net/<name>` and the socket
+/// `<name>.sock`, so it must be safe as both.
+pub fn valid_node_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= crate::wire::MAX_NODE
+        && name != "."
+        && name != ".."
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_.~-".contains(&b))
+}
+
+/// This process's own identity, for in-process links.
+pub(crate) fn own_identity(name: &str) -> PeerIdentity {
+    PeerIdentity {
+        name: name.to_owned(),
+        uid: nix::unistd::getuid().as_raw(),
+        gid: nix::unistd::getgid().as_raw(),
+        pid: std::process::id(),
+    }
+}

@@ -1,0 +1,316 @@
+//! Ruling 9 (links): one conformance suite for every `Link` implementation — the in-process
+//! fabric and the Unix-socket host transport — checking the seam the graph builds on.
+
+mod link_support;
+
+use std::sync::Arc;
+
+use libtracer_core::link::{HostTransport, LinkError, MemoryFabric, MemoryNode};
+use libtracer_core::wire::{ErrorCode, Frame, MAX_FRAME};
+use libtracer_core::{Meta, Payload};
+use link_support::{Ev, Recorder, TempDir, T};
+
+trait Fabric {
+    type Node;
+    fn join(&self, name: &str, h: Arc<Recorder>) -> Self::Node;
+    fn raw(node: &Self::Node, peer: &str, bytes: &[u8]);
+    fn peers(node: &Self::Node) -> Vec<String>;
+}
+
+struct Mem(MemoryFabric);
+impl Fabric for Mem {
+    type Node = MemoryNode;
+    fn join(&self, name: &str, h: Arc<Recorder>) -> MemoryNode {
+        self.0.join(name, h).expect("join")
+    }
+    fn raw(node: &MemoryNode, peer: &str, bytes: &[u8]) {
+        node.link_to(peer)
+            .expect("live link")
+            .send_raw(bytes)
+            .expect("raw send");
+    }
+    fn peers(node: &MemoryNode) -> Vec<String> {
+        node.peers()
+    }
+}
+
+struct Unix(TempDir);
+impl Fabric for Unix {
+    type Node = HostTransport;
+    fn join(&self, name: &str, h: Arc<Recorder>) -> HostTransport {
+        HostTransport::start(self.0.path(), name, h).expect("start")
+    }
+    fn raw(node: &HostTransport, peer: &str, bytes: &[u8]) {
+        node.link_to(peer)
+            .expect("live link")
+            .send_raw(bytes)
+            .expect("raw send");
+    }
+    fn peers(node: &HostTransport) -> Vec<String> {
+        node.peers()
+    }
+}
+
+fn write(seq: u64, payload: Payload) -> Frame {
+    Frame::Write {
+        req: seq,
+        path: "/t".into(),
+        meta: Meta {
+            sequence: seq,
+            ..Meta::default()
+        },
+        payload,
+    }
+}
+
+fn links_come_up_both_ways<F: Fabric>(f: F) {
+    let (ra, rb) = (Recorder::new(), Recorder::new());
+    let a = f.join("a", ra.clone());
+    let b = f.join("b", rb.clone());
+    let to_b = ra.wait_up("b", T);
+    let to_a = rb.wait_up("a", T);
+    assert_eq!(to_b.peer().name, "b");
+    assert_eq!(to_a.peer().name, "a");
+    // Same process: the identity is ours, whatever the transport says it from.
+    assert_eq!(to_b.peer().pid, std::process::id());
+    assert_eq!(to_b.peer().uid, nix::unistd::getuid().as_raw());
+    assert_eq!(to_b.peer().gid, nix::unistd::getgid().as_raw());
+    assert_eq!(F::peers(&a), vec!["b"]);
+    assert_eq!(F::peers(&b), vec!["a"]);
+    assert!(ra.violations().is_empty() && rb.violations().is_empty());
+}
+
+fn frames_arrive_in_order_and_intact<F: Fabric>(f: F) {
+    let (ra, rb) = (Recorder::new(), Recorder::new());
+    let _a = f.join("a", ra.clone());
+    let _b = f.join("b", rb.clone());
+    let to_b = ra.wait_up("b", T);
+    let big: Payload = (0..(1usize << 20) + 5)
+        .map(|i| (i * 7) as u8)
+        .collect::<Vec<u8>>()
+        .into();
+    let mut sent = Vec::new();
+    for i in 0..300u64 {
+        let p = if i % 100 == 50 {
+            big.clone()
+        } else {
+            Payload::from(vec![i as u8; (i % 70) as usize])
+        };
+        let fr = write(i, p);
+        to_b.send(&fr).expect("send");
+        sent.push(fr);
+    }
+    assert!(rb.wait_for(T, |e| e
+        .iter()
+        .filter(|e| matches!(e, Ev::Frame(..)))
+        .count()
+        == 300));
+    assert_eq!(rb.frames_from("a"), sent);
+    assert!(rb.violations().is_empty());
+}
+
+fn send_from_inside_a_callback<F: Fabric>(f: F) {
+    let (ra, rb) = (Recorder::new(), Recorder::echoing());
+    let _a = f.join("a", ra.clone());
+    let _b = f.join("b", rb.clone());
+    let to_b = ra.wait_up("b", T);
+    for i in 1..=50 {
+        to_b.send(&write(i, vec![1, 2, 3].into())).unwrap();
+    }
+    assert!(ra.wait_for(T, |e| e
+        .contains(&Ev::Frame("b".into(), Frame::Ok { req: 50 }))));
+    let oks: Vec<Frame> = ra.frames_from("b");
+    assert_eq!(
+        oks,
+        (1..=50).map(|req| Frame::Ok { req }).collect::<Vec<_>>()
+    );
+    assert!(rb.violations().is_empty());
+}
+
+fn link_frames_are_not_surfaced<F: Fabric>(f: F) {
+    let (ra, rb) = (Recorder::new(), Recorder::new());
+    let _a = f.join("a", ra.clone());
+    let _b = f.join("b", rb.clone());
+    let to_b = ra.wait_up("b", T);
+    to_b.send(&Frame::Ping { nonce: 5 }).unwrap();
+    to_b.send(&Frame::Pong { nonce: 6 }).unwrap();
+    to_b.send(&Frame::Ok { req: 7 }).unwrap();
+    // OK is the marker: frames are in order, so PING and PONG before it were not surfaced.
+    assert!(rb.wait_for(T, |e| e
+        .contains(&Ev::Frame("a".into(), Frame::Ok { req: 7 }))));
+    assert_eq!(rb.frames_from("a"), vec![Frame::Ok { req: 7 }]);
+    // b's PONG reply reached a and was not surfaced either.
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert!(ra.frames_from("b").is_empty());
+}
+
+fn close_brings_both_ends_down_once<F: Fabric>(f: F) {
+    let (ra, rb) = (Recorder::new(), Recorder::new());
+    let a = f.join("a", ra.clone());
+    let _b = f.join("b", rb.clone());
+    let to_b = ra.wait_up("b", T);
+    rb.wait_up("a", T);
+    to_b.close();
+    to_b.close();
+    assert!(ra.wait_down("b", T) && rb.wait_down("a", T));
+    assert!(matches!(
+        to_b.send(&Frame::Ok { req: 1 }),
+        Err(LinkError::Closed(_))
+    ));
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert_eq!(ra.count(&Ev::Down("b".into())), 1);
+    assert_eq!(rb.count(&Ev::Down("a".into())), 1);
+    assert!(F::peers(&a).is_empty());
+    assert!(ra.violations().is_empty() && rb.violations().is_empty());
+}
+
+fn oversized_frame_is_refused_and_link_stays_up<F: Fabric>(f: F) {
+    let (ra, rb) = (Recorder::new(), Recorder::new());
+    let _a = f.join("a", ra.clone());
+    let _b = f.join("b", rb.clone());
+    let to_b = ra.wait_up("b", T);
+    let huge = Payload::from(vec![0u8; MAX_FRAME as usize]);
+    assert!(matches!(
+        to_b.send(&write(1, huge)),
+        Err(LinkError::Encode(_))
+    ));
+    to_b.send(&Frame::Ok { req: 2 }).unwrap();
+    assert!(rb.wait_for(T, |e| e
+        .contains(&Ev::Frame("a".into(), Frame::Ok { req: 2 }))));
+    assert_eq!(rb.count(&Ev::Down("a".into())), 0);
+}
+
+fn malformed_input_closes_only_that_link<F: Fabric>(f: F) {
+    let (ra, rb, rc) = (Recorder::new(), Recorder::new(), Recorder::new());
+    let _a = f.join("a", ra.clone());
+    let _b = f.join("b", rb.clone());
+    let c = f.join("c", rc.clone());
+    ra.wait_up("b", T);
+    ra.wait_up("c", T);
+    rc.wait_up("a", T);
+    // c sends a frame with an unknown mandatory TLV to a.
+    F::raw(&c, "a", &[5, 0, 0, 0, 1, 0x0b, 0xf0, 0x00, 0x00]);
+    assert!(rc.wait_down("a", T), "a closed the link to c");
+    assert!(ra.wait_down("c", T));
+    match rc.frames_from("a").as_slice() {
+        [Frame::Error {
+            req: 0,
+            code: ErrorCode::Malformed,
+            message,
+        }] => assert!(!message.is_empty()),
+        other => panic!("c got {other:?}"),
+    }
+    // A HELLO after the handshake is malformed too.
+    F::raw(
+        &c,
+        "b",
+        &libtracer_core::wire::encode(&Frame::Hello {
+            version: 1,
+            node: "c".into(),
+            max_frame: 4096,
+        })
+        .unwrap(),
+    );
+    assert!(rb.wait_down("c", T));
+    // a and b go on.
+    let to_b = ra.link("b").expect("a-b is still up");
+    to_b.send(&Frame::Ok { req: 9 }).unwrap();
+    assert!(rb.wait_for(T, |e| e
+        .contains(&Ev::Frame("a".into(), Frame::Ok { req: 9 }))));
+    assert!(ra.violations().is_empty() && rb.violations().is_empty() && rc.violations().is_empty());
+}
+
+fn three_nodes_link_pairwise_once<F: Fabric>(f: F) {
+    let rs: Vec<Arc<Recorder>> = (0..3).map(|_| Recorder::new()).collect();
+    let names = ["n0", "n1", "n2"];
+    let nodes: Vec<F::Node> = names
+        .iter()
+        .zip(&rs)
+        .map(|(n, r)| f.join(n, r.clone()))
+        .collect();
+    for (i, r) in rs.iter().enumerate() {
+        for (j, n) in names.iter().enumerate() {
+            if i != j {
+                r.wait_up(n, T);
+            }
+        }
+    }
+    for (i, node) in nodes.iter().enumerate() {
+        let want: Vec<String> = names
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != i)
+            .map(|(_, n)| n.to_string())
+            .collect();
+        assert_eq!(F::peers(node), want);
+        assert_eq!(
+            rs[i].events().len(),
+            2,
+            "exactly one link per pair: {:?}",
+            rs[i].events()
+        );
+    }
+}
+
+fn leaving_node_brings_links_down<F: Fabric>(f: F) {
+    let (ra, rb, rc) = (Recorder::new(), Recorder::new(), Recorder::new());
+    let a = f.join("a", ra.clone());
+    let _b = f.join("b", rb.clone());
+    let _c = f.join("c", rc.clone());
+    rb.wait_up("a", T);
+    rc.wait_up("a", T);
+    drop(a);
+    // Dropping waited for a's own on_down calls.
+    assert!(
+        ra.events().contains(&Ev::Down("b".into())) && ra.events().contains(&Ev::Down("c".into()))
+    );
+    assert!(rb.wait_down("a", T) && rc.wait_down("a", T));
+    assert!(rb.link("c").is_some());
+}
+
+macro_rules! conformance {
+    ($modname:ident, $make:expr) => {
+        mod $modname {
+            use super::*;
+            #[test]
+            fn ruling9_links_come_up_both_ways() {
+                links_come_up_both_ways($make)
+            }
+            #[test]
+            fn ruling9_frames_arrive_in_order_and_intact() {
+                frames_arrive_in_order_and_intact($make)
+            }
+            #[test]
+            fn ruling9_send_from_inside_a_callback() {
+                send_from_inside_a_callback($make)
+            }
+            #[test]
+            fn ruling9_ping_and_pong_stay_inside_the_link() {
+                link_frames_are_not_surfaced($make)
+            }
+            #[test]
+            fn ruling9_close_brings_both_ends_down_once() {
+                close_brings_both_ends_down_once($make)
+            }
+            #[test]
+            fn ruling8_oversized_frame_is_refused_and_link_stays_up() {
+                oversized_frame_is_refused_and_link_stays_up($make)
+            }
+            #[test]
+            fn ruling8_malformed_input_closes_only_that_link() {
+                malformed_input_closes_only_that_link($make)
+            }
+            #[test]
+            fn ruling9_three_nodes_link_pairwise_once() {
+                three_nodes_link_pairwise_once($make)
+            }
+            #[test]
+            fn ruling9_leaving_node_brings_links_down() {
+                leaving_node_brings_links_down($make)
+            }
+        }
+    };
+}
+
+conformance!(memory, Mem(MemoryFabric::new()));
+conformance!(unix, Unix(TempDir::new("conf")));

@@ -1,0 +1,183 @@
+//! Shared by the link tests: a recording `LinkHandler` that also checks the callback contract,
+//! and private temporary rendezvous directories.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use libtracer_core::link::{Link, LinkHandler};
+use libtracer_core::wire::Frame;
+use parking_lot::{Condvar, Mutex};
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Ev {
+    Up(String),
+    Frame(String, Frame),
+    Down(String),
+}
+
+#[derive(Default)]
+struct State {
+    events: Vec<Ev>,
+    live: HashMap<String, Arc<dyn Link>>,
+    violations: Vec<String>,
+}
+
+/// Records every callback; with `echo`, answers each WRITE with OK{req} from inside
+/// `on_frame` (a send from the reader thread).
+#[derive(Default)]
+pub struct Recorder {
+    state: Mutex<State>,
+    cv: Condvar,
+    pub echo: bool,
+}
+
+impl Recorder {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Recorder::default())
+    }
+    pub fn echoing() -> Arc<Self> {
+        Arc::new(Recorder {
+            echo: true,
+            ..Recorder::default()
+        })
+    }
+    pub fn events(&self) -> Vec<Ev> {
+        self.state.lock().events.clone()
+    }
+    pub fn link(&self, peer: &str) -> Option<Arc<dyn Link>> {
+        self.state.lock().live.get(peer).cloned()
+    }
+    pub fn live(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.state.lock().live.keys().cloned().collect();
+        v.sort();
+        v
+    }
+    /// Contract breaches seen so far (frame before up, two ups, a different Arc, ...).
+    pub fn violations(&self) -> Vec<String> {
+        self.state.lock().violations.clone()
+    }
+    /// Wait until `pred(events)` holds; false on timeout.
+    pub fn wait_for(&self, timeout: Duration, pred: impl Fn(&[Ev]) -> bool) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut s = self.state.lock();
+        while !pred(&s.events) {
+            if self.cv.wait_until(&mut s, deadline).timed_out() {
+                return pred(&s.events);
+            }
+        }
+        true
+    }
+    pub fn wait_up(&self, peer: &str, timeout: Duration) -> Arc<dyn Link> {
+        assert!(
+            self.wait_for(timeout, |e| e.contains(&Ev::Up(peer.into()))),
+            "no link to {peer} came up"
+        );
+        self.link(peer).expect("link is live")
+    }
+    pub fn wait_down(&self, peer: &str, timeout: Duration) -> bool {
+        self.wait_for(timeout, |e| e.contains(&Ev::Down(peer.into())))
+    }
+    pub fn frames_from(&self, peer: &str) -> Vec<Frame> {
+        self.events()
+            .into_iter()
+            .filter_map(|e| match e {
+                Ev::Frame(p, f) if p == peer => Some(f),
+                _ => None,
+            })
+            .collect()
+    }
+    pub fn count(&self, ev: &Ev) -> usize {
+        self.state.lock().events.iter().filter(|e| *e == ev).count()
+    }
+}
+
+impl LinkHandler for Recorder {
+    fn on_up(&self, link: Arc<dyn Link>) {
+        let name = link.peer().name.clone();
+        let mut s = self.state.lock();
+        if s.live.insert(name.clone(), link).is_some() {
+            s.violations
+                .push(format!("second on_up for {name} while live"));
+        }
+        s.events.push(Ev::Up(name));
+        self.cv.notify_all();
+    }
+    fn on_frame(&self, link: &Arc<dyn Link>, frame: Frame) {
+        let name = link.peer().name.clone();
+        if self.echo {
+            if let Frame::Write { req, .. } = &frame {
+                if let Err(e) = link.send(&Frame::Ok { req: *req }) {
+                    self.state
+                        .lock()
+                        .violations
+                        .push(format!("echo send failed: {e}"));
+                }
+            }
+        }
+        let mut s = self.state.lock();
+        match s.live.get(&name) {
+            Some(l) if Arc::ptr_eq(l, link) => {}
+            Some(_) => s
+                .violations
+                .push(format!("on_frame for {name} with another Arc")),
+            None => s
+                .violations
+                .push(format!("on_frame for {name} before on_up or after on_down")),
+        }
+        s.events.push(Ev::Frame(name, frame));
+        self.cv.notify_all();
+    }
+    fn on_down(&self, link: &Arc<dyn Link>) {
+        let name = link.peer().name.clone();
+        let mut s = self.state.lock();
+        match s.live.remove(&name) {
+            Some(l) if Arc::ptr_eq(&l, link) => {}
+            Some(l) => {
+                s.violations
+                    .push(format!("on_down for {name} with another Arc"));
+                s.live.insert(name.clone(), l);
+            }
+            None => s
+                .violations
+                .push(format!("on_down for {name} without a live link")),
+        }
+        s.events.push(Ev::Down(name));
+        self.cv.notify_all();
+    }
+}
+
+/// A fresh private (0700) directory, removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let p = std::env::temp_dir().join(format!(
+            "lt-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&p)
+            .expect("create temp dir");
+        TempDir(p)
+    }
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+pub const T: Duration = Duration::from_secs(5);

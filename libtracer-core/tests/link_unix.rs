@@ -1,0 +1,256 @@
+//! Ruling 9 (same-host links) and ruling 4 (a private rendezvous directory): the Unix-socket
+//! transport's formation, stale sockets, the connect race, liveness and its refusals.
+
+mod link_support;
+
+use std::io::{Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use libtracer_core::link::{default_rendezvous_dir, HostTransport, LinkError, TransportConfig};
+use libtracer_core::wire::{encode, Frame, FrameDecoder, MAX_FRAME};
+use link_support::{Ev, Recorder, TempDir, T};
+
+#[test]
+fn ruling9_stale_sockets_are_removed() {
+    let dir = TempDir::new("stale");
+    // A socket whose listener is gone refuses connections: what a killed process leaves.
+    drop(UnixListener::bind(dir.path().join("ghost.sock")).unwrap());
+    drop(UnixListener::bind(dir.path().join("a.sock")).unwrap());
+    let r = Recorder::new();
+    let a = HostTransport::start(dir.path(), "a", r.clone())
+        .expect("a stale socket of our own name is reclaimed");
+    assert!(
+        !dir.path().join("ghost.sock").exists(),
+        "stale ghost.sock removed"
+    );
+    assert!(a.peers().is_empty());
+    assert!(a.socket_path().exists());
+    drop(a);
+    assert!(
+        !dir.path().join("a.sock").exists(),
+        "shutdown unlinks the socket"
+    );
+}
+
+#[test]
+fn ruling9_a_live_name_cannot_be_taken() {
+    let dir = TempDir::new("taken");
+    let _a = HostTransport::start(dir.path(), "a", Recorder::new()).unwrap();
+    assert!(matches!(
+        HostTransport::start(dir.path(), "a", Recorder::new()),
+        Err(LinkError::NameTaken(_))
+    ));
+    assert!(matches!(
+        HostTransport::start(dir.path(), "a/b", Recorder::new()),
+        Err(LinkError::InvalidName(_))
+    ));
+    assert!(matches!(
+        HostTransport::start(dir.path(), "..", Recorder::new()),
+        Err(LinkError::InvalidName(_))
+    ));
+}
+
+#[test]
+fn ruling4_rendezvous_dir_must_be_private() {
+    let dir = TempDir::new("perm");
+    let open = dir.path().join("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert!(matches!(
+        HostTransport::start(&open, "a", Recorder::new()),
+        Err(LinkError::InsecureDir { .. })
+    ));
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(dir.path(), &link).unwrap();
+    assert!(matches!(
+        HostTransport::start(&link, "a", Recorder::new()),
+        Err(LinkError::InsecureDir { .. })
+    ));
+    // A directory we create gets mode 0700.
+    let fresh = dir.path().join("fresh");
+    let _a = HostTransport::start(&fresh, "a", Recorder::new()).unwrap();
+    assert_eq!(
+        std::fs::metadata(&fresh).unwrap().permissions().mode() & 0o777,
+        0o700
+    );
+    // Owned by someone else (we can only arrange that as root).
+    if nix::unistd::geteuid().is_root() {
+        let theirs = dir.path().join("theirs");
+        std::fs::create_dir(&theirs).unwrap();
+        std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::os::unix::fs::chown(&theirs, Some(65534), None).unwrap();
+        let e = HostTransport::start(&theirs, "a", Recorder::new())
+            .err()
+            .expect("refused");
+        assert!(e.to_string().contains("owned by uid 65534"), "{e}");
+    }
+}
+
+#[test]
+fn ruling9_default_rendezvous_dir_is_per_user_and_domain() {
+    let d = default_rendezvous_dir(42);
+    assert!(d.ends_with("domain-42"));
+    let parent = d.parent().unwrap().to_str().unwrap().to_owned();
+    let uid = nix::unistd::geteuid().as_raw();
+    match std::env::var("XDG_RUNTIME_DIR") {
+        Ok(x) if x.starts_with('/') => assert_eq!(parent, format!("{x}/libtracer")),
+        _ => assert_eq!(parent, format!("/tmp/libtracer-{uid}")),
+    }
+}
+
+#[test]
+fn ruling9_simultaneous_starts_keep_one_link_per_pair() {
+    for round in 0..4 {
+        let dir = TempDir::new("race");
+        let n = 5;
+        let barrier = Arc::new(Barrier::new(n));
+        let rs: Vec<Arc<Recorder>> = (0..n).map(|_| Recorder::new()).collect();
+        let threads: Vec<_> = (0..n)
+            .map(|i| {
+                let (b, r, p) = (barrier.clone(), rs[i].clone(), dir.path().to_owned());
+                std::thread::spawn(move || {
+                    b.wait();
+                    HostTransport::start(&p, &format!("g{i}"), r).unwrap()
+                })
+            })
+            .collect();
+        let ts: Vec<HostTransport> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+        for (i, r) in rs.iter().enumerate() {
+            for j in (0..n).filter(|j| *j != i) {
+                r.wait_up(&format!("g{j}"), T);
+            }
+        }
+        // Let any losing connection play out, then check nothing went down or came up twice.
+        std::thread::sleep(Duration::from_millis(300));
+        for (i, (r, t)) in rs.iter().zip(&ts).enumerate() {
+            assert_eq!(
+                t.peers().len(),
+                n - 1,
+                "round {round} g{i}: {:?}",
+                t.peers()
+            );
+            assert!(
+                r.events().iter().all(|e| matches!(e, Ev::Up(_))),
+                "round {round} g{i}: {:?}",
+                r.events()
+            );
+            assert_eq!(r.events().len(), n - 1, "round {round} g{i}");
+            assert!(r.violations().is_empty());
+        }
+        // Each pair's two ends are one connection: a frame sent on i->j arrives from i at j.
+        let to_1 = rs[0].link("g1").unwrap();
+        to_1.send(&Frame::Ok { req: 77 }).unwrap();
+        assert!(rs[1].wait_for(T, |e| e
+            .contains(&Ev::Frame("g0".into(), Frame::Ok { req: 77 }))));
+    }
+}
+
+/// A fake peer that completes the handshake and then goes silent, as a stopped process would.
+fn silent_peer(dir: &std::path::Path, name: &str) -> std::thread::JoinHandle<UnixStream> {
+    let listener = UnixListener::bind(dir.join(format!("{name}.sock"))).unwrap();
+    let name = name.to_owned();
+    std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut dec = FrameDecoder::new(MAX_FRAME);
+        let mut buf = [0u8; 512];
+        loop {
+            let n = s.read(&mut buf).unwrap();
+            dec.push(&buf[..n]);
+            if let Some(f) = dec.pop().unwrap() {
+                assert!(matches!(f, Frame::Hello { .. }));
+                break;
+            }
+        }
+        s.write_all(
+            &encode(&Frame::Hello {
+                version: 1,
+                node: name,
+                max_frame: MAX_FRAME,
+            })
+            .unwrap(),
+        )
+        .unwrap();
+        s
+    })
+}
+
+#[test]
+fn ruling9_a_hung_peer_is_found_by_keepalive_within_a_second() {
+    let dir = TempDir::new("hung");
+    let fake = silent_peer(dir.path(), "zz");
+    let r = Recorder::new();
+    let _a = HostTransport::start(dir.path(), "a", r.clone()).unwrap();
+    r.wait_up("zz", T);
+    let up = Instant::now();
+    let _held_open = fake.join().unwrap();
+    assert!(r.wait_down("zz", T), "keepalive closed the silent link");
+    let took = up.elapsed();
+    eprintln!("silent peer declared dead after {took:?}");
+    // The rule is one second from the last byte heard; allow scheduling slack on a busy host.
+    assert!(took < Duration::from_millis(1800), "took {took:?}");
+}
+
+#[test]
+fn ruling9_keepalive_keeps_a_quiet_link_up() {
+    let dir = TempDir::new("quiet");
+    let cfg = TransportConfig {
+        ping_interval: Duration::from_millis(50),
+        dead_after: Duration::from_millis(400),
+        ..Default::default()
+    };
+    let (ra, rb) = (Recorder::new(), Recorder::new());
+    let _a = HostTransport::start_with(dir.path(), "a", ra.clone(), cfg.clone()).unwrap();
+    let _b = HostTransport::start_with(dir.path(), "b", rb.clone(), cfg).unwrap();
+    ra.wait_up("b", T);
+    std::thread::sleep(Duration::from_millis(1200));
+    assert_eq!(
+        ra.events(),
+        vec![Ev::Up("b".into())],
+        "three dead_after periods of silence, link still up"
+    );
+}
+
+#[test]
+fn ruling9_bad_handshakes_are_refused_without_harm() {
+    let dir = TempDir::new("hs");
+    let cfg = TransportConfig {
+        handshake_timeout: Duration::from_millis(300),
+        ..Default::default()
+    };
+    let ra = Recorder::new();
+    let a = HostTransport::start_with(dir.path(), "a", ra.clone(), cfg).unwrap();
+    // Connects and says nothing: times out, harmlessly.
+    let _mute = UnixStream::connect(a.socket_path()).unwrap();
+    // Claims to be `a` itself: refused with ERROR.
+    let mut liar = UnixStream::connect(a.socket_path()).unwrap();
+    liar.write_all(
+        &encode(&Frame::Hello {
+            version: 1,
+            node: "a".into(),
+            max_frame: MAX_FRAME,
+        })
+        .unwrap(),
+    )
+    .unwrap();
+    let mut buf = Vec::new();
+    liar.read_to_end(&mut buf).unwrap();
+    assert!(matches!(
+        libtracer_core::wire::decode(&buf, MAX_FRAME),
+        Ok((Frame::Error { .. }, _))
+    ));
+    // Opens with something other than HELLO: dropped.
+    let mut rude = UnixStream::connect(a.socket_path()).unwrap();
+    rude.write_all(&encode(&Frame::Ping { nonce: 1 }).unwrap())
+        .unwrap();
+    let mut buf = Vec::new();
+    let _ = rude.read_to_end(&mut buf);
+    // Meanwhile a real graph links as usual.
+    let rb = Recorder::new();
+    let _b = HostTransport::start(dir.path(), "b", rb.clone()).unwrap();
+    rb.wait_up("a", T);
+    assert_eq!(a.peers(), vec!["b"]);
+    assert!(ra.events().iter().all(|e| *e == Ev::Up("b".into())));
+}
