@@ -234,3 +234,6 @@ impl MessageType {
         unsafe { decode::message(&self.plan, msg, &mut reader, &mut scratch) }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,199 @@
+//! Tests against the real test_msgs type supports of the venv (loaded with dlopen, as rcl and
+//! rclpy load them): type resolution through the C and C++ dispatchers, type info, sizes, and
+//! errors on bad arguments. The byte-for-byte oracle against Fast DDS is ros_tests/test_cdr.py.
+
+use std::ffi::{c_char, c_int, c_void, CString};
+
+use ffi::{rosidl_message_type_support_t, rosidl_typesupport_introspection_c__MessageMembers};
+
+use super::*;
+
+unsafe extern "C" {
+    fn dlopen(filename: *const c_char, flag: c_int) -> *mut c_void;
+    fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
+}
+const RTLD_NOW: c_int = 2;
+const RTLD_GLOBAL: c_int = 0x100;
+
+/// The typesupport_c (`lang` = "c") or typesupport_cpp ("cpp") dispatcher of test_msgs/msg/`name`.
+fn dispatcher(lang: &str, name: &str) -> *const rosidl_message_type_support_t {
+    let lib = CString::new(format!("libtest_msgs__rosidl_typesupport_{lang}.so")).unwrap();
+    // SAFETY: a NUL-terminated library name; the library stays loaded (never dlclose'd).
+    let h = unsafe { dlopen(lib.as_ptr(), RTLD_NOW | RTLD_GLOBAL) };
+    assert!(
+        !h.is_null(),
+        "dlopen {lib:?} (LD_LIBRARY_PATH must hold the venv's lib)"
+    );
+    let sym = CString::new(format!(
+        "rosidl_typesupport_{lang}__get_message_type_support_handle__test_msgs__msg__{name}"
+    ))
+    .unwrap();
+    // SAFETY: valid handle and symbol name.
+    let f = unsafe { dlsym(h, sym.as_ptr()) };
+    assert!(!f.is_null(), "dlsym {sym:?}");
+    // SAFETY: the symbol is the generated `const rosidl_message_type_support_t * f(void)`.
+    let f: unsafe extern "C" fn() -> *const rosidl_message_type_support_t = unsafe { std::mem::transmute(f) };
+    // SAFETY: the generated function takes no arguments and returns a static handle.
+    unsafe { f() }
+}
+
+fn c_type(name: &str) -> MessageType {
+    // SAFETY: a dispatcher handle of a loaded library.
+    unsafe { MessageType::from_type_support(dispatcher("c", name)) }.unwrap()
+}
+
+/// A default-initialized C message of `t`, finalized on drop.
+struct CMessage<'a> {
+    t: &'a MessageType,
+    buf: Vec<u64>,
+}
+
+impl<'a> CMessage<'a> {
+    fn new(t: &'a MessageType) -> Self {
+        let mut buf = vec![0u64; t.size_of() / 8 + 1];
+        // SAFETY: `data` of a C introspection handle is its MessageMembers; init writes
+        // `size_of` bytes into a buffer at least that large and 8-aligned.
+        unsafe {
+            let m = &*((*t.introspection_handle()).data
+                as *const rosidl_typesupport_introspection_c__MessageMembers);
+            m.init_function.unwrap()(buf.as_mut_ptr().cast(), ffi::ROSIDL_RUNTIME_C_MSG_INIT_ALL);
+        }
+        CMessage { t, buf }
+    }
+    fn ptr(&mut self) -> *mut c_void {
+        self.buf.as_mut_ptr().cast()
+    }
+}
+
+impl Drop for CMessage<'_> {
+    fn drop(&mut self) {
+        // SAFETY: as in `new`; fini frees what init and deserialize allocated.
+        unsafe {
+            let m = &*((*self.t.introspection_handle()).data
+                as *const rosidl_typesupport_introspection_c__MessageMembers);
+            m.fini_function.unwrap()(self.buf.as_mut_ptr().cast());
+        }
+    }
+}
+
+#[test]
+fn resolves_through_the_c_and_cpp_dispatchers() {
+    let c = c_type("MultiNested");
+    assert_eq!(c.name(), "test_msgs/msg/MultiNested");
+    assert_eq!(c.flavor(), Flavor::C);
+    // SAFETY: a dispatcher handle of a loaded library.
+    let cpp = unsafe { MessageType::from_type_support(dispatcher("cpp", "MultiNested")) }.unwrap();
+    assert_eq!(cpp.name(), "test_msgs/msg/MultiNested");
+    assert_eq!(cpp.flavor(), Flavor::Cpp);
+}
+
+#[test]
+fn type_info_has_name_hash_and_ros2msg_definition() {
+    // SAFETY: a dispatcher handle of a loaded library.
+    let info = unsafe { type_info(dispatcher("c", "Nested")) }.unwrap();
+    assert_eq!(info.type_name, "test_msgs/msg/Nested");
+    // The hash test_msgs installs in share/test_msgs/msg/Nested.json (Jazzy, test_msgs 2.0.3).
+    assert_eq!(
+        info.type_hash.as_deref(),
+        Some("RIHS01_f964f9dc322022b7a681ee6933ee5c3c788025b942fedb7f4d7c018ed840cf86")
+    );
+    let def = info.definition.unwrap();
+    let (root, dep) = def.split_once(&"=".repeat(80)).expect("one dependency delimiter");
+    assert!(root.contains("BasicTypes basic_types_value"), "{def}");
+    assert!(dep.starts_with("\nMSG: test_msgs/msg/BasicTypes\n"), "{def}");
+    assert!(dep.contains("uint64 uint64_value"), "{def}");
+    assert!(!dep.contains(&"=".repeat(80)));
+}
+
+#[test]
+fn type_info_of_a_type_without_dependencies_has_no_delimiter() {
+    // SAFETY: a dispatcher handle of a loaded library.
+    let info = unsafe { type_info(dispatcher("cpp", "BasicTypes")) }.unwrap();
+    assert_eq!(info.type_name, "test_msgs/msg/BasicTypes");
+    let def = info.definition.unwrap();
+    assert!(
+        def.contains("float64 float64_value") && !def.contains("MSG: "),
+        "{def}"
+    );
+}
+
+#[test]
+fn size_pass_agrees_with_the_bytes_and_bounded_types_have_a_maximum() {
+    for name in [
+        "MultiNested",
+        "Strings",
+        "WStrings",
+        "Arrays",
+        "Empty",
+        "BoundedPlainSequences",
+    ] {
+        let t = c_type(name);
+        let mut m = CMessage::new(&t);
+        let mut out = Vec::new();
+        // SAFETY: an initialized C message of the type.
+        unsafe { t.serialize(m.ptr(), &mut out) }.unwrap();
+        // SAFETY: as above.
+        assert_eq!(
+            unsafe { t.serialized_size(m.ptr()) }.unwrap(),
+            out.len(),
+            "{name}"
+        );
+        // SAFETY: as above; deserializing our own bytes gives the same bytes again.
+        unsafe { t.deserialize(&out, m.ptr()) }.unwrap();
+        let mut again = Vec::new();
+        // SAFETY: as above.
+        unsafe { t.serialize(m.ptr(), &mut again) }.unwrap();
+        assert_eq!(again, out, "{name}");
+    }
+    // All fixed: the maximum is the size (4-byte header + 48 bytes, as Fast DDS writes it).
+    assert_eq!(c_type("BasicTypes").max_serialized_size(), Some(52));
+    assert_eq!(c_type("Builtins").max_serialized_size(), Some(20));
+    assert_eq!(c_type("Empty").max_serialized_size(), Some(5));
+    assert!(c_type("BoundedPlainSequences").max_serialized_size().unwrap() > 52);
+    assert_eq!(c_type("Strings").max_serialized_size(), None);
+    assert_eq!(c_type("UnboundedSequences").max_serialized_size(), None);
+}
+
+#[test]
+fn bad_arguments_are_errors() {
+    // SAFETY: null is allowed and refused.
+    assert!(matches!(
+        unsafe { MessageType::from_type_support(std::ptr::null()) },
+        Err(CdrError::NullTypeSupport)
+    ));
+    let t = c_type("BasicTypes");
+    // SAFETY: null message pointers are refused before any access.
+    assert!(unsafe { t.serialize(std::ptr::null(), &mut Vec::new()) }.is_err());
+    // SAFETY: as above.
+    assert!(unsafe { t.deserialize(&[0, 1, 0, 0], std::ptr::null_mut()) }.is_err());
+    // A handle of a non-introspection type support with no dispatcher behind it.
+    let bogus = rosidl_message_type_support_t {
+        typesupport_identifier: c"not_a_type_support".as_ptr(),
+        data: std::ptr::null(),
+        func: Some(ffi::get_message_typesupport_handle_function),
+        ..Default::default()
+    };
+    // SAFETY: a valid handle whose handle function only compares identifiers.
+    let e = unsafe { MessageType::from_type_support(&bogus) }.unwrap_err();
+    assert!(
+        matches!(e, CdrError::NoIntrospection(ref id) if id == "not_a_type_support"),
+        "{e}"
+    );
+}
+
+#[test]
+fn truncated_input_names_type_and_field() {
+    let t = c_type("Nested");
+    let mut m = CMessage::new(&t);
+    let mut out = Vec::new();
+    // SAFETY: an initialized C message of the type.
+    unsafe { t.serialize(m.ptr(), &mut out) }.unwrap();
+    // SAFETY: as above.
+    let e = unsafe { t.deserialize(&out[..out.len() - 3], m.ptr()) }.unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.starts_with("test_msgs/msg/Nested.basic_types_value.uint64_value: truncated"),
+        "{text}"
+    );
+    assert!(e.is_bad_input());
+}
