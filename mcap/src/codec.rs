@@ -231,7 +231,9 @@ pub fn field_chunk_index(out: &mut Vec<u8>, f: &FieldChunkIndex) {
     })
 }
 pub fn attachment_fields(out: &mut Vec<u8>, a: &AttachmentFields) {
-    put_record(out, ext_op::ATTACHMENT_FIELDS, |o| put_bytes32(o, &a.entries))
+    put_record(out, ext_op::ATTACHMENT_FIELDS, |o| {
+        put_bytes32(o, &a.entries)
+    })
 }
 
 /// A cursor over one record's content; `base` is the file offset of `buf[0]` for errors.
@@ -244,7 +246,12 @@ pub struct Dec<'a> {
 
 impl<'a> Dec<'a> {
     pub fn new(buf: &'a [u8], base: u64, what: &'static str) -> Self {
-        Dec { buf, pos: 0, base, what }
+        Dec {
+            buf,
+            pos: 0,
+            base,
+            what,
+        }
     }
     pub fn offset(&self) -> u64 {
         self.base + self.pos as u64
@@ -261,7 +268,11 @@ impl<'a> Dec<'a> {
         if self.remaining() < n {
             return Err(McapError::Corrupt {
                 offset: self.offset(),
-                reason: format!("{}: needs {n} bytes, {} left in the record", self.what, self.remaining()),
+                reason: format!(
+                    "{}: needs {n} bytes, {} left in the record",
+                    self.what,
+                    self.remaining()
+                ),
             });
         }
         let s = &self.buf[self.pos..self.pos + n];
@@ -272,13 +283,19 @@ impl<'a> Dec<'a> {
         Ok(self.take(1)?[0])
     }
     pub fn u16(&mut self) -> Result<u16> {
-        Ok(u16::from_le_bytes(self.take(2)?.try_into().expect("2 bytes")))
+        Ok(u16::from_le_bytes(
+            self.take(2)?.try_into().expect("2 bytes"),
+        ))
     }
     pub fn u32(&mut self) -> Result<u32> {
-        Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")))
+        Ok(u32::from_le_bytes(
+            self.take(4)?.try_into().expect("4 bytes"),
+        ))
     }
     pub fn u64(&mut self) -> Result<u64> {
-        Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
+        Ok(u64::from_le_bytes(
+            self.take(8)?.try_into().expect("8 bytes"),
+        ))
     }
     pub fn bytes32(&mut self) -> Result<&'a [u8]> {
         let n = self.u32()? as usize;
@@ -298,7 +315,10 @@ impl<'a> Dec<'a> {
         })
     }
     pub fn corrupt(&self, reason: &str) -> McapError {
-        McapError::Corrupt { offset: self.offset(), reason: format!("{}: {reason}", self.what) }
+        McapError::Corrupt {
+            offset: self.offset(),
+            reason: format!("{}: {reason}", self.what),
+        }
     }
     fn str_map(&mut self) -> Result<BTreeMap<String, String>> {
         let at = self.offset();
@@ -316,7 +336,14 @@ impl<'a> Dec<'a> {
         let at = self.offset();
         let body = self.bytes32()?;
         if body.len() % 10 != 0 {
-            return Err(McapError::Corrupt { offset: at, reason: format!("{}: map length {} is not a multiple of 10", self.what, body.len()) });
+            return Err(McapError::Corrupt {
+                offset: at,
+                reason: format!(
+                    "{}: map length {} is not a multiple of 10",
+                    self.what,
+                    body.len()
+                ),
+            });
         }
         let mut d = Dec::new(body, at + 4, self.what);
         let mut m = BTreeMap::new();
@@ -330,7 +357,14 @@ impl<'a> Dec<'a> {
         let at = self.offset();
         let body = self.bytes32()?;
         if body.len() % 16 != 0 {
-            return Err(McapError::Corrupt { offset: at, reason: format!("{}: array length {} is not a multiple of 16", self.what, body.len()) });
+            return Err(McapError::Corrupt {
+                offset: at,
+                reason: format!(
+                    "{}: array length {} is not a multiple of 16",
+                    self.what,
+                    body.len()
+                ),
+            });
         }
         Ok(body
             .chunks_exact(16)
@@ -349,15 +383,27 @@ impl<'a> Dec<'a> {
 
 pub fn dec_header(c: &[u8], at: u64) -> Result<Header> {
     let mut d = Dec::new(c, at, "Header");
-    Ok(Header { profile: d.string()?, library: d.string()? })
+    Ok(Header {
+        profile: d.string()?,
+        library: d.string()?,
+    })
 }
 pub fn dec_footer(c: &[u8], at: u64) -> Result<Footer> {
     let mut d = Dec::new(c, at, "Footer");
-    Ok(Footer { summary_start: d.u64()?, summary_offset_start: d.u64()?, summary_crc: d.u32()? })
+    Ok(Footer {
+        summary_start: d.u64()?,
+        summary_offset_start: d.u64()?,
+        summary_crc: d.u32()?,
+    })
 }
 pub fn dec_schema(c: &[u8], at: u64) -> Result<Schema> {
     let mut d = Dec::new(c, at, "Schema");
-    Ok(Schema { id: d.u16()?, name: d.string()?, encoding: d.string()?, data: d.bytes32()?.to_vec() })
+    Ok(Schema {
+        id: d.u16()?,
+        name: d.string()?,
+        encoding: d.string()?,
+        data: d.bytes32()?.to_vec(),
+    })
 }
 pub fn dec_channel(c: &[u8], at: u64) -> Result<Channel> {
     let mut d = Dec::new(c, at, "Channel");
@@ -372,7 +418,12 @@ pub fn dec_channel(c: &[u8], at: u64) -> Result<Channel> {
 /// The header and the payload slice of a Message.
 pub fn dec_message(c: &[u8], at: u64) -> Result<(MessageHeader, &[u8])> {
     let mut d = Dec::new(c, at, "Message");
-    let h = MessageHeader { channel_id: d.u16()?, sequence: d.u32()?, log_time: d.u64()?, publish_time: d.u64()? };
+    let h = MessageHeader {
+        channel_id: d.u16()?,
+        sequence: d.u32()?,
+        log_time: d.u64()?,
+        publish_time: d.u64()?,
+    };
     Ok((h, d.rest()))
 }
 /// The header and the compressed records slice of a Chunk.
@@ -398,7 +449,10 @@ pub fn dec_chunk(c: &[u8], at: u64) -> Result<(ChunkHeader, &[u8])> {
 }
 pub fn dec_message_index(c: &[u8], at: u64) -> Result<MessageIndex> {
     let mut d = Dec::new(c, at, "MessageIndex");
-    Ok(MessageIndex { channel_id: d.u16()?, records: d.pairs()? })
+    Ok(MessageIndex {
+        channel_id: d.u16()?,
+        records: d.pairs()?,
+    })
 }
 pub fn dec_chunk_index(c: &[u8], at: u64) -> Result<ChunkIndex> {
     let mut d = Dec::new(c, at, "ChunkIndex");
@@ -427,10 +481,21 @@ pub fn dec_attachment(c: &[u8], at: u64) -> Result<Attachment> {
     if crc != 0 {
         let actual = crc32fast::hash(&c[..covered]);
         if actual != crc {
-            return Err(McapError::Crc { offset: at, what: "Attachment", expected: crc, actual });
+            return Err(McapError::Crc {
+                offset: at,
+                what: "Attachment",
+                expected: crc,
+                actual,
+            });
         }
     }
-    Ok(Attachment { log_time, create_time, name, media_type, data })
+    Ok(Attachment {
+        log_time,
+        create_time,
+        name,
+        media_type,
+        data,
+    })
 }
 pub fn dec_attachment_index(c: &[u8], at: u64) -> Result<AttachmentIndex> {
     let mut d = Dec::new(c, at, "AttachmentIndex");
@@ -462,7 +527,10 @@ pub fn dec_statistics(c: &[u8], at: u64) -> Result<Statistics> {
         let at = d.offset();
         let body = d.bytes32()?;
         if body.len() % 18 != 0 {
-            return Err(McapError::Corrupt { offset: at, reason: "Statistics: field_value_bounds length is not a multiple of 18".into() });
+            return Err(McapError::Corrupt {
+                offset: at,
+                reason: "Statistics: field_value_bounds length is not a multiple of 18".into(),
+            });
         }
         let mut b = Dec::new(body, at + 4, "Statistics");
         let mut m = BTreeMap::new();
@@ -476,19 +544,32 @@ pub fn dec_statistics(c: &[u8], at: u64) -> Result<Statistics> {
 }
 pub fn dec_metadata(c: &[u8], at: u64) -> Result<Metadata> {
     let mut d = Dec::new(c, at, "Metadata");
-    Ok(Metadata { name: d.string()?, metadata: d.str_map()? })
+    Ok(Metadata {
+        name: d.string()?,
+        metadata: d.str_map()?,
+    })
 }
 pub fn dec_metadata_index(c: &[u8], at: u64) -> Result<MetadataIndex> {
     let mut d = Dec::new(c, at, "MetadataIndex");
-    Ok(MetadataIndex { offset: d.u64()?, length: d.u64()?, name: d.string()? })
+    Ok(MetadataIndex {
+        offset: d.u64()?,
+        length: d.u64()?,
+        name: d.string()?,
+    })
 }
 pub fn dec_summary_offset(c: &[u8], at: u64) -> Result<SummaryOffset> {
     let mut d = Dec::new(c, at, "SummaryOffset");
-    Ok(SummaryOffset { group_opcode: d.u8()?, group_start: d.u64()?, group_length: d.u64()? })
+    Ok(SummaryOffset {
+        group_opcode: d.u8()?,
+        group_start: d.u64()?,
+        group_length: d.u64()?,
+    })
 }
 pub fn dec_data_end(c: &[u8], at: u64) -> Result<DataEnd> {
     let mut d = Dec::new(c, at, "DataEnd");
-    Ok(DataEnd { data_section_crc: d.u32()? })
+    Ok(DataEnd {
+        data_section_crc: d.u32()?,
+    })
 }
 /// Accepts a Field with or without the flags byte (spec 2.0).
 pub fn dec_field(c: &[u8], at: u64) -> Result<Field> {
@@ -497,16 +578,33 @@ pub fn dec_field(c: &[u8], at: u64) -> Result<Field> {
     let name = d.string()?;
     let encoding = d.string()?;
     let length = d.u8()?;
-    let flags = if d.remaining() > 0 { Some(d.u8()?) } else { None };
-    Ok(Field { id, name, encoding, length, flags })
+    let flags = if d.remaining() > 0 {
+        Some(d.u8()?)
+    } else {
+        None
+    };
+    Ok(Field {
+        id,
+        name,
+        encoding,
+        length,
+        flags,
+    })
 }
 pub fn dec_message_fields(c: &[u8], at: u64) -> Result<MessageFields> {
     let mut d = Dec::new(c, at, "MessageFields");
-    Ok(MessageFields { channel_id: d.u16()?, entries: d.bytes32()?.to_vec() })
+    Ok(MessageFields {
+        channel_id: d.u16()?,
+        entries: d.bytes32()?.to_vec(),
+    })
 }
 pub fn dec_field_index(c: &[u8], at: u64) -> Result<FieldIndex> {
     let mut d = Dec::new(c, at, "FieldIndex");
-    Ok(FieldIndex { channel_id: d.u16()?, field_id: d.u16()?, records: d.pairs()? })
+    Ok(FieldIndex {
+        channel_id: d.u16()?,
+        field_id: d.u16()?,
+        records: d.pairs()?,
+    })
 }
 pub fn dec_field_chunk_index(c: &[u8], at: u64) -> Result<FieldChunkIndex> {
     let mut d = Dec::new(c, at, "FieldChunkIndex");
@@ -521,7 +619,9 @@ pub fn dec_field_chunk_index(c: &[u8], at: u64) -> Result<FieldChunkIndex> {
 }
 pub fn dec_attachment_fields(c: &[u8], at: u64) -> Result<AttachmentFields> {
     let mut d = Dec::new(c, at, "AttachmentFields");
-    Ok(AttachmentFields { entries: d.bytes32()?.to_vec() })
+    Ok(AttachmentFields {
+        entries: d.bytes32()?.to_vec(),
+    })
 }
 
 /// One framed record inside a byte slice (a decompressed chunk or a region read at once).
@@ -545,10 +645,20 @@ pub struct RecordIter<'a> {
 
 impl<'a> RecordIter<'a> {
     pub fn new(buf: &'a [u8], base: u64) -> Self {
-        RecordIter { buf, pos: 0, base, failed: false }
+        RecordIter {
+            buf,
+            pos: 0,
+            base,
+            failed: false,
+        }
     }
     pub fn at(buf: &'a [u8], pos: usize, base: u64) -> Self {
-        RecordIter { buf, pos, base, failed: false }
+        RecordIter {
+            buf,
+            pos,
+            base,
+            failed: false,
+        }
     }
     pub fn position(&self) -> usize {
         self.pos
@@ -565,17 +675,29 @@ impl<'a> Iterator for RecordIter<'a> {
         let at = self.base + self.pos as u64;
         if left < 9 {
             self.failed = true;
-            return Some(Err(McapError::Truncated { offset: at, needed: 9, available: left as u64 }));
+            return Some(Err(McapError::Truncated {
+                offset: at,
+                needed: 9,
+                available: left as u64,
+            }));
         }
         let opcode = self.buf[self.pos];
         let len = u64::from_le_bytes(self.buf[self.pos + 1..self.pos + 9].try_into().expect("8"));
         if len > (left - 9) as u64 {
             self.failed = true;
-            return Some(Err(McapError::Truncated { offset: at, needed: len.saturating_add(9), available: left as u64 }));
+            return Some(Err(McapError::Truncated {
+                offset: at,
+                needed: len.saturating_add(9),
+                available: left as u64,
+            }));
         }
         let start = self.pos + 9;
         let end = start + len as usize;
-        let rec = RawRecord { opcode, offset: self.pos, content: &self.buf[start..end] };
+        let rec = RawRecord {
+            opcode,
+            offset: self.pos,
+            content: &self.buf[start..end],
+        };
         self.pos = end;
         Some(Ok(rec))
     }

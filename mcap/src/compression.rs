@@ -50,14 +50,20 @@ impl Compression {
 /// Decompresses a chunk's records, refusing to produce more than `expected` bytes (the
 /// chunk's `uncompressed_size`), so a lying header cannot exhaust memory.
 pub fn decompress(name: &str, data: &[u8], expected: u64, chunk_offset: u64) -> Result<Vec<u8>> {
-    let err = |reason: String| McapError::Decompress { offset: chunk_offset, reason };
-    let expected_usize = usize::try_from(expected).map_err(|_| err("uncompressed size too large".into()))?;
+    let err = |reason: String| McapError::Decompress {
+        offset: chunk_offset,
+        reason,
+    };
+    let expected_usize =
+        usize::try_from(expected).map_err(|_| err("uncompressed size too large".into()))?;
     let out = match name {
         "" => data.to_vec(),
         "zstd" => {
             let mut out = Vec::new();
             let dec = zstd::stream::read::Decoder::new(data).map_err(|e| err(e.to_string()))?;
-            dec.take(expected.saturating_add(1)).read_to_end(&mut out).map_err(|e| err(e.to_string()))?;
+            dec.take(expected.saturating_add(1))
+                .read_to_end(&mut out)
+                .map_err(|e| err(e.to_string()))?;
             out
         }
         "lz4" => {
@@ -68,10 +74,18 @@ pub fn decompress(name: &str, data: &[u8], expected: u64, chunk_offset: u64) -> 
                 .map_err(|e| err(e.to_string()))?;
             out
         }
-        other => return Err(McapError::UnknownCompression { offset: chunk_offset, name: other.to_string() }),
+        other => {
+            return Err(McapError::UnknownCompression {
+                offset: chunk_offset,
+                name: other.to_string(),
+            })
+        }
     };
     if out.len() != expected_usize {
-        return Err(err(format!("uncompressed size is {}, the chunk says {expected}", out.len())));
+        return Err(err(format!(
+            "uncompressed size is {}, the chunk says {expected}",
+            out.len()
+        )));
     }
     Ok(out)
 }

@@ -9,11 +9,20 @@ pub enum McapError {
     #[error("not an MCAP file: bad magic at offset {offset}")]
     BadMagic { offset: u64 },
     #[error("truncated at offset {offset}: needs {needed} bytes, {available} available")]
-    Truncated { offset: u64, needed: u64, available: u64 },
+    Truncated {
+        offset: u64,
+        needed: u64,
+        available: u64,
+    },
     #[error("corrupt record at offset {offset}: {reason}")]
     Corrupt { offset: u64, reason: String },
     #[error("CRC mismatch in {what} at offset {offset}: stored {expected:#010x}, computed {actual:#010x}")]
-    Crc { offset: u64, what: &'static str, expected: u32, actual: u32 },
+    Crc {
+        offset: u64,
+        what: &'static str,
+        expected: u32,
+        actual: u32,
+    },
     #[error("chunk at offset {offset}: unsupported compression {name:?}")]
     UnknownCompression { offset: u64, name: String },
     #[error("chunk at offset {offset}: decompression failed: {reason}")]

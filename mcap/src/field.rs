@@ -31,9 +31,21 @@ pub enum FieldEncoding {
 
 impl FieldEncoding {
     pub const ALL: [FieldEncoding; 15] = [
-        Self::Bool, Self::Int8, Self::Int16, Self::Int32, Self::Int64, Self::Uint8, Self::Uint16,
-        Self::Uint32, Self::Uint64, Self::Float16, Self::Float32, Self::Float64, Self::Timestamp,
-        Self::String, Self::Bytes,
+        Self::Bool,
+        Self::Int8,
+        Self::Int16,
+        Self::Int32,
+        Self::Int64,
+        Self::Uint8,
+        Self::Uint16,
+        Self::Uint32,
+        Self::Uint64,
+        Self::Float16,
+        Self::Float32,
+        Self::Float64,
+        Self::Timestamp,
+        Self::String,
+        Self::Bytes,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -69,7 +81,10 @@ impl FieldEncoding {
     }
     /// Only 64-bit orderable encodings may be indexed (spec 2.4).
     pub fn indexable(self) -> bool {
-        matches!(self, Self::Int64 | Self::Uint64 | Self::Float64 | Self::Timestamp)
+        matches!(
+            self,
+            Self::Int64 | Self::Uint64 | Self::Float64 | Self::Timestamp
+        )
     }
     /// D9: unsigned for timestamp/uint64, signed for int64, IEEE totalOrder for float64.
     pub fn compare_raw(self, a: u64, b: u64) -> Ordering {
@@ -163,7 +178,9 @@ impl FieldValue {
     }
 
     fn decode(enc: Option<FieldEncoding>, length: u8, b: &[u8]) -> FieldValue {
-        let Some(enc) = enc else { return Self::Raw(b.to_vec()) };
+        let Some(enc) = enc else {
+            return Self::Raw(b.to_vec());
+        };
         let fixed = |n: usize| b.len() == n;
         match enc {
             FieldEncoding::Bool if fixed(1) => Self::Bool(b[0] != 0),
@@ -172,17 +189,33 @@ impl FieldValue {
             FieldEncoding::Int16 if fixed(2) => Self::Int16(i16::from_le_bytes([b[0], b[1]])),
             FieldEncoding::Uint16 if fixed(2) => Self::Uint16(u16::from_le_bytes([b[0], b[1]])),
             FieldEncoding::Float16 if fixed(2) => Self::Float16(u16::from_le_bytes([b[0], b[1]])),
-            FieldEncoding::Int32 if fixed(4) => Self::Int32(i32::from_le_bytes(b.try_into().expect("4"))),
-            FieldEncoding::Uint32 if fixed(4) => Self::Uint32(u32::from_le_bytes(b.try_into().expect("4"))),
-            FieldEncoding::Float32 if fixed(4) => Self::Float32(f32::from_le_bytes(b.try_into().expect("4"))),
-            FieldEncoding::Int64 if fixed(8) => Self::Int64(i64::from_le_bytes(b.try_into().expect("8"))),
-            FieldEncoding::Uint64 if fixed(8) => Self::Uint64(u64::from_le_bytes(b.try_into().expect("8"))),
-            FieldEncoding::Timestamp if fixed(8) => Self::Timestamp(u64::from_le_bytes(b.try_into().expect("8"))),
-            FieldEncoding::Float64 if fixed(8) => Self::Float64(f64::from_le_bytes(b.try_into().expect("8"))),
-            FieldEncoding::String if length & FIELD_LENGTH_VARIABLE != 0 => match std::str::from_utf8(b) {
-                Ok(s) => Self::String(s.to_string()),
-                Err(_) => Self::Raw(b.to_vec()),
-            },
+            FieldEncoding::Int32 if fixed(4) => {
+                Self::Int32(i32::from_le_bytes(b.try_into().expect("4")))
+            }
+            FieldEncoding::Uint32 if fixed(4) => {
+                Self::Uint32(u32::from_le_bytes(b.try_into().expect("4")))
+            }
+            FieldEncoding::Float32 if fixed(4) => {
+                Self::Float32(f32::from_le_bytes(b.try_into().expect("4")))
+            }
+            FieldEncoding::Int64 if fixed(8) => {
+                Self::Int64(i64::from_le_bytes(b.try_into().expect("8")))
+            }
+            FieldEncoding::Uint64 if fixed(8) => {
+                Self::Uint64(u64::from_le_bytes(b.try_into().expect("8")))
+            }
+            FieldEncoding::Timestamp if fixed(8) => {
+                Self::Timestamp(u64::from_le_bytes(b.try_into().expect("8")))
+            }
+            FieldEncoding::Float64 if fixed(8) => {
+                Self::Float64(f64::from_le_bytes(b.try_into().expect("8")))
+            }
+            FieldEncoding::String if length & FIELD_LENGTH_VARIABLE != 0 => {
+                match std::str::from_utf8(b) {
+                    Ok(s) => Self::String(s.to_string()),
+                    Err(_) => Self::Raw(b.to_vec()),
+                }
+            }
             FieldEncoding::Bytes if length & FIELD_LENGTH_VARIABLE != 0 => Self::Bytes(b.to_vec()),
             _ => Self::Raw(b.to_vec()),
         }
@@ -253,7 +286,9 @@ pub fn decode_entries(
         let len = def.record.length;
         let value_bytes = if len & FIELD_LENGTH_VARIABLE != 0 {
             if len != FIELD_LENGTH_VARIABLE {
-                warnings.push(format!("field {id}: length byte {len:#04x} has low bits set; read as variable-length"));
+                warnings.push(format!(
+                    "field {id}: length byte {len:#04x} has low bits set; read as variable-length"
+                ));
             }
             if entries.len() - p < 4 {
                 warnings.push(format!("field {id}: truncated variable-length value"));
@@ -262,7 +297,9 @@ pub fn decode_entries(
             let n = u32::from_le_bytes(entries[p..p + 4].try_into().expect("4")) as usize;
             p += 4;
             if entries.len() - p < n {
-                warnings.push(format!("field {id}: value of {n} bytes overruns the record"));
+                warnings.push(format!(
+                    "field {id}: value of {n} bytes overruns the record"
+                ));
                 break;
             }
             let b = &entries[p..p + n];
@@ -271,7 +308,9 @@ pub fn decode_entries(
         } else {
             let n = len as usize;
             if entries.len() - p < n {
-                warnings.push(format!("field {id}: value of {n} bytes overruns the record"));
+                warnings.push(format!(
+                    "field {id}: value of {n} bytes overruns the record"
+                ));
                 break;
             }
             let b = &entries[p..p + n];
@@ -281,11 +320,16 @@ pub fn decode_entries(
         let enc = if def.length_matches() {
             def.encoding
         } else {
-            warnings.push(format!("field {id} ({}): length {len} does not match encoding {}", def.record.name, def.record.encoding));
+            warnings.push(format!(
+                "field {id} ({}): length {len} does not match encoding {}",
+                def.record.name, def.record.encoding
+            ));
             None
         };
         if out.iter().any(|(i, _)| *i == id) {
-            warnings.push(format!("field {id} appears twice in one record; the first is kept"));
+            warnings.push(format!(
+                "field {id} appears twice in one record; the first is kept"
+            ));
             continue;
         }
         out.push((id, FieldValue::decode(enc, len, value_bytes)));

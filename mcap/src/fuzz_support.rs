@@ -10,7 +10,11 @@ const MAX_ITEMS: usize = 100_000;
 
 pub fn exercise_read(data: &[u8]) {
     // Decompression and merging are capped relative to a fuzz input's size.
-    let opts = ReadOptions { max_chunk_bytes: 4 << 20, verify_crc: true, max_cluster_bytes: 16 << 20 };
+    let opts = ReadOptions {
+        max_chunk_bytes: 4 << 20,
+        verify_crc: true,
+        max_cluster_bytes: 16 << 20,
+    };
     if let Ok(lin) = LinearReader::new(data, opts) {
         for item in lin.take(MAX_ITEMS) {
             if item.is_err() {
@@ -18,22 +22,51 @@ pub fn exercise_read(data: &[u8]) {
             }
         }
     }
-    let lenient = ReadOptions { verify_crc: false, ..opts };
+    let lenient = ReadOptions {
+        verify_crc: false,
+        ..opts
+    };
     for o in [opts, lenient] {
-        let Ok(r) = IndexedReader::with_options(data, o) else { continue };
+        let Ok(r) = IndexedReader::with_options(data, o) else {
+            continue;
+        };
         for strategy in [ScanStrategy::Full, ScanStrategy::Index] {
-            if let Ok(s) = r.messages(&Query { strategy, ..Default::default() }) {
+            if let Ok(s) = r.messages(&Query {
+                strategy,
+                ..Default::default()
+            }) {
                 s.take(MAX_ITEMS).take_while(|m| m.is_ok()).for_each(drop);
             }
         }
-        let topics: Vec<String> = r.summary().channels.values().take(1).map(|c| c.topic.clone()).collect();
-        if let Ok(s) = r.messages(&Query { topics: Some(topics), start: Some(1), end: Some(u64::MAX / 2), ..Default::default() }) {
+        let topics: Vec<String> = r
+            .summary()
+            .channels
+            .values()
+            .take(1)
+            .map(|c| c.topic.clone())
+            .collect();
+        if let Ok(s) = r.messages(&Query {
+            topics: Some(topics),
+            start: Some(1),
+            end: Some(u64::MAX / 2),
+            ..Default::default()
+        }) {
             s.take(MAX_ITEMS).take_while(|m| m.is_ok()).for_each(drop);
         }
-        let names: Vec<String> = r.summary().fields.values().take(4).map(|d| d.record.name.clone()).collect();
+        let names: Vec<String> = r
+            .summary()
+            .fields
+            .values()
+            .take(4)
+            .map(|d| d.record.name.clone())
+            .collect();
         for name in names {
             let q = Query {
-                field: Some(FieldRange { name, min: Some(FieldValue::Uint64(1)), max: Some(FieldValue::Uint64(u64::MAX / 3)) }),
+                field: Some(FieldRange {
+                    name,
+                    min: Some(FieldValue::Uint64(1)),
+                    max: Some(FieldValue::Uint64(u64::MAX / 3)),
+                }),
                 ..Default::default()
             };
             if let Ok(s) = r.messages(&q) {

@@ -63,7 +63,11 @@ pub struct Counting<R> {
 
 impl<R: ReadAt> Counting<R> {
     pub fn new(inner: R) -> Self {
-        Counting { inner, bytes: AtomicU64::new(0), reads: AtomicU64::new(0) }
+        Counting {
+            inner,
+            bytes: AtomicU64::new(0),
+            reads: AtomicU64::new(0),
+        }
     }
     pub fn bytes_read(&self) -> u64 {
         self.bytes.load(Ordering::Relaxed)

@@ -45,12 +45,20 @@ pub struct ReadOptions {
 
 impl Default for ReadOptions {
     fn default() -> Self {
-        ReadOptions { max_chunk_bytes: 1 << 30, verify_crc: true, max_cluster_bytes: 1 << 30 }
+        ReadOptions {
+            max_chunk_bytes: 1 << 30,
+            verify_crc: true,
+            max_cluster_bytes: 1 << 30,
+        }
     }
 }
 
 pub(crate) fn publish_time_field(table: &FieldTable) -> Option<u16> {
-    let mut ids: Vec<u16> = table.values().filter(|d| d.record.name == "publish_time").map(|d| d.record.id).collect();
+    let mut ids: Vec<u16> = table
+        .values()
+        .filter(|d| d.record.name == "publish_time")
+        .map(|d| d.record.id)
+        .collect();
     ids.sort_unstable();
     ids.first().copied()
 }
@@ -79,26 +87,30 @@ pub(crate) fn pair_fields(
     }
     m.publish_time = h.log_time;
     match next {
-        Some((ext_op::MESSAGE_FIELDS, content, nat)) => match codec::dec_message_fields(content, nat) {
-            Ok(mf) if mf.channel_id == h.channel_id => {
-                m.fields = decode_entries(&mf.entries, table, warnings);
-                if let Some(FieldValue::Timestamp(t)) = publish_time_field(table).and_then(|id| m.field(id)) {
-                    m.publish_time = *t;
+        Some((ext_op::MESSAGE_FIELDS, content, nat)) => {
+            match codec::dec_message_fields(content, nat) {
+                Ok(mf) if mf.channel_id == h.channel_id => {
+                    m.fields = decode_entries(&mf.entries, table, warnings);
+                    if let Some(FieldValue::Timestamp(t)) =
+                        publish_time_field(table).and_then(|id| m.field(id))
+                    {
+                        m.publish_time = *t;
+                    }
+                    (m, true)
                 }
-                (m, true)
-            }
-            Ok(mf) => {
-                warnings.push(format!(
+                Ok(mf) => {
+                    warnings.push(format!(
                     "offset {nat}: Message Fields for channel {} after a message on channel {}; ignored",
                     mf.channel_id, h.channel_id
                 ));
-                (m, true)
+                    (m, true)
+                }
+                Err(e) => {
+                    warnings.push(format!("{e}; fields of the message at {at} dropped"));
+                    (m, true)
+                }
             }
-            Err(e) => {
-                warnings.push(format!("{e}; fields of the message at {at} dropped"));
-                (m, true)
-            }
-        },
+        }
         _ => {
             warnings.push(format!(
                 "offset {at}: message has the fields sentinel but no Message Fields record follows (fields lost); publish time falls back to log time"
@@ -147,14 +159,27 @@ pub(crate) fn scan_chunk(
             }
             op::MESSAGE => {
                 let (h, data) = codec::dec_message(rec.content, at + 9)?;
-                let next = if h.publish_time == SENTINEL { it.next().transpose()? } else { None };
-                let (m, used) = pair_fields(h, data, at, next.map(|n| (n.opcode, n.content, n.offset as u64 + 9)), table, warnings);
+                let next = if h.publish_time == SENTINEL {
+                    it.next().transpose()?
+                } else {
+                    None
+                };
+                let (m, used) = pair_fields(
+                    h,
+                    data,
+                    at,
+                    next.map(|n| (n.opcode, n.content, n.offset as u64 + 9)),
+                    table,
+                    warnings,
+                );
                 if !used {
                     pending = next;
                 }
                 f(ChunkItem::Message(at, m));
             }
-            ext_op::MESSAGE_FIELDS => warnings.push(format!("chunk offset {at}: Message Fields without a sentinel message before it; ignored")),
+            ext_op::MESSAGE_FIELDS => warnings.push(format!(
+                "chunk offset {at}: Message Fields without a sentinel message before it; ignored"
+            )),
             _ => {} // unknown and private opcodes are skipped
         }
     }
@@ -163,16 +188,28 @@ pub(crate) fn scan_chunk(
 
 /// Reads one framed record at `pos`, checking its length against the source size before
 /// allocating. Returns (opcode, content).
-pub(crate) fn read_record<R: ReadAt + ?Sized>(src: &R, pos: u64, size: u64) -> Result<(u8, Vec<u8>)> {
+pub(crate) fn read_record<R: ReadAt + ?Sized>(
+    src: &R,
+    pos: u64,
+    size: u64,
+) -> Result<(u8, Vec<u8>)> {
     let avail = size.saturating_sub(pos);
     if avail < 9 {
-        return Err(McapError::Truncated { offset: pos, needed: 9, available: avail });
+        return Err(McapError::Truncated {
+            offset: pos,
+            needed: 9,
+            available: avail,
+        });
     }
     let mut head = [0u8; 9];
     src.read_exact_at(pos, &mut head)?;
     let len = u64::from_le_bytes(head[1..].try_into().expect("8"));
     if len > avail - 9 {
-        return Err(McapError::Truncated { offset: pos, needed: len.saturating_add(9), available: avail });
+        return Err(McapError::Truncated {
+            offset: pos,
+            needed: len.saturating_add(9),
+            available: avail,
+        });
     }
     let mut content = vec![0u8; len as usize];
     src.read_exact_at(pos + 9, &mut content)?;
@@ -180,19 +217,31 @@ pub(crate) fn read_record<R: ReadAt + ?Sized>(src: &R, pos: u64, size: u64) -> R
 }
 
 /// Decompresses a Chunk record's content and checks its CRC.
-pub(crate) fn open_chunk(content: &[u8], chunk_offset: u64, opts: &ReadOptions) -> Result<(ChunkHeader, Vec<u8>)> {
+pub(crate) fn open_chunk(
+    content: &[u8],
+    chunk_offset: u64,
+    opts: &ReadOptions,
+) -> Result<(ChunkHeader, Vec<u8>)> {
     let (h, data) = codec::dec_chunk(content, chunk_offset + 9)?;
     if h.uncompressed_size > opts.max_chunk_bytes {
         return Err(McapError::Corrupt {
             offset: chunk_offset,
-            reason: format!("chunk claims {} uncompressed bytes, over the {} limit", h.uncompressed_size, opts.max_chunk_bytes),
+            reason: format!(
+                "chunk claims {} uncompressed bytes, over the {} limit",
+                h.uncompressed_size, opts.max_chunk_bytes
+            ),
         });
     }
     let records = decompress(&h.compression, data, h.uncompressed_size, chunk_offset)?;
     if opts.verify_crc && h.uncompressed_crc != 0 {
         let actual = crc32fast::hash(&records);
         if actual != h.uncompressed_crc {
-            return Err(McapError::Crc { offset: chunk_offset, what: "Chunk", expected: h.uncompressed_crc, actual });
+            return Err(McapError::Crc {
+                offset: chunk_offset,
+                what: "Chunk",
+                expected: h.uncompressed_crc,
+                actual,
+            });
         }
     }
     Ok((h, records))
@@ -231,7 +280,16 @@ pub struct LinearReader<R> {
 impl<R: ReadAt> LinearReader<R> {
     pub fn new(src: R, opts: ReadOptions) -> Result<Self> {
         let size = src.size()?;
-        Ok(LinearReader { src, size, pos: 0, opts, table: FieldTable::new(), pending: VecDeque::new(), state: 0, data_crc: None })
+        Ok(LinearReader {
+            src,
+            size,
+            pos: 0,
+            opts,
+            table: FieldTable::new(),
+            pending: VecDeque::new(),
+            state: 0,
+            data_crc: None,
+        })
     }
 
     /// Offset of the next record to read (after an error: where the readable part ends).
@@ -247,7 +305,11 @@ impl<R: ReadAt> LinearReader<R> {
         if self.state == 0 {
             let mut magic = [0u8; 8];
             if self.size < 8 {
-                return Err(McapError::Truncated { offset: 0, needed: 8, available: self.size });
+                return Err(McapError::Truncated {
+                    offset: 0,
+                    needed: 8,
+                    available: self.size,
+                });
             }
             self.src.read_exact_at(0, &mut magic)?;
             if magic != MAGIC {
@@ -264,7 +326,10 @@ impl<R: ReadAt> LinearReader<R> {
         }
         if self.pos == self.size {
             self.state = 2;
-            self.pending.push_back(Item::Warning(format!("file ends at offset {} without a Data End record (writer did not finish)", self.pos)));
+            self.pending.push_back(Item::Warning(format!(
+                "file ends at offset {} without a Data End record (writer did not finish)",
+                self.pos
+            )));
             return Ok(());
         }
         let at = self.pos;
@@ -282,9 +347,15 @@ impl<R: ReadAt> LinearReader<R> {
         }
         let c = at + 9;
         match opcode {
-            op::HEADER => self.pending.push_back(Item::Header(codec::dec_header(&content, c)?)),
-            op::SCHEMA => self.pending.push_back(Item::Schema(codec::dec_schema(&content, c)?)),
-            op::CHANNEL => self.pending.push_back(Item::Channel(codec::dec_channel(&content, c)?)),
+            op::HEADER => self
+                .pending
+                .push_back(Item::Header(codec::dec_header(&content, c)?)),
+            op::SCHEMA => self
+                .pending
+                .push_back(Item::Schema(codec::dec_schema(&content, c)?)),
+            op::CHANNEL => self
+                .pending
+                .push_back(Item::Channel(codec::dec_channel(&content, c)?)),
             ext_op::FIELD => {
                 let f = codec::dec_field(&content, c)?;
                 if f.id != 0 {
@@ -301,8 +372,14 @@ impl<R: ReadAt> LinearReader<R> {
                     }
                 }
                 let mut warnings = Vec::new();
-                let (m, used) =
-                    pair_fields(h, data, at, next.as_ref().map(|(o, b)| (*o, b.as_slice(), next_pos + 9)), &self.table, &mut warnings);
+                let (m, used) = pair_fields(
+                    h,
+                    data,
+                    at,
+                    next.as_ref().map(|(o, b)| (*o, b.as_slice(), next_pos + 9)),
+                    &self.table,
+                    &mut warnings,
+                );
                 if used {
                     let (nop, ncontent) = next.expect("used implies present");
                     feed(&mut self.data_crc, nop, &ncontent);
@@ -323,8 +400,15 @@ impl<R: ReadAt> LinearReader<R> {
                         ChunkItem::Message(_, m) => Item::Message(m),
                     })
                 })
-                .map_err(|e| McapError::Corrupt { offset: at, reason: format!("inside the chunk: {e}") })?;
-                self.pending.extend(warnings.into_iter().map(|w| Item::Warning(format!("chunk at {at}: {w}"))));
+                .map_err(|e| McapError::Corrupt {
+                    offset: at,
+                    reason: format!("inside the chunk: {e}"),
+                })?;
+                self.pending.extend(
+                    warnings
+                        .into_iter()
+                        .map(|w| Item::Warning(format!("chunk at {at}: {w}"))),
+                );
                 self.pending.extend(items);
                 self.pending.push_back(Item::ChunkEnd(at, h));
             }
@@ -349,7 +433,9 @@ impl<R: ReadAt> LinearReader<R> {
                 }
                 self.pending.push_back(Item::Attachment(at, a, fields));
             }
-            op::METADATA => self.pending.push_back(Item::Metadata(codec::dec_metadata(&content, c)?)),
+            op::METADATA => self
+                .pending
+                .push_back(Item::Metadata(codec::dec_metadata(&content, c)?)),
             op::DATA_END => {
                 let de = codec::dec_data_end(&content, c)?;
                 if let (Some(h), true) = (self.data_crc.take(), de.data_section_crc != 0) {
@@ -364,9 +450,11 @@ impl<R: ReadAt> LinearReader<R> {
                 self.pending.push_back(Item::DataEnd(de));
                 self.state = 2;
             }
-            ext_op::MESSAGE_FIELDS | ext_op::ATTACHMENT_FIELDS => self
-                .pending
-                .push_back(Item::Warning(format!("offset {at}: fields record without a sentinel record before it; ignored"))),
+            ext_op::MESSAGE_FIELDS | ext_op::ATTACHMENT_FIELDS => {
+                self.pending.push_back(Item::Warning(format!(
+                    "offset {at}: fields record without a sentinel record before it; ignored"
+                )))
+            }
             _ => {} // Message Index, Field Index, unknown and private opcodes: skipped
         }
         self.pos = next_pos;

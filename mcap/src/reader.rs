@@ -8,7 +8,10 @@ use crate::codec::{self, RecordIter};
 use crate::error::{McapError, Result};
 use crate::field::{decode_entries, FieldEncoding, FieldTable, FieldValue};
 use crate::io::ReadAt;
-use crate::linear::{open_chunk, pair_fields, read_record, scan_chunk, ChunkItem, Item, LinearReader, Message, ReadOptions};
+use crate::linear::{
+    open_chunk, pair_fields, read_record, scan_chunk, ChunkItem, Item, LinearReader, Message,
+    ReadOptions,
+};
 use crate::records::*;
 use crate::summary::{read_summary, Summary};
 
@@ -68,13 +71,20 @@ struct FieldFilter {
 
 impl FieldFilter {
     fn contains(&self, v: u64) -> bool {
-        self.lo.is_none_or(|lo| self.enc.compare_raw(v, lo).is_ge()) && self.hi.is_none_or(|hi| self.enc.compare_raw(v, hi).is_le())
+        self.lo.is_none_or(|lo| self.enc.compare_raw(v, lo).is_ge())
+            && self.hi.is_none_or(|hi| self.enc.compare_raw(v, hi).is_le())
     }
     fn overlaps(&self, min: u64, max: u64) -> bool {
-        self.lo.is_none_or(|lo| self.enc.compare_raw(max, lo).is_ge()) && self.hi.is_none_or(|hi| self.enc.compare_raw(min, hi).is_le())
+        self.lo
+            .is_none_or(|lo| self.enc.compare_raw(max, lo).is_ge())
+            && self
+                .hi
+                .is_none_or(|hi| self.enc.compare_raw(min, hi).is_le())
     }
     fn matches(&self, m: &Message) -> bool {
-        m.field(self.id).and_then(|v| v.index_key()).is_some_and(|k| self.contains(k))
+        m.field(self.id)
+            .and_then(|v| v.index_key())
+            .is_some_and(|k| self.contains(k))
     }
 }
 
@@ -97,7 +107,9 @@ impl Filter {
         self.start.is_none_or(|s| end >= s) && self.end.is_none_or(|e| start < e)
     }
     fn matches(&self, m: &Message) -> bool {
-        self.wants_channel(m.channel_id) && self.wants_time(m.log_time) && self.field.is_none_or(|f| f.matches(m))
+        self.wants_channel(m.channel_id)
+            && self.wants_time(m.log_time)
+            && self.field.is_none_or(|f| f.matches(m))
     }
 }
 
@@ -127,30 +139,49 @@ impl<R: ReadAt> IndexedReader<R> {
     }
 
     fn resolve(&self, q: &Query) -> Result<Filter> {
-        let channels = q.topics.as_ref().map(|ts| ts.iter().flat_map(|t| self.summary.channel_by_topic(t)).collect::<BTreeSet<u16>>());
+        let channels = q.topics.as_ref().map(|ts| {
+            ts.iter()
+                .flat_map(|t| self.summary.channel_by_topic(t))
+                .collect::<BTreeSet<u16>>()
+        });
         let field = match &q.field {
             None => None,
             Some(fr) => {
-                let def = self
-                    .summary
-                    .field_by_name(&fr.name)
-                    .ok_or_else(|| McapError::InvalidArgument(format!("no field named {:?} in the summary", fr.name)))?;
+                let def = self.summary.field_by_name(&fr.name).ok_or_else(|| {
+                    McapError::InvalidArgument(format!(
+                        "no field named {:?} in the summary",
+                        fr.name
+                    ))
+                })?;
                 let enc = def.encoding.filter(|e| e.indexable()).ok_or_else(|| {
-                    McapError::InvalidArgument(format!("field {:?} ({}) is not a seekable encoding", fr.name, def.record.encoding))
+                    McapError::InvalidArgument(format!(
+                        "field {:?} ({}) is not a seekable encoding",
+                        fr.name, def.record.encoding
+                    ))
                 })?;
                 let key = |v: &Option<FieldValue>| -> Result<Option<u64>> {
                     match v {
                         None => Ok(None),
-                        Some(v) => v
-                            .index_key()
-                            .map(Some)
-                            .ok_or_else(|| McapError::InvalidArgument(format!("bound {v:?} is not a 64-bit value"))),
+                        Some(v) => v.index_key().map(Some).ok_or_else(|| {
+                            McapError::InvalidArgument(format!("bound {v:?} is not a 64-bit value"))
+                        }),
                     }
                 };
-                Some(FieldFilter { id: def.record.id, enc, lo: key(&fr.min)?, hi: key(&fr.max)?, indexed: self.summary.field_indexed(def.record.id) })
+                Some(FieldFilter {
+                    id: def.record.id,
+                    enc,
+                    lo: key(&fr.min)?,
+                    hi: key(&fr.max)?,
+                    indexed: self.summary.field_indexed(def.record.id),
+                })
             }
         };
-        Ok(Filter { channels, start: q.start, end: q.end, field })
+        Ok(Filter {
+            channels,
+            start: q.start,
+            end: q.end,
+            field,
+        })
     }
 
     /// Reads a record's content by its file offset.
@@ -165,26 +196,35 @@ impl<R: ReadAt> IndexedReader<R> {
                 continue;
             }
             let chans: Vec<u16> = ci.message_index_offsets.keys().copied().collect();
-            let wanted: Vec<u16> = chans.iter().copied().filter(|c| f.wants_channel(*c)).collect();
+            let wanted: Vec<u16> = chans
+                .iter()
+                .copied()
+                .filter(|c| f.wants_channel(*c))
+                .collect();
             if !chans.is_empty() && wanted.is_empty() {
                 continue;
             }
             if let Some(ff) = f.field.filter(|ff| ff.indexed) {
                 // D8: no Field Chunk Index for this chunk means no message in it carries F.
-                let Some(fci) = self
-                    .summary
-                    .field_chunk_indexes
-                    .iter()
-                    .find(|x| x.field_id == ff.id && x.chunk_start_offset == ci.chunk_start_offset)
+                let Some(fci) =
+                    self.summary.field_chunk_indexes.iter().find(|x| {
+                        x.field_id == ff.id && x.chunk_start_offset == ci.chunk_start_offset
+                    })
                 else {
                     continue;
                 };
-                let unknown = fci.message_index_offsets.is_empty() && fci.min_value == 0 && fci.max_value == 0;
+                let unknown = fci.message_index_offsets.is_empty()
+                    && fci.min_value == 0
+                    && fci.max_value == 0;
                 if !unknown && !ff.overlaps(fci.min_value, fci.max_value) {
                     continue;
                 }
                 if unknown || fci.message_index_offsets.is_empty() {
-                    plans.push(Plan { chunk: ci.clone(), offsets: None, field_offsets: None });
+                    plans.push(Plan {
+                        chunk: ci.clone(),
+                        offsets: None,
+                        field_offsets: None,
+                    });
                     continue;
                 }
                 let mut offs = Vec::new();
@@ -194,26 +234,46 @@ impl<R: ReadAt> IndexedReader<R> {
                     }
                     let (opc, content) = self.record_at(*at)?;
                     if opc != ext_op::FIELD_INDEX {
-                        return Err(McapError::Corrupt { offset: *at, reason: format!("expected a Field Index record, found opcode {opc:#04x}") });
+                        return Err(McapError::Corrupt {
+                            offset: *at,
+                            reason: format!(
+                                "expected a Field Index record, found opcode {opc:#04x}"
+                            ),
+                        });
                     }
                     let fi = codec::dec_field_index(&content, at + 9)?;
-                    offs.extend(fi.records.iter().filter(|(v, _)| ff.contains(*v)).map(|(_, o)| *o));
+                    offs.extend(
+                        fi.records
+                            .iter()
+                            .filter(|(v, _)| ff.contains(*v))
+                            .map(|(_, o)| *o),
+                    );
                 }
                 if offs.is_empty() {
                     continue;
                 }
                 offs.sort_unstable();
                 offs.dedup();
-                plans.push(Plan { chunk: ci.clone(), offsets: None, field_offsets: Some(offs) });
+                plans.push(Plan {
+                    chunk: ci.clone(),
+                    offsets: None,
+                    field_offsets: Some(offs),
+                });
                 continue;
             }
             let index_scan = match strategy {
                 ScanStrategy::Full => false,
                 ScanStrategy::Index => !chans.is_empty(),
-                ScanStrategy::Auto => !chans.is_empty() && (wanted.len() as f64) < 0.5 * chans.len() as f64,
+                ScanStrategy::Auto => {
+                    !chans.is_empty() && (wanted.len() as f64) < 0.5 * chans.len() as f64
+                }
             };
             if !index_scan {
-                plans.push(Plan { chunk: ci.clone(), offsets: None, field_offsets: None });
+                plans.push(Plan {
+                    chunk: ci.clone(),
+                    offsets: None,
+                    field_offsets: None,
+                });
                 continue;
             }
             let mut offs = Vec::new();
@@ -221,17 +281,29 @@ impl<R: ReadAt> IndexedReader<R> {
                 let at = ci.message_index_offsets[ch];
                 let (opc, content) = self.record_at(at)?;
                 if opc != op::MESSAGE_INDEX {
-                    return Err(McapError::Corrupt { offset: at, reason: format!("expected a Message Index record, found opcode {opc:#04x}") });
+                    return Err(McapError::Corrupt {
+                        offset: at,
+                        reason: format!("expected a Message Index record, found opcode {opc:#04x}"),
+                    });
                 }
                 let mi = codec::dec_message_index(&content, at + 9)?;
-                offs.extend(mi.records.iter().filter(|(t, _)| f.wants_time(*t)).map(|(_, o)| *o));
+                offs.extend(
+                    mi.records
+                        .iter()
+                        .filter(|(t, _)| f.wants_time(*t))
+                        .map(|(_, o)| *o),
+                );
             }
             if offs.is_empty() {
                 continue;
             }
             offs.sort_unstable();
             offs.dedup();
-            plans.push(Plan { chunk: ci.clone(), offsets: Some(offs), field_offsets: None });
+            plans.push(Plan {
+                chunk: ci.clone(),
+                offsets: Some(offs),
+                field_offsets: None,
+            });
         }
         plans.sort_by_key(|p| (p.chunk.message_start_time, p.chunk.chunk_start_offset));
         Ok(plans)
@@ -239,7 +311,12 @@ impl<R: ReadAt> IndexedReader<R> {
 
     /// Reads the messages at `offsets` in one chunk. An uncompressed chunk is read record by
     /// record straight from the file; a compressed one is decompressed once.
-    fn read_at_offsets(&self, ci: &ChunkIndex, offsets: &[u64], warnings: &mut Vec<String>) -> Result<Vec<(u64, Message)>> {
+    fn read_at_offsets(
+        &self,
+        ci: &ChunkIndex,
+        offsets: &[u64],
+        warnings: &mut Vec<String>,
+    ) -> Result<Vec<(u64, Message)>> {
         let mut out = Vec::with_capacity(offsets.len());
         let table = &self.summary.fields;
         if ci.compression.is_empty() {
@@ -248,54 +325,105 @@ impl<R: ReadAt> IndexedReader<R> {
             let mut min_next = 0u64;
             for &o in offsets {
                 if o < min_next {
-                    return Err(McapError::Corrupt { offset: ci.chunk_start_offset, reason: format!("index offset {o} points inside the previous message") });
+                    return Err(McapError::Corrupt {
+                        offset: ci.chunk_start_offset,
+                        reason: format!("index offset {o} points inside the previous message"),
+                    });
                 }
                 let at = data_start + o;
                 let (opc, content) = read_record(&self.src, at, chunk_end)?;
                 if opc != op::MESSAGE {
-                    return Err(McapError::Corrupt { offset: at, reason: "index points at a record that is not a Message".into() });
+                    return Err(McapError::Corrupt {
+                        offset: at,
+                        reason: "index points at a record that is not a Message".into(),
+                    });
                 }
                 let (h, data) = codec::dec_message(&content, at + 9)?;
                 let next_at = at + 9 + content.len() as u64;
                 min_next = o + 9 + content.len() as u64;
-                let next = if h.publish_time == SENTINEL && next_at < chunk_end { read_record(&self.src, next_at, chunk_end).ok() } else { None };
-                let (m, _) = pair_fields(h, data, at, next.as_ref().map(|(p, c)| (*p, c.as_slice(), next_at + 9)), table, warnings);
+                let next = if h.publish_time == SENTINEL && next_at < chunk_end {
+                    read_record(&self.src, next_at, chunk_end).ok()
+                } else {
+                    None
+                };
+                let (m, _) = pair_fields(
+                    h,
+                    data,
+                    at,
+                    next.as_ref().map(|(p, c)| (*p, c.as_slice(), next_at + 9)),
+                    table,
+                    warnings,
+                );
                 out.push((o, m));
             }
             return Ok(out);
         }
         let (opc, content) = self.record_at(ci.chunk_start_offset)?;
         if opc != op::CHUNK {
-            return Err(McapError::Corrupt { offset: ci.chunk_start_offset, reason: "chunk index points at a record that is not a Chunk".into() });
+            return Err(McapError::Corrupt {
+                offset: ci.chunk_start_offset,
+                reason: "chunk index points at a record that is not a Chunk".into(),
+            });
         }
         let (_, records) = open_chunk(&content, ci.chunk_start_offset, &self.opts)?;
         let mut min_next = 0u64;
         for &o in offsets {
             if o < min_next {
-                return Err(McapError::Corrupt { offset: ci.chunk_start_offset, reason: format!("index offset {o} points inside the previous message") });
+                return Err(McapError::Corrupt {
+                    offset: ci.chunk_start_offset,
+                    reason: format!("index offset {o} points inside the previous message"),
+                });
             }
-            let pos = usize::try_from(o).ok().filter(|p| *p < records.len()).ok_or_else(|| McapError::Corrupt {
-                offset: ci.chunk_start_offset,
-                reason: format!("index offset {o} is outside the chunk"),
-            })?;
+            let pos = usize::try_from(o)
+                .ok()
+                .filter(|p| *p < records.len())
+                .ok_or_else(|| McapError::Corrupt {
+                    offset: ci.chunk_start_offset,
+                    reason: format!("index offset {o} is outside the chunk"),
+                })?;
             let mut it = RecordIter::at(&records, pos, 0);
-            let rec = it.next().ok_or(McapError::Truncated { offset: ci.chunk_start_offset, needed: 9, available: 0 })??;
+            let rec = it.next().ok_or(McapError::Truncated {
+                offset: ci.chunk_start_offset,
+                needed: 9,
+                available: 0,
+            })??;
             if rec.opcode != op::MESSAGE {
-                return Err(McapError::Corrupt { offset: ci.chunk_start_offset, reason: format!("index offset {o} is not a Message") });
+                return Err(McapError::Corrupt {
+                    offset: ci.chunk_start_offset,
+                    reason: format!("index offset {o} is not a Message"),
+                });
             }
             min_next = o + 9 + rec.content.len() as u64;
             let (h, data) = codec::dec_message(rec.content, o + 9)?;
-            let next = if h.publish_time == SENTINEL { it.next().and_then(|r| r.ok()) } else { None };
-            let (m, _) = pair_fields(h, data, o, next.map(|n| (n.opcode, n.content, n.offset as u64 + 9)), table, warnings);
+            let next = if h.publish_time == SENTINEL {
+                it.next().and_then(|r| r.ok())
+            } else {
+                None
+            };
+            let (m, _) = pair_fields(
+                h,
+                data,
+                o,
+                next.map(|n| (n.opcode, n.content, n.offset as u64 + 9)),
+                table,
+                warnings,
+            );
             out.push((o, m));
         }
         Ok(out)
     }
 
-    fn full_scan(&self, ci: &ChunkIndex, warnings: &mut Vec<String>) -> Result<Vec<(u64, Message)>> {
+    fn full_scan(
+        &self,
+        ci: &ChunkIndex,
+        warnings: &mut Vec<String>,
+    ) -> Result<Vec<(u64, Message)>> {
         let (opc, content) = self.record_at(ci.chunk_start_offset)?;
         if opc != op::CHUNK {
-            return Err(McapError::Corrupt { offset: ci.chunk_start_offset, reason: "chunk index points at a record that is not a Chunk".into() });
+            return Err(McapError::Corrupt {
+                offset: ci.chunk_start_offset,
+                reason: "chunk index points at a record that is not a Chunk".into(),
+            });
         }
         let (_, records) = open_chunk(&content, ci.chunk_start_offset, &self.opts)?;
         let mut table: FieldTable = self.summary.fields.clone();
@@ -305,7 +433,10 @@ impl<R: ReadAt> IndexedReader<R> {
                 out.push((o, m));
             }
         })
-        .map_err(|e| McapError::Corrupt { offset: ci.chunk_start_offset, reason: format!("inside the chunk: {e}") })?;
+        .map_err(|e| McapError::Corrupt {
+            offset: ci.chunk_start_offset,
+            reason: format!("inside the chunk: {e}"),
+        })?;
         Ok(out)
     }
 
@@ -315,18 +446,41 @@ impl<R: ReadAt> IndexedReader<R> {
         let filter = self.resolve(q)?;
         if self.summary.chunk_indexes.is_empty() {
             let lin = LinearReader::new(&self.src, self.opts)?;
-            return Ok(MessageStream { reader: self, filter, plans: VecDeque::new(), buf: VecDeque::new(), linear: Some(lin), warnings: Vec::new(), chunks_read: 0 });
+            return Ok(MessageStream {
+                reader: self,
+                filter,
+                plans: VecDeque::new(),
+                buf: VecDeque::new(),
+                linear: Some(lin),
+                warnings: Vec::new(),
+                chunks_read: 0,
+            });
         }
         let plans = self.plan(&filter, q.strategy)?;
-        Ok(MessageStream { reader: self, filter, plans: plans.into(), buf: VecDeque::new(), linear: None, warnings: Vec::new(), chunks_read: 0 })
+        Ok(MessageStream {
+            reader: self,
+            filter,
+            plans: plans.into(),
+            buf: VecDeque::new(),
+            linear: None,
+            warnings: Vec::new(),
+            chunks_read: 0,
+        })
     }
 
     /// Reads attachment `i` of the summary's Attachment Index, with its fields (D13).
     pub fn attachment(&self, i: usize) -> Result<AttachmentRead> {
-        let ai = self.summary.attachment_indexes.get(i).ok_or_else(|| McapError::InvalidArgument(format!("no attachment #{i}")))?;
+        let ai = self
+            .summary
+            .attachment_indexes
+            .get(i)
+            .ok_or_else(|| McapError::InvalidArgument(format!("no attachment #{i}")))?;
         let (opc, content) = self.record_at(ai.offset)?;
         if opc != op::ATTACHMENT {
-            return Err(McapError::Corrupt { offset: ai.offset, reason: "attachment index points at a record that is not an Attachment".into() });
+            return Err(McapError::Corrupt {
+                offset: ai.offset,
+                reason: "attachment index points at a record that is not an Attachment".into(),
+            });
         }
         let a = codec::dec_attachment(&content, ai.offset + 9)?;
         let mut warnings = Vec::new();
@@ -338,17 +492,31 @@ impl<R: ReadAt> IndexedReader<R> {
                     let af = codec::dec_attachment_fields(&c, next + 9)?;
                     fields = decode_entries(&af.entries, &self.summary.fields, &mut warnings);
                 }
-                _ => warnings.push(format!("attachment {:?}: sentinel create_time but no Attachment Fields record", a.name)),
+                _ => warnings.push(format!(
+                    "attachment {:?}: sentinel create_time but no Attachment Fields record",
+                    a.name
+                )),
             }
         }
-        Ok(AttachmentRead { attachment: a, fields, warnings })
+        Ok(AttachmentRead {
+            attachment: a,
+            fields,
+            warnings,
+        })
     }
 
     pub fn metadata(&self, i: usize) -> Result<Metadata> {
-        let mi = self.summary.metadata_indexes.get(i).ok_or_else(|| McapError::InvalidArgument(format!("no metadata #{i}")))?;
+        let mi = self
+            .summary
+            .metadata_indexes
+            .get(i)
+            .ok_or_else(|| McapError::InvalidArgument(format!("no metadata #{i}")))?;
         let (opc, content) = self.record_at(mi.offset)?;
         if opc != op::METADATA {
-            return Err(McapError::Corrupt { offset: mi.offset, reason: "metadata index points at a record that is not Metadata".into() });
+            return Err(McapError::Corrupt {
+                offset: mi.offset,
+                reason: "metadata index points at a record that is not Metadata".into(),
+            });
         }
         codec::dec_metadata(&content, mi.offset + 9)
     }
@@ -380,7 +548,9 @@ impl<R: ReadAt> MessageStream<'_, R> {
     }
 
     fn fill(&mut self) -> Result<bool> {
-        let Some(first) = self.plans.pop_front() else { return Ok(false) };
+        let Some(first) = self.plans.pop_front() else {
+            return Ok(false);
+        };
         let mut cluster = vec![first];
         let mut end = cluster[0].chunk.message_end_time;
         let mut bytes = cluster[0].chunk.uncompressed_size;
@@ -400,10 +570,17 @@ impl<R: ReadAt> MessageStream<'_, R> {
         for p in cluster {
             self.chunks_read += 1;
             let msgs = match (&p.field_offsets, &p.offsets) {
-                (Some(o), _) | (None, Some(o)) => self.reader.read_at_offsets(&p.chunk, o, &mut self.warnings)?,
+                (Some(o), _) | (None, Some(o)) => {
+                    self.reader
+                        .read_at_offsets(&p.chunk, o, &mut self.warnings)?
+                }
                 (None, None) => self.reader.full_scan(&p.chunk, &mut self.warnings)?,
             };
-            all.extend(msgs.into_iter().filter(|(_, m)| self.filter.matches(m)).map(|(o, m)| (p.chunk.chunk_start_offset, o, m)));
+            all.extend(
+                msgs.into_iter()
+                    .filter(|(_, m)| self.filter.matches(m))
+                    .map(|(o, m)| (p.chunk.chunk_start_offset, o, m)),
+            );
         }
         all.sort_by_key(|(c, o, m)| (m.log_time, *c, *o));
         self.buf.extend(all.into_iter().map(|(_, _, m)| m));

@@ -55,12 +55,35 @@ impl Default for RecorderOptions {
 }
 
 enum Cmd {
-    Schema { name: String, encoding: String, data: Vec<u8> },
-    Channel { schema: SchemaId, topic: String, encoding: String, metadata: BTreeMap<String, String> },
-    Field { name: String, encoding: FieldEncoding, indexed: bool },
-    Message { header: MessageHeader, data: Payload, fields: Vec<(FieldId, FieldValue)> },
-    Attachment { attachment: Attachment, fields: Vec<(FieldId, FieldValue)> },
-    Metadata { name: String, metadata: BTreeMap<String, String> },
+    Schema {
+        name: String,
+        encoding: String,
+        data: Vec<u8>,
+    },
+    Channel {
+        schema: SchemaId,
+        topic: String,
+        encoding: String,
+        metadata: BTreeMap<String, String>,
+    },
+    Field {
+        name: String,
+        encoding: FieldEncoding,
+        indexed: bool,
+    },
+    Message {
+        header: MessageHeader,
+        data: Payload,
+        fields: Vec<(FieldId, FieldValue)>,
+    },
+    Attachment {
+        attachment: Attachment,
+        fields: Vec<(FieldId, FieldValue)>,
+    },
+    Metadata {
+        name: String,
+        metadata: BTreeMap<String, String>,
+    },
 }
 
 #[derive(Default)]
@@ -113,7 +136,10 @@ impl Recorder {
     }
 
     /// Starts the writer thread on any output.
-    pub fn new<W: std::io::Write + Send + 'static>(out: W, opts: RecorderOptions) -> Result<Recorder> {
+    pub fn new<W: std::io::Write + Send + 'static>(
+        out: W,
+        opts: RecorderOptions,
+    ) -> Result<Recorder> {
         let writer = Writer::new(out, opts.write.clone())?;
         let shared = Arc::new(Shared {
             q: Mutex::new(Queue::default()),
@@ -127,7 +153,12 @@ impl Recorder {
         let thread = std::thread::Builder::new()
             .name("mcap-recorder".into())
             .spawn(move || run(writer, s2, idle))?;
-        Ok(Recorder { shared, registry: Mutex::new(Registry::default()), opts, thread: Some(thread) })
+        Ok(Recorder {
+            shared,
+            registry: Mutex::new(Registry::default()),
+            opts,
+            thread: Some(thread),
+        })
     }
 
     fn push_control(&self, cmd: Cmd) -> Result<()> {
@@ -148,24 +179,51 @@ impl Recorder {
         if let Some(id) = r.schemas.get(&key) {
             return Ok(*id);
         }
-        let id = SchemaId::try_from(r.schemas.len() + 1).map_err(|_| McapError::InvalidArgument("too many schemas".into()))?;
-        self.push_control(Cmd::Schema { name: key.0.clone(), encoding: key.1.clone(), data: key.2.clone() })?;
+        let id = SchemaId::try_from(r.schemas.len() + 1)
+            .map_err(|_| McapError::InvalidArgument("too many schemas".into()))?;
+        self.push_control(Cmd::Schema {
+            name: key.0.clone(),
+            encoding: key.1.clone(),
+            data: key.2.clone(),
+        })?;
         r.schemas.insert(key, id);
         Ok(id)
     }
 
     /// Registers a channel (`cdr`, with `offered_qos_profiles` in `metadata` for ros2).
-    pub fn add_channel(&self, schema: SchemaId, topic: &str, message_encoding: &str, metadata: &BTreeMap<String, String>) -> Result<ChannelId> {
+    pub fn add_channel(
+        &self,
+        schema: SchemaId,
+        topic: &str,
+        message_encoding: &str,
+        metadata: &BTreeMap<String, String>,
+    ) -> Result<ChannelId> {
         let mut r = self.registry.lock();
         if schema != 0 && !r.schemas.values().any(|s| *s == schema) {
-            return Err(McapError::InvalidArgument(format!("schema {schema} was never added")));
+            return Err(McapError::InvalidArgument(format!(
+                "schema {schema} was never added"
+            )));
         }
-        let key = (schema, topic.to_string(), message_encoding.to_string(), metadata.iter().map(|(k, v)| (k.clone(), v.clone())).collect::<Vec<_>>());
+        let key = (
+            schema,
+            topic.to_string(),
+            message_encoding.to_string(),
+            metadata
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect::<Vec<_>>(),
+        );
         if let Some(id) = r.channels.get(&key) {
             return Ok(*id);
         }
-        let id = ChannelId::try_from(r.channels.len() + 1).map_err(|_| McapError::InvalidArgument("too many channels".into()))?;
-        self.push_control(Cmd::Channel { schema, topic: topic.into(), encoding: message_encoding.into(), metadata: metadata.clone() })?;
+        let id = ChannelId::try_from(r.channels.len() + 1)
+            .map_err(|_| McapError::InvalidArgument("too many channels".into()))?;
+        self.push_control(Cmd::Channel {
+            schema,
+            topic: topic.into(),
+            encoding: message_encoding.into(),
+            metadata: metadata.clone(),
+        })?;
         r.channels.insert(key, id);
         Ok(id)
     }
@@ -173,17 +231,28 @@ impl Recorder {
     /// Declares a field; the same name again returns its id (another encoding is an error).
     pub fn add_field(&self, name: &str, encoding: FieldEncoding, indexed: bool) -> Result<FieldId> {
         if indexed && !encoding.indexable() {
-            return Err(McapError::InvalidArgument(format!("field {name:?}: {} cannot be indexed", encoding.name())));
+            return Err(McapError::InvalidArgument(format!(
+                "field {name:?}: {} cannot be indexed",
+                encoding.name()
+            )));
         }
         let mut r = self.registry.lock();
         if let Some((id, e, i)) = r.fields.get(name) {
             if *e != encoding || *i != indexed {
-                return Err(McapError::InvalidArgument(format!("field {name:?} already declared as {} (indexed: {i})", e.name())));
+                return Err(McapError::InvalidArgument(format!(
+                    "field {name:?} already declared as {} (indexed: {i})",
+                    e.name()
+                )));
             }
             return Ok(*id);
         }
-        let id = FieldId::try_from(r.fields.len() + 1).map_err(|_| McapError::InvalidArgument("too many fields".into()))?;
-        self.push_control(Cmd::Field { name: name.into(), encoding, indexed })?;
+        let id = FieldId::try_from(r.fields.len() + 1)
+            .map_err(|_| McapError::InvalidArgument("too many fields".into()))?;
+        self.push_control(Cmd::Field {
+            name: name.into(),
+            encoding,
+            indexed,
+        })?;
         r.fields.insert(name.into(), (id, encoding, indexed));
         Ok(id)
     }
@@ -201,7 +270,10 @@ impl Recorder {
     ) -> bool {
         let len = data.as_ref().len();
         let mut q = self.shared.q.lock();
-        if q.closed || q.messages >= self.opts.max_queued_messages || q.bytes.saturating_add(len) > self.opts.max_queued_bytes {
+        if q.closed
+            || q.messages >= self.opts.max_queued_messages
+            || q.bytes.saturating_add(len) > self.opts.max_queued_bytes
+        {
             drop(q);
             self.shared.dropped.fetch_add(1, Ordering::Relaxed);
             return false;
@@ -209,7 +281,12 @@ impl Recorder {
         q.messages += 1;
         q.bytes += len;
         q.items.push_back(Cmd::Message {
-            header: MessageHeader { channel_id: channel, sequence, log_time, publish_time },
+            header: MessageHeader {
+                channel_id: channel,
+                sequence,
+                log_time,
+                publish_time,
+            },
             data: Box::new(data),
             fields,
         });
@@ -223,7 +300,10 @@ impl Recorder {
     }
 
     pub fn write_metadata(&self, name: &str, metadata: BTreeMap<String, String>) -> Result<()> {
-        self.push_control(Cmd::Metadata { name: name.into(), metadata })
+        self.push_control(Cmd::Metadata {
+            name: name.into(),
+            metadata,
+        })
     }
 
     /// Messages dropped so far.
@@ -244,10 +324,17 @@ impl Recorder {
         self.shared.cv.notify_all();
         if let Some(t) = self.thread.take() {
             if t.join().is_err() {
-                self.shared.error.lock().get_or_insert_with(|| "writer thread panicked".into());
+                self.shared
+                    .error
+                    .lock()
+                    .get_or_insert_with(|| "writer thread panicked".into());
             }
         }
-        RecorderReport { written: self.written(), dropped: self.dropped(), error: self.shared.error.lock().clone() }
+        RecorderReport {
+            written: self.written(),
+            dropped: self.dropped(),
+            error: self.shared.error.lock().clone(),
+        }
     }
 }
 
@@ -275,7 +362,12 @@ fn run<W: std::io::Write>(mut w: Writer<W>, s: Arc<Shared>, idle: Duration) {
                 if dirty && last.elapsed() >= idle {
                     break;
                 }
-                let timeout = if dirty { idle.saturating_sub(last.elapsed()).max(Duration::from_millis(1)) } else { idle };
+                let timeout = if dirty {
+                    idle.saturating_sub(last.elapsed())
+                        .max(Duration::from_millis(1))
+                } else {
+                    idle
+                };
                 s.cv.wait_for(&mut q, timeout);
             }
             std::mem::swap(&mut batch, &mut q.items);
@@ -297,24 +389,51 @@ fn run<W: std::io::Write>(mut w: Writer<W>, s: Arc<Shared>, idle: Duration) {
                 continue;
             }
             let r: Result<()> = match cmd {
-                Cmd::Schema { name, encoding, data } => w.add_schema(&name, &encoding, &data).map(|id| {
+                Cmd::Schema {
+                    name,
+                    encoding,
+                    data,
+                } => w.add_schema(&name, &encoding, &data).map(|id| {
                     n_schema += 1;
                     schema_map.insert(n_schema, id);
                 }),
-                Cmd::Channel { schema, topic, encoding, metadata } => {
-                    let sid = if schema == 0 { 0 } else { schema_map.get(&schema).copied().unwrap_or(0) };
+                Cmd::Channel {
+                    schema,
+                    topic,
+                    encoding,
+                    metadata,
+                } => {
+                    let sid = if schema == 0 {
+                        0
+                    } else {
+                        schema_map.get(&schema).copied().unwrap_or(0)
+                    };
                     w.add_channel(sid, &topic, &encoding, &metadata).map(|id| {
                         n_channel += 1;
                         channel_map.insert(n_channel, id);
                     })
                 }
-                Cmd::Field { name, encoding, indexed } => w.add_field(&name, encoding, indexed).map(|id| {
+                Cmd::Field {
+                    name,
+                    encoding,
+                    indexed,
+                } => w.add_field(&name, encoding, indexed).map(|id| {
                     n_field += 1;
                     field_map.insert(n_field, id);
                 }),
-                Cmd::Message { mut header, data, fields } => {
-                    header.channel_id = channel_map.get(&header.channel_id).copied().unwrap_or(header.channel_id);
-                    let fields: Vec<_> = fields.into_iter().map(|(id, v)| (field_map.get(&id).copied().unwrap_or(id), v)).collect();
+                Cmd::Message {
+                    mut header,
+                    data,
+                    fields,
+                } => {
+                    header.channel_id = channel_map
+                        .get(&header.channel_id)
+                        .copied()
+                        .unwrap_or(header.channel_id);
+                    let fields: Vec<_> = fields
+                        .into_iter()
+                        .map(|(id, v)| (field_map.get(&id).copied().unwrap_or(id), v))
+                        .collect();
                     dirty = true;
                     last = Instant::now();
                     match w.write_message(&header, (*data).as_ref(), &fields) {
@@ -331,7 +450,10 @@ fn run<W: std::io::Write>(mut w: Writer<W>, s: Arc<Shared>, idle: Duration) {
                     }
                 }
                 Cmd::Attachment { attachment, fields } => {
-                    let fields: Vec<_> = fields.into_iter().map(|(id, v)| (field_map.get(&id).copied().unwrap_or(id), v)).collect();
+                    let fields: Vec<_> = fields
+                        .into_iter()
+                        .map(|(id, v)| (field_map.get(&id).copied().unwrap_or(id), v))
+                        .collect();
                     w.attach(&attachment, &fields)
                 }
                 Cmd::Metadata { name, metadata } => w.write_metadata(&name, &metadata),
@@ -346,9 +468,17 @@ fn run<W: std::io::Write>(mut w: Writer<W>, s: Arc<Shared>, idle: Duration) {
     }
     if !failed {
         let mut m = BTreeMap::new();
-        m.insert("written".to_string(), s.written.load(Ordering::Relaxed).to_string());
-        m.insert("dropped".to_string(), s.dropped.load(Ordering::Relaxed).to_string());
-        let r = w.write_metadata("tracer.recorder", &m).and_then(|_| w.finish());
+        m.insert(
+            "written".to_string(),
+            s.written.load(Ordering::Relaxed).to_string(),
+        );
+        m.insert(
+            "dropped".to_string(),
+            s.dropped.load(Ordering::Relaxed).to_string(),
+        );
+        let r = w
+            .write_metadata("tracer.recorder", &m)
+            .and_then(|_| w.finish());
         if let Err(e) = r {
             fail(&s, &mut failed, e);
         }

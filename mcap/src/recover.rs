@@ -24,7 +24,11 @@ pub struct RecoverReport {
 
 /// Copies every readable record of `src` into a new file written with `opts`, remapping
 /// schema, channel and field ids, and finishes it.
-pub fn recover<R: ReadAt, W: Write>(src: R, out: W, mut opts: WriteOptions) -> Result<RecoverReport> {
+pub fn recover<R: ReadAt, W: Write>(
+    src: R,
+    out: W,
+    mut opts: WriteOptions,
+) -> Result<RecoverReport> {
     // The fields are copied as they were: the writer must not add a publish_time of its own.
     opts.publish_time_field = PublishTimeField::Never;
     let mut lin = LinearReader::new(src, ReadOptions::default())?;
@@ -35,17 +39,18 @@ pub fn recover<R: ReadAt, W: Write>(src: R, out: W, mut opts: WriteOptions) -> R
     let mut fields: HashMap<u16, (u16, String)> = HashMap::new();
     let mut w: Option<Writer<W>> = None;
     let mut out = Some(out);
-    let map_fields = |fields: &HashMap<u16, (u16, String)>, vals: Vec<(u16, FieldValue)>, dropped: &mut u64| {
-        vals.into_iter()
-            .filter_map(|(id, v)| match fields.get(&id) {
-                Some((nid, _)) => Some((*nid, v)),
-                None => {
-                    *dropped += 1;
-                    None
-                }
-            })
-            .collect::<Vec<_>>()
-    };
+    let map_fields =
+        |fields: &HashMap<u16, (u16, String)>, vals: Vec<(u16, FieldValue)>, dropped: &mut u64| {
+            vals.into_iter()
+                .filter_map(|(id, v)| match fields.get(&id) {
+                    Some((nid, _)) => Some((*nid, v)),
+                    None => {
+                        *dropped += 1;
+                        None
+                    }
+                })
+                .collect::<Vec<_>>()
+        };
     let mut dropped_fields = 0u64;
     loop {
         let item = match lin.next() {
@@ -53,7 +58,9 @@ pub fn recover<R: ReadAt, W: Write>(src: R, out: W, mut opts: WriteOptions) -> R
             Some(Ok(it)) => it,
             Some(Err(e)) => {
                 let at = match &e {
-                    McapError::Truncated { offset, .. } | McapError::Corrupt { offset, .. } | McapError::Crc { offset, .. } => *offset,
+                    McapError::Truncated { offset, .. }
+                    | McapError::Corrupt { offset, .. }
+                    | McapError::Crc { offset, .. } => *offset,
                     _ => lin.position(),
                 };
                 report.stopped = Some((at, e.to_string()));
@@ -77,32 +84,57 @@ pub fn recover<R: ReadAt, W: Write>(src: R, out: W, mut opts: WriteOptions) -> R
                 schemas.insert(s.id, id);
             }
             Item::Channel(c) => {
-                let sid = if c.schema_id == 0 { 0 } else { schemas.get(&c.schema_id).copied().unwrap_or(0) };
+                let sid = if c.schema_id == 0 {
+                    0
+                } else {
+                    schemas.get(&c.schema_id).copied().unwrap_or(0)
+                };
                 let id = wr.add_channel(sid, &c.topic, &c.message_encoding, &c.metadata)?;
                 channels.insert(c.id, id);
             }
-            Item::Field(f) => match FieldEncoding::from_name(&f.encoding).filter(|e| e.length() == f.length) {
-                Some(enc) => {
-                    let indexed = f.indexed() && enc.indexable();
-                    let id = wr.add_field(&f.name, enc, indexed)?;
-                    fields.insert(f.id, (id, f.name.clone()));
+            Item::Field(f) => {
+                match FieldEncoding::from_name(&f.encoding).filter(|e| e.length() == f.length) {
+                    Some(enc) => {
+                        let indexed = f.indexed() && enc.indexable();
+                        let id = wr.add_field(&f.name, enc, indexed)?;
+                        fields.insert(f.id, (id, f.name.clone()));
+                    }
+                    None => report.warnings.push(format!(
+                        "field {:?} ({}) cannot be re-declared; its values are dropped",
+                        f.name, f.encoding
+                    )),
                 }
-                None => report.warnings.push(format!("field {:?} ({}) cannot be re-declared; its values are dropped", f.name, f.encoding)),
-            },
+            }
             Item::Message(m) => {
                 let Some(ch) = channels.get(&m.channel_id).copied() else {
-                    report.warnings.push(format!("message on undeclared channel {} dropped", m.channel_id));
+                    report.warnings.push(format!(
+                        "message on undeclared channel {} dropped",
+                        m.channel_id
+                    ));
                     continue;
                 };
                 let vals = map_fields(&fields, m.fields, &mut dropped_fields);
-                let h = MessageHeader { channel_id: ch, sequence: m.sequence, log_time: m.log_time, publish_time: m.publish_time };
+                let h = MessageHeader {
+                    channel_id: ch,
+                    sequence: m.sequence,
+                    log_time: m.log_time,
+                    publish_time: m.publish_time,
+                };
                 wr.write_message(&h, &m.data, &vals)?;
                 report.messages += 1;
             }
             Item::Attachment(_, a, vals) => {
                 let mut vals = map_fields(&fields, vals, &mut dropped_fields);
-                let mut create_time = if a.create_time == crate::records::SENTINEL { 0 } else { a.create_time };
-                if let Some(pos) = vals.iter().position(|(id, _)| fields.values().any(|(n, name)| n == id && name == "create_time")) {
+                let mut create_time = if a.create_time == crate::records::SENTINEL {
+                    0
+                } else {
+                    a.create_time
+                };
+                if let Some(pos) = vals.iter().position(|(id, _)| {
+                    fields
+                        .values()
+                        .any(|(n, name)| n == id && name == "create_time")
+                }) {
                     if let (_, FieldValue::Timestamp(t)) = vals.remove(pos) {
                         create_time = t;
                     }
@@ -119,12 +151,18 @@ pub fn recover<R: ReadAt, W: Write>(src: R, out: W, mut opts: WriteOptions) -> R
         }
     }
     if dropped_fields > 0 {
-        report.warnings.push(format!("{dropped_fields} field values had no declaration and were dropped"));
+        report.warnings.push(format!(
+            "{dropped_fields} field values had no declaration and were dropped"
+        ));
     }
     match w {
         Some(mut w) => w.finish()?,
         None => {
-            return Err(report.stopped.map_or(McapError::NoSummary, |(offset, reason)| McapError::Corrupt { offset, reason }));
+            return Err(report
+                .stopped
+                .map_or(McapError::NoSummary, |(offset, reason)| {
+                    McapError::Corrupt { offset, reason }
+                }));
         }
     }
     Ok(report)

@@ -29,12 +29,20 @@ pub struct Summary {
 
 impl Summary {
     pub fn field_by_name(&self, name: &str) -> Option<&FieldDef> {
-        let mut found: Vec<&FieldDef> = self.fields.values().filter(|d| d.record.name == name).collect();
+        let mut found: Vec<&FieldDef> = self
+            .fields
+            .values()
+            .filter(|d| d.record.name == name)
+            .collect();
         found.sort_by_key(|d| d.record.id);
         found.first().copied()
     }
     pub fn channel_by_topic(&self, topic: &str) -> Vec<u16> {
-        self.channels.values().filter(|c| c.topic == topic).map(|c| c.id).collect()
+        self.channels
+            .values()
+            .filter(|c| c.topic == topic)
+            .map(|c| c.id)
+            .collect()
     }
     /// A field counts as indexed when its flag says so or index records exist for it.
     pub fn field_indexed(&self, id: u16) -> bool {
@@ -47,9 +55,16 @@ impl Summary {
 /// offset; a footer with `summary_start == 0` gives an empty summary (linear reading then).
 pub fn read_summary<R: ReadAt + ?Sized>(src: &R, opts: &ReadOptions) -> Result<Summary> {
     let size = src.size()?;
-    let mut s = Summary { file_size: size, ..Default::default() };
+    let mut s = Summary {
+        file_size: size,
+        ..Default::default()
+    };
     if size < 8 {
-        return Err(McapError::Truncated { offset: 0, needed: 8, available: size });
+        return Err(McapError::Truncated {
+            offset: 0,
+            needed: 8,
+            available: size,
+        });
     }
     let mut magic = [0u8; 8];
     src.read_exact_at(0, &mut magic)?;
@@ -60,7 +75,11 @@ pub fn read_summary<R: ReadAt + ?Sized>(src: &R, opts: &ReadOptions) -> Result<S
         s.header = Some(codec::dec_header(&content, 17)?);
     }
     if size < 8 + FOOTER_TAIL_LEN {
-        return Err(McapError::Truncated { offset: size, needed: 8 + FOOTER_TAIL_LEN, available: size });
+        return Err(McapError::Truncated {
+            offset: size,
+            needed: 8 + FOOTER_TAIL_LEN,
+            available: size,
+        });
     }
     let footer_at = size - FOOTER_TAIL_LEN;
     let mut tail = [0u8; FOOTER_TAIL_LEN as usize];
@@ -72,7 +91,10 @@ pub fn read_summary<R: ReadAt + ?Sized>(src: &R, opts: &ReadOptions) -> Result<S
         });
     }
     if tail[0] != op::FOOTER || u64::from_le_bytes(tail[1..9].try_into().expect("8")) != 20 {
-        return Err(McapError::Corrupt { offset: footer_at, reason: "no Footer record before the trailing magic".into() });
+        return Err(McapError::Corrupt {
+            offset: footer_at,
+            reason: "no Footer record before the trailing magic".into(),
+        });
     }
     let footer = codec::dec_footer(&tail[9..29], footer_at + 9)?;
     s.footer = Some(footer);
@@ -82,7 +104,10 @@ pub fn read_summary<R: ReadAt + ?Sized>(src: &R, opts: &ReadOptions) -> Result<S
     if footer.summary_start < 8 || footer.summary_start > footer_at {
         return Err(McapError::Corrupt {
             offset: footer_at,
-            reason: format!("summary_start {} lies outside the file", footer.summary_start),
+            reason: format!(
+                "summary_start {} lies outside the file",
+                footer.summary_start
+            ),
         });
     }
     let len = footer_at - footer.summary_start;
@@ -95,7 +120,12 @@ pub fn read_summary<R: ReadAt + ?Sized>(src: &R, opts: &ReadOptions) -> Result<S
         h.update(&tail[..25]);
         let actual = h.finalize();
         if actual != footer.summary_crc {
-            return Err(McapError::Crc { offset: footer.summary_start, what: "summary", expected: footer.summary_crc, actual });
+            return Err(McapError::Crc {
+                offset: footer.summary_start,
+                what: "summary",
+                expected: footer.summary_crc,
+                actual,
+            });
         }
     }
     for rec in RecordIter::new(&buf, footer.summary_start) {
@@ -119,11 +149,21 @@ pub fn read_summary<R: ReadAt + ?Sized>(src: &R, opts: &ReadOptions) -> Result<S
                 }
             }
             op::STATISTICS => s.statistics = Some(codec::dec_statistics(rec.content, c)?),
-            op::CHUNK_INDEX => s.chunk_indexes.push(codec::dec_chunk_index(rec.content, c)?),
-            ext_op::FIELD_CHUNK_INDEX => s.field_chunk_indexes.push(codec::dec_field_chunk_index(rec.content, c)?),
-            op::ATTACHMENT_INDEX => s.attachment_indexes.push(codec::dec_attachment_index(rec.content, c)?),
-            op::METADATA_INDEX => s.metadata_indexes.push(codec::dec_metadata_index(rec.content, c)?),
-            op::SUMMARY_OFFSET => s.summary_offsets.push(codec::dec_summary_offset(rec.content, c)?),
+            op::CHUNK_INDEX => s
+                .chunk_indexes
+                .push(codec::dec_chunk_index(rec.content, c)?),
+            ext_op::FIELD_CHUNK_INDEX => s
+                .field_chunk_indexes
+                .push(codec::dec_field_chunk_index(rec.content, c)?),
+            op::ATTACHMENT_INDEX => s
+                .attachment_indexes
+                .push(codec::dec_attachment_index(rec.content, c)?),
+            op::METADATA_INDEX => s
+                .metadata_indexes
+                .push(codec::dec_metadata_index(rec.content, c)?),
+            op::SUMMARY_OFFSET => s
+                .summary_offsets
+                .push(codec::dec_summary_offset(rec.content, c)?),
             _ => {}
         }
     }

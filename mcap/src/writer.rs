@@ -104,7 +104,9 @@ fn widen(enc: FieldEncoding, bounds: &mut BTreeMap<u16, (u64, u64)>, id: u16, v:
 impl<W: Write> Writer<W> {
     pub fn new(out: W, opts: WriteOptions) -> Result<Self> {
         if opts.chunk_size == Some(0) {
-            return Err(McapError::InvalidArgument("chunk_size must be > 0 (None = unchunked)".into()));
+            return Err(McapError::InvalidArgument(
+                "chunk_size must be > 0 (None = unchunked)".into(),
+            ));
         }
         let mut w = Writer {
             out: Some(out),
@@ -127,7 +129,13 @@ impl<W: Write> Writer<W> {
             compressed: Vec::new(),
         };
         let mut head = MAGIC.to_vec();
-        codec::header(&mut head, &Header { profile: w.opts.profile.clone(), library: w.opts.library.clone() });
+        codec::header(
+            &mut head,
+            &Header {
+                profile: w.opts.profile.clone(),
+                library: w.opts.library.clone(),
+            },
+        );
         w.emit(&head)?;
         Ok(w)
     }
@@ -175,11 +183,21 @@ impl<W: Write> Writer<W> {
     /// Registers a schema; identical content returns the same id.
     pub fn add_schema(&mut self, name: &str, encoding: &str, data: &[u8]) -> Result<u16> {
         self.check()?;
-        if let Some(s) = self.schemas.iter().find(|s| s.name == name && s.encoding == encoding && s.data == data) {
+        if let Some(s) = self
+            .schemas
+            .iter()
+            .find(|s| s.name == name && s.encoding == encoding && s.data == data)
+        {
             return Ok(s.id);
         }
-        let id = u16::try_from(self.schemas.len() + 1).map_err(|_| McapError::InvalidArgument("too many schemas".into()))?;
-        let s = Schema { id, name: name.into(), encoding: encoding.into(), data: data.to_vec() };
+        let id = u16::try_from(self.schemas.len() + 1)
+            .map_err(|_| McapError::InvalidArgument("too many schemas".into()))?;
+        let s = Schema {
+            id,
+            name: name.into(),
+            encoding: encoding.into(),
+            data: data.to_vec(),
+        };
         self.declare(|o| codec::schema(o, &s))?;
         self.schemas.push(s);
         Ok(id)
@@ -195,15 +213,27 @@ impl<W: Write> Writer<W> {
     ) -> Result<u16> {
         self.check()?;
         if schema_id != 0 && !self.schemas.iter().any(|s| s.id == schema_id) {
-            return Err(McapError::InvalidArgument(format!("schema {schema_id} was never added")));
+            return Err(McapError::InvalidArgument(format!(
+                "schema {schema_id} was never added"
+            )));
         }
         if let Some(c) = self.channels.values().find(|c| {
-            c.schema_id == schema_id && c.topic == topic && c.message_encoding == message_encoding && &c.metadata == metadata
+            c.schema_id == schema_id
+                && c.topic == topic
+                && c.message_encoding == message_encoding
+                && &c.metadata == metadata
         }) {
             return Ok(c.id);
         }
-        let id = u16::try_from(self.channels.len() + 1).map_err(|_| McapError::InvalidArgument("too many channels".into()))?;
-        let c = Channel { id, schema_id, topic: topic.into(), message_encoding: message_encoding.into(), metadata: metadata.clone() };
+        let id = u16::try_from(self.channels.len() + 1)
+            .map_err(|_| McapError::InvalidArgument("too many channels".into()))?;
+        let c = Channel {
+            id,
+            schema_id,
+            topic: topic.into(),
+            message_encoding: message_encoding.into(),
+            metadata: metadata.clone(),
+        };
         self.declare(|o| codec::channel(o, &c))?;
         self.channels.insert(id, c);
         Ok(id)
@@ -214,7 +244,10 @@ impl<W: Write> Writer<W> {
     pub fn add_field(&mut self, name: &str, encoding: FieldEncoding, indexed: bool) -> Result<u16> {
         self.check()?;
         if indexed && !encoding.indexable() {
-            return Err(McapError::InvalidArgument(format!("field {name:?}: encoding {} cannot be indexed", encoding.name())));
+            return Err(McapError::InvalidArgument(format!(
+                "field {name:?}: encoding {} cannot be indexed",
+                encoding.name()
+            )));
         }
         if let Some(id) = self.field_names.get(name) {
             let (f, e) = &self.fields[id];
@@ -227,7 +260,8 @@ impl<W: Write> Writer<W> {
             }
             return Ok(*id);
         }
-        let id = u16::try_from(self.fields.len() + 1).map_err(|_| McapError::InvalidArgument("too many fields".into()))?;
+        let id = u16::try_from(self.fields.len() + 1)
+            .map_err(|_| McapError::InvalidArgument("too many fields".into()))?;
         let f = Field {
             id,
             name: name.into(),
@@ -246,7 +280,9 @@ impl<W: Write> Writer<W> {
     fn auto_field(&mut self, name: &str, indexed: bool) -> Result<u16> {
         match self.field_names.get(name) {
             Some(id) if self.fields[id].1 == FieldEncoding::Timestamp => Ok(*id),
-            Some(_) => Err(McapError::InvalidArgument(format!("field {name:?} is declared with an encoding other than timestamp"))),
+            Some(_) => Err(McapError::InvalidArgument(format!(
+                "field {name:?} is declared with an encoding other than timestamp"
+            ))),
             None => self.add_field(name, FieldEncoding::Timestamp, indexed),
         }
     }
@@ -258,13 +294,22 @@ impl<W: Write> Writer<W> {
     fn check_fields(&self, fields: &[(u16, FieldValue)]) -> Result<()> {
         for (i, (id, v)) in fields.iter().enumerate() {
             let Some((f, enc)) = self.fields.get(id) else {
-                return Err(McapError::InvalidArgument(format!("field id {id} was never declared")));
+                return Err(McapError::InvalidArgument(format!(
+                    "field id {id} was never declared"
+                )));
             };
             if v.encoding() != Some(*enc) {
-                return Err(McapError::InvalidArgument(format!("field {:?} is {}, got {v:?}", f.name, enc.name())));
+                return Err(McapError::InvalidArgument(format!(
+                    "field {:?} is {}, got {v:?}",
+                    f.name,
+                    enc.name()
+                )));
             }
             if fields[..i].iter().any(|(j, _)| j == id) {
-                return Err(McapError::InvalidArgument(format!("field {:?} given twice", f.name)));
+                return Err(McapError::InvalidArgument(format!(
+                    "field {:?} given twice",
+                    f.name
+                )));
             }
         }
         Ok(())
@@ -272,13 +317,23 @@ impl<W: Write> Writer<W> {
 
     /// Writes one message. With fields, the Message gets the sentinel publish time and a
     /// Message Fields record right after it, in the same chunk (D17).
-    pub fn write_message(&mut self, header: &MessageHeader, data: &[u8], fields: &[(u16, FieldValue)]) -> Result<()> {
+    pub fn write_message(
+        &mut self,
+        header: &MessageHeader,
+        data: &[u8],
+        fields: &[(u16, FieldValue)],
+    ) -> Result<()> {
         self.check()?;
         if !self.channels.contains_key(&header.channel_id) {
-            return Err(McapError::InvalidArgument(format!("channel {} was never added", header.channel_id)));
+            return Err(McapError::InvalidArgument(format!(
+                "channel {} was never added",
+                header.channel_id
+            )));
         }
         if header.publish_time == SENTINEL {
-            return Err(McapError::InvalidArgument("publish_time u64::MAX is reserved (field sentinel)".into()));
+            return Err(McapError::InvalidArgument(
+                "publish_time u64::MAX is reserved (field sentinel)".into(),
+            ));
         }
         self.check_fields(fields)?;
         let mut all: Vec<(u16, FieldValue)>;
@@ -286,7 +341,9 @@ impl<W: Write> Writer<W> {
         let add_pt = match self.opts.publish_time_field {
             PublishTimeField::Never => false,
             PublishTimeField::Always => true,
-            PublishTimeField::WhenFieldsDiffer => !fields.is_empty() && header.publish_time != header.log_time,
+            PublishTimeField::WhenFieldsDiffer => {
+                !fields.is_empty() && header.publish_time != header.log_time
+            }
         };
         if add_pt {
             let id = self.auto_field("publish_time", self.opts.index_publish_time)?;
@@ -300,7 +357,11 @@ impl<W: Write> Writer<W> {
         if !fields.is_empty() {
             h.publish_time = SENTINEL;
         }
-        let entries = if fields.is_empty() { Vec::new() } else { encode_entries(fields) };
+        let entries = if fields.is_empty() {
+            Vec::new()
+        } else {
+            encode_entries(fields)
+        };
 
         self.stats.message_count += 1;
         if self.stats.message_count == 1 {
@@ -310,14 +371,24 @@ impl<W: Write> Writer<W> {
             self.stats.message_start_time = self.stats.message_start_time.min(h.log_time);
             self.stats.message_end_time = self.stats.message_end_time.max(h.log_time);
         }
-        *self.stats.channel_message_counts.entry(h.channel_id).or_insert(0) += 1;
+        *self
+            .stats
+            .channel_message_counts
+            .entry(h.channel_id)
+            .or_insert(0) += 1;
 
         let Some(limit) = self.opts.chunk_size else {
             let mut buf = std::mem::take(&mut self.scratch);
             buf.clear();
             codec::message(&mut buf, &h, data);
             if !fields.is_empty() {
-                codec::message_fields(&mut buf, &MessageFields { channel_id: h.channel_id, entries });
+                codec::message_fields(
+                    &mut buf,
+                    &MessageFields {
+                        channel_id: h.channel_id,
+                        entries,
+                    },
+                );
             }
             let r = self.emit(&buf);
             self.scratch = buf;
@@ -329,7 +400,13 @@ impl<W: Write> Writer<W> {
         c.records.reserve(data.len() + 31 + entries.len() + 15);
         codec::message(&mut c.records, &h, data);
         if !fields.is_empty() {
-            codec::message_fields(&mut c.records, &MessageFields { channel_id: h.channel_id, entries });
+            codec::message_fields(
+                &mut c.records,
+                &MessageFields {
+                    channel_id: h.channel_id,
+                    entries,
+                },
+            );
         }
         if c.messages == 0 {
             c.start = h.log_time;
@@ -339,14 +416,22 @@ impl<W: Write> Writer<W> {
             c.end = c.end.max(h.log_time);
         }
         c.messages += 1;
-        c.msg_index.entry(h.channel_id).or_default().push((h.log_time, offset));
+        c.msg_index
+            .entry(h.channel_id)
+            .or_default()
+            .push((h.log_time, offset));
         for (id, v) in fields {
             let (f, enc) = &self.fields[id];
             if !f.indexed() {
                 continue;
             }
-            let key = v.index_key().expect("indexed fields have indexable encodings");
-            c.field_index.entry((*id, h.channel_id)).or_default().push((key, offset));
+            let key = v
+                .index_key()
+                .expect("indexed fields have indexable encodings");
+            c.field_index
+                .entry((*id, h.channel_id))
+                .or_default()
+                .push((key, offset));
             widen(*enc, &mut c.field_bounds, *id, key);
             widen(*enc, &mut self.field_bounds, *id, key);
         }
@@ -374,9 +459,14 @@ impl<W: Write> Writer<W> {
         // The chunk prefix is built apart so the compressed bytes are written without a copy.
         let mut prefix = Vec::with_capacity(64);
         prefix.push(op::CHUNK);
-        let content_len = 8 + 8 + 8 + 4 + 4 + comp.name().len() as u64 + 8 + compressed.len() as u64;
+        let content_len =
+            8 + 8 + 8 + 4 + 4 + comp.name().len() as u64 + 8 + compressed.len() as u64;
         codec::put_u64(&mut prefix, content_len);
-        let (start, end) = if c.messages == 0 { (0, 0) } else { (c.start, c.end) };
+        let (start, end) = if c.messages == 0 {
+            (0, 0)
+        } else {
+            (c.start, c.end)
+        };
         codec::put_u64(&mut prefix, start);
         codec::put_u64(&mut prefix, end);
         codec::put_u64(&mut prefix, c.records.len() as u64);
@@ -393,7 +483,13 @@ impl<W: Write> Writer<W> {
         let mut message_index_offsets = BTreeMap::new();
         for (ch, recs) in &c.msg_index {
             message_index_offsets.insert(*ch, index_start + idx.len() as u64);
-            codec::message_index(&mut idx, &MessageIndex { channel_id: *ch, records: recs.clone() });
+            codec::message_index(
+                &mut idx,
+                &MessageIndex {
+                    channel_id: *ch,
+                    records: recs.clone(),
+                },
+            );
         }
         let mut fcis: Vec<FieldChunkIndex> = Vec::new();
         for ((fid, ch), recs) in &c.field_index {
@@ -409,7 +505,14 @@ impl<W: Write> Writer<W> {
                 });
             }
             let at = idx.len() as u64;
-            codec::field_index(&mut idx, &FieldIndex { channel_id: *ch, field_id: *fid, records: recs.clone() });
+            codec::field_index(
+                &mut idx,
+                &FieldIndex {
+                    channel_id: *ch,
+                    field_id: *fid,
+                    records: recs.clone(),
+                },
+            );
             let f = fcis.last_mut().expect("pushed above");
             f.message_index_offsets.insert(*ch, index_start + at);
             f.message_index_length += idx.len() as u64 - at;
@@ -450,7 +553,9 @@ impl<W: Write> Writer<W> {
     pub fn attach(&mut self, a: &Attachment, fields: &[(u16, FieldValue)]) -> Result<()> {
         self.check()?;
         if a.create_time == SENTINEL {
-            return Err(McapError::InvalidArgument("create_time u64::MAX is reserved (field sentinel)".into()));
+            return Err(McapError::InvalidArgument(
+                "create_time u64::MAX is reserved (field sentinel)".into(),
+            ));
         }
         self.check_fields(fields)?;
         let mut fields = fields.to_vec();
@@ -464,7 +569,13 @@ impl<W: Write> Writer<W> {
         if !fields.is_empty() {
             self.close_chunk()?;
         }
-        let mut rec = Attachment { log_time: a.log_time, create_time: a.create_time, name: a.name.clone(), media_type: a.media_type.clone(), data: Vec::new() };
+        let mut rec = Attachment {
+            log_time: a.log_time,
+            create_time: a.create_time,
+            name: a.name.clone(),
+            media_type: a.media_type.clone(),
+            data: Vec::new(),
+        };
         if !fields.is_empty() {
             rec.create_time = SENTINEL;
         }
@@ -474,7 +585,12 @@ impl<W: Write> Writer<W> {
         codec::attachment(&mut buf, &rec);
         let length = buf.len() as u64;
         if !fields.is_empty() {
-            codec::attachment_fields(&mut buf, &AttachmentFields { entries: encode_entries(&fields) });
+            codec::attachment_fields(
+                &mut buf,
+                &AttachmentFields {
+                    entries: encode_entries(&fields),
+                },
+            );
         }
         self.emit(&buf)?;
         self.attachment_indexes.push(AttachmentIndex {
@@ -489,13 +605,27 @@ impl<W: Write> Writer<W> {
         Ok(())
     }
 
-    pub fn write_metadata(&mut self, name: &str, metadata: &BTreeMap<String, String>) -> Result<()> {
+    pub fn write_metadata(
+        &mut self,
+        name: &str,
+        metadata: &BTreeMap<String, String>,
+    ) -> Result<()> {
         self.check()?;
         let offset = self.pos;
         let mut buf = Vec::new();
-        codec::metadata(&mut buf, &Metadata { name: name.into(), metadata: metadata.clone() });
+        codec::metadata(
+            &mut buf,
+            &Metadata {
+                name: name.into(),
+                metadata: metadata.clone(),
+            },
+        );
         self.emit(&buf)?;
-        self.metadata_indexes.push(MetadataIndex { offset, length: buf.len() as u64, name: name.into() });
+        self.metadata_indexes.push(MetadataIndex {
+            offset,
+            length: buf.len() as u64,
+            name: name.into(),
+        });
         Ok(())
     }
 
@@ -517,7 +647,12 @@ impl<W: Write> Writer<W> {
         self.close_chunk()?;
         let crc = self.data_crc.clone().finalize();
         let mut de = Vec::new();
-        codec::data_end(&mut de, &DataEnd { data_section_crc: crc });
+        codec::data_end(
+            &mut de,
+            &DataEnd {
+                data_section_crc: crc,
+            },
+        );
         self.emit(&de)?;
 
         let summary_start = self.pos;
@@ -534,9 +669,15 @@ impl<W: Write> Writer<W> {
                 });
             }
         };
-        group(&mut s, op::SCHEMA, &mut |o| self.schemas.iter().for_each(|x| codec::schema(o, x)));
-        group(&mut s, op::CHANNEL, &mut |o| self.channels.values().for_each(|x| codec::channel(o, x)));
-        group(&mut s, ext_op::FIELD, &mut |o| self.fields.values().for_each(|(x, _)| codec::field(o, x)));
+        group(&mut s, op::SCHEMA, &mut |o| {
+            self.schemas.iter().for_each(|x| codec::schema(o, x))
+        });
+        group(&mut s, op::CHANNEL, &mut |o| {
+            self.channels.values().for_each(|x| codec::channel(o, x))
+        });
+        group(&mut s, ext_op::FIELD, &mut |o| {
+            self.fields.values().for_each(|(x, _)| codec::field(o, x))
+        });
         let mut stats = self.stats.clone();
         stats.schema_count = self.schemas.len() as u16;
         stats.channel_count = self.channels.len() as u32;
@@ -546,19 +687,42 @@ impl<W: Write> Writer<W> {
         if self.fields.values().any(|(f, _)| f.indexed()) {
             stats.field_value_bounds = Some(self.field_bounds.clone());
         }
-        group(&mut s, op::STATISTICS, &mut |o| codec::statistics(o, &stats));
-        group(&mut s, op::CHUNK_INDEX, &mut |o| self.chunk_indexes.iter().for_each(|x| codec::chunk_index(o, x)));
+        group(&mut s, op::STATISTICS, &mut |o| {
+            codec::statistics(o, &stats)
+        });
+        group(&mut s, op::CHUNK_INDEX, &mut |o| {
+            self.chunk_indexes
+                .iter()
+                .for_each(|x| codec::chunk_index(o, x))
+        });
         let mut fcis = self.field_chunk_indexes.clone();
         fcis.sort_by_key(|f| (f.field_id, f.chunk_start_offset));
-        group(&mut s, ext_op::FIELD_CHUNK_INDEX, &mut |o| fcis.iter().for_each(|x| codec::field_chunk_index(o, x)));
-        group(&mut s, op::ATTACHMENT_INDEX, &mut |o| self.attachment_indexes.iter().for_each(|x| codec::attachment_index(o, x)));
-        group(&mut s, op::METADATA_INDEX, &mut |o| self.metadata_indexes.iter().for_each(|x| codec::metadata_index(o, x)));
+        group(&mut s, ext_op::FIELD_CHUNK_INDEX, &mut |o| {
+            fcis.iter().for_each(|x| codec::field_chunk_index(o, x))
+        });
+        group(&mut s, op::ATTACHMENT_INDEX, &mut |o| {
+            self.attachment_indexes
+                .iter()
+                .for_each(|x| codec::attachment_index(o, x))
+        });
+        group(&mut s, op::METADATA_INDEX, &mut |o| {
+            self.metadata_indexes
+                .iter()
+                .for_each(|x| codec::metadata_index(o, x))
+        });
         let summary_offset_start = summary_start + s.len() as u64;
         for so in &offsets {
             codec::summary_offset(&mut s, so);
         }
         let mut footer = Vec::new();
-        codec::footer(&mut footer, &Footer { summary_start, summary_offset_start, summary_crc: 0 });
+        codec::footer(
+            &mut footer,
+            &Footer {
+                summary_start,
+                summary_offset_start,
+                summary_crc: 0,
+            },
+        );
         let mut h = crc32fast::Hasher::new();
         h.update(&s);
         h.update(&footer[..footer.len() - 4]);

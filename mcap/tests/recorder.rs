@@ -30,48 +30,110 @@ impl Write for SlowSink {
 #[test]
 fn recorder_writes_every_message_with_fields() {
     let sink = SlowSink::default();
-    let mut rec = Recorder::new(sink.clone(), RecorderOptions { write: opts(Compression::Zstd, Some(1_000)), ..Default::default() }).unwrap();
-    let s = rec.add_schema("std_msgs/msg/String", "ros2msg", STRING_SCHEMA.as_bytes()).unwrap();
-    let ch = rec.add_channel(s, "/chatter", "cdr", &qos_metadata()).unwrap();
-    let sensor = rec.add_field("sensor_time", FieldEncoding::Timestamp, true).unwrap();
+    let mut rec = Recorder::new(
+        sink.clone(),
+        RecorderOptions {
+            write: opts(Compression::Zstd, Some(1_000)),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let s = rec
+        .add_schema("std_msgs/msg/String", "ros2msg", STRING_SCHEMA.as_bytes())
+        .unwrap();
+    let ch = rec
+        .add_channel(s, "/chatter", "cdr", &qos_metadata())
+        .unwrap();
+    let sensor = rec
+        .add_field("sensor_time", FieldEncoding::Timestamp, true)
+        .unwrap();
     let gid = rec.add_field("gid", FieldEncoding::Bytes, false).unwrap();
     for i in 0..500u64 {
-        assert!(rec.write(ch, 10 + i, 5 + i, i as u32, cdr_string(&format!("m{i}")), vec![(sensor, FieldValue::Timestamp(i)), (gid, FieldValue::Bytes(vec![1; 16]))]));
+        assert!(rec.write(
+            ch,
+            10 + i,
+            5 + i,
+            i as u32,
+            cdr_string(&format!("m{i}")),
+            vec![
+                (sensor, FieldValue::Timestamp(i)),
+                (gid, FieldValue::Bytes(vec![1; 16]))
+            ]
+        ));
     }
     let report = rec.finish();
-    assert_eq!(report, RecorderReport { written: 500, dropped: 0, error: None });
+    assert_eq!(
+        report,
+        RecorderReport {
+            written: 500,
+            dropped: 0,
+            error: None
+        }
+    );
     let bytes = sink.buf.lock().unwrap().clone();
     let r = IndexedReader::open(&bytes[..]).unwrap();
-    let msgs: Vec<Message> = r.messages(&Query::default()).unwrap().map(|m| m.unwrap()).collect();
+    let msgs: Vec<Message> = r
+        .messages(&Query::default())
+        .unwrap()
+        .map(|m| m.unwrap())
+        .collect();
     assert_eq!(msgs.len(), 500);
     assert_eq!(msgs[7].publish_time, 12);
     let sid = r.summary().field_by_name("sensor_time").unwrap().record.id;
     assert_eq!(msgs[7].field(sid), Some(&FieldValue::Timestamp(7)));
-    let md = r.summary().metadata_indexes.iter().position(|m| m.name == "tracer.recorder").unwrap();
+    let md = r
+        .summary()
+        .metadata_indexes
+        .iter()
+        .position(|m| m.name == "tracer.recorder")
+        .unwrap();
     assert_eq!(r.metadata(md).unwrap().metadata["dropped"], "0");
 }
 
 #[test]
 fn full_queue_drops_and_counts_without_blocking() {
-    let sink = SlowSink { delay: Duration::from_millis(20), ..Default::default() };
-    let o = RecorderOptions { write: opts(Compression::None, Some(64)), max_queued_messages: 8, ..Default::default() };
+    let sink = SlowSink {
+        delay: Duration::from_millis(20),
+        ..Default::default()
+    };
+    let o = RecorderOptions {
+        write: opts(Compression::None, Some(64)),
+        max_queued_messages: 8,
+        ..Default::default()
+    };
     let mut rec = Recorder::new(sink.clone(), o).unwrap();
-    let ch = rec.add_channel(0, "/fast", "cdr", &Default::default()).unwrap();
+    let ch = rec
+        .add_channel(0, "/fast", "cdr", &Default::default())
+        .unwrap();
     let mut accepted = 0u64;
     for i in 0..2_000u64 {
         if rec.write(ch, i, i, 0, vec![0u8; 100], vec![]) {
             accepted += 1;
         }
     }
-    assert!(rec.dropped() > 0, "a slow disk must show as drops, not as a blocked publisher");
+    assert!(
+        rec.dropped() > 0,
+        "a slow disk must show as drops, not as a blocked publisher"
+    );
     assert_eq!(accepted + rec.dropped(), 2_000);
     let report = rec.finish();
     assert_eq!(report.written, accepted);
     let bytes = sink.buf.lock().unwrap().clone();
     let r = IndexedReader::open(&bytes[..]).unwrap();
-    assert_eq!(r.summary().statistics.as_ref().unwrap().message_count, accepted);
-    let md = r.summary().metadata_indexes.iter().position(|m| m.name == "tracer.recorder").unwrap();
-    assert_eq!(r.metadata(md).unwrap().metadata["dropped"], report.dropped.to_string());
+    assert_eq!(
+        r.summary().statistics.as_ref().unwrap().message_count,
+        accepted
+    );
+    let md = r
+        .summary()
+        .metadata_indexes
+        .iter()
+        .position(|m| m.name == "tracer.recorder")
+        .unwrap();
+    assert_eq!(
+        r.metadata(md).unwrap().metadata["dropped"],
+        report.dropped.to_string()
+    );
 }
 
 #[test]
@@ -79,14 +141,40 @@ fn crash_leaves_readable_chunks_and_recover_rebuilds_the_summary() {
     // A writer that is never finished (the process "dies" after flush): the chunks written
     // so far are complete records; recover turns them into a full file.
     let mut w = Writer::new(Vec::new(), opts(Compression::Lz4, Some(500))).unwrap();
-    let s = w.add_schema("std_msgs/msg/String", "ros2msg", STRING_SCHEMA.as_bytes()).unwrap();
-    let ch = w.add_channel(s, "/chatter", "cdr", &qos_metadata()).unwrap();
-    let f = w.add_field("sensor_time", FieldEncoding::Timestamp, true).unwrap();
+    let s = w
+        .add_schema("std_msgs/msg/String", "ros2msg", STRING_SCHEMA.as_bytes())
+        .unwrap();
+    let ch = w
+        .add_channel(s, "/chatter", "cdr", &qos_metadata())
+        .unwrap();
+    let f = w
+        .add_field("sensor_time", FieldEncoding::Timestamp, true)
+        .unwrap();
     for i in 0..100u64 {
-        w.write_message(&MessageHeader { channel_id: ch, sequence: i as u32, log_time: 100 + i, publish_time: 90 + i }, &cdr_string("x"), &[(f, FieldValue::Timestamp(i))]).unwrap();
+        w.write_message(
+            &MessageHeader {
+                channel_id: ch,
+                sequence: i as u32,
+                log_time: 100 + i,
+                publish_time: 90 + i,
+            },
+            &cdr_string("x"),
+            &[(f, FieldValue::Timestamp(i))],
+        )
+        .unwrap();
     }
     w.flush().unwrap();
-    w.attach(&Attachment { log_time: 1, create_time: 2, name: "a".into(), media_type: "text/plain".into(), data: b"z".to_vec() }, &[(f, FieldValue::Timestamp(9))]).unwrap();
+    w.attach(
+        &Attachment {
+            log_time: 1,
+            create_time: 2,
+            name: "a".into(),
+            media_type: "text/plain".into(),
+            data: b"z".to_vec(),
+        },
+        &[(f, FieldValue::Timestamp(9))],
+    )
+    .unwrap();
     let mut partial = w.position() as usize;
     // Simulate the death by taking the bytes now and cutting a half-written record on.
     let full = w.into_inner().unwrap();
@@ -98,14 +186,35 @@ fn crash_leaves_readable_chunks_and_recover_rebuilds_the_summary() {
     let rep = recover(&crashed[..], &mut out, WriteOptions::default()).unwrap();
     assert_eq!(rep.messages, 100);
     assert_eq!(rep.attachments, 1);
-    assert!(rep.stopped.as_ref().is_some_and(|(off, _)| (*off as usize) < partial));
+    assert!(rep
+        .stopped
+        .as_ref()
+        .is_some_and(|(off, _)| (*off as usize) < partial));
     let r = IndexedReader::open(&out[..]).unwrap();
-    let msgs: Vec<Message> = r.messages(&Query::default()).unwrap().map(|m| m.unwrap()).collect();
+    let msgs: Vec<Message> = r
+        .messages(&Query::default())
+        .unwrap()
+        .map(|m| m.unwrap())
+        .collect();
     assert_eq!(msgs.len(), 100);
     assert_eq!(msgs[3].publish_time, 93, "fields survive recovery");
-    let q = Query { field: Some(FieldRange { name: "sensor_time".into(), min: Some(FieldValue::Timestamp(10)), max: Some(FieldValue::Timestamp(19)) }), ..Default::default() };
-    assert_eq!(r.messages(&q).unwrap().count(), 10, "the recovered file has field indexes");
+    let q = Query {
+        field: Some(FieldRange {
+            name: "sensor_time".into(),
+            min: Some(FieldValue::Timestamp(10)),
+            max: Some(FieldValue::Timestamp(19)),
+        }),
+        ..Default::default()
+    };
+    assert_eq!(
+        r.messages(&q).unwrap().count(),
+        10,
+        "the recovered file has field indexes"
+    );
     let a = r.attachment(0).unwrap();
     assert_eq!(a.attachment.data, b"z");
-    assert!(a.fields.iter().any(|(_, v)| *v == FieldValue::Timestamp(2)), "true create_time kept");
+    assert!(
+        a.fields.iter().any(|(_, v)| *v == FieldValue::Timestamp(2)),
+        "true create_time kept"
+    );
 }

@@ -36,34 +36,78 @@ pub struct Sample {
 /// that increases with log time, a `route` string, and the automatic `publish_time`.
 pub fn sample_file(opts: WriteOptions, n: u64) -> Sample {
     let mut w = Writer::new(Vec::new(), opts).unwrap();
-    let sid = w.add_schema("std_msgs/msg/String", "ros2msg", STRING_SCHEMA.as_bytes()).unwrap();
-    let a = w.add_channel(sid, "/chatter", "cdr", &qos_metadata()).unwrap();
-    let b = w.add_channel(sid, "/other", "cdr", &qos_metadata()).unwrap();
-    let sensor = w.add_field("sensor_time", FieldEncoding::Timestamp, true).unwrap();
+    let sid = w
+        .add_schema("std_msgs/msg/String", "ros2msg", STRING_SCHEMA.as_bytes())
+        .unwrap();
+    let a = w
+        .add_channel(sid, "/chatter", "cdr", &qos_metadata())
+        .unwrap();
+    let b = w
+        .add_channel(sid, "/other", "cdr", &qos_metadata())
+        .unwrap();
+    let sensor = w
+        .add_field("sensor_time", FieldEncoding::Timestamp, true)
+        .unwrap();
     let route = w.add_field("route", FieldEncoding::String, false).unwrap();
     let mut sent = Vec::new();
     for i in 0..n {
         for (ch, topic) in [(a, "/chatter"), (b, "/other")] {
             let t = 1_000 + i * 10 + ch as u64;
             let payload = cdr_string(&format!("hello {i} on {topic}"));
-            let h = MessageHeader { channel_id: ch, sequence: i as u32, log_time: t, publish_time: t - 1 };
+            let h = MessageHeader {
+                channel_id: ch,
+                sequence: i as u32,
+                log_time: t,
+                publish_time: t - 1,
+            };
             let st = 500_000 + t * 3;
-            w.write_message(&h, &payload, &[(sensor, FieldValue::Timestamp(st)), (route, FieldValue::String(format!("/net/peer{ch}{topic}")))]).unwrap();
+            w.write_message(
+                &h,
+                &payload,
+                &[
+                    (sensor, FieldValue::Timestamp(st)),
+                    (route, FieldValue::String(format!("/net/peer{ch}{topic}"))),
+                ],
+            )
+            .unwrap();
             sent.push((topic.to_string(), t, st, payload));
         }
     }
-    w.attach(&Attachment { log_time: 5, create_time: 0, name: "calib.yaml".into(), media_type: "application/yaml".into(), data: b"k: 1\n".to_vec() }, &[]).unwrap();
     w.attach(
-        &Attachment { log_time: 6, create_time: 77, name: "notes.txt".into(), media_type: "text/plain".into(), data: b"fields!".to_vec() },
+        &Attachment {
+            log_time: 5,
+            create_time: 0,
+            name: "calib.yaml".into(),
+            media_type: "application/yaml".into(),
+            data: b"k: 1\n".to_vec(),
+        },
+        &[],
+    )
+    .unwrap();
+    w.attach(
+        &Attachment {
+            log_time: 6,
+            create_time: 77,
+            name: "notes.txt".into(),
+            media_type: "text/plain".into(),
+            data: b"fields!".to_vec(),
+        },
         &[(route, FieldValue::String("from-test".into()))],
     )
     .unwrap();
     let mut md = BTreeMap::new();
     md.insert("robot".to_string(), "r2".to_string());
     w.write_metadata("info", &md).unwrap();
-    Sample { bytes: w.into_inner().unwrap(), sent }
+    Sample {
+        bytes: w.into_inner().unwrap(),
+        sent,
+    }
 }
 
 pub fn opts(compression: Compression, chunk_size: Option<u64>) -> WriteOptions {
-    WriteOptions { compression, chunk_size, ..Default::default() }
+    WriteOptions {
+        compression,
+        chunk_size,
+        ..Default::default()
+    }
 }
