@@ -189,7 +189,9 @@ unsafe fn element(
                     ffi::rosidl_runtime_c__String__assignn(e.cast(), s.as_ptr().cast(), s.len())
                 },
                 // SAFETY: `e` is a std::string; the shim assigns through its API.
-                Flavor::Cpp => unsafe { cxx::rmw_tracer_cxx_string_assign(e, s.as_ptr().cast(), s.len()) },
+                Flavor::Cpp => unsafe {
+                    cxx::rmw_tracer_cxx_string_assign(e, s.as_ptr().cast(), s.len())
+                },
             };
             if !ok {
                 return Err(CdrError::Alloc {

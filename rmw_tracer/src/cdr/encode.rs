@@ -13,7 +13,11 @@ use super::CdrError;
 /// # Safety
 /// `msg` must point to an initialized message of the type `t` describes, in `t.flavor`'s layout,
 /// not mutated during the call.
-pub unsafe fn message<S: Sink>(t: &TypePlan, msg: *const c_void, s: &mut S) -> Result<(), CdrError> {
+pub unsafe fn message<S: Sink>(
+    t: &TypePlan,
+    msg: *const c_void,
+    s: &mut S,
+) -> Result<(), CdrError> {
     for f in &t.fields {
         // SAFETY: `offset` is the field's offset inside the message `msg` points to.
         let p = unsafe { msg.cast::<u8>().add(f.offset) }.cast::<c_void>();
@@ -23,7 +27,12 @@ pub unsafe fn message<S: Sink>(t: &TypePlan, msg: *const c_void, s: &mut S) -> R
     Ok(())
 }
 
-unsafe fn field<S: Sink>(t: &TypePlan, f: &Field, p: *const c_void, s: &mut S) -> Result<(), CdrError> {
+unsafe fn field<S: Sink>(
+    t: &TypePlan,
+    f: &Field,
+    p: *const c_void,
+    s: &mut S,
+) -> Result<(), CdrError> {
     match f.shape {
         // SAFETY: `p` is the element itself.
         Shape::Single => unsafe { element(t.flavor, f, p, s) },
@@ -115,7 +124,12 @@ fn prims<S: Sink>(kind: &Kind, size: usize, data: &[u8], s: &mut S) {
     }
 }
 
-unsafe fn element<S: Sink>(flavor: Flavor, f: &Field, e: *const c_void, s: &mut S) -> Result<(), CdrError> {
+unsafe fn element<S: Sink>(
+    flavor: Flavor,
+    f: &Field,
+    e: *const c_void,
+    s: &mut S,
+) -> Result<(), CdrError> {
     match &f.kind {
         Kind::Bool => {
             // SAFETY: `e` points to a bool (one byte).

@@ -39,7 +39,11 @@ pub enum CdrError {
     )]
     NoIntrospection(String),
     #[error("{ty}.{field}: {what} cannot be serialized to CDR")]
-    UnsupportedField { ty: String, field: String, what: String },
+    UnsupportedField {
+        ty: String,
+        field: String,
+        what: String,
+    },
     #[error("malformed introspection type support: {0}")]
     BadTypeSupport(String),
     #[error("invalid message: {0}")]
@@ -149,7 +153,9 @@ impl MessageType {
     /// # Safety
     /// As for [`from_type_support`](Self::from_type_support); type support libraries must not be
     /// unloaded while the process runs (rcl and rclpy never unload them).
-    pub unsafe fn cached(ts: *const rosidl_message_type_support_t) -> Result<MessageType, CdrError> {
+    pub unsafe fn cached(
+        ts: *const rosidl_message_type_support_t,
+    ) -> Result<MessageType, CdrError> {
         static CACHE: OnceLock<Mutex<HashMap<usize, MessageType>>> = OnceLock::new();
         let cache = CACHE.get_or_init(Default::default);
         let key = ts as usize;

@@ -10,7 +10,8 @@ use std::ffi::{c_char, c_void, CStr};
 use std::sync::Arc;
 
 use ffi::introspection_cpp::{
-    rosidl_typesupport_introspection_cpp_MessageMember, rosidl_typesupport_introspection_cpp_MessageMembers,
+    rosidl_typesupport_introspection_cpp_MessageMember,
+    rosidl_typesupport_introspection_cpp_MessageMembers,
 };
 use ffi::{
     rosidl_message_type_support_t, rosidl_typesupport_introspection_c__MessageMember,
@@ -154,7 +155,9 @@ unsafe fn build_at(
     depth: usize,
 ) -> Result<Arc<TypePlan>, CdrError> {
     if depth > MAX_DEPTH {
-        return Err(CdrError::BadTypeSupport("message types nested too deeply".into()));
+        return Err(CdrError::BadTypeSupport(
+            "message types nested too deeply".into(),
+        ));
     }
     // SAFETY: `ts` is a valid introspection handle per the contract.
     let data = unsafe { (*ts).data };
@@ -169,7 +172,8 @@ unsafe fn build_at(
     let (ns, name, count, size_of, members) = match flavor {
         Flavor::C => {
             // SAFETY: `data` of a C introspection handle is its MessageMembers.
-            let m = unsafe { &*(data as *const rosidl_typesupport_introspection_c__MessageMembers) };
+            let m =
+                unsafe { &*(data as *const rosidl_typesupport_introspection_c__MessageMembers) };
             (
                 m.message_namespace_,
                 m.message_name_,
@@ -180,7 +184,8 @@ unsafe fn build_at(
         }
         Flavor::Cpp => {
             // SAFETY: `data` of a C++ introspection handle is its MessageMembers.
-            let m = unsafe { &*(data as *const rosidl_typesupport_introspection_cpp_MessageMembers) };
+            let m =
+                unsafe { &*(data as *const rosidl_typesupport_introspection_cpp_MessageMembers) };
             (
                 m.message_namespace_,
                 m.message_name_,
@@ -259,13 +264,16 @@ unsafe fn read_member(flavor: Flavor, members: *const c_void, i: usize) -> RawMe
     match flavor {
         Flavor::C => {
             // SAFETY: caller guarantees `members` holds more than `i` C MessageMembers.
-            let m = unsafe { &*(members as *const rosidl_typesupport_introspection_c__MessageMember).add(i) };
+            let m = unsafe {
+                &*(members as *const rosidl_typesupport_introspection_c__MessageMember).add(i)
+            };
             raw!(m, Resize::C)
         }
         Flavor::Cpp => {
             // SAFETY: caller guarantees `members` holds more than `i` C++ MessageMembers.
-            let m =
-                unsafe { &*(members as *const rosidl_typesupport_introspection_cpp_MessageMember).add(i) };
+            let m = unsafe {
+                &*(members as *const rosidl_typesupport_introspection_cpp_MessageMember).add(i)
+            };
             raw!(m, Resize::Cpp)
         }
     }
@@ -294,11 +302,20 @@ const T_MESSAGE: u8 = 18;
 const _: () = {
     assert!(ffi::rosidl_typesupport_introspection_c__ROS_TYPE_MESSAGE as u8 == T_MESSAGE);
     assert!(ffi::rosidl_typesupport_introspection_c__ROS_TYPE_LONG_DOUBLE as u8 == T_LONG_DOUBLE);
-    assert!(ffi::introspection_cpp::rosidl_typesupport_introspection_cpp_ROS_TYPE_MESSAGE == T_MESSAGE);
-    assert!(ffi::introspection_cpp::rosidl_typesupport_introspection_cpp_ROS_TYPE_WSTRING == T_WSTRING);
+    assert!(
+        ffi::introspection_cpp::rosidl_typesupport_introspection_cpp_ROS_TYPE_MESSAGE == T_MESSAGE
+    );
+    assert!(
+        ffi::introspection_cpp::rosidl_typesupport_introspection_cpp_ROS_TYPE_WSTRING == T_WSTRING
+    );
 };
 
-unsafe fn field_of(flavor: Flavor, m: &RawMember, owner: &str, depth: usize) -> Result<Field, CdrError> {
+unsafe fn field_of(
+    flavor: Flavor,
+    m: &RawMember,
+    owner: &str,
+    depth: usize,
+) -> Result<Field, CdrError> {
     // SAFETY: the member name is a static C string of the generated code (or null).
     let name = unsafe { cstr_lossy(m.name) };
     let unsupported = |what: &str| CdrError::UnsupportedField {
@@ -374,13 +391,18 @@ unsafe fn field_of(flavor: Flavor, m: &RawMember, owner: &str, depth: usize) -> 
 
 /// The walkers rely on these functions; a type support without them is refused up front.
 fn check_functions(flavor: Flavor, f: &Field) -> Result<(), &'static str> {
-    let cpp_bool_vector =
-        flavor == Flavor::Cpp && matches!(f.kind, Kind::Bool) && matches!(f.shape, Shape::Sequence { .. });
+    let cpp_bool_vector = flavor == Flavor::Cpp
+        && matches!(f.kind, Kind::Bool)
+        && matches!(f.shape, Shape::Sequence { .. });
     match f.shape {
         Shape::Single => Ok(()),
         _ if cpp_bool_vector => {
             // std::vector<bool> has no addressable elements: fetch/assign copy them one by one.
-            if f.size_fn.is_none() || f.fetch_fn.is_none() || f.assign_fn.is_none() || f.resize_fn.is_none() {
+            if f.size_fn.is_none()
+                || f.fetch_fn.is_none()
+                || f.assign_fn.is_none()
+                || f.resize_fn.is_none()
+            {
                 return Err("bool sequence without size/fetch/assign/resize functions");
             }
             Ok(())
@@ -392,7 +414,10 @@ fn check_functions(flavor: Flavor, f: &Field) -> Result<(), &'static str> {
             Ok(())
         }
         Shape::Sequence { .. } => {
-            if f.size_fn.is_none() || f.get_const_fn.is_none() || f.get_fn.is_none() || f.resize_fn.is_none()
+            if f.size_fn.is_none()
+                || f.get_const_fn.is_none()
+                || f.get_fn.is_none()
+                || f.resize_fn.is_none()
             {
                 return Err("sequence without size/get/resize functions");
             }

@@ -32,7 +32,8 @@ fn dispatcher(lang: &str, name: &str) -> *const rosidl_message_type_support_t {
     let f = unsafe { dlsym(h, sym.as_ptr()) };
     assert!(!f.is_null(), "dlsym {sym:?}");
     // SAFETY: the symbol is the generated `const rosidl_message_type_support_t * f(void)`.
-    let f: unsafe extern "C" fn() -> *const rosidl_message_type_support_t = unsafe { std::mem::transmute(f) };
+    let f: unsafe extern "C" fn() -> *const rosidl_message_type_support_t =
+        unsafe { std::mem::transmute(f) };
     // SAFETY: the generated function takes no arguments and returns a static handle.
     unsafe { f() }
 }
@@ -98,9 +99,14 @@ fn type_info_has_name_hash_and_ros2msg_definition() {
         Some("RIHS01_f964f9dc322022b7a681ee6933ee5c3c788025b942fedb7f4d7c018ed840cf86")
     );
     let def = info.definition.unwrap();
-    let (root, dep) = def.split_once(&"=".repeat(80)).expect("one dependency delimiter");
+    let (root, dep) = def
+        .split_once(&"=".repeat(80))
+        .expect("one dependency delimiter");
     assert!(root.contains("BasicTypes basic_types_value"), "{def}");
-    assert!(dep.starts_with("\nMSG: test_msgs/msg/BasicTypes\n"), "{def}");
+    assert!(
+        dep.starts_with("\nMSG: test_msgs/msg/BasicTypes\n"),
+        "{def}"
+    );
     assert!(dep.contains("uint64 uint64_value"), "{def}");
     assert!(!dep.contains(&"=".repeat(80)));
 }
@@ -133,11 +139,8 @@ fn size_pass_agrees_with_the_bytes_and_bounded_types_have_a_maximum() {
         // SAFETY: an initialized C message of the type.
         unsafe { t.serialize(m.ptr(), &mut out) }.unwrap();
         // SAFETY: as above.
-        assert_eq!(
-            unsafe { t.serialized_size(m.ptr()) }.unwrap(),
-            out.len(),
-            "{name}"
-        );
+        let size = unsafe { t.serialized_size(m.ptr()) }.unwrap();
+        assert_eq!(size, out.len(), "{name}");
         // SAFETY: as above; deserializing our own bytes gives the same bytes again.
         unsafe { t.deserialize(&out, m.ptr()) }.unwrap();
         let mut again = Vec::new();
@@ -149,7 +152,12 @@ fn size_pass_agrees_with_the_bytes_and_bounded_types_have_a_maximum() {
     assert_eq!(c_type("BasicTypes").max_serialized_size(), Some(52));
     assert_eq!(c_type("Builtins").max_serialized_size(), Some(20));
     assert_eq!(c_type("Empty").max_serialized_size(), Some(5));
-    assert!(c_type("BoundedPlainSequences").max_serialized_size().unwrap() > 52);
+    assert!(
+        c_type("BoundedPlainSequences")
+            .max_serialized_size()
+            .unwrap()
+            > 52
+    );
     assert_eq!(c_type("Strings").max_serialized_size(), None);
     assert_eq!(c_type("UnboundedSequences").max_serialized_size(), None);
 }
@@ -157,10 +165,8 @@ fn size_pass_agrees_with_the_bytes_and_bounded_types_have_a_maximum() {
 #[test]
 fn bad_arguments_are_errors() {
     // SAFETY: null is allowed and refused.
-    assert!(matches!(
-        unsafe { MessageType::from_type_support(std::ptr::null()) },
-        Err(CdrError::NullTypeSupport)
-    ));
+    let null = unsafe { MessageType::from_type_support(std::ptr::null()) };
+    assert!(matches!(null, Err(CdrError::NullTypeSupport)));
     let t = c_type("BasicTypes");
     // SAFETY: null message pointers are refused before any access.
     assert!(unsafe { t.serialize(std::ptr::null(), &mut Vec::new()) }.is_err());

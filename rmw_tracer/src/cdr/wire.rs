@@ -396,7 +396,10 @@ mod tests {
     #[test]
     fn malformed_inputs_are_errors() {
         // Header too short, unknown encapsulation (PL_CDR_LE, XCDR2).
-        assert!(matches!(Reader::new(&[0, 1]), Err(CdrError::Truncated { .. })));
+        assert!(matches!(
+            Reader::new(&[0, 1]),
+            Err(CdrError::Truncated { .. })
+        ));
         assert!(matches!(
             Reader::new(&[0, 3, 0, 0]),
             Err(CdrError::Encapsulation(3))

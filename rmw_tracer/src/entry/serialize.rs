@@ -70,8 +70,12 @@ unsafe fn serialize(
             let rc = unsafe { ffi::rcutils_uint8_array_resize(out, buf.len()) };
             if rc != ffi::RCUTILS_RET_OK {
                 return Err(match rc {
-                    ffi::RCUTILS_RET_BAD_ALLOC => RmwError::BadAlloc("growing the serialized message"),
-                    _ => RmwError::invalid("serialized_message cannot be resized (not initialized?)"),
+                    ffi::RCUTILS_RET_BAD_ALLOC => {
+                        RmwError::BadAlloc("growing the serialized message")
+                    }
+                    _ => {
+                        RmwError::invalid("serialized_message cannot be resized (not initialized?)")
+                    }
                 });
             }
         }
@@ -119,7 +123,13 @@ unsafe fn deserialize(
         return Err(RmwError::Null("ros_message"));
     }
     // SAFETY: `buffer` holds `buffer_length` readable bytes per the caller.
-    let bytes = unsafe { handle::slice(input.buffer, input.buffer_length, "serialized_message.buffer") }?;
+    let bytes = unsafe {
+        handle::slice(
+            input.buffer,
+            input.buffer_length,
+            "serialized_message.buffer",
+        )
+    }?;
     // SAFETY: caller guarantee on the type support.
     let mt = unsafe { MessageType::cached(type_support) }.map_err(cdr_error)?;
     // SAFETY: caller guarantee: an initialized message of this type.
