@@ -367,7 +367,9 @@ def ros_include_dirs() -> list[str]:
     return dirs
 
 
-CORE_LIBS = ("rcl", "rmw", "rcutils", "rosidl_runtime_c", "rosidl_typesupport_c",
+# librmw_fastrtps_cpp is what the wheels' librcl is linked to, so a program that calls an rmw_*
+# entry point itself links it too; under LD_PRELOAD the symbols resolve to librmw_tracer.so first.
+CORE_LIBS = ("rcl", "rmw", "rmw_fastrtps_cpp", "rcutils", "rosidl_runtime_c", "rosidl_typesupport_c",
              "rosidl_typesupport_introspection_c")
 
 
@@ -399,7 +401,9 @@ def compile_c(source: str | Path, out: Path, *, msgs: Sequence[str] = (),
         argv += [f"-l{m}__rosidl_generator_c", f"-l{m}__rosidl_typesupport_c"]
     argv += [f"-l{lib}" for lib in libs]
     if link_python:
-        argv.append(f"-lpython{_venv_python_version()}")
+        # The program never calls Python itself, so --as-needed would drop it; the wheels'
+        # *__rosidl_generator_py libraries that librcl pulls in do need it.
+        argv += ["-Wl,--no-as-needed", f"-lpython{_venv_python_version()}", "-Wl,--as-needed"]
     argv += ["-ldl", "-lpthread"]
     res = subprocess.run(argv, capture_output=True, text=True, timeout=300)
     if res.returncode != 0:
