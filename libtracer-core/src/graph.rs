@@ -743,6 +743,11 @@ impl Graph {
         crate::net::detach(&self.inner, link);
     }
 
+    /// This graph as a transport's `LinkHandler` (e.g. `MemoryFabric::join(name, handler)`).
+    pub fn link_handler(&self) -> Arc<crate::net::GraphHandler> {
+        crate::net::GraphHandler::new(&self.inner)
+    }
+
     /// Close every link and stop discovery. The graph stays usable in-process.
     pub fn shutdown(&self) {
         self.inner.net.shutdown();

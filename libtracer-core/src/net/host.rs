@@ -1,0 +1,104 @@
+//! Binds the graph to the link layer: a `LinkHandler` that turns a transport's links into
+//! mounts, and `Discovery::Host` = a `HostTransport` in the rendezvous directory.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Weak};
+
+use parking_lot::Mutex;
+
+use super::{attach, detach, on_frame, LinkId, PeerInfo, PeerLink};
+use crate::error::Error;
+use crate::graph::{Graph, GraphInner};
+use crate::link::{default_rendezvous_dir, HostTransport, Link, LinkError, LinkHandler};
+use crate::wire::frame::Frame;
+
+fn link_error(e: LinkError) -> Error {
+    match e {
+        LinkError::Encode(e) => Error::TooLarge(e.to_string()),
+        LinkError::Io(e) => Error::Io(Arc::new(e)),
+        LinkError::InvalidName(n) => Error::InvalidPath {
+            path: n,
+            reason: "not a valid node name",
+        },
+        e @ (LinkError::Closed(_) | LinkError::Handshake { .. }) => Error::LinkDown(e.to_string()),
+        e @ (LinkError::InsecureDir { .. } | LinkError::NameTaken(_)) => {
+            Error::Io(Arc::new(std::io::Error::other(e.to_string())))
+        }
+    }
+}
+
+struct Adapter(Arc<dyn Link>);
+
+impl PeerLink for Adapter {
+    fn send(&self, frame: &Frame) -> Result<(), Error> {
+        self.0.send(frame).map_err(link_error)
+    }
+    fn peer(&self) -> PeerInfo {
+        let p = self.0.peer();
+        PeerInfo {
+            name: p.name.clone(),
+            uid: p.uid,
+            gid: p.gid,
+            pid: p.pid,
+        }
+    }
+    fn close(&self) {
+        self.0.close();
+    }
+}
+
+/// The graph as a transport's `LinkHandler`. Holds the graph weakly: a transport never keeps a
+/// graph alive.
+pub struct GraphHandler {
+    graph: Weak<GraphInner>,
+    ids: Mutex<HashMap<usize, LinkId>>,
+}
+
+fn key(link: &Arc<dyn Link>) -> usize {
+    Arc::as_ptr(link) as *const () as usize
+}
+
+impl GraphHandler {
+    pub(crate) fn new(g: &Arc<GraphInner>) -> Arc<GraphHandler> {
+        Arc::new(GraphHandler {
+            graph: Arc::downgrade(g),
+            ids: Mutex::new(HashMap::new()),
+        })
+    }
+}
+
+impl LinkHandler for GraphHandler {
+    fn on_up(&self, link: Arc<dyn Link>) {
+        let Some(g) = self.graph.upgrade() else {
+            link.close();
+            return;
+        };
+        let k = key(&link);
+        if let Ok(id) = attach(&g, Arc::new(Adapter(link))) {
+            self.ids.lock().insert(k, id);
+        }
+    }
+
+    fn on_frame(&self, link: &Arc<dyn Link>, frame: Frame) {
+        let id = self.ids.lock().get(&key(link)).copied();
+        if let (Some(id), Some(g)) = (id, self.graph.upgrade()) {
+            on_frame(&g, id, frame);
+        }
+    }
+
+    fn on_down(&self, link: &Arc<dyn Link>) {
+        let id = self.ids.lock().remove(&key(link));
+        if let (Some(id), Some(g)) = (id, self.graph.upgrade()) {
+            detach(&g, id);
+        }
+    }
+}
+
+/// `Discovery::Host`: join the rendezvous directory (default: per user, per domain, 0700).
+pub(crate) fn start_host(g: &Graph, dir: Option<std::path::PathBuf>) -> Result<(), Error> {
+    let dir = dir.unwrap_or_else(|| default_rendezvous_dir(g.inner.domain_id));
+    let handler = GraphHandler::new(&g.inner);
+    let t = HostTransport::start(&dir, &g.inner.name, handler).map_err(link_error)?;
+    g.inner.net.set_host(Box::new(t));
+    Ok(())
+}

@@ -1,0 +1,406 @@
+//! Rulings about the graph over links: mounts at /net/<peer>, forwarded writes (never create),
+//! remote subscribes (ACL with the peer's credentials), edges bound to their link and the clean-up
+//! when it drops. Runs over the in-process `MemoryFabric` (real codec) and, for credentials the
+//! fabric cannot fake, a scripted link that records what the graph sends.
+
+mod common;
+use common::{drain, graph, m, p};
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use libtracer_core::link::{MemoryFabric, MemoryNode};
+use libtracer_core::wire::frame::{ErrorCode, Frame};
+use libtracer_core::{
+    Acl, DeliveryPolicy, EdgeState, Error, Graph, PeerInfo, PeerLink, Principal, Rights, Role,
+    StreamOptions, StructEvent, Vertex,
+};
+
+const T: Duration = Duration::from_secs(10);
+
+/// Wait for a condition that another thread makes true (no timing is asserted).
+fn eventually(what: &str, f: impl Fn() -> bool) {
+    let end = Instant::now() + T;
+    while !f() {
+        assert!(Instant::now() < end, "never happened: {what}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+fn join(fabric: &MemoryFabric, g: &Graph) -> MemoryNode {
+    fabric.join(g.name(), g.link_handler()).unwrap()
+}
+
+fn pair() -> (Graph, Graph, MemoryNode, MemoryNode, MemoryFabric) {
+    let fabric = MemoryFabric::new();
+    let a = graph("a");
+    let b = graph("b");
+    let na = join(&fabric, &a);
+    let nb = join(&fabric, &b);
+    eventually("a and b mounted", || {
+        a.peers() == ["b"] && b.peers() == ["a"]
+    });
+    (a, b, na, nb, fabric)
+}
+
+fn events(v: &Vertex) -> Vec<StructEvent> {
+    std::iter::from_fn(|| v.pop())
+        .map(|s| StructEvent::decode(s.payload.as_ref()).unwrap())
+        .collect()
+}
+
+#[test]
+fn ruling_peer_mounts_at_net_and_goes_when_the_link_drops() {
+    let fabric = MemoryFabric::new();
+    let a = graph("a");
+    let feed = a.create_stream("/feed", StreamOptions::default()).unwrap();
+    a.subscribe("/net/:children[]", "/feed", DeliveryPolicy::default())
+        .unwrap();
+    let _na = join(&fabric, &a);
+    let b = graph("b");
+    let nb = join(&fabric, &b);
+    eventually("b mounted on a", || a.peers() == ["b"]);
+    assert_eq!(
+        a.vertex("/net/b").map(|v| v.role()),
+        None,
+        "a mount is not a local vertex"
+    );
+    eventually("Created on /net/:children[]", || !feed.is_empty());
+    assert_eq!(
+        events(&feed),
+        vec![StructEvent::Created {
+            path: "b".into(),
+            role: Role::Mount,
+            schema: None
+        }]
+    );
+    drop(nb);
+    eventually("b unmounted on a", || a.peers().is_empty());
+    eventually("Removed on /net/:children[]", || !feed.is_empty());
+    assert_eq!(
+        events(&feed),
+        vec![StructEvent::Removed { path: "b".into() }]
+    );
+}
+
+#[test]
+fn ruling_forwarded_write_lands_on_peer_and_never_creates() {
+    let (a, b, _na, _nb, _f) = pair();
+    let t = b.create_stream("/topic", StreamOptions::default()).unwrap();
+    a.write("/net/b/topic", p(b"hi"), m(1)).unwrap();
+    eventually("write landed", || !t.is_empty());
+    let s = t.pop().unwrap();
+    assert_eq!(s.payload.as_ref(), b"hi");
+    assert_eq!(s.origin.as_deref(), Some("a"));
+    // Missing path on the peer: not_found, and nothing is created there.
+    assert!(matches!(
+        a.write_confirmed("/net/b/missing/x", p(b"x"), m(2), T),
+        Err(Error::NotFound(_))
+    ));
+    assert!(b.vertex("/missing").is_none());
+    a.write_confirmed("/net/b/topic", p(b"ok"), m(3), T)
+        .unwrap();
+    // Fire-and-forget writes that fail are counted, not lost silently.
+    a.write("/net/b/nope", p(b"x"), m(4)).unwrap();
+    eventually("error reply counted", || a.remote_write_errors().0 == 1);
+    assert!(matches!(
+        a.remote_write_errors().1,
+        Some(Error::NotFound(_))
+    ));
+    // Remote read.
+    let r = a.read("/net/b/topic", T).unwrap().unwrap();
+    assert_eq!(r.payload.as_ref(), b"ok");
+}
+
+#[test]
+fn ruling_remote_subscribe_delivers_with_suffix_and_origin() {
+    let (a, b, _na, _nb, _f) = pair();
+    b.create_stream("/topic", StreamOptions::default()).unwrap();
+    let sub = a.create_stream("/sub", StreamOptions::default()).unwrap();
+    let e = a
+        .subscribe("/net/b/topic", "/sub", DeliveryPolicy::new(true, 3, false))
+        .unwrap();
+    assert_eq!(e.peer(), Some("b"));
+    e.wait_established(T).unwrap();
+    // On the producer the edge is in :subscribers[], bound to the link to a.
+    let subs = b.subscribers("/topic").unwrap();
+    assert_eq!(subs.len(), 1);
+    assert_eq!(subs[0].edge_id, e.id());
+    assert_eq!(subs[0].target, "/net/a");
+    assert_eq!(subs[0].peer.as_deref(), Some("a"));
+    assert_eq!(subs[0].policy.priority(), 3);
+    b.write("/topic", p(b"1"), m(1)).unwrap();
+    b.write("/topic/deep/er", p(b"2"), m(2)).unwrap();
+    eventually("two deliveries", || sub.len() == 2);
+    let s1 = sub.pop().unwrap();
+    assert_eq!(
+        (s1.meta.sequence, s1.suffix, s1.origin.as_deref()),
+        (1, None, Some("b"))
+    );
+    let s2 = sub.pop().unwrap();
+    assert_eq!(s2.suffix.as_deref(), Some("deep/er"));
+    // Delivery terminates at the target on the consumer too.
+    let further = a
+        .create_stream("/further", StreamOptions::default())
+        .unwrap();
+    a.subscribe("/sub", "/further", DeliveryPolicy::default())
+        .unwrap();
+    b.write("/topic", p(b"3"), m(3)).unwrap();
+    eventually("third delivery", || sub.len() == 1);
+    assert!(further.is_empty());
+    // Unsubscribe removes the producer's entry.
+    a.unsubscribe(&e).unwrap();
+    eventually("edge gone on b", || b.subscriber_count("/topic") == 0);
+    // A subscribe to a missing remote source fails.
+    let bad = a
+        .subscribe("/net/b/none", "/sub", DeliveryPolicy::default())
+        .unwrap();
+    assert!(matches!(bad.wait_established(T), Err(Error::NotFound(_))));
+}
+
+#[test]
+fn ruling_remote_transient_local_replays_before_live() {
+    let (a, b, _na, _nb, _f) = pair();
+    let t = b
+        .create_stream("/latched", StreamOptions::keep_last(2))
+        .unwrap();
+    for i in 1..=3 {
+        t.write(p(b"x"), m(i)).unwrap();
+    }
+    let sub = a.create_stream("/sub", StreamOptions::default()).unwrap();
+    let e = a
+        .subscribe(
+            "/net/b/latched",
+            "/sub",
+            DeliveryPolicy::RELIABLE.with_transient_local(true),
+        )
+        .unwrap();
+    e.wait_established(T).unwrap();
+    // Established means the history has already landed.
+    assert_eq!(drain(&sub), vec![(2, None), (3, None)]);
+    t.write(p(b"x"), m(4)).unwrap();
+    eventually("live", || sub.len() == 1);
+    assert_eq!(drain(&sub), vec![(4, None)]);
+}
+
+#[test]
+fn ruling_remote_children_feed() {
+    let (a, b, _na, _nb, _f) = pair();
+    b.create_value("/w/x").unwrap();
+    let feed = a.create_stream("/feed", StreamOptions::default()).unwrap();
+    let e = a
+        .subscribe("/net/b/w/:children[]", "/feed", DeliveryPolicy::default())
+        .unwrap();
+    e.wait_established(T).unwrap();
+    assert!(e.is_structural());
+    b.create_stream("/w/y", StreamOptions::default()).unwrap();
+    eventually("two events", || feed.len() == 2);
+    let s = feed.pop().unwrap();
+    assert_eq!(s.origin.as_deref(), Some("b"));
+    assert_eq!(
+        StructEvent::decode(s.payload.as_ref()).unwrap(),
+        StructEvent::Created {
+            path: "x".into(),
+            role: Role::Value,
+            schema: None
+        }
+    );
+    assert_eq!(
+        events(&feed),
+        vec![StructEvent::Created {
+            path: "y".into(),
+            role: Role::Stream,
+            schema: None
+        }]
+    );
+}
+
+#[test]
+fn ruling_edges_bound_to_a_link_go_with_it() {
+    let (a, b, _na, nb, _f) = pair();
+    b.create_stream("/topic", StreamOptions::default()).unwrap();
+    a.create_stream("/mine", StreamOptions::default()).unwrap();
+    let sub = a.create_stream("/sub", StreamOptions::default()).unwrap();
+    let e = a
+        .subscribe("/net/b/topic", "/sub", DeliveryPolicy::default())
+        .unwrap();
+    e.wait_established(T).unwrap();
+    // And b subscribes to a's vertex: a holds an edge bound to the link.
+    let bsub = b.create_stream("/bsub", StreamOptions::default()).unwrap();
+    b.subscribe("/net/a/mine", "/bsub", DeliveryPolicy::default())
+        .unwrap()
+        .wait_established(T)
+        .unwrap();
+    assert_eq!(a.subscriber_count("/mine"), 1);
+    assert_eq!(b.subscriber_count("/topic"), 1);
+    drop(nb);
+    eventually("a sees the link drop", || a.peers().is_empty());
+    assert_eq!(
+        a.subscriber_count("/mine"),
+        0,
+        "b's edge went with the link"
+    );
+    assert!(matches!(e.state(), EdgeState::Failed(Error::LinkDown(_))));
+    assert_eq!(b.subscriber_count("/topic"), 0);
+    a.write("/mine", p(b"x"), m(1)).unwrap();
+    assert!(bsub.is_empty() && sub.is_empty());
+    // A new subscribe to the gone peer is refused at once.
+    assert!(matches!(
+        a.subscribe("/net/b/topic", "/sub", DeliveryPolicy::default()),
+        Err(Error::NotFound(_))
+    ));
+}
+
+#[test]
+fn ruling_removing_a_target_unsubscribes_on_the_peer() {
+    let (a, b, _na, _nb, _f) = pair();
+    b.create_stream("/topic", StreamOptions::default()).unwrap();
+    a.create_stream("/sub", StreamOptions::default()).unwrap();
+    let e = a
+        .subscribe("/net/b/topic", "/sub", DeliveryPolicy::default())
+        .unwrap();
+    e.wait_established(T).unwrap();
+    a.remove("/sub").unwrap();
+    assert!(matches!(e.state(), EdgeState::Closed));
+    eventually("producer edge removed", || {
+        b.subscriber_count("/topic") == 0
+    });
+}
+
+/// A link whose peer identity we choose, recording what the graph sends.
+struct Scripted {
+    info: PeerInfo,
+    sent: Mutex<Vec<Frame>>,
+}
+
+impl PeerLink for Scripted {
+    fn send(&self, frame: &Frame) -> Result<(), Error> {
+        self.sent.lock().unwrap().push(frame.clone());
+        Ok(())
+    }
+    fn peer(&self) -> PeerInfo {
+        self.info.clone()
+    }
+    fn close(&self) {}
+}
+
+fn scripted(g: &Graph, uid: u32, gid: u32) -> (Arc<Scripted>, libtracer_core::LinkId) {
+    let l = Arc::new(Scripted {
+        info: PeerInfo {
+            name: "peer".into(),
+            uid,
+            gid,
+            pid: 1,
+        },
+        sent: Mutex::new(Vec::new()),
+    });
+    let id = g.attach_link(l.clone()).unwrap();
+    (l, id)
+}
+
+#[test]
+fn ruling_incoming_subscribe_checked_with_peer_credentials() {
+    let g = graph("g");
+    g.create_stream("/s", StreamOptions::default()).unwrap();
+    let stranger = g.owner().uid.wrapping_add(7);
+    let (l, id) = scripted(&g, stranger, 777);
+    let sub = |req, edge| Frame::Subscribe {
+        req,
+        source: "/s".into(),
+        edge,
+        policy: 0,
+    };
+    g.link_frame(id, sub(1, 10));
+    assert!(matches!(
+        l.sent.lock().unwrap().pop(),
+        Some(Frame::Error {
+            req: 1,
+            code: ErrorCode::PermissionDenied,
+            ..
+        })
+    ));
+    assert_eq!(g.subscriber_count("/s"), 0);
+    g.set_acl(
+        "/s",
+        Acl::new().allow(Principal::Gid(777), Rights::SUBSCRIBE),
+    )
+    .unwrap();
+    g.link_frame(id, sub(2, 10));
+    assert_eq!(l.sent.lock().unwrap().pop(), Some(Frame::Ok { req: 2 }));
+    assert_eq!(g.subscriber_count("/s"), 1);
+    // The same edge id twice on one link is refused.
+    g.link_frame(id, sub(3, 10));
+    assert!(matches!(
+        l.sent.lock().unwrap().pop(),
+        Some(Frame::Error {
+            req: 3,
+            code: ErrorCode::Malformed,
+            ..
+        })
+    ));
+    // Deliveries go out compact, with the consumer's edge id.
+    g.write("/s", p(b"d"), m(5)).unwrap();
+    match l.sent.lock().unwrap().pop() {
+        Some(Frame::Delivery {
+            edge: 10,
+            meta,
+            suffix: None,
+            payload,
+        }) => {
+            assert_eq!(meta.sequence, 5);
+            assert_eq!(payload.as_ref(), b"d");
+        }
+        other => panic!("expected a delivery, got {other:?}"),
+    }
+    g.link_down(id);
+    assert_eq!(g.subscriber_count("/s"), 0);
+}
+
+#[test]
+fn ruling_incoming_write_to_missing_path_answers_not_found() {
+    let g = graph("g");
+    let v = g.create_value("/v").unwrap();
+    let (l, id) = scripted(&g, g.owner().uid, g.owner().gid);
+    let w = |req, path: &str| Frame::Write {
+        req,
+        path: path.into(),
+        meta: m(1),
+        payload: p(b"x"),
+    };
+    g.link_frame(id, w(1, "/missing/deeper"));
+    assert!(matches!(
+        l.sent.lock().unwrap().pop(),
+        Some(Frame::Error {
+            req: 1,
+            code: ErrorCode::NotFound,
+            ..
+        })
+    ));
+    assert!(g.vertex("/missing").is_none());
+    g.link_frame(id, w(2, "/v"));
+    assert_eq!(l.sent.lock().unwrap().pop(), Some(Frame::Ok { req: 2 }));
+    assert_eq!(v.value().unwrap().origin.as_deref(), Some("peer"));
+    g.link_frame(id, w(3, "bad//path"));
+    assert!(matches!(
+        l.sent.lock().unwrap().pop(),
+        Some(Frame::Error {
+            req: 3,
+            code: ErrorCode::Malformed,
+            ..
+        })
+    ));
+    // A stranger's write is refused by the ACL.
+    let (l2, id2) = {
+        g.link_down(id);
+        scripted(&g, g.owner().uid.wrapping_add(1), 1)
+    };
+    g.link_frame(id2, w(4, "/v"));
+    assert!(matches!(
+        l2.sent.lock().unwrap().pop(),
+        Some(Frame::Error {
+            req: 4,
+            code: ErrorCode::PermissionDenied,
+            ..
+        })
+    ));
+}
