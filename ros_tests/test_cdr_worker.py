@@ -186,8 +186,32 @@ def cmd_malformed() -> dict:
     }
     specific_accepted = [name for name, (data, cls) in specific.items() if not rejected(data, cls)]
     cases += len(specific)
+    try:
+        deserialize_message(specific["string length 0xffffffff"][0], Strings)
+        error_text = ""
+    except Exception as e:  # noqa: BLE001
+        error_text = str(e)
+    # Messages over their bounds (set past rclpy's own checks) must not be serialized.
+    over = {}
+    m = BoundedSequences()
+    m._bool_values = [True] * 4
+    over["bool[<=3] with 4"] = m
+    m = BoundedSequences()
+    m._basic_types_values = [BasicTypes()] * 5
+    over["BasicTypes[<=3] with 5"] = m
+    m = Strings()
+    m._bounded_string_value = "x" * 23
+    over["string<=22 with 23"] = m
+    overbound_serialized = []
+    for name, msg in over.items():
+        try:
+            serialize_message(msg)
+            overbound_serialized.append(name)
+        except Exception:  # noqa: BLE001
+            pass
     return {"cases": cases, "accepted": accepted, "specific_accepted": specific_accepted,
-            "garbled_parsed": garbled_ok}
+            "garbled_parsed": garbled_ok, "error_text": error_text,
+            "overbound_serialized": overbound_serialized}
 
 
 def main() -> int:
