@@ -3,13 +3,30 @@
 //! `crate::entry` holds the `extern "C"` rmw entry points, `crate::boundary` the only unsafe
 //! code (panic boundary, pointer module, C strings, error mapping). See `docs/rmw-mapping.md`.
 
+#![deny(unsafe_code)]
+
 use std::ffi::CStr;
 
+#[allow(unsafe_code)]
 pub mod boundary;
+#[allow(unsafe_code)]
 pub mod cdr;
+mod context;
+#[allow(unsafe_code)]
 mod entry;
 mod features;
+mod gid;
+mod guard;
 mod log;
+mod names;
+mod node;
+mod publisher;
+mod qos;
+mod registry;
+mod service;
+mod subscription;
+mod topic;
+mod waitset;
 
 /// The implementation identifier every rmw_tracer handle carries.
 pub const IDENTIFIER: &CStr = c"rmw_tracer";

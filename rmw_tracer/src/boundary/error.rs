@@ -42,6 +42,9 @@ pub enum RmwError {
     /// Anything else that is our fault or the environment's: `RMW_RET_ERROR`.
     #[error("{0}")]
     Failed(String),
+    /// The libtracer graph refused or failed an operation.
+    #[error("libtracer: {0}")]
+    Graph(#[from] libtracer_core::Error),
 }
 
 pub type RmwResult<T> = Result<T, RmwError>;
@@ -60,6 +63,7 @@ impl RmwError {
             RmwError::NodeNameNonExistent(_) => ffi::RMW_RET_NODE_NAME_NON_EXISTENT,
             RmwError::Serialization(_) => ffi::RMW_RET_ERROR,
             RmwError::Failed(_) => ffi::RMW_RET_ERROR,
+            RmwError::Graph(e) => graph_code(e),
         }
     }
 
@@ -76,6 +80,8 @@ impl RmwError {
             | RmwError::NodeNameNonExistent(_)
             | RmwError::Serialization(_)
             | RmwError::Failed(_) => true,
+            RmwError::Graph(libtracer_core::Error::Timeout) => false,
+            RmwError::Graph(_) => true,
         }
     }
 
@@ -87,6 +93,52 @@ impl RmwError {
     /// Shorthand for [`RmwError::Failed`].
     pub fn failed(msg: impl Into<String>) -> Self {
         RmwError::Failed(msg.into())
+    }
+}
+
+/// How a libtracer error is reported. A refusal by a peer's ACL (the seed's open question) is
+/// `RMW_RET_ERROR` with the refusal in the error string: rmw has no code for "not allowed".
+fn graph_code(e: &libtracer_core::Error) -> rmw_ret_t {
+    use libtracer_core::Error as E;
+    match e {
+        E::InvalidPath { .. } => ffi::RMW_RET_INVALID_ARGUMENT,
+        E::Timeout => ffi::RMW_RET_TIMEOUT,
+        E::Unsupported(_) => ffi::RMW_RET_UNSUPPORTED,
+        E::NotFound(_)
+        | E::PermissionDenied { .. }
+        | E::SchemaNotFound(_)
+        | E::Malformed(_)
+        | E::WrongRole { .. }
+        | E::LinkDown(_)
+        | E::Io(_)
+        | E::TooLarge(_)
+        | E::Closed(_)
+        | E::Internal(_) => ffi::RMW_RET_ERROR,
+    }
+}
+
+/// How a CDR failure is reported: out of memory is `RMW_RET_BAD_ALLOC`, a type CDR cannot carry
+/// is `RMW_RET_UNSUPPORTED`, a dispatcher without introspection an invalid argument, anything
+/// else (bad bytes, a message over its bounds) `RMW_RET_ERROR` as in Fast DDS; the text names
+/// the type and field.
+impl From<crate::cdr::CdrError> for RmwError {
+    fn from(e: crate::cdr::CdrError) -> RmwError {
+        use crate::cdr::CdrError as C;
+        match e.root() {
+            C::Alloc { .. } => RmwError::BadAlloc("(de)serializing a message"),
+            C::UnsupportedField { .. } => RmwError::UnsupportedFeature(e.to_string()),
+            C::NullTypeSupport => RmwError::Null("type_support"),
+            C::NoIntrospection(_) => RmwError::invalid(e.to_string()),
+            C::BadTypeSupport(_)
+            | C::BadMessage(_)
+            | C::BoundExceeded { .. }
+            | C::TooLong { .. }
+            | C::Truncated { .. }
+            | C::Malformed { .. }
+            | C::Encapsulation(_)
+            | C::InField { .. }
+            | C::Info(_) => RmwError::Serialization(e.to_string()),
+        }
     }
 }
 

@@ -226,4 +226,101 @@ macro_rules! bind {
         }
     };
 }
-pub(crate) use bind;
+
+// Every rmw handle type and the Rust object behind it. Client, service and event handles get
+// their line when their objects land (docs/entry-points.md).
+bind!(crate::context::Context => ffi::rmw_context_t, "context", CallerOwned, impl_);
+bind!(crate::guard::GuardCondition => ffi::rmw_guard_condition_t, "guard condition", Boxed, data);
+bind!(crate::node::Node => ffi::rmw_node_t, "node", Boxed, data);
+bind!(crate::publisher::Publisher => ffi::rmw_publisher_t, "publisher", Boxed, data);
+bind!(crate::subscription::Subscription => ffi::rmw_subscription_t, "subscription", Boxed, data);
+bind!(crate::waitset::WaitSet => ffi::rmw_wait_set_t, "wait set", Boxed, data);
+bind!(crate::service::server::Server => ffi::rmw_service_t, "service", Boxed, data);
+bind!(crate::service::client::Client => ffi::rmw_client_t, "client", Boxed, data);
+
+/// A rmw_tracer-owned handle kept by another object (a node's graph guard condition): destroyed
+/// when this is dropped.
+pub struct Owned<H: Handle>(std::ptr::NonNull<H::C>);
+
+// SAFETY: the C struct is never mutated after `create` and the object behind it is
+// `Send + Sync` (the `Handle` bound); the identifier and context pointers it holds are static
+// or outlive it.
+unsafe impl<H: Handle> Send for Owned<H> {}
+// SAFETY: as above.
+unsafe impl<H: Handle> Sync for Owned<H> {}
+
+impl<H: Handle> Owned<H> {
+    pub fn new(obj: H, make: impl FnOnce(&H, *mut c_void) -> H::C) -> Owned<H> {
+        let p = create(obj, make);
+        // SAFETY: `create` returns the pointer of a fresh Box, never null.
+        Owned(unsafe { std::ptr::NonNull::new_unchecked(p) })
+    }
+
+    pub fn as_ptr(&self) -> *const H::C {
+        self.0.as_ptr()
+    }
+
+    pub fn get(&self) -> &H {
+        // SAFETY: made by `create` and destroyed only in Drop, so the data pointer is live.
+        unsafe { &*(H::data(self.0.as_ref()) as *const H) }
+    }
+}
+
+impl<H: Handle> Drop for Owned<H> {
+    fn drop(&mut self) {
+        // SAFETY: made by `create`, destroyed exactly once here.
+        let _ = unsafe { destroy::<H>(self.0.as_ptr(), "owned handle") };
+    }
+}
+
+/// The `void *` slots of one of `rmw_wait`'s arrays (`rmw_subscriptions_t`, ...): each slot is
+/// the `data` pointer of a handle, and `rmw_wait` nulls the ones that are not ready.
+pub trait WaitArray {
+    fn slots(&mut self) -> (*mut *mut c_void, usize);
+}
+
+macro_rules! wait_array {
+    ($t:ty, $ptr:ident, $count:ident) => {
+        impl WaitArray for $t {
+            fn slots(&mut self) -> (*mut *mut c_void, usize) {
+                (self.$ptr, self.$count)
+            }
+        }
+    };
+}
+wait_array!(ffi::rmw_subscriptions_t, subscribers, subscriber_count);
+wait_array!(
+    ffi::rmw_guard_conditions_t,
+    guard_conditions,
+    guard_condition_count
+);
+wait_array!(ffi::rmw_services_t, services, service_count);
+wait_array!(ffi::rmw_clients_t, clients, client_count);
+wait_array!(ffi::rmw_events_t, events, event_count);
+
+/// The slots of a wait array; a null array pointer is an empty array (rmw allows it).
+///
+/// # Safety
+/// `a` is null or points to a live array struct whose pointer holds `count` slots, accessed by
+/// nothing else during `'a`.
+pub unsafe fn wait_slots<'a, A: WaitArray>(
+    a: *mut A,
+    arg: &'static str,
+) -> RmwResult<&'a mut [*mut c_void]> {
+    // SAFETY: forwarded caller guarantee.
+    let Some(a) = (unsafe { a.as_mut() }) else {
+        return Ok(&mut []);
+    };
+    let (p, n) = a.slots();
+    // SAFETY: forwarded caller guarantee on the slots.
+    unsafe { slice_mut(p, n, arg) }
+}
+
+/// An optional input pointer (null -> `None`).
+///
+/// # Safety
+/// `p` is null or points to a live `T` not mutated during `'a`.
+pub unsafe fn opt_input<'a, T>(p: *const T) -> Option<&'a T> {
+    // SAFETY: forwarded caller guarantee.
+    unsafe { p.as_ref() }
+}

@@ -1,42 +1,60 @@
-//! Entry points: guard.
-
-#![allow(unused_imports)]
-use std::ffi::{c_char, c_void};
+//! Entry points: guard conditions.
 
 use ffi::rmw_ret_t;
 
-use super::unsupported;
-use crate::boundary::{ffi_bool, ffi_const_ptr, ffi_ptr, ffi_ret};
+use crate::boundary::{ffi_ptr, ffi_ret, handle};
+use crate::context::Context;
+use crate::guard::GuardCondition;
+use crate::IDENTIFIER;
 
-/// `rmw_create_guard_condition`: not built yet; returns `RMW_RET_UNSUPPORTED` and sets the error string.
+/// `rmw_create_guard_condition`.
 ///
 /// # Safety
-/// Callable with any arguments: none is dereferenced.
+/// `context` is null or a live context.
 #[no_mangle]
 pub unsafe extern "C" fn rmw_create_guard_condition(
-    _context: *mut ffi::rmw_context_t,
+    context: *mut ffi::rmw_context_t,
 ) -> *mut ffi::rmw_guard_condition_t {
-    ffi_ptr("rmw_create_guard_condition", unsupported)
+    ffi_ptr("rmw_create_guard_condition", || {
+        // SAFETY: caller guarantee.
+        let ctx = unsafe { handle::get::<Context>(context, "context") }?;
+        ctx.shared.check_live()?;
+        Ok(handle::create(GuardCondition::new(), |_, data| {
+            ffi::rmw_guard_condition_t {
+                implementation_identifier: IDENTIFIER.as_ptr(),
+                data,
+                context,
+            }
+        }))
+    })
 }
 
-/// `rmw_destroy_guard_condition`: not built yet; returns `RMW_RET_UNSUPPORTED` and sets the error string.
+/// `rmw_destroy_guard_condition`.
 ///
 /// # Safety
-/// Callable with any arguments: none is dereferenced.
+/// `guard_condition` is null or one made by `rmw_create_guard_condition`, not used afterwards.
 #[no_mangle]
 pub unsafe extern "C" fn rmw_destroy_guard_condition(
-    _guard_condition: *mut ffi::rmw_guard_condition_t,
+    guard_condition: *mut ffi::rmw_guard_condition_t,
 ) -> rmw_ret_t {
-    ffi_ret("rmw_destroy_guard_condition", unsupported)
+    ffi_ret("rmw_destroy_guard_condition", || {
+        // SAFETY: caller guarantee.
+        drop(unsafe { handle::destroy::<GuardCondition>(guard_condition, "guard_condition") }?);
+        Ok(())
+    })
 }
 
-/// `rmw_trigger_guard_condition`: not built yet; returns `RMW_RET_UNSUPPORTED` and sets the error string.
+/// `rmw_trigger_guard_condition`: wakes every wait set waiting on it.
 ///
 /// # Safety
-/// Callable with any arguments: none is dereferenced.
+/// `guard_condition` is null or a live guard condition.
 #[no_mangle]
 pub unsafe extern "C" fn rmw_trigger_guard_condition(
-    _guard_condition: *const ffi::rmw_guard_condition_t,
+    guard_condition: *const ffi::rmw_guard_condition_t,
 ) -> rmw_ret_t {
-    ffi_ret("rmw_trigger_guard_condition", unsupported)
+    ffi_ret("rmw_trigger_guard_condition", || {
+        // SAFETY: caller guarantee.
+        unsafe { handle::get::<GuardCondition>(guard_condition, "guard_condition") }?.trigger();
+        Ok(())
+    })
 }

@@ -1,74 +1,159 @@
-//! Entry points: init.
-
-#![allow(unused_imports)]
-use std::ffi::{c_char, c_void};
+//! Entry points: init options, init, shutdown, context fini.
 
 use ffi::rmw_ret_t;
 
-use super::unsupported;
-use crate::boundary::{ffi_bool, ffi_const_ptr, ffi_ptr, ffi_ret};
+use crate::boundary::{clib, cstr, ffi_ret, handle, RmwError};
+use crate::context::{Context, InitConfig};
+use crate::IDENTIFIER;
 
-/// `rmw_init_options_init`: not built yet; returns `RMW_RET_UNSUPPORTED` and sets the error string.
+/// `rmw_init_options_init`: zero-initialized options get rmw_tracer's defaults and `allocator`.
 ///
 /// # Safety
-/// Callable with any arguments: none is dereferenced.
+/// `init_options` is null or points to a live `rmw_init_options_t`.
 #[no_mangle]
 pub unsafe extern "C" fn rmw_init_options_init(
-    _init_options: *mut ffi::rmw_init_options_t,
-    _allocator: ffi::rcutils_allocator_t,
+    init_options: *mut ffi::rmw_init_options_t,
+    allocator: ffi::rcutils_allocator_t,
 ) -> rmw_ret_t {
-    ffi_ret("rmw_init_options_init", unsupported)
+    ffi_ret("rmw_init_options_init", || {
+        // SAFETY: caller guarantee.
+        let o = unsafe { handle::out(init_options, "init_options") }?;
+        if !clib::allocator_is_valid(&allocator) {
+            return Err(RmwError::invalid("allocator is invalid"));
+        }
+        if !o.implementation_identifier.is_null() {
+            return Err(RmwError::invalid("expected zero-initialized init_options"));
+        }
+        clib::init_options_defaults(o, allocator, IDENTIFIER);
+        Ok(())
+    })
 }
 
-/// `rmw_init_options_copy`: not built yet; returns `RMW_RET_UNSUPPORTED` and sets the error string.
+/// `rmw_init_options_copy`: deep copy into zero-initialized `dst` with `src`'s allocator.
 ///
 /// # Safety
-/// Callable with any arguments: none is dereferenced.
+/// `src` is null or initialized init options; `dst` is null or a live `rmw_init_options_t`.
 #[no_mangle]
 pub unsafe extern "C" fn rmw_init_options_copy(
-    _src: *const ffi::rmw_init_options_t,
-    _dst: *mut ffi::rmw_init_options_t,
+    src: *const ffi::rmw_init_options_t,
+    dst: *mut ffi::rmw_init_options_t,
 ) -> rmw_ret_t {
-    ffi_ret("rmw_init_options_copy", unsupported)
+    ffi_ret("rmw_init_options_copy", || {
+        // SAFETY: caller guarantee.
+        let s = unsafe { handle::input(src, "src") }?;
+        // SAFETY: the identifier of initialized options is null or a C string.
+        unsafe { handle::check_identifier(s.implementation_identifier, "init options") }?;
+        if std::ptr::eq(src, dst) {
+            return Err(RmwError::invalid("src and dst are the same init options"));
+        }
+        // SAFETY: caller guarantee.
+        let d = unsafe { handle::out(dst, "dst") }?;
+        if !d.implementation_identifier.is_null() {
+            return Err(RmwError::invalid("expected zero-initialized dst"));
+        }
+        if !clib::allocator_is_valid(&s.allocator) {
+            return Err(RmwError::invalid("src has an invalid allocator"));
+        }
+        // SAFETY: `s` is initialized options (checked identifier, caller guarantee).
+        unsafe { clib::init_options_copy(s, d) }
+    })
 }
 
-/// `rmw_init_options_fini`: not built yet; returns `RMW_RET_UNSUPPORTED` and sets the error string.
+/// `rmw_init_options_fini`: free what the options own and zero them.
 ///
 /// # Safety
-/// Callable with any arguments: none is dereferenced.
+/// `init_options` is null or initialized init options.
 #[no_mangle]
 pub unsafe extern "C" fn rmw_init_options_fini(
-    _init_options: *mut ffi::rmw_init_options_t,
+    init_options: *mut ffi::rmw_init_options_t,
 ) -> rmw_ret_t {
-    ffi_ret("rmw_init_options_fini", unsupported)
+    ffi_ret("rmw_init_options_fini", || {
+        // SAFETY: caller guarantee.
+        let o = unsafe { handle::out(init_options, "init_options") }?;
+        // SAFETY: as above.
+        unsafe { handle::check_identifier(o.implementation_identifier, "init options") }?;
+        // SAFETY: initialized options with our identifier.
+        unsafe { clib::init_options_fini(o) }
+    })
 }
 
-/// `rmw_init`: not built yet; returns `RMW_RET_UNSUPPORTED` and sets the error string.
+/// `rmw_init`: a libtracer graph (discovery per the options), its registry, and a copy of the
+/// options in the context.
 ///
 /// # Safety
-/// Callable with any arguments: none is dereferenced.
+/// `options` is null or initialized init options; `context` is null or a live context.
 #[no_mangle]
 pub unsafe extern "C" fn rmw_init(
-    _options: *const ffi::rmw_init_options_t,
-    _context: *mut ffi::rmw_context_t,
+    options: *const ffi::rmw_init_options_t,
+    context: *mut ffi::rmw_context_t,
 ) -> rmw_ret_t {
-    ffi_ret("rmw_init", unsupported)
+    ffi_ret("rmw_init", || {
+        // SAFETY: caller guarantee.
+        let o = unsafe { handle::input(options, "options") }?;
+        // SAFETY: caller guarantee.
+        let c = unsafe { handle::out(context, "context") }?;
+        if o.implementation_identifier.is_null() {
+            return Err(RmwError::invalid("expected initialized init options"));
+        }
+        // SAFETY: non-null identifier of initialized options.
+        unsafe { handle::check_identifier(o.implementation_identifier, "init options") }?;
+        // SAFETY: the enclave of initialized options is null or a C string.
+        let enclave = unsafe { cstr::opt(o.enclave, "options->enclave") }?
+            .ok_or_else(|| RmwError::invalid("expected a non-null enclave"))?;
+        if !c.implementation_identifier.is_null() {
+            return Err(RmwError::invalid("expected a zero-initialized context"));
+        }
+        let ctx = Context::new(&InitConfig {
+            domain_id: o.domain_id,
+            enclave: enclave.to_owned(),
+            discovery_range: o.discovery_options.automatic_discovery_range,
+        })?;
+        let mut copied = clib::zero_init_options();
+        // SAFETY: `o` is initialized options with our identifier.
+        unsafe { clib::init_options_copy(o, &mut copied) }?;
+        c.instance_id = o.instance_id;
+        c.implementation_identifier = IDENTIFIER.as_ptr();
+        c.actual_domain_id = ctx.shared.domain_id;
+        c.options = copied;
+        // SAFETY: the context was zero-initialized (checked), so its impl is ours to set.
+        unsafe { handle::install(c, ctx) };
+        Ok(())
+    })
 }
 
-/// `rmw_shutdown`: not built yet; returns `RMW_RET_UNSUPPORTED` and sets the error string.
+/// `rmw_shutdown`: no new entities; peers are told at once. Existing entities can still be
+/// destroyed.
 ///
 /// # Safety
-/// Callable with any arguments: none is dereferenced.
+/// `context` is null or a live context.
 #[no_mangle]
-pub unsafe extern "C" fn rmw_shutdown(_context: *mut ffi::rmw_context_t) -> rmw_ret_t {
-    ffi_ret("rmw_shutdown", unsupported)
+pub unsafe extern "C" fn rmw_shutdown(context: *mut ffi::rmw_context_t) -> rmw_ret_t {
+    ffi_ret("rmw_shutdown", || {
+        // SAFETY: caller guarantee.
+        let ctx = unsafe { handle::get::<Context>(context, "context") }?;
+        ctx.shared.shutdown()
+    })
 }
 
-/// `rmw_context_fini`: not built yet; returns `RMW_RET_UNSUPPORTED` and sets the error string.
+/// `rmw_context_fini`: after `rmw_shutdown`, free the context and zero it.
 ///
 /// # Safety
-/// Callable with any arguments: none is dereferenced.
+/// `context` is null or a live context; no other thread uses it.
 #[no_mangle]
-pub unsafe extern "C" fn rmw_context_fini(_context: *mut ffi::rmw_context_t) -> rmw_ret_t {
-    ffi_ret("rmw_context_fini", unsupported)
+pub unsafe extern "C" fn rmw_context_fini(context: *mut ffi::rmw_context_t) -> rmw_ret_t {
+    ffi_ret("rmw_context_fini", || {
+        // SAFETY: caller guarantee.
+        let ctx = unsafe { handle::get::<Context>(context, "context") }?;
+        if !ctx.shared.is_shut_down() {
+            return Err(RmwError::invalid("context has not been shut down"));
+        }
+        // SAFETY: checked above; nothing else holds a reference now.
+        let c = unsafe { handle::out(context, "context") }?;
+        // SAFETY: `c.options` was filled by init_options_copy in rmw_init.
+        unsafe { clib::init_options_fini(&mut c.options) }?;
+        // SAFETY: `impl` was set by `install` in rmw_init.
+        drop(unsafe { handle::uninstall::<Context>(c) });
+        *c = clib::zero_context();
+        Ok(())
+    })
 }

@@ -1,97 +1,172 @@
-//! Entry points: subscription.
+//! Entry points: subscriptions, subscription allocations, the on-new-message callback.
 
-#![allow(unused_imports)]
 use std::ffi::{c_char, c_void};
 
 use ffi::rmw_ret_t;
 
-use super::unsupported;
-use crate::boundary::{ffi_bool, ffi_const_ptr, ffi_ptr, ffi_ret};
+use crate::boundary::event_callback::EventCallback;
+use crate::boundary::{cstr, ffi_ptr, ffi_ret, handle, message};
+use crate::node::Node;
+use crate::subscription::Subscription;
+use crate::topic::TopicType;
+use crate::IDENTIFIER;
 
-/// `rmw_create_subscription`: not built yet; returns `RMW_RET_UNSUPPORTED` and sets the error string.
+/// `rmw_create_subscription`: a target ring sized by the QoS depth, an edge from the local
+/// topic vertex, and edges from every peer that publishes the topic (wired by the registry).
 ///
 /// # Safety
-/// Callable with any arguments: none is dereferenced.
+/// Pointers are null or valid: a live node, a type support of a loaded library, a C string, a
+/// QoS profile and subscription options.
 #[no_mangle]
 pub unsafe extern "C" fn rmw_create_subscription(
-    _node: *const ffi::rmw_node_t,
-    _type_support: *const ffi::rosidl_message_type_support_t,
-    _topic_name: *const c_char,
-    _qos_policies: *const ffi::rmw_qos_profile_t,
-    _subscription_options: *const ffi::rmw_subscription_options_t,
+    node: *const ffi::rmw_node_t,
+    type_support: *const ffi::rosidl_message_type_support_t,
+    topic_name: *const c_char,
+    qos_policies: *const ffi::rmw_qos_profile_t,
+    subscription_options: *const ffi::rmw_subscription_options_t,
 ) -> *mut ffi::rmw_subscription_t {
-    ffi_ptr("rmw_create_subscription", unsupported)
+    ffi_ptr("rmw_create_subscription", || {
+        // SAFETY: caller guarantee.
+        let n = unsafe { handle::get::<Node>(node, "node") }?;
+        // SAFETY: caller guarantee.
+        let topic = unsafe { cstr::arg(topic_name, "topic_name") }?;
+        // SAFETY: caller guarantee.
+        let qos = unsafe { handle::input(qos_policies, "qos_policies") }?;
+        // SAFETY: caller guarantee.
+        let options = *unsafe { handle::input(subscription_options, "subscription_options") }?;
+        // SAFETY: caller guarantee.
+        let (ty, info) = unsafe { message::message_type(type_support) }?;
+        let s = Subscription::new(
+            n,
+            TopicType::new(ty, info),
+            topic,
+            qos,
+            options.ignore_local_publications,
+        )?;
+        Ok(handle::create(s, |s, data| ffi::rmw_subscription_t {
+            implementation_identifier: IDENTIFIER.as_ptr(),
+            data,
+            topic_name: s.topic.as_ptr(),
+            options,
+            can_loan_messages: false,
+            is_cft_enabled: false,
+        }))
+    })
 }
 
-/// `rmw_destroy_subscription`: not built yet; returns `RMW_RET_UNSUPPORTED` and sets the error string.
+/// `rmw_destroy_subscription`: its edges and its ring go with it.
 ///
 /// # Safety
-/// Callable with any arguments: none is dereferenced.
+/// `node` is null or a live node; `subscription` null or one of its subscriptions, not used
+/// afterwards.
 #[no_mangle]
 pub unsafe extern "C" fn rmw_destroy_subscription(
-    _node: *mut ffi::rmw_node_t,
-    _subscription: *mut ffi::rmw_subscription_t,
+    node: *mut ffi::rmw_node_t,
+    subscription: *mut ffi::rmw_subscription_t,
 ) -> rmw_ret_t {
-    ffi_ret("rmw_destroy_subscription", unsupported)
+    ffi_ret("rmw_destroy_subscription", || {
+        // SAFETY: caller guarantee.
+        unsafe { handle::get::<Node>(node, "node") }?;
+        // SAFETY: caller guarantee.
+        drop(unsafe { handle::destroy::<Subscription>(subscription, "subscription") }?);
+        Ok(())
+    })
 }
 
-/// `rmw_subscription_get_actual_qos`: not built yet; returns `RMW_RET_UNSUPPORTED` and sets the error string.
+/// `rmw_subscription_get_actual_qos`: the resolved profile.
 ///
 /// # Safety
-/// Callable with any arguments: none is dereferenced.
+/// `subscription` is null or live; `qos` null or writable.
 #[no_mangle]
 pub unsafe extern "C" fn rmw_subscription_get_actual_qos(
-    _subscription: *const ffi::rmw_subscription_t,
-    _qos: *mut ffi::rmw_qos_profile_t,
+    subscription: *const ffi::rmw_subscription_t,
+    qos: *mut ffi::rmw_qos_profile_t,
 ) -> rmw_ret_t {
-    ffi_ret("rmw_subscription_get_actual_qos", unsupported)
+    ffi_ret("rmw_subscription_get_actual_qos", || {
+        // SAFETY: caller guarantee.
+        let s = unsafe { handle::get::<Subscription>(subscription, "subscription") }?;
+        // SAFETY: caller guarantee.
+        *unsafe { handle::out(qos, "qos") }? = s.qos.profile;
+        Ok(())
+    })
 }
 
-/// `rmw_subscription_count_matched_publishers`: not built yet; returns `RMW_RET_UNSUPPORTED` and sets the error string.
+/// `rmw_subscription_count_matched_publishers`: local publishers of the topic and type, and
+/// remote ones whose edge into this subscription is established.
 ///
 /// # Safety
-/// Callable with any arguments: none is dereferenced.
+/// `subscription` is null or live; `publisher_count` null or writable.
 #[no_mangle]
 pub unsafe extern "C" fn rmw_subscription_count_matched_publishers(
-    _subscription: *const ffi::rmw_subscription_t,
-    _publisher_count: *mut usize,
+    subscription: *const ffi::rmw_subscription_t,
+    publisher_count: *mut usize,
 ) -> rmw_ret_t {
-    ffi_ret("rmw_subscription_count_matched_publishers", unsupported)
+    ffi_ret("rmw_subscription_count_matched_publishers", || {
+        // SAFETY: caller guarantee.
+        let s = unsafe { handle::get::<Subscription>(subscription, "subscription") }?;
+        // SAFETY: caller guarantee.
+        *unsafe { handle::out(publisher_count, "publisher_count") }? = s.matched_publishers();
+        Ok(())
+    })
 }
 
-/// `rmw_init_subscription_allocation`: not built yet; returns `RMW_RET_UNSUPPORTED` and sets the error string.
+/// `rmw_init_subscription_allocation`: nothing to preallocate; marks the allocation ours.
 ///
 /// # Safety
-/// Callable with any arguments: none is dereferenced.
+/// Pointers are null or valid.
 #[no_mangle]
 pub unsafe extern "C" fn rmw_init_subscription_allocation(
-    _type_support: *const ffi::rosidl_message_type_support_t,
+    type_support: *const ffi::rosidl_message_type_support_t,
     _message_bounds: *const ffi::rosidl_runtime_c__Sequence__bound,
-    _allocation: *mut ffi::rmw_subscription_allocation_t,
+    allocation: *mut ffi::rmw_subscription_allocation_t,
 ) -> rmw_ret_t {
-    ffi_ret("rmw_init_subscription_allocation", unsupported)
+    ffi_ret("rmw_init_subscription_allocation", || {
+        // SAFETY: caller guarantee.
+        unsafe { handle::input(type_support, "type_support") }?;
+        // SAFETY: caller guarantee.
+        let a = unsafe { handle::out(allocation, "allocation") }?;
+        a.implementation_identifier = IDENTIFIER.as_ptr();
+        a.data = std::ptr::null_mut();
+        Ok(())
+    })
 }
 
-/// `rmw_fini_subscription_allocation`: not built yet; returns `RMW_RET_UNSUPPORTED` and sets the error string.
+/// `rmw_fini_subscription_allocation`.
 ///
 /// # Safety
-/// Callable with any arguments: none is dereferenced.
+/// `allocation` is null or one initialized by `rmw_init_subscription_allocation`.
 #[no_mangle]
 pub unsafe extern "C" fn rmw_fini_subscription_allocation(
-    _allocation: *mut ffi::rmw_subscription_allocation_t,
+    allocation: *mut ffi::rmw_subscription_allocation_t,
 ) -> rmw_ret_t {
-    ffi_ret("rmw_fini_subscription_allocation", unsupported)
+    ffi_ret("rmw_fini_subscription_allocation", || {
+        // SAFETY: caller guarantee.
+        let a = unsafe { handle::out(allocation, "allocation") }?;
+        // SAFETY: an initialized allocation's identifier is null or a C string.
+        unsafe { handle::check_identifier(a.implementation_identifier, "allocation") }?;
+        a.implementation_identifier = std::ptr::null();
+        a.data = std::ptr::null_mut();
+        Ok(())
+    })
 }
 
-/// `rmw_subscription_set_on_new_message_callback`: not built yet; returns `RMW_RET_UNSUPPORTED` and sets the error string.
+/// `rmw_subscription_set_on_new_message_callback`: called at once with the number of messages
+/// already waiting, then for each new one; a null callback clears it.
 ///
 /// # Safety
-/// Callable with any arguments: none is dereferenced.
+/// `subscription` is null or live; `callback`, if set, callable with `user_data` from any thread
+/// until it is replaced or cleared.
 #[no_mangle]
 pub unsafe extern "C" fn rmw_subscription_set_on_new_message_callback(
-    _subscription: *mut ffi::rmw_subscription_t,
-    _callback: ffi::rmw_event_callback_t,
-    _user_data: *const c_void,
+    subscription: *mut ffi::rmw_subscription_t,
+    callback: ffi::rmw_event_callback_t,
+    user_data: *const c_void,
 ) -> rmw_ret_t {
-    ffi_ret("rmw_subscription_set_on_new_message_callback", unsupported)
+    ffi_ret("rmw_subscription_set_on_new_message_callback", || {
+        // SAFETY: caller guarantee.
+        let s = unsafe { handle::get::<Subscription>(subscription, "subscription") }?;
+        // SAFETY: caller guarantee on the callback.
+        s.set_on_new_message(unsafe { EventCallback::new(callback, user_data) });
+        Ok(())
+    })
 }

@@ -1,47 +1,134 @@
-//! Entry points: wait.
+//! Entry points: wait sets and `rmw_wait`.
 
-#![allow(unused_imports)]
-use std::ffi::{c_char, c_void};
+use std::ffi::c_void;
 
 use ffi::rmw_ret_t;
 
-use super::unsupported;
-use crate::boundary::{ffi_bool, ffi_const_ptr, ffi_ptr, ffi_ret};
+use crate::boundary::{ffi_ptr, ffi_ret, handle, RmwError, RmwResult};
+use crate::context::Context;
+use crate::guard::GuardCondition;
+use crate::subscription::Subscription;
+use crate::waitset::{timeout_of, Entry, WaitSet};
+use crate::IDENTIFIER;
 
-/// `rmw_create_wait_set`: not built yet; returns `RMW_RET_UNSUPPORTED` and sets the error string.
+/// `rmw_create_wait_set`: `max_conditions` is a hint (0 = unbounded); rmw_tracer's wait sets
+/// have no fixed capacity.
 ///
 /// # Safety
-/// Callable with any arguments: none is dereferenced.
+/// `context` is null or a live context.
 #[no_mangle]
 pub unsafe extern "C" fn rmw_create_wait_set(
-    _context: *mut ffi::rmw_context_t,
+    context: *mut ffi::rmw_context_t,
     _max_conditions: usize,
 ) -> *mut ffi::rmw_wait_set_t {
-    ffi_ptr("rmw_create_wait_set", unsupported)
+    ffi_ptr("rmw_create_wait_set", || {
+        // SAFETY: caller guarantee.
+        let ctx = unsafe { handle::get::<Context>(context, "context") }?;
+        ctx.shared.check_live()?;
+        Ok(handle::create(WaitSet::new(), |_, data| {
+            ffi::rmw_wait_set_t {
+                implementation_identifier: IDENTIFIER.as_ptr(),
+                guard_conditions: std::ptr::null_mut(),
+                data,
+            }
+        }))
+    })
 }
 
-/// `rmw_destroy_wait_set`: not built yet; returns `RMW_RET_UNSUPPORTED` and sets the error string.
+/// `rmw_destroy_wait_set`.
 ///
 /// # Safety
-/// Callable with any arguments: none is dereferenced.
+/// `wait_set` is null or one made by `rmw_create_wait_set`, not used afterwards.
 #[no_mangle]
-pub unsafe extern "C" fn rmw_destroy_wait_set(_wait_set: *mut ffi::rmw_wait_set_t) -> rmw_ret_t {
-    ffi_ret("rmw_destroy_wait_set", unsupported)
+pub unsafe extern "C" fn rmw_destroy_wait_set(wait_set: *mut ffi::rmw_wait_set_t) -> rmw_ret_t {
+    ffi_ret("rmw_destroy_wait_set", || {
+        // SAFETY: caller guarantee.
+        drop(unsafe { handle::destroy::<WaitSet>(wait_set, "wait_set") }?);
+        Ok(())
+    })
 }
 
-/// `rmw_wait`: not built yet; returns `RMW_RET_UNSUPPORTED` and sets the error string.
+/// `rmw_wait`: null timeout blocks, zero polls; slots that are not ready are set to null;
+/// `RMW_RET_TIMEOUT` when nothing was ready.
 ///
 /// # Safety
-/// Callable with any arguments: none is dereferenced.
+/// Each array is null or holds `count` slots that are null or `data` pointers of live
+/// rmw_tracer handles of the array's kind (as rcl fills them); `wait_set` is null or a live
+/// wait set; `wait_timeout` is null or a live `rmw_time_t`.
 #[no_mangle]
 pub unsafe extern "C" fn rmw_wait(
-    _subscriptions: *mut ffi::rmw_subscriptions_t,
-    _guard_conditions: *mut ffi::rmw_guard_conditions_t,
-    _services: *mut ffi::rmw_services_t,
-    _clients: *mut ffi::rmw_clients_t,
-    _events: *mut ffi::rmw_events_t,
-    _wait_set: *mut ffi::rmw_wait_set_t,
-    _wait_timeout: *const ffi::rmw_time_t,
+    subscriptions: *mut ffi::rmw_subscriptions_t,
+    guard_conditions: *mut ffi::rmw_guard_conditions_t,
+    services: *mut ffi::rmw_services_t,
+    clients: *mut ffi::rmw_clients_t,
+    events: *mut ffi::rmw_events_t,
+    wait_set: *mut ffi::rmw_wait_set_t,
+    wait_timeout: *const ffi::rmw_time_t,
 ) -> rmw_ret_t {
-    ffi_ret("rmw_wait", unsupported)
+    ffi_ret("rmw_wait", || {
+        // SAFETY: caller guarantee.
+        let ws = unsafe { handle::get::<WaitSet>(wait_set, "wait_set") }?;
+        // SAFETY: caller guarantee.
+        let timeout = timeout_of(unsafe { handle::opt_input(wait_timeout) });
+        // SAFETY: caller guarantee on each array.
+        let subs = unsafe { handle::wait_slots(subscriptions, "subscriptions") }?;
+        // SAFETY: as above.
+        let gcs = unsafe { handle::wait_slots(guard_conditions, "guard_conditions") }?;
+        // SAFETY: as above.
+        let srvs = unsafe { handle::wait_slots(services, "services") }?;
+        // SAFETY: as above.
+        let clis = unsafe { handle::wait_slots(clients, "clients") }?;
+        // SAFETY: as above.
+        let evs = unsafe { handle::wait_slots(events, "events") }?;
+        if srvs.iter().chain(clis.iter()).any(|p| !p.is_null()) {
+            return Err(RmwError::UnsupportedFeature(
+                "waiting on services and clients".into(),
+            ));
+        }
+        let mut entries: Vec<Option<Entry<'_>>> =
+            Vec::with_capacity(subs.len() + gcs.len() + evs.len());
+        for &p in subs.iter() {
+            // SAFETY: a non-null slot is a live subscription's data pointer.
+            entries.push(slot(p, |p| {
+                unsafe { handle::from_data::<Subscription>(p, "subscription") }
+                    .map(Entry::Subscription)
+            })?);
+        }
+        for &p in gcs.iter() {
+            // SAFETY: a non-null slot is a live guard condition's data pointer.
+            entries.push(slot(p, |p| {
+                unsafe { handle::from_data::<GuardCondition>(p, "guard condition") }
+                    .map(Entry::GuardCondition)
+            })?);
+        }
+        // rmw_tracer raises no events yet (rmw_*_event_init refuses every kind), so an event
+        // slot is never ready.
+        entries.extend(evs.iter().map(|p| (!p.is_null()).then_some(Entry::Never)));
+        let ready = ws.wait(&entries, timeout)?;
+        let mut ready = ready.into_iter();
+        let mut any = false;
+        for s in subs.iter_mut().chain(gcs.iter_mut()).chain(evs.iter_mut()) {
+            if ready.next().unwrap_or(false) {
+                any = true;
+            } else {
+                *s = std::ptr::null_mut();
+            }
+        }
+        if any {
+            Ok(())
+        } else {
+            Err(RmwError::Timeout)
+        }
+    })
+}
+
+fn slot<'a>(
+    p: *mut c_void,
+    f: impl FnOnce(*const c_void) -> RmwResult<Entry<'a>>,
+) -> RmwResult<Option<Entry<'a>>> {
+    if p.is_null() {
+        Ok(None)
+    } else {
+        f(p).map(Some)
+    }
 }

@@ -1,0 +1,86 @@
+//! ROS messages in memory, as rcl hands them to publish and take: the pointer is vouched for
+//! once, where it comes in, and then (de)serialized by `crate::cdr` without more unsafe code.
+
+use std::ffi::c_void;
+use std::marker::PhantomData;
+
+use crate::cdr::MessageType;
+
+use super::error::{RmwError, RmwResult};
+
+/// A message to read (publish).
+pub struct MessageRef<'a> {
+    p: *const c_void,
+    _life: PhantomData<&'a ()>,
+}
+
+impl<'a> MessageRef<'a> {
+    /// # Safety
+    /// `p` is null or points to an initialized ROS message of the type of the publisher it is
+    /// used with, in that type support's layout, not mutated during `'a`.
+    pub unsafe fn new(p: *const c_void, arg: &'static str) -> RmwResult<MessageRef<'a>> {
+        if p.is_null() {
+            return Err(RmwError::Null(arg));
+        }
+        Ok(MessageRef {
+            p,
+            _life: PhantomData,
+        })
+    }
+
+    /// CDR of the message into `out` (cleared first).
+    pub fn serialize(&self, ty: &MessageType, out: &mut Vec<u8>) -> RmwResult<()> {
+        // SAFETY: `new`'s contract: an initialized message of `ty`, unchanged meanwhile.
+        unsafe { ty.serialize(self.p, out) }.map_err(RmwError::from)
+    }
+}
+
+/// A message to fill (take).
+pub struct MessageMut<'a> {
+    p: *mut c_void,
+    _life: PhantomData<&'a mut ()>,
+}
+
+impl<'a> MessageMut<'a> {
+    /// # Safety
+    /// `p` is null or points to an initialized ROS message of the type of the subscription it is
+    /// used with, in that type support's layout, accessed by nothing else during `'a`.
+    pub unsafe fn new(p: *mut c_void, arg: &'static str) -> RmwResult<MessageMut<'a>> {
+        if p.is_null() {
+            return Err(RmwError::Null(arg));
+        }
+        Ok(MessageMut {
+            p,
+            _life: PhantomData,
+        })
+    }
+
+    /// Fill the message from CDR `bytes`.
+    pub fn deserialize(&mut self, ty: &MessageType, bytes: &[u8]) -> RmwResult<()> {
+        // SAFETY: `new`'s contract: an initialized message of `ty`, exclusively ours.
+        unsafe { ty.deserialize(bytes, self.p) }.map_err(RmwError::from)
+    }
+}
+
+/// Resolve the type support rcl passes to `rmw_create_publisher` / `_subscription` (an
+/// introspection handle or a C / C++ dispatcher) and read the type's name, hash and definition
+/// (`None` if the type support carries no description).
+///
+/// # Safety
+/// `ts` is null or a valid type support handle whose library stays loaded for the process.
+pub unsafe fn message_type(
+    ts: *const ffi::rosidl_message_type_support_t,
+) -> RmwResult<(MessageType, Option<crate::cdr::TypeInfo>)> {
+    if ts.is_null() {
+        return Err(RmwError::Null("type_support"));
+    }
+    // SAFETY: forwarded caller guarantee.
+    let ty = unsafe { MessageType::from_type_support(ts) }?;
+    // A dispatcher that lacks one flavor leaves an rcutils error behind after a successful
+    // lookup of the other; it must not leak into the next reported error.
+    super::clib::reset_error();
+    // SAFETY: forwarded caller guarantee.
+    let info = unsafe { crate::cdr::type_info(ts) }.ok();
+    super::clib::reset_error();
+    Ok((ty, info))
+}

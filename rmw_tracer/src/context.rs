@@ -1,0 +1,187 @@
+//! The rmw context: one libtracer [`Graph`] per `rmw_context_t`, its endpoint registry and the
+//! ids of everything made in it.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use libtracer_core::{Discovery, Graph, GraphConfig};
+use parking_lot::Mutex;
+
+use crate::boundary::{RmwError, RmwResult};
+use crate::gid::GidSource;
+use crate::registry::{EntityKind, Entry, Record, Registry};
+
+/// Environment variable that overrides the rendezvous directory (tests isolate themselves).
+pub const RENDEZVOUS_ENV: &str = "RMW_TRACER_RENDEZVOUS_DIR";
+
+/// What `rmw_init` needs from the init options, already read out of the C struct.
+#[derive(Clone, Debug)]
+pub struct InitConfig {
+    /// `RMW_DEFAULT_DOMAIN_ID` when the options leave it to us.
+    pub domain_id: usize,
+    pub enclave: String,
+    pub discovery_range: ffi::rmw_automatic_discovery_range_t,
+}
+
+/// Everything made in a context shares this (nodes outlive neither it nor their graph).
+pub struct Shared {
+    pub graph: Graph,
+    pub registry: Registry,
+    pub gids: GidSource,
+    pub domain_id: usize,
+    pub enclave: String,
+    shut_down: AtomicBool,
+    next_ring: AtomicU64,
+    /// Topic vertex -> the history it retains (the largest of its transient-local publishers).
+    retained: Mutex<HashMap<String, usize>>,
+}
+
+/// The object behind `rmw_context_t::impl`.
+pub struct Context {
+    pub shared: Arc<Shared>,
+    _entry: Entry,
+}
+
+/// The domain id in effect: the options' own, else `ROS_DOMAIN_ID`, else 0.
+pub fn resolve_domain_id(requested: usize) -> RmwResult<usize> {
+    if requested != ffi::RMW_DEFAULT_DOMAIN_ID {
+        return Ok(requested);
+    }
+    match std::env::var("ROS_DOMAIN_ID") {
+        Ok(v) if !v.trim().is_empty() => v
+            .trim()
+            .parse::<usize>()
+            .map_err(|_| RmwError::invalid(format!("ROS_DOMAIN_ID `{v}` is not a number"))),
+        _ => Ok(0),
+    }
+}
+
+/// How a graph finds peers: OFF keeps it in-process; everything else (localhost, subnet,
+/// system default) is same-host discovery, since rmw_tracer never leaves the host. NOT_SET
+/// (a caller that is not rcl) reads `ROS_AUTOMATIC_DISCOVERY_RANGE` as rcl would.
+pub fn discovery_for(range: ffi::rmw_automatic_discovery_range_t) -> Discovery {
+    let range = if range == ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_NOT_SET {
+        match std::env::var("ROS_AUTOMATIC_DISCOVERY_RANGE").as_deref() {
+            Ok("OFF") => ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_OFF,
+            _ => ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SYSTEM_DEFAULT,
+        }
+    } else {
+        range
+    };
+    if range == ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_OFF {
+        Discovery::Off
+    } else {
+        Discovery::Host
+    }
+}
+
+impl Context {
+    pub fn new(cfg: &InitConfig) -> RmwResult<Context> {
+        let domain_id = resolve_domain_id(cfg.domain_id)?;
+        let domain32 = u32::try_from(domain_id)
+            .map_err(|_| RmwError::invalid(format!("domain id {domain_id} is out of range")))?;
+        let rendezvous_dir = std::env::var_os(RENDEZVOUS_ENV)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from);
+        let graph = Graph::new(GraphConfig {
+            name: None,
+            domain_id: domain32,
+            discovery: discovery_for(cfg.discovery_range),
+            rendezvous_dir,
+        })?;
+        let gids = GidSource::new();
+        let mut rec = Record::new(EntityKind::Context, gids.context_gid());
+        rec.enclave = cfg.enclave.clone();
+        let (registry, entry) = Registry::start(graph.clone(), rec)?;
+        Ok(Context {
+            shared: Arc::new(Shared {
+                graph,
+                registry,
+                gids,
+                domain_id,
+                enclave: cfg.enclave.clone(),
+                shut_down: AtomicBool::new(false),
+                next_ring: AtomicU64::new(1),
+                retained: Mutex::new(HashMap::new()),
+            }),
+            _entry: entry,
+        })
+    }
+}
+
+impl Shared {
+    pub fn shutdown(&self) -> RmwResult<()> {
+        if self.shut_down.swap(true, Ordering::SeqCst) {
+            return Err(RmwError::invalid("context is already shut down"));
+        }
+        // Peers see us go at once; entities can still be destroyed (in-process) afterwards.
+        self.graph.shutdown();
+        Ok(())
+    }
+
+    pub fn is_shut_down(&self) -> bool {
+        self.shut_down.load(Ordering::SeqCst)
+    }
+
+    /// Fail if the context was shut down (no new entities then).
+    pub fn check_live(&self) -> RmwResult<()> {
+        if self.is_shut_down() {
+            Err(RmwError::invalid("context has been shut down"))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// A fresh path for a subscription's target ring.
+    pub fn new_ring_path(&self) -> String {
+        format!(
+            "/.ros/sub/{}",
+            self.next_ring.fetch_add(1, Ordering::Relaxed)
+        )
+    }
+
+    /// Make sure the topic vertex at `path` retains at least `depth` samples (`usize::MAX` =
+    /// keep all within the byte budget) for transient-local subscribers.
+    pub fn retain_at_least(&self, path: &str, depth: usize, byte_budget: usize) -> RmwResult<()> {
+        let mut r = self.retained.lock();
+        let cur = r.get(path).copied().unwrap_or(1);
+        if depth > cur {
+            if depth == usize::MAX {
+                self.graph.set_history_depth(path, 0)?;
+                self.graph.set_ring_source(path, byte_budget)?;
+            } else {
+                self.graph.set_history_depth(path, depth)?;
+            }
+            r.insert(path.to_owned(), depth);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn discovery_ranges() {
+        assert_eq!(
+            discovery_for(ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_OFF),
+            Discovery::Off
+        );
+        assert_eq!(
+            discovery_for(ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_LOCALHOST),
+            Discovery::Host
+        );
+        assert_eq!(
+            discovery_for(ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SUBNET),
+            Discovery::Host
+        );
+    }
+
+    #[test]
+    fn explicit_domain_id_wins() {
+        assert_eq!(resolve_domain_id(7).unwrap(), 7);
+    }
+}

@@ -1,0 +1,109 @@
+//! Publishers: a topic stream vertex, written with CDR payloads.
+
+use std::ffi::CString;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use libtracer_core::{Meta, Payload, Vertex};
+
+use crate::boundary::message::MessageRef;
+use crate::boundary::{cstr, RmwResult};
+use crate::context::Shared;
+use crate::gid::Gid;
+use crate::names;
+use crate::node::Node;
+use crate::qos::{End, Qos};
+use crate::registry::{EntityKind, Entry, Record};
+use crate::topic::{now_ns, TopicType};
+
+pub struct Publisher {
+    pub ctx: Arc<Shared>,
+    pub node_gid: Gid,
+    pub topic: CString,
+    pub path: String,
+    pub gid: Gid,
+    pub qos: Qos,
+    vertex: Vertex,
+    ty: TopicType,
+    seq: AtomicU64,
+    /// The size of the last message: the next buffer starts this large.
+    size_hint: AtomicUsize,
+    _entry: Entry,
+}
+
+impl Publisher {
+    pub fn new(
+        node: &Node,
+        ty: TopicType,
+        topic: &str,
+        qos: &ffi::rmw_qos_profile_t,
+    ) -> RmwResult<Publisher> {
+        let ctx = node.ctx.clone();
+        ctx.check_live()?;
+        let path = names::topic_path(topic, qos.avoid_ros_namespace_conventions)?;
+        let qos = Qos::resolve(qos, End::Publisher)?;
+        let ring = qos.topic_ring();
+        let vertex = ctx.graph.create_stream(&path, ring)?;
+        if qos.transient_local() {
+            let depth = if ring.depth == 0 {
+                usize::MAX
+            } else {
+                ring.depth
+            };
+            ctx.retain_at_least(&path, depth, ring.byte_budget)?;
+        }
+        ty.set_schema(&ctx, &path)?;
+        let gid = ctx.gids.next();
+        let mut rec = Record::new(EntityKind::Publisher, gid);
+        rec.node_gid = Some(node.gid);
+        rec.node_name = node.name().to_owned();
+        rec.node_namespace = node.namespace().to_owned();
+        rec.topic = topic.to_owned();
+        rec.type_name = ty.type_name.clone();
+        rec.type_hash = ty.type_hash.clone();
+        rec.qos = Some(qos);
+        let entry = ctx.registry.announce(rec)?;
+        Ok(Publisher {
+            topic: cstr::owned(topic, "topic_name")?,
+            node_gid: node.gid,
+            path,
+            gid,
+            qos,
+            vertex,
+            ty,
+            seq: AtomicU64::new(0),
+            size_hint: AtomicUsize::new(64),
+            ctx,
+            _entry: entry,
+        })
+    }
+
+    /// Serialize and write one message.
+    pub fn publish(&self, msg: &MessageRef<'_>) -> RmwResult<()> {
+        let mut buf = Vec::with_capacity(self.size_hint.load(Ordering::Relaxed));
+        msg.serialize(&self.ty.ty, &mut buf)?;
+        self.size_hint.store(buf.len(), Ordering::Relaxed);
+        self.publish_cdr(buf)
+    }
+
+    /// Write one message that is already CDR (`rmw_publish_serialized_message`).
+    pub fn publish_cdr(&self, cdr: Vec<u8>) -> RmwResult<()> {
+        let meta = Meta {
+            source_timestamp_ns: now_ns(),
+            sequence: self.seq.fetch_add(1, Ordering::Relaxed) + 1,
+            writer: self.gid.0,
+        };
+        self.vertex.write(Payload::from(cdr), meta)?;
+        Ok(())
+    }
+
+    /// Subscriptions that receive what this publisher writes: the edges on the topic vertex
+    /// (local subscriptions, and remote ones that wired themselves to it).
+    pub fn matched_subscriptions(&self) -> usize {
+        self.vertex.subscriber_count()
+    }
+
+    pub fn type_name(&self) -> &str {
+        &self.ty.type_name
+    }
+}

@@ -1,0 +1,485 @@
+//! The endpoint registry: which ROS entities exist, here and on every peer.
+//!
+//! Every context, node, publisher and subscription writes a value vertex
+//! `/.ros/endpoints/<gid hex>` holding its [`Record`]. Each graph watches `/net/:children[]`
+//! for peer mounts; for every peer `<p>` it subscribes `/net/<p>/.ros/endpoints` (subtree,
+//! transient local, so existing records come first) into a sink `/.ros/peers/<p>`, and so knows
+//! every remote entity. When a mount goes, that peer's entities go with it.
+//!
+//! The registry also wires subscriptions to remote publishers: a local subscription on topic
+//! `T` gets an edge from `/net/<p>/T` for each peer `<p>` that has a publisher on `T` with the
+//! same type, made when that publisher appears and removed when it goes.
+//!
+//! Sinks run on the delivering thread and must not block, so they only queue what arrived; one
+//! worker thread per context applies it, (re)wires subscriptions and raises the graph guard
+//! conditions.
+
+pub mod record;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Weak};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use libtracer_core::{
+    DeliveryPolicy, Edge, EdgeState, Graph, Meta, Payload, Sample, Signal, StructEvent,
+};
+use parking_lot::Mutex;
+
+use crate::boundary::{RmwError, RmwResult};
+use crate::gid::Gid;
+use crate::log::log;
+use crate::names;
+pub use record::{EntityKind, Record};
+
+/// Where entity records live.
+pub const ENDPOINTS: &str = "/.ros/endpoints";
+/// The sink vertices that receive peers' records.
+const PEERS: &str = "/.ros/peers";
+/// The sink vertex that receives the `/net/:children[]` structural feed.
+const NET_WATCH: &str = "/.ros/net-watch";
+/// How often the worker retries failed edges.
+const TICK: Duration = Duration::from_millis(250);
+/// How long a failed edge waits before it is tried again.
+const RETRY: Duration = Duration::from_secs(1);
+
+/// What a local subscription tells the registry so that it can be wired to remote publishers.
+pub struct SubscriptionLink {
+    /// ROS topic name.
+    pub topic: String,
+    /// Vertex path of the topic.
+    pub path: String,
+    pub type_name: String,
+    /// The subscription's target ring.
+    pub target: String,
+    pub policy: DeliveryPolicy,
+    /// One edge per peer that has a matching publisher.
+    pub remote: Mutex<BTreeMap<String, RemoteEdge>>,
+}
+
+/// An edge from a peer's topic vertex into a local subscription.
+pub struct RemoteEdge {
+    pub edge: Edge,
+    made: Instant,
+}
+
+impl SubscriptionLink {
+    /// Drop every remote edge (the subscription is going away).
+    pub fn disconnect(&self, graph: &Graph) {
+        for (_, e) in std::mem::take(&mut *self.remote.lock()) {
+            let _ = graph.unsubscribe(&e.edge);
+        }
+    }
+
+    /// Peers whose edge into this subscription is established.
+    pub fn established_peers(&self) -> Vec<String> {
+        self.remote
+            .lock()
+            .iter()
+            .filter(|(_, e)| matches!(e.edge.state(), EdgeState::Established))
+            .map(|(p, _)| p.clone())
+            .collect()
+    }
+}
+
+struct Peer {
+    records: BTreeMap<Gid, Record>,
+    edge: Option<Edge>,
+    edge_made: Instant,
+    sink: String,
+}
+
+#[derive(Default)]
+struct State {
+    local: BTreeMap<Gid, Record>,
+    peers: BTreeMap<String, Peer>,
+    subs: Vec<Weak<SubscriptionLink>>,
+}
+
+enum Msg {
+    Structure(Sample),
+    Entity { peer: String, sample: Sample },
+    Stop,
+}
+
+struct Inner {
+    graph: Graph,
+    state: Mutex<State>,
+    tx: Sender<Msg>,
+    listeners: Mutex<Vec<(u64, Signal)>>,
+    next_listener: std::sync::atomic::AtomicU64,
+}
+
+/// One per context.
+pub struct Registry {
+    inner: Arc<Inner>,
+    worker: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// A local entity's announcement; dropping it retracts the record.
+pub struct Entry {
+    inner: Weak<Inner>,
+    kind: EntityKind,
+    gid: Gid,
+}
+
+impl Drop for Entry {
+    fn drop(&mut self) {
+        if let Some(inner) = self.inner.upgrade() {
+            inner.retract(self.kind, self.gid);
+        }
+    }
+}
+
+fn record_path(gid: Gid) -> String {
+    format!("{ENDPOINTS}/{}", gid.hex())
+}
+
+impl Registry {
+    /// Start the registry of `graph`, announcing the context itself with `context`.
+    pub fn start(graph: Graph, context: Record) -> RmwResult<(Registry, Entry)> {
+        let (tx, rx) = mpsc::channel();
+        let inner = Arc::new(Inner {
+            graph: graph.clone(),
+            state: Mutex::new(State::default()),
+            tx: tx.clone(),
+            listeners: Mutex::new(Vec::new()),
+            next_listener: std::sync::atomic::AtomicU64::new(1),
+        });
+        let entry = Registry::announce_in(&inner, context)?;
+        let watch_tx = tx.clone();
+        graph
+            .create_sink(
+                NET_WATCH,
+                Arc::new(move |s: &Sample| {
+                    let _ = watch_tx.send(Msg::Structure(s.clone()));
+                }),
+            )
+            .map_err(|e| RmwError::failed(format!("cannot create {NET_WATCH}: {e}")))?;
+        graph
+            .subscribe("/net/:children[]", NET_WATCH, DeliveryPolicy::RELIABLE)
+            .map_err(|e| RmwError::failed(format!("cannot watch /net for peers: {e}")))?;
+        let worker_inner = inner.clone();
+        let worker = std::thread::Builder::new()
+            .name("rmw_tracer-registry".into())
+            .spawn(move || worker_inner.run(rx))
+            .map_err(|e| RmwError::failed(format!("cannot start the registry thread: {e}")))?;
+        Ok((
+            Registry {
+                inner,
+                worker: Mutex::new(Some(worker)),
+            },
+            entry,
+        ))
+    }
+
+    fn announce_in(inner: &Arc<Inner>, rec: Record) -> RmwResult<Entry> {
+        let text = rec
+            .encode()
+            .ok_or_else(|| RmwError::invalid("a name contains a newline"))?;
+        let path = record_path(rec.gid);
+        let v = inner
+            .graph
+            .create_value(&path)
+            .map_err(|e| RmwError::failed(format!("cannot create {path}: {e}")))?;
+        v.write(Payload::from(text.into_bytes()), Meta::default())
+            .map_err(|e| RmwError::failed(format!("cannot write {path}: {e}")))?;
+        let entry = Entry {
+            inner: Arc::downgrade(inner),
+            kind: rec.kind,
+            gid: rec.gid,
+        };
+        inner.state.lock().local.insert(rec.gid, rec);
+        inner.notify();
+        Ok(entry)
+    }
+
+    /// Announce a local entity.
+    pub fn announce(&self, rec: Record) -> RmwResult<Entry> {
+        Registry::announce_in(&self.inner, rec)
+    }
+
+    /// Wire `sub` to every matching remote publisher, now and whenever one appears.
+    pub fn add_subscription(&self, sub: &Arc<SubscriptionLink>) {
+        let mut st = self.inner.state.lock();
+        st.subs.push(Arc::downgrade(sub));
+        self.inner.reconcile(&st, sub);
+    }
+
+    /// Raise `signal` whenever the registry changes (graph guard conditions). Returns an id for
+    /// [`Registry::remove_listener`].
+    pub fn add_listener(&self, signal: Signal) -> u64 {
+        let id = self
+            .inner
+            .next_listener
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.listeners.lock().push((id, signal));
+        id
+    }
+
+    pub fn remove_listener(&self, id: u64) {
+        self.inner.listeners.lock().retain(|(i, _)| *i != id);
+    }
+
+    /// Every known entity: `(None, r)` for local ones, `(Some(peer), r)` for remote ones.
+    pub fn snapshot(&self) -> Vec<(Option<String>, Record)> {
+        let st = self.inner.state.lock();
+        let mut out: Vec<_> = st.local.values().map(|r| (None, r.clone())).collect();
+        for (p, peer) in &st.peers {
+            out.extend(peer.records.values().map(|r| (Some(p.clone()), r.clone())));
+        }
+        out
+    }
+
+    /// Publishers on `topic` with `type_name` that deliver into `sub`: the local ones and
+    /// those of peers whose edge into it is established.
+    pub fn matched_publishers(&self, sub: &SubscriptionLink) -> usize {
+        let peers = sub.established_peers();
+        let st = self.inner.state.lock();
+        let is_match = |r: &Record| {
+            r.kind == EntityKind::Publisher && r.topic == sub.topic && r.type_name == sub.type_name
+        };
+        let local = st.local.values().filter(|r| is_match(r)).count();
+        let remote: usize = peers
+            .iter()
+            .filter_map(|p| st.peers.get(p))
+            .map(|peer| peer.records.values().filter(|r| is_match(r)).count())
+            .sum();
+        local + remote
+    }
+
+    /// Stop the worker (context teardown).
+    pub fn stop(&self) {
+        let _ = self.inner.tx.send(Msg::Stop);
+        if let Some(w) = self.worker.lock().take() {
+            let _ = w.join();
+        }
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+impl Inner {
+    fn notify(&self) {
+        for (_, s) in self.listeners.lock().iter() {
+            s.raise();
+        }
+    }
+
+    fn retract(&self, kind: EntityKind, gid: Gid) {
+        let path = record_path(gid);
+        let gone = Record::encode_gone(kind, gid);
+        // Written before the removal so that peers' sinks see it (a removed vertex delivers
+        // nothing more).
+        let _ = self
+            .graph
+            .write(&path, Payload::from(gone.into_bytes()), Meta::default());
+        let _ = self.graph.remove(&path);
+        self.state.lock().local.remove(&gid);
+        self.notify();
+    }
+
+    fn run(self: Arc<Self>, rx: Receiver<Msg>) {
+        loop {
+            let changed = match rx.recv_timeout(TICK) {
+                Ok(Msg::Stop) | Err(RecvTimeoutError::Disconnected) => break,
+                Ok(Msg::Structure(s)) => self.on_structure(&s),
+                Ok(Msg::Entity { peer, sample }) => self.on_entity(&peer, &sample),
+                Err(RecvTimeoutError::Timeout) => {
+                    self.retry_peers();
+                    true
+                }
+            };
+            if changed {
+                let mut st = self.state.lock();
+                st.subs.retain(|w| w.strong_count() > 0);
+                let subs: Vec<_> = st.subs.iter().filter_map(Weak::upgrade).collect();
+                for sub in &subs {
+                    self.reconcile(&st, sub);
+                }
+                drop(st);
+                self.notify();
+            }
+        }
+        // Teardown: stop listening to peers.
+        let peers = std::mem::take(&mut self.state.lock().peers);
+        for (_, p) in peers {
+            self.drop_peer(p);
+        }
+    }
+
+    fn on_structure(&self, s: &Sample) -> bool {
+        let ev = match StructEvent::decode(s.payload.as_ref()) {
+            Ok(ev) => ev,
+            Err(e) => {
+                log!(
+                    RMW_LOG_SEVERITY_WARN,
+                    "undecodable structure event on /net: {e}"
+                );
+                return false;
+            }
+        };
+        match ev {
+            StructEvent::Created { path, .. } if is_peer_name(&path) => self.peer_up(&path),
+            StructEvent::Removed { path } if is_peer_name(&path) => {
+                let p = self.state.lock().peers.remove(&path);
+                match p {
+                    Some(p) => {
+                        self.drop_peer(p);
+                        true
+                    }
+                    None => false,
+                }
+            }
+            _ => false,
+        }
+    }
+
+    fn peer_up(&self, peer: &str) -> bool {
+        if peer == self.graph.name() || self.state.lock().peers.contains_key(peer) {
+            return false;
+        }
+        let sink = format!("{PEERS}/{peer}");
+        let tx = self.tx.clone();
+        let name = peer.to_owned();
+        let made = self.graph.create_sink(
+            &sink,
+            Arc::new(move |s: &Sample| {
+                let _ = tx.send(Msg::Entity {
+                    peer: name.clone(),
+                    sample: s.clone(),
+                });
+            }),
+        );
+        if let Err(e) = made {
+            log!(RMW_LOG_SEVERITY_WARN, "cannot create {sink}: {e}");
+            return false;
+        }
+        let mut p = Peer {
+            records: BTreeMap::new(),
+            edge: None,
+            edge_made: Instant::now(),
+            sink,
+        };
+        self.connect_peer(peer, &mut p);
+        self.state.lock().peers.insert(peer.to_owned(), p);
+        true
+    }
+
+    fn connect_peer(&self, peer: &str, p: &mut Peer) {
+        let source = names::on_peer(peer, ENDPOINTS);
+        match self
+            .graph
+            .subscribe(&source, &p.sink, DeliveryPolicy::new(true, 0, true))
+        {
+            Ok(e) => p.edge = Some(e),
+            Err(e) => log!(RMW_LOG_SEVERITY_DEBUG, "cannot subscribe {source}: {e}"),
+        }
+        p.edge_made = Instant::now();
+    }
+
+    /// A peer's registry subscription can fail when it mounted us before it created its own
+    /// `/.ros/endpoints` (or it is not a ROS process yet): try again now and then.
+    fn retry_peers(&self) {
+        let mut st = self.state.lock();
+        for (name, p) in st.peers.iter_mut() {
+            let failed = match &p.edge {
+                None => true,
+                Some(e) => matches!(e.state(), EdgeState::Failed(_) | EdgeState::Closed),
+            };
+            if failed && p.edge_made.elapsed() >= RETRY {
+                if let Some(e) = p.edge.take() {
+                    let _ = self.graph.unsubscribe(&e);
+                }
+                self.connect_peer(name, p);
+            }
+        }
+    }
+
+    fn drop_peer(&self, p: Peer) {
+        if let Some(e) = p.edge {
+            let _ = self.graph.unsubscribe(&e);
+        }
+        let _ = self.graph.remove(&p.sink);
+    }
+
+    fn on_entity(&self, peer: &str, s: &Sample) -> bool {
+        let Some(suffix) = s.suffix.as_deref() else {
+            return false;
+        };
+        let Some(gid) = Gid::from_hex(suffix) else {
+            return false;
+        };
+        let mut st = self.state.lock();
+        let Some(p) = st.peers.get_mut(peer) else {
+            return false;
+        };
+        match record::decode(s.payload.as_ref()) {
+            Some(record::Announcement::Present(r)) if r.gid == gid => {
+                p.records.insert(gid, r);
+                true
+            }
+            Some(record::Announcement::Gone(g)) if g == gid => p.records.remove(&gid).is_some(),
+            _ => {
+                log!(
+                    RMW_LOG_SEVERITY_WARN,
+                    "ignoring a malformed entity record from {peer} at {suffix}"
+                );
+                false
+            }
+        }
+    }
+
+    /// Make `sub`'s remote edges match the peers that have a matching publisher.
+    fn reconcile(&self, st: &State, sub: &SubscriptionLink) {
+        let wanted: BTreeSet<&str> = st
+            .peers
+            .iter()
+            .filter(|(_, p)| {
+                p.records.values().any(|r| {
+                    r.kind == EntityKind::Publisher
+                        && r.topic == sub.topic
+                        && r.type_name == sub.type_name
+                })
+            })
+            .map(|(n, _)| n.as_str())
+            .collect();
+        let mut remote = sub.remote.lock();
+        remote.retain(|peer, e| {
+            let dead = matches!(e.edge.state(), EdgeState::Failed(_) | EdgeState::Closed);
+            let keep = wanted.contains(peer.as_str()) && !(dead && e.made.elapsed() >= RETRY);
+            if !keep {
+                let _ = self.graph.unsubscribe(&e.edge);
+            }
+            keep
+        });
+        for peer in wanted {
+            if remote.contains_key(peer) {
+                continue;
+            }
+            let source = names::on_peer(peer, &sub.path);
+            match self.graph.subscribe(&source, &sub.target, sub.policy) {
+                Ok(edge) => {
+                    remote.insert(
+                        peer.to_owned(),
+                        RemoteEdge {
+                            edge,
+                            made: Instant::now(),
+                        },
+                    );
+                }
+                Err(e) => log!(RMW_LOG_SEVERITY_WARN, "cannot subscribe {source}: {e}"),
+            }
+        }
+    }
+}
+
+/// `/net/:children[]` reports paths relative to `/net`: a peer mount is one segment.
+fn is_peer_name(path: &str) -> bool {
+    !path.is_empty() && !path.contains('/')
+}

@@ -1,0 +1,266 @@
+//! Subscriptions: a target ring `/.ros/sub/<n>` sized by the QoS depth, fed by an edge from the
+//! local topic vertex and (wired by the registry) one from each peer that publishes the topic.
+
+use std::ffi::CString;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use libtracer_core::{Edge, Readiness, Sample, Vertex};
+use parking_lot::Mutex;
+
+use crate::boundary::event_callback::EventCallback;
+use crate::boundary::message::MessageMut;
+use crate::boundary::{cstr, RmwResult};
+use crate::context::Shared;
+use crate::gid::Gid;
+use crate::names;
+use crate::node::Node;
+use crate::qos::{End, Qos};
+use crate::registry::{EntityKind, Entry, Record, SubscriptionLink};
+use crate::topic::TopicType;
+
+/// What a take found, for `rmw_message_info_t`.
+#[derive(Clone, Copy, Debug)]
+pub struct TakenInfo {
+    pub source_timestamp_ns: i64,
+    pub received_timestamp_ns: i64,
+    pub publication_sequence_number: u64,
+    pub publisher_gid: Gid,
+    pub from_intra_process: bool,
+}
+
+impl TakenInfo {
+    fn of(s: &Sample) -> TakenInfo {
+        TakenInfo {
+            source_timestamp_ns: s.meta.source_timestamp_ns,
+            received_timestamp_ns: s.received_timestamp_ns,
+            publication_sequence_number: s.meta.sequence,
+            publisher_gid: Gid(s.meta.writer),
+            from_intra_process: s.origin.is_none(),
+        }
+    }
+}
+
+pub struct Subscription {
+    pub ctx: Arc<Shared>,
+    pub topic: CString,
+    pub gid: Gid,
+    pub qos: Qos,
+    target: Vertex,
+    local_edge: Edge,
+    link: Arc<SubscriptionLink>,
+    ty: TopicType,
+    ignore_local: bool,
+    notifier: Arc<Notifier>,
+    notifier_thread: Mutex<Option<JoinHandle<()>>>,
+    _entry: Entry,
+}
+
+/// The on-new-message callback: how many unread messages it has been told about.
+#[derive(Default)]
+struct Notifier {
+    callback: Mutex<Option<EventCallback>>,
+    reported: Mutex<usize>,
+    stop: AtomicBool,
+}
+
+impl Subscription {
+    pub fn new(
+        node: &Node,
+        ty: TopicType,
+        topic: &str,
+        qos: &ffi::rmw_qos_profile_t,
+        ignore_local_publications: bool,
+    ) -> RmwResult<Subscription> {
+        let ctx = node.ctx.clone();
+        ctx.check_live()?;
+        let path = names::topic_path(topic, qos.avoid_ros_namespace_conventions)?;
+        let qos = Qos::resolve(qos, End::Subscription)?;
+        // The topic vertex exists before any publisher, so a local publisher that comes later
+        // writes into an edge that is already there.
+        ctx.graph
+            .create_stream(&path, libtracer_core::StreamOptions::keep_last(1))?;
+        ty.set_schema(&ctx, &path)?;
+        let ring_path = ctx.new_ring_path();
+        let ring = qos.subscription_ring();
+        let target = ctx.graph.create_stream(&ring_path, ring)?;
+        let local_edge = match ctx.graph.subscribe(&path, &ring_path, qos.delivery()) {
+            Ok(e) => e,
+            Err(e) => {
+                let _ = ctx.graph.remove(&ring_path);
+                return Err(e.into());
+            }
+        };
+        let link = Arc::new(SubscriptionLink {
+            topic: topic.to_owned(),
+            path,
+            type_name: ty.type_name.clone(),
+            target: ring_path,
+            policy: qos.delivery(),
+            remote: Mutex::new(Default::default()),
+        });
+        let gid = ctx.gids.next();
+        let mut rec = Record::new(EntityKind::Subscription, gid);
+        rec.node_gid = Some(node.gid);
+        rec.node_name = node.name().to_owned();
+        rec.node_namespace = node.namespace().to_owned();
+        rec.topic = topic.to_owned();
+        rec.type_name = ty.type_name.clone();
+        rec.type_hash = ty.type_hash.clone();
+        rec.qos = Some(qos);
+        let entry = ctx.registry.announce(rec)?;
+        ctx.registry.add_subscription(&link);
+        Ok(Subscription {
+            topic: cstr::owned(topic, "topic_name")?,
+            gid,
+            qos,
+            target,
+            local_edge,
+            link,
+            ty,
+            ignore_local: ignore_local_publications,
+            notifier: Arc::new(Notifier::default()),
+            notifier_thread: Mutex::new(None),
+            ctx,
+            _entry: entry,
+        })
+    }
+
+    /// The oldest deliverable sample, or `None` when the ring is empty. Writes to nested topics
+    /// (a sample with a suffix) and, with `ignore_local_publications`, this context's own
+    /// publications are dropped here.
+    pub fn take_sample(&self) -> Option<Sample> {
+        loop {
+            let s = self.target.pop()?;
+            if self.has_callback() {
+                let mut r = self.notifier.reported.lock();
+                *r = r.saturating_sub(1);
+            }
+            if s.suffix.is_some() {
+                continue;
+            }
+            if self.ignore_local
+                && s.origin.is_none()
+                && Gid(s.meta.writer).context_prefix() == self.ctx.gids.prefix()
+            {
+                continue;
+            }
+            return Some(s);
+        }
+    }
+
+    /// Take one message into `msg`; `None` when there was none.
+    pub fn take(&self, msg: &mut MessageMut<'_>) -> RmwResult<Option<TakenInfo>> {
+        let Some(s) = self.take_sample() else {
+            return Ok(None);
+        };
+        msg.deserialize(&self.ty.ty, s.payload.as_ref())?;
+        Ok(Some(TakenInfo::of(&s)))
+    }
+
+    /// Take one message as CDR bytes.
+    pub fn take_cdr(&self) -> Option<(Sample, TakenInfo)> {
+        let s = self.take_sample()?;
+        let info = TakenInfo::of(&s);
+        Some((s, info))
+    }
+
+    /// Ready while the ring holds a sample.
+    pub fn readiness(&self) -> Readiness {
+        self.target.readiness()
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.target.readiness().is_ready()
+    }
+
+    pub fn matched_publishers(&self) -> usize {
+        self.ctx.registry.matched_publishers(&self.link)
+    }
+
+    /// Messages lost to ring overflow since the last call.
+    pub fn take_lost(&self) -> u64 {
+        self.target.take_dropped()
+    }
+
+    pub fn type_name(&self) -> &str {
+        &self.ty.type_name
+    }
+
+    fn has_callback(&self) -> bool {
+        self.notifier.callback.lock().is_some()
+    }
+
+    /// Set (or clear, with `None`) the on-new-message callback. It is called at once with the
+    /// number of messages already waiting, then as messages arrive, from a notifier thread
+    /// (the ring has no per-delivery hook; the thread wakes on every change of the ring).
+    pub fn set_on_new_message(&self, cb: Option<EventCallback>) {
+        self.stop_notifier();
+        let Some(cb) = cb else {
+            return;
+        };
+        {
+            let mut r = self.notifier.reported.lock();
+            let waiting = self.target.len();
+            *self.notifier.callback.lock() = Some(cb);
+            *r = waiting;
+            if waiting > 0 {
+                cb.call(waiting);
+            }
+        }
+        self.notifier.stop.store(false, Ordering::SeqCst);
+        let n = self.notifier.clone();
+        let target = self.target.clone();
+        let t = std::thread::Builder::new()
+            .name("rmw_tracer-on-message".into())
+            .spawn(move || {
+                while !n.stop.load(Ordering::SeqCst) {
+                    target.await_change(Some(Duration::from_millis(100)));
+                    let mut r = n.reported.lock();
+                    let len = target.len();
+                    if len > *r {
+                        if let Some(cb) = *n.callback.lock() {
+                            cb.call(len - *r);
+                        }
+                        *r = len;
+                    }
+                }
+            });
+        match t {
+            Ok(t) => *self.notifier_thread.lock() = Some(t),
+            Err(e) => crate::log::log!(
+                RMW_LOG_SEVERITY_ERROR,
+                "cannot start the callback thread: {e}"
+            ),
+        }
+    }
+
+    fn stop_notifier(&self) {
+        self.notifier.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.notifier_thread.lock().take() {
+            let _ = t.join();
+        }
+        *self.notifier.callback.lock() = None;
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        self.stop_notifier();
+        let _ = self.ctx.graph.unsubscribe(&self.local_edge);
+        self.link.disconnect(&self.ctx.graph);
+        let _ = self.ctx.graph.remove(&self.link.target);
+    }
+}
+
+/// Fill an `rmw_message_info_t` for a taken message.
+pub fn fill_message_info(out: &mut ffi::rmw_message_info_t, i: &TakenInfo) {
+    out.source_timestamp = i.source_timestamp_ns;
+    out.received_timestamp = i.received_timestamp_ns;
+    out.publication_sequence_number = i.publication_sequence_number;
+    out.reception_sequence_number = ffi::RMW_MESSAGE_INFO_SEQUENCE_NUMBER_UNSUPPORTED;
+    out.publisher_gid = crate::gid::to_rmw(i.publisher_gid);
+    out.from_intra_process = i.from_intra_process;
+}
