@@ -2,8 +2,9 @@
 //!
 //! Memory is bounded by one frame: the decoder holds at most the frame being assembled, and the
 //! length prefix is checked against the bound before anything is allocated for the body. The
-//! body buffer grows with the bytes that actually arrived (never past the announced length), so
-//! a peer that announces a large frame and then stalls does not make us allocate it up front.
+//! body buffer is reserved whole up to `EAGER_RESERVE` (4 MiB) and beyond that grows with the
+//! bytes that actually arrived (never past the announced length), so a peer that announces a
+//! 60 MiB frame and then stalls costs 4 MiB, not 60.
 
 use bytes::Bytes;
 
@@ -13,8 +14,10 @@ use super::frame::Frame;
 
 /// Below this many missing body bytes a direct-read window is not worth offering.
 const WINDOW_MIN: usize = 16 * 1024;
-/// The first chunk a growing body reserves.
-const FIRST_CHUNK: usize = 4096;
+/// A body up to this size is reserved whole when its prefix arrives (no reallocation while it
+/// fills); a larger one starts here and doubles as bytes arrive. So a peer that announces a
+/// large frame and stalls costs at most this much.
+pub const EAGER_RESERVE: usize = 4 << 20;
 
 #[derive(Debug)]
 enum State {
@@ -151,7 +154,8 @@ impl FrameDecoder {
             return None;
         }
         body.truncate(start);
-        let chunk = missing.min(start.max(64 * 1024));
+        // Use the room already reserved; past it, grow by at least 64 KiB.
+        let chunk = missing.min((body.capacity() - start).max(64 * 1024));
         grow(body, *need, chunk);
         body.resize(start + chunk, 0);
         self.window = Some(start);
@@ -179,6 +183,6 @@ fn grow(body: &mut Vec<u8>, need: usize, n: usize) {
     if want <= body.capacity() {
         return;
     }
-    let target = want.max(body.capacity() * 2).max(FIRST_CHUNK).min(need);
+    let target = want.max(body.capacity() * 2).min(need);
     body.reserve_exact(target - body.len());
 }
