@@ -10,8 +10,10 @@ use std::time::{Duration, Instant};
 use libtracer_core::{Readiness, Waiter};
 use parking_lot::Mutex;
 
-use crate::boundary::{RmwError, RmwResult};
+use crate::boundary::RmwResult;
 use crate::guard::GuardCondition;
+use crate::service::client::Client;
+use crate::service::server::Server;
 use crate::subscription::Subscription;
 
 pub struct WaitSet {
@@ -24,6 +26,8 @@ pub struct WaitSet {
 pub enum Entry<'a> {
     Subscription(&'a Subscription),
     GuardCondition(&'a GuardCondition),
+    Service(&'a Server),
+    Client(&'a Client),
     /// A waitable that is never ready (an event kind rmw_tracer does not raise).
     Never,
 }
@@ -33,6 +37,8 @@ impl Entry<'_> {
         match self {
             Entry::Subscription(s) => Some(s.readiness()),
             Entry::GuardCondition(g) => Some(g.readiness()),
+            Entry::Service(s) => Some(s.readiness()),
+            Entry::Client(c) => Some(c.readiness()),
             Entry::Never => None,
         }
     }
@@ -41,6 +47,8 @@ impl Entry<'_> {
         match self {
             Entry::Subscription(s) => s.is_ready(),
             Entry::GuardCondition(g) => g.is_triggered(),
+            Entry::Service(s) => s.is_ready(),
+            Entry::Client(c) => c.is_ready(),
             Entry::Never => false,
         }
     }
@@ -110,16 +118,6 @@ impl Default for WaitSet {
     fn default() -> Self {
         WaitSet::new()
     }
-}
-
-/// Refuse a wait with more entries than the wait set was made for (0 = no limit).
-pub fn check_capacity(max: usize, n: usize) -> RmwResult<()> {
-    if max != 0 && n > max {
-        return Err(RmwError::invalid(format!(
-            "{n} entries exceed the wait set's max_conditions {max}"
-        )));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

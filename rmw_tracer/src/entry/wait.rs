@@ -7,6 +7,8 @@ use ffi::rmw_ret_t;
 use crate::boundary::{ffi_ptr, ffi_ret, handle, RmwError, RmwResult};
 use crate::context::Context;
 use crate::guard::GuardCondition;
+use crate::service::client::Client;
+use crate::service::server::Server;
 use crate::subscription::Subscription;
 use crate::waitset::{timeout_of, Entry, WaitSet};
 use crate::IDENTIFIER;
@@ -80,13 +82,8 @@ pub unsafe extern "C" fn rmw_wait(
         let clis = unsafe { handle::wait_slots(clients, "clients") }?;
         // SAFETY: as above.
         let evs = unsafe { handle::wait_slots(events, "events") }?;
-        if srvs.iter().chain(clis.iter()).any(|p| !p.is_null()) {
-            return Err(RmwError::UnsupportedFeature(
-                "waiting on services and clients".into(),
-            ));
-        }
         let mut entries: Vec<Option<Entry<'_>>> =
-            Vec::with_capacity(subs.len() + gcs.len() + evs.len());
+            Vec::with_capacity(subs.len() + gcs.len() + srvs.len() + clis.len() + evs.len());
         for &p in subs.iter() {
             // SAFETY: a non-null slot is a live subscription's data pointer.
             entries.push(slot(p, |p| {
@@ -101,13 +98,31 @@ pub unsafe extern "C" fn rmw_wait(
                     .map(Entry::GuardCondition)
             })?);
         }
+        for &p in srvs.iter() {
+            // SAFETY: a non-null slot is a live service's data pointer.
+            entries.push(slot(p, |p| {
+                unsafe { handle::from_data::<Server>(p, "service") }.map(Entry::Service)
+            })?);
+        }
+        for &p in clis.iter() {
+            // SAFETY: a non-null slot is a live client's data pointer.
+            entries.push(slot(p, |p| {
+                unsafe { handle::from_data::<Client>(p, "client") }.map(Entry::Client)
+            })?);
+        }
         // rmw_tracer raises no events yet (rmw_*_event_init refuses every kind), so an event
         // slot is never ready.
         entries.extend(evs.iter().map(|p| (!p.is_null()).then_some(Entry::Never)));
         let ready = ws.wait(&entries, timeout)?;
         let mut ready = ready.into_iter();
         let mut any = false;
-        for s in subs.iter_mut().chain(gcs.iter_mut()).chain(evs.iter_mut()) {
+        for s in subs
+            .iter_mut()
+            .chain(gcs.iter_mut())
+            .chain(srvs.iter_mut())
+            .chain(clis.iter_mut())
+            .chain(evs.iter_mut())
+        {
             if ready.next().unwrap_or(false) {
                 any = true;
             } else {

@@ -1,0 +1,162 @@
+"""Publishers and subscriptions over rmw_tracer between real ROS processes (issue 3, R1 and
+item 6, "Many peers"; the mapping is docs/rmw-mapping.md).
+
+Every process runs on rmw_tracer (LD_PRELOAD) with the test's private rendezvous directory and
+domain id. The rclpy side is test_pubsub_worker.py, the rcl side ros_tests/c/pubsub_rcl.c.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import harness
+
+HERE = Path(__file__).resolve().parent
+WORKER = HERE / "test_pubsub_worker.py"
+
+
+def worker(cmd: str, env, *args: str, timeout: float = 60) -> harness.Proc:
+    return harness.spawn_python(WORKER, [cmd, *args], env=env, timeout=timeout)
+
+
+def started(p: harness.Proc, text: str = "ready") -> harness.Proc:
+    assert p.wait_for_output(text, timeout=30), p.join(1).describe()
+    return p
+
+
+def result(p: harness.Proc) -> dict:
+    r = p.join()
+    assert r.returncode == 0, r.describe()
+    lines = [line for line in r.stdout.splitlines() if line.startswith("{")]
+    assert lines, r.describe()
+    return json.loads(lines[-1])
+
+
+def ok(p: harness.Proc) -> harness.Result:
+    return p.join().check()
+
+
+@pytest.fixture(scope="module")
+def c_program(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("c") / "pubsub_rcl"
+    return harness.compile_c(HERE / "c" / "pubsub_rcl.c", out, msgs=("std_msgs",))
+
+
+def test_rclpy_talker_listener_100_strings_in_order(tracer_env):
+    # Issue 3: "rclpy talker and listener in two processes: 100 std_msgs/String messages, all
+    # received, in order, with reliable QoS" (the talker waits for the match).
+    listener = started(worker("listen", tracer_env, "--count", "100"))
+    talker = worker("talk", tracer_env, "--count", "100")
+    got = result(listener)
+    ok(talker)
+    assert got["received"] == [[f"hello {i}" for i in range(100)]]
+    assert got["matched"] == [1]
+
+
+def test_rcl_c_talker_listener(tracer_env, c_program):
+    # Issue 3: "the same with rcl from a small C program".
+    sub = harness.spawn([c_program, "sub", "/c_chatter", "100"], tracer_env, timeout=60)
+    assert sub.wait_for_output("ready", 30)
+    pub = harness.spawn([c_program, "pub", "/c_chatter", "100"], tracer_env, timeout=60)
+    rs = sub.join().check()
+    pub.join().check()
+    assert [line[5:] for line in rs.stdout.splitlines() if line.startswith("msg: ")] == [
+        f"c {i}" for i in range(100)
+    ]
+
+
+def test_c_publisher_to_rclpy_subscriber(tracer_env, c_program):
+    # Issue 3: "C publisher to rclpy subscriber".
+    listener = started(worker("listen", tracer_env, "--topic", "/mixed", "--count", "100"))
+    pub = harness.spawn([c_program, "pub", "/mixed", "100"], tracer_env, timeout=60)
+    got = result(listener)
+    pub.join().check()
+    assert got["received"] == [[f"c {i}" for i in range(100)]]
+
+
+def test_rcl_message_info_intra_process(tracer_env, c_program):
+    # R1 take_with_info: publisher gid, publication sequence numbers 1..n, source and received
+    # timestamps, from_intra_process, and a take on an empty ring (issue 3 item 4).
+    r = harness.run([c_program, "intra", "/info", "50"], tracer_env, timeout=60).check()
+    assert "intra ok 50" in r.stdout
+
+
+def test_every_test_msgs_type_round_trips_field_for_field(tracer_env):
+    # Issue 3: "Every test_msgs type round-trips between two processes, field for field".
+    listener = started(worker("rt-listen", tracer_env))
+    talker = worker("rt-talk", tracer_env)
+    report = result(listener)["report"]
+    ok(talker)
+    assert len(report) == 13
+    bad = {t: r for t, r in report.items() if r != ["ok"] * len(r) or not r}
+    assert bad == {}
+
+
+def test_many_peers_two_publishing_processes_three_subscribers(tracer_env):
+    # Issue 3 item 6: several publishers on one topic in several processes, many subscriptions
+    # (two in one process, one in another): each gets every message once, in order per publisher.
+    l1 = started(worker("listen", tracer_env, "--topic", "/many", "--count", "100", "--subs", "2"))
+    l2 = started(worker("listen", tracer_env, "--topic", "/many", "--count", "100"))
+    talkers = [
+        worker("talk", tracer_env, "--topic", "/many", "--count", "50", "--wait-subs", "3", "--tag", tag)
+        for tag in ("a", "b")
+    ]
+    received = result(l1)["received"] + result(l2)["received"]
+    for t in talkers:
+        ok(t)
+    assert len(received) == 3
+    for got in received:
+        assert len(got) == 100, got
+        for tag in ("a", "b"):
+            assert [m for m in got if m.startswith(tag + " ")] == [f"{tag} {i}" for i in range(50)]
+
+
+def test_late_joiner_volatile_gets_only_new_messages(tracer_env):
+    # Issue 3 item 6, late joiners: a volatile subscription that joins after 10 publications
+    # receives what is published after it matched, and nothing of before.
+    talker = worker("talk", tracer_env, "--topic", "/late", "--pre", "10", "--count", "10")
+    started(talker, "pre-done")
+    listener = started(worker("listen", tracer_env, "--topic", "/late", "--count", "10"))
+    got = result(listener)
+    ok(talker)
+    assert got["received"] == [[f"hello {i}" for i in range(10, 20)]]
+
+
+def test_late_joiner_transient_local_gets_the_retained_history_first(tracer_env):
+    # Durability TRANSIENT_LOCAL (docs/rmw-mapping.md): the publisher's topic stream retains its
+    # last `depth` samples and a transient-local subscription is replayed them before live data.
+    talker = worker("talk", tracer_env, "--topic", "/latched", "--pre", "10", "--count", "5",
+                    "--transient", "--depth", "4")
+    started(talker, "pre-done")
+    listener = started(worker("listen", tracer_env, "--topic", "/latched", "--count", "9",
+                              "--transient", "--depth", "100"))
+    got = result(listener)
+    ok(talker)
+    assert got["received"] == [[f"hello {i}" for i in range(6, 15)]]
+
+
+def test_node_publishing_to_itself(tracer_env):
+    # Issue 3 item 6: "a node publishing to itself".
+    got = result(worker("selfpub", tracer_env, "--topic", "/self", "--count", "100"))
+    assert got["matched"] == [1]
+    assert got["received"] == [[f"self {i}" for i in range(100)]]
+
+
+def test_intra_process_between_two_nodes_of_one_context(tracer_env):
+    # Issue 3 item 6: "publisher and subscriber in one process (intra-process through the same
+    # graph)".
+    got = result(worker("intra", tracer_env, "--topic", "/intra", "--count", "100"))
+    assert got["matched"] == [1, 1]
+    assert got["received"] == [[f"intra {i}" for i in range(100)]]
+
+
+def test_4_mib_messages_between_processes(tracer_env):
+    # Issue 3 item 6: "Messages of 4 MiB work" (content checked by digest, 5 in a row).
+    listener = started(worker("big-listen", tracer_env, "--topic", "/big", "--count", "5", "--depth", "5"))
+    talker = worker("big-talk", tracer_env, "--topic", "/big", "--count", "5", "--depth", "5")
+    got = result(listener)
+    ok(talker)
+    assert got["received"] == got["expected"]
