@@ -99,6 +99,14 @@ impl Default for GidSource {
     }
 }
 
+/// The `rmw_gid_t` of `g`.
+pub fn to_rmw(g: Gid) -> ffi::rmw_gid_t {
+    ffi::rmw_gid_t {
+        implementation_identifier: crate::IDENTIFIER.as_ptr(),
+        data: g.0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,13 +124,5 @@ mod tests {
         assert_eq!(g1.hex().len(), 32);
         assert_eq!(Gid::from_hex("zz"), None);
         assert_eq!(Gid::from_hex(&"g".repeat(32)), None);
-    }
-}
-
-/// The `rmw_gid_t` of `g`.
-pub fn to_rmw(g: Gid) -> ffi::rmw_gid_t {
-    ffi::rmw_gid_t {
-        implementation_identifier: crate::IDENTIFIER.as_ptr(),
-        data: g.0,
     }
 }

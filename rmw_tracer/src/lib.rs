@@ -16,6 +16,7 @@ mod context;
 mod entry;
 mod features;
 mod gid;
+mod graph_query;
 mod guard;
 mod log;
 mod names;

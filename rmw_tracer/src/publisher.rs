@@ -17,10 +17,9 @@ use crate::registry::{EntityKind, Entry, Record};
 use crate::topic::{now_ns, TopicType};
 
 pub struct Publisher {
-    pub ctx: Arc<Shared>,
-    pub node_gid: Gid,
+    /// Keeps the context (and its registry, which the entry retracts from) alive.
+    _ctx: Arc<Shared>,
     pub topic: CString,
-    pub path: String,
     pub gid: Gid,
     pub qos: Qos,
     vertex: Vertex,
@@ -65,15 +64,13 @@ impl Publisher {
         let entry = ctx.registry.announce(rec)?;
         Ok(Publisher {
             topic: cstr::owned(topic, "topic_name")?,
-            node_gid: node.gid,
-            path,
             gid,
             qos,
             vertex,
             ty,
             seq: AtomicU64::new(0),
             size_hint: AtomicUsize::new(64),
-            ctx,
+            _ctx: ctx,
             _entry: entry,
         })
     }
@@ -101,9 +98,5 @@ impl Publisher {
     /// (local subscriptions, and remote ones that wired themselves to it).
     pub fn matched_subscriptions(&self) -> usize {
         self.vertex.subscriber_count()
-    }
-
-    pub fn type_name(&self) -> &str {
-        &self.ty.type_name
     }
 }

@@ -46,7 +46,6 @@ impl TakenInfo {
 pub struct Subscription {
     pub ctx: Arc<Shared>,
     pub topic: CString,
-    pub gid: Gid,
     pub qos: Qos,
     target: Vertex,
     local_edge: Edge,
@@ -114,7 +113,6 @@ impl Subscription {
         ctx.registry.add_subscription(&link);
         Ok(Subscription {
             topic: cstr::owned(topic, "topic_name")?,
-            gid,
             qos,
             target,
             local_edge,
@@ -181,12 +179,9 @@ impl Subscription {
     }
 
     /// Messages lost to ring overflow since the last call.
+    #[allow(dead_code)] // for RMW_EVENT_MESSAGE_LOST (R3 events)
     pub fn take_lost(&self) -> u64 {
         self.target.take_dropped()
-    }
-
-    pub fn type_name(&self) -> &str {
-        &self.ty.type_name
     }
 
     fn has_callback(&self) -> bool {

@@ -55,7 +55,7 @@ impl Entry<'_> {
 }
 
 /// `rmw_time_t` to a timeout: `None` (forever) for a null pointer or a time too large to
-/// represent.
+/// represent (`RMW_DURATION_INFINITE` and beyond).
 pub fn timeout_of(t: Option<&ffi::rmw_time_t>) -> Option<Duration> {
     let t = t?;
     Duration::from_secs(t.sec).checked_add(Duration::from_nanos(t.nsec))
@@ -90,7 +90,8 @@ impl WaitSet {
             for s in &sources {
                 waiter.attach(s);
             }
-            let deadline = timeout.map(|t| Instant::now() + t);
+            // A timeout past what an Instant can hold is as good as forever.
+            let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
             loop {
                 let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
                 if left == Some(Duration::ZERO) {
@@ -177,9 +178,38 @@ mod tests {
         assert_eq!(
             timeout_of(Some(&ffi::rmw_time_t {
                 sec: u64::MAX,
-                nsec: 999_999_999
+                nsec: 1_000_000_000
             })),
             None
+        );
+        // RMW_DURATION_INFINITE: representable, but no deadline can be computed from it.
+        let ws = WaitSet::new();
+        let g = GuardCondition::new();
+        g.trigger();
+        let forever = timeout_of(Some(&ffi::rmw_time_t {
+            sec: 9_223_372_036,
+            nsec: 854_775_807,
+        }));
+        assert_eq!(
+            ws.wait(&[Some(Entry::GuardCondition(&g))], forever)
+                .unwrap(),
+            vec![true]
+        );
+        let g2 = GuardCondition::new();
+        let t = std::thread::spawn({
+            let g2 = std::sync::Arc::new(g2);
+            let g3 = g2.clone();
+            move || {
+                std::thread::sleep(Duration::from_millis(20));
+                g3.trigger();
+                g2
+            }
+        });
+        let g2 = t.join().unwrap();
+        assert_eq!(
+            ws.wait(&[Some(Entry::GuardCondition(&g2))], Some(Duration::MAX))
+                .unwrap(),
+            vec![true]
         );
     }
 }

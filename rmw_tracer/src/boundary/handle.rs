@@ -105,6 +105,15 @@ pub unsafe fn from_data<'a, H: Handle>(data: *const c_void, arg: &'static str) -
     Ok(unsafe { &*(data as *const H) })
 }
 
+/// As [`from_data`], with a null slot giving `None`.
+///
+/// # Safety
+/// As for [`from_data`].
+pub unsafe fn opt_from_data<'a, H: Handle>(data: *const c_void) -> Option<&'a H> {
+    // SAFETY: the caller guarantees a null or live object pointer of `H`.
+    unsafe { (data as *const H).as_ref() }
+}
+
 /// Make a rmw_tracer-owned handle: the object is boxed first so that `make` may point the C
 /// struct's strings into it.
 pub fn create<H: Handle>(obj: H, make: impl FnOnce(&H, *mut c_void) -> H::C) -> *mut H::C {

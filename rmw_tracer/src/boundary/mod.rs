@@ -8,6 +8,7 @@ pub mod clib;
 pub mod cstr;
 pub mod error;
 pub mod event_callback;
+pub mod graph_out;
 pub mod handle;
 pub mod message;
 pub mod panic;

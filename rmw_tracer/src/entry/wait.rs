@@ -1,10 +1,8 @@
 //! Entry points: wait sets and `rmw_wait`.
 
-use std::ffi::c_void;
-
 use ffi::rmw_ret_t;
 
-use crate::boundary::{ffi_ptr, ffi_ret, handle, RmwError, RmwResult};
+use crate::boundary::{ffi_ptr, ffi_ret, handle, RmwError};
 use crate::context::Context;
 use crate::guard::GuardCondition;
 use crate::service::client::Client;
@@ -86,29 +84,23 @@ pub unsafe extern "C" fn rmw_wait(
             Vec::with_capacity(subs.len() + gcs.len() + srvs.len() + clis.len() + evs.len());
         for &p in subs.iter() {
             // SAFETY: a non-null slot is a live subscription's data pointer.
-            entries.push(slot(p, |p| {
-                unsafe { handle::from_data::<Subscription>(p, "subscription") }
-                    .map(Entry::Subscription)
-            })?);
+            let s = unsafe { handle::opt_from_data::<Subscription>(p) };
+            entries.push(s.map(Entry::Subscription));
         }
         for &p in gcs.iter() {
             // SAFETY: a non-null slot is a live guard condition's data pointer.
-            entries.push(slot(p, |p| {
-                unsafe { handle::from_data::<GuardCondition>(p, "guard condition") }
-                    .map(Entry::GuardCondition)
-            })?);
+            let g = unsafe { handle::opt_from_data::<GuardCondition>(p) };
+            entries.push(g.map(Entry::GuardCondition));
         }
         for &p in srvs.iter() {
             // SAFETY: a non-null slot is a live service's data pointer.
-            entries.push(slot(p, |p| {
-                unsafe { handle::from_data::<Server>(p, "service") }.map(Entry::Service)
-            })?);
+            let s = unsafe { handle::opt_from_data::<Server>(p) };
+            entries.push(s.map(Entry::Service));
         }
         for &p in clis.iter() {
             // SAFETY: a non-null slot is a live client's data pointer.
-            entries.push(slot(p, |p| {
-                unsafe { handle::from_data::<Client>(p, "client") }.map(Entry::Client)
-            })?);
+            let c = unsafe { handle::opt_from_data::<Client>(p) };
+            entries.push(c.map(Entry::Client));
         }
         // rmw_tracer raises no events yet (rmw_*_event_init refuses every kind), so an event
         // slot is never ready.
@@ -135,15 +127,4 @@ pub unsafe extern "C" fn rmw_wait(
             Err(RmwError::Timeout)
         }
     })
-}
-
-fn slot<'a>(
-    p: *mut c_void,
-    f: impl FnOnce(*const c_void) -> RmwResult<Entry<'a>>,
-) -> RmwResult<Option<Entry<'a>>> {
-    if p.is_null() {
-        Ok(None)
-    } else {
-        f(p).map(Some)
-    }
 }

@@ -421,7 +421,7 @@ impl Inner {
         };
         match record::decode(s.payload.as_ref()) {
             Some(record::Announcement::Present(r)) if r.gid == gid => {
-                p.records.insert(gid, r);
+                p.records.insert(gid, *r);
                 true
             }
             Some(record::Announcement::Gone(g)) if g == gid => p.records.remove(&gid).is_some(),

@@ -139,7 +139,7 @@ impl Record {
 /// A decoded announcement.
 #[derive(Debug)]
 pub enum Announcement {
-    Present(Record),
+    Present(Box<Record>),
     Gone(Gid),
 }
 
@@ -178,7 +178,7 @@ pub fn decode(bytes: &[u8]) -> Option<Announcement> {
     Some(if gone {
         Announcement::Gone(r.gid)
     } else {
-        Announcement::Present(r)
+        Announcement::Present(Box::new(r))
     })
 }
 
