@@ -17,6 +17,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -48,6 +49,23 @@ DEFAULT_CASES = {
 
 class BenchError(Exception):
     pass
+
+
+class TeardownError(BenchError):
+    """A pair whose measurements are complete but which failed while shutting down."""
+
+    def __init__(self, message, doc):
+        super().__init__(message)
+        self.doc = doc
+
+
+def describe_rc(rc):
+    if isinstance(rc, int) and rc < 0:
+        try:
+            return f"killed by signal {-rc} ({signal.Signals(-rc).name})"
+        except ValueError:
+            return f"killed by signal {-rc}"
+    return f"exit {rc}" if isinstance(rc, int) else rc
 
 
 def parse_size(text):
@@ -158,17 +176,13 @@ def run_pair(key, size, case, args, base_env, workdir):
                 ping.kill()
                 ping.wait()
                 ping_rc = "timeout"
-            if ping_rc != 0:
-                pong.kill()  # ping's error is the story; pong would only wait for its idle timeout
+            # After a failed ping, pong would only sit out its idle timeout: give it a moment.
+            try:
+                pong_rc = pong.wait(timeout=15 if ping_rc == 0 else 3)
+            except subprocess.TimeoutExpired:
+                pong.kill()
                 pong.wait()
-                pong_rc = "killed after ping failed"
-            else:
-                try:
-                    pong_rc = pong.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    pong.kill()
-                    pong.wait()
-                    pong_rc = "hung after ping ended"
+                pong_rc = "still running after ping ended, killed"
         finally:
             if pong.poll() is None:
                 pong.kill()
@@ -176,11 +190,15 @@ def run_pair(key, size, case, args, base_env, workdir):
     for line in open(ping_log, errors="replace"):
         if line.startswith("bench_ping:") and " B  rtt" in line:
             print("  " + line.rstrip(), file=sys.stderr)
+    failure = None
     if ping_rc != 0 or pong_rc != 0:
-        raise BenchError(
-            f"{key} at {human_size(size)}: bench_ping exit {ping_rc}, bench_pong exit {pong_rc}\n"
+        failure = (
+            f"{key} at {human_size(size)}: bench_ping {describe_rc(ping_rc)}, bench_pong {describe_rc(pong_rc)}\n"
             f"--- bench_ping ---\n{tail(ping_log)}--- bench_pong ---\n{tail(pong_log)}"
         )
+        written = "bench_ping: results written to" in open(ping_log, errors="replace").read()
+        if not (written and os.path.exists(json_path)):
+            raise BenchError(failure)
     with open(json_path) as f:
         doc = json.load(f)
     if doc.get("rmw") != ident:
@@ -192,6 +210,8 @@ def run_pair(key, size, case, args, base_env, workdir):
         t = c["throughput"]
         if t["lost"] != 0 or t["messages"] != burst * rounds:
             raise BenchError(f"{key} at {human_size(size)}: {t['lost']} messages lost")
+    if failure:
+        raise TeardownError(failure, doc)
     if rendezvous:
         shutil.rmtree(rendezvous, ignore_errors=True)
     return doc
@@ -201,6 +221,10 @@ def ratio(a, b):
     if a is None or b is None or b == 0:
         return None
     return a / b
+
+
+def pair_ratio(results, size, section, field):
+    return ratio(results["tracer"][size][section][field], results["fastdds"][size][section][field])
 
 
 def fmt(v, width, digits=1):
@@ -305,7 +329,6 @@ def main():
         base_env.pop(k, None)
 
     results = {k: {} for k in keys}
-    docs = {k: [] for k in keys}
     started = time.time()
     load_before = os.getloadavg()
     workdir = tempfile.mkdtemp(prefix="rmw-tracer-bench-")
@@ -320,22 +343,34 @@ def main():
         mtime = datetime.datetime.fromtimestamp(os.path.getmtime(frozen), datetime.timezone.utc)
         tracer_info = {"path": args.tracer_lib, "sha256": digest, "mtime_utc": mtime.isoformat(timespec="seconds")}
         args.tracer_lib = frozen
+    errors = []  # every failure is reported and makes the exit status 1
+    fatal = False
     try:
         for size in sizes:
             for key in keys:
                 print(f"bench: {key} {human_size(size)} {cases[size]}", file=sys.stderr)
-                doc = run_pair(key, size, cases[size], args, base_env, workdir)
-                docs[key].append(doc)
+                try:
+                    doc = run_pair(key, size, cases[size], args, base_env, workdir)
+                except TeardownError as e:
+                    # Measured in full, then crashed on the way out: keep the numbers, fail the run.
+                    print(f"bench: FAILED after measuring: {e}", file=sys.stderr)
+                    errors.append(f"after measuring: {str(e).splitlines()[0]}")
+                    doc = e.doc
                 results[key][size] = doc["cases"][0]
     except BenchError as e:
         print(f"bench: FAILED: {e}", file=sys.stderr)
+        errors.append(str(e).splitlines()[0])
+        fatal = True
+    if errors:
         print(f"bench: logs kept in {workdir}", file=sys.stderr)
-        return 1
-    shutil.rmtree(workdir, ignore_errors=True)
+    else:
+        shutil.rmtree(workdir, ignore_errors=True)
     elapsed = time.time() - started
 
     print()
     print_table(sizes, results, keys)
+    if fatal:
+        print("(stopped at the first failure: the table holds the pairs run before it)")
     print(f"({elapsed:.0f} s; load average {load_before[0]:.2f} before, {os.getloadavg()[0]:.2f} after; "
           f"{'private network namespace' if in_netns else 'ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST'})")
 
@@ -350,21 +385,27 @@ def main():
         "throughput": "burst of messages published back to back, first publish to last receipt; MB = 10^6 bytes",
         "tracer_lib": tracer_info,
         "elapsed_s": round(elapsed, 1),
-        "results": {RMWS[k][1]: [results[k][s] for s in sizes] for k in keys},
+        "errors": errors,
+        "results": {RMWS[k][1]: [results[k][s] for s in sizes if s in results[k]] for k in keys},
         "ratios_tracer_over_fastdds": [
             {
                 "size": s,
-                "rtt_p50": ratio(results["tracer"][s]["latency_rtt_us"]["p50"], results["fastdds"][s]["latency_rtt_us"]["p50"]),
-                "rtt_p99": ratio(results["tracer"][s]["latency_rtt_us"]["p99"], results["fastdds"][s]["latency_rtt_us"]["p99"]),
-                "mb_per_s": ratio(results["tracer"][s]["throughput"]["mb_per_s"], results["fastdds"][s]["throughput"]["mb_per_s"]),
+                "rtt_p50": pair_ratio(results, s, "latency_rtt_us", "p50"),
+                "rtt_p99": pair_ratio(results, s, "latency_rtt_us", "p99"),
+                "mb_per_s": pair_ratio(results, s, "throughput", "mb_per_s"),
             }
-            for s in sizes
+            for s in sizes if s in results.get("tracer", {}) and s in results.get("fastdds", {})
         ] if "tracer" in keys and "fastdds" in keys else None,
     }
     with open(args.output, "w") as f:
         json.dump(out, f, indent=2)
         f.write("\n")
     print(f"wrote {args.output}")
+    if errors:
+        print(f"bench: FAILED ({len(errors)} error(s)):", file=sys.stderr)
+        for e in errors:
+            print(f"  {e}", file=sys.stderr)
+        return 1
     return 0
 
 
