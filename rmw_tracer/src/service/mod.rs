@@ -1,0 +1,59 @@
+//! Services and clients (R4) over the libtracer graph; `docs/rmw-mapping.md`, section Services.
+//!
+//! - A service server owns a sink vertex `/.ros/services<service path>/_request/<server gid>`
+//!   (an [`inbox::Inbox`]): requests land there, from this graph or forwarded from a peer.
+//! - A client owns a sink vertex `/.ros/clients/<client gid>/_response`.
+//! - A client's request is written to the request vertex of every server of the service the
+//!   registry knows (a local write, or `/net/<peer>/...` for a server on a peer) with
+//!   `Meta.writer` = the client gid and `Meta.sequence` = the request's sequence number.
+//! - The server answers the sample's origin: a local write to the client's response vertex, or a
+//!   forwarded write `/net/<origin>/.ros/clients/<client gid>/_response`. The path is derived from
+//!   the gid in the request, so a server needs no registry entry of the client to answer.
+//!
+//! Why under `/.ros/` rather than at `<service name>/_request`: a write at a vertex is delivered
+//! to the edges of every ancestor, so a subscription to a topic `/a` (or a recorder of `/`) would
+//! receive, and across a link carry, every request of every service `/a/...`.
+
+pub mod client;
+pub mod inbox;
+pub mod server;
+
+use crate::boundary::RmwResult;
+use crate::gid::Gid;
+use crate::names;
+
+/// Where the requests of the service `name` served by `server` land.
+pub fn request_path(name: &str, server: Gid) -> RmwResult<String> {
+    // Permissive form: the same path for every valid ROS name, and a record from a peer that
+    // used avoid_ros_namespace_conventions still maps.
+    let p = names::topic_path(name, true)?;
+    Ok(format!("/.ros/services{p}/_request/{}", server.hex()))
+}
+
+/// Where the responses to the client `client` land.
+pub fn response_path(client: Gid) -> String {
+    format!("/.ros/clients/{}/_response", client.hex())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths() {
+        let g = Gid([0xab; 16]);
+        assert_eq!(
+            request_path("/add_two_ints", g).unwrap(),
+            format!("/.ros/services/add_two_ints/_request/{}", "ab".repeat(16))
+        );
+        assert_eq!(
+            request_path("/net/x", g).unwrap(),
+            format!("/.ros/services/.net/x/_request/{}", "ab".repeat(16))
+        );
+        assert_eq!(
+            response_path(g),
+            format!("/.ros/clients/{}/_response", "ab".repeat(16))
+        );
+        assert!(request_path("/a b", g).is_err());
+    }
+}

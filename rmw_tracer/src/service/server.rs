@@ -1,0 +1,214 @@
+//! A service server: its request inbox, its registry record, and how it answers.
+
+use std::collections::{HashMap, VecDeque};
+use std::ffi::CString;
+use std::sync::Arc;
+
+use libtracer_core::{Meta, Payload, Readiness};
+use parking_lot::Mutex;
+
+use super::inbox::Inbox;
+use super::{request_path, response_path};
+use crate::boundary::event_callback::EventCallback;
+use crate::boundary::message::{MessageMut, MessageRef};
+use crate::boundary::service_types::ServiceType;
+use crate::boundary::{cstr, RmwError, RmwResult};
+use crate::context::Shared;
+use crate::gid::Gid;
+use crate::names;
+use crate::node::Node;
+use crate::qos::{End, Qos};
+use crate::registry::{EntityKind, Entry, Record};
+use crate::topic::now_ns;
+
+/// How many clients' origins a server remembers between a request and its response. Past this
+/// the oldest is forgotten and its answer falls back to the registry's view of the client.
+const MAX_ORIGINS: usize = 4096;
+
+/// What `rmw_take_request` reports in `rmw_service_info_t`.
+#[derive(Clone, Copy, Debug)]
+pub struct RequestHeader {
+    pub client: Gid,
+    pub sequence: i64,
+    pub source_timestamp_ns: i64,
+    pub received_timestamp_ns: i64,
+}
+
+pub struct Server {
+    pub ctx: Arc<Shared>,
+    pub service_name: CString,
+    pub gid: Gid,
+    /// The actual QoS of the request subscription and the response publisher (one profile, as
+    /// a DDS service has).
+    pub qos: Qos,
+    pub ty: ServiceType,
+    path: String,
+    inbox: Inbox,
+    /// Client gid -> the peer its requests came from (`None` = this graph).
+    origins: Mutex<Origins>,
+    _entry: Entry,
+}
+
+#[derive(Default)]
+struct Origins {
+    by_client: HashMap<Gid, Option<String>>,
+    order: VecDeque<Gid>,
+}
+
+impl Origins {
+    fn remember(&mut self, client: Gid, origin: Option<String>) {
+        if self.by_client.insert(client, origin).is_none() {
+            self.order.push_back(client);
+            while self.order.len() > MAX_ORIGINS {
+                if let Some(old) = self.order.pop_front() {
+                    self.by_client.remove(&old);
+                }
+            }
+        }
+    }
+}
+
+impl Server {
+    pub fn new(
+        node: &Node,
+        ty: ServiceType,
+        name: &str,
+        qos: &ffi::rmw_qos_profile_t,
+    ) -> RmwResult<Server> {
+        let ctx = node.ctx.clone();
+        ctx.check_live()?;
+        // The rules of a topic name apply to a service name (rmw_validate_full_topic_name).
+        names::topic_path(name, qos.avoid_ros_namespace_conventions)?;
+        let qos = Qos::resolve(qos, End::Subscription)?;
+        let gid = ctx.gids.next();
+        let path = request_path(name, gid)?;
+        let inbox = Inbox::new(qos.subscription_ring());
+        ctx.graph.create_sink(&path, inbox.sink())?;
+        let made = (|| -> RmwResult<Entry> {
+            ctx.graph.set_schema(
+                &path,
+                libtracer_core::Schema {
+                    type_name: ty.request.name().to_owned(),
+                    type_hash: String::new(),
+                    definition: String::new(),
+                    encoding: "cdr".to_owned(),
+                },
+            )?;
+            let mut rec = Record::new(EntityKind::Service, gid);
+            rec.node_gid = Some(node.gid);
+            rec.node_name = node.name().to_owned();
+            rec.node_namespace = node.namespace().to_owned();
+            rec.topic = name.to_owned();
+            rec.type_name = ty.name.clone();
+            rec.type_hash = ty.type_hash.clone();
+            rec.qos = Some(qos);
+            ctx.registry.announce(rec)
+        })();
+        let entry = match made {
+            Ok(e) => e,
+            Err(e) => {
+                let _ = ctx.graph.remove(&path);
+                return Err(e);
+            }
+        };
+        Ok(Server {
+            service_name: cstr::owned(name, "service_name")?,
+            gid,
+            qos,
+            ty,
+            path,
+            inbox,
+            origins: Mutex::new(Origins::default()),
+            ctx,
+            _entry: entry,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        self.service_name.to_str().unwrap_or_default()
+    }
+
+    /// Take the oldest request into `msg`; `None` when there is none.
+    pub fn take_request(&self, msg: &mut MessageMut<'_>) -> RmwResult<Option<RequestHeader>> {
+        let Some(s) = self.inbox.pop() else {
+            return Ok(None);
+        };
+        let client = Gid(s.meta.writer);
+        let sequence = i64::try_from(s.meta.sequence).map_err(|_| {
+            RmwError::failed(format!(
+                "request sequence number {} out of range",
+                s.meta.sequence
+            ))
+        })?;
+        self.origins.lock().remember(client, s.origin.clone());
+        msg.deserialize(&self.ty.request, s.payload.as_ref())?;
+        Ok(Some(RequestHeader {
+            client,
+            sequence,
+            source_timestamp_ns: s.meta.source_timestamp_ns,
+            received_timestamp_ns: s.received_timestamp_ns,
+        }))
+    }
+
+    /// Send `msg` as the response to the request `sequence` of `client`. `Timeout` when the
+    /// client is not known (gone, or never sent a request here): rcl reports that as a failed
+    /// response without raising.
+    pub fn send_response(&self, client: Gid, sequence: i64, msg: &MessageRef<'_>) -> RmwResult<()> {
+        let sequence = u64::try_from(sequence).map_err(|_| {
+            RmwError::invalid(format!("request sequence number {sequence} is negative"))
+        })?;
+        let origin = match self.origins.lock().by_client.get(&client) {
+            Some(o) => o.clone(),
+            None => self.origin_from_registry(client).ok_or(RmwError::Timeout)?,
+        };
+        let mut bytes = Vec::new();
+        msg.serialize(&self.ty.response, &mut bytes)?;
+        let meta = Meta {
+            source_timestamp_ns: now_ns(),
+            sequence,
+            writer: self.gid.0,
+        };
+        let path = response_path(client);
+        match origin {
+            None => {
+                // A local write to a missing path would create it: answer only a live client.
+                let v = self.ctx.graph.vertex(&path).ok_or(RmwError::Timeout)?;
+                v.write(Payload::from(bytes), meta)?;
+            }
+            Some(peer) => {
+                self.ctx
+                    .graph
+                    .write(&names::on_peer(&peer, &path), Payload::from(bytes), meta)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `Some(None)` for a local client, `Some(Some(peer))` for one on a peer, `None` if unknown.
+    fn origin_from_registry(&self, client: Gid) -> Option<Option<String>> {
+        self.ctx
+            .registry
+            .snapshot()
+            .into_iter()
+            .find(|(_, r)| r.kind == EntityKind::Client && r.gid == client)
+            .map(|(peer, _)| peer)
+    }
+
+    pub fn readiness(&self) -> Readiness {
+        self.inbox.readiness()
+    }
+
+    pub fn is_ready(&self) -> bool {
+        !self.inbox.is_empty()
+    }
+
+    pub fn set_on_new_request(&self, cb: Option<EventCallback>) {
+        self.inbox.set_callback(cb);
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.ctx.graph.remove(&self.path);
+    }
+}
