@@ -320,8 +320,14 @@ impl<R: ReadAt> IndexedReader<R> {
         let mut out = Vec::with_capacity(offsets.len());
         let table = &self.summary.fields;
         if ci.compression.is_empty() {
-            let data_start = ci.chunk_start_offset + 9 + 8 + 8 + 8 + 4 + 4 + 8;
-            let chunk_end = ci.chunk_start_offset + ci.chunk_length;
+            // Index values are untrusted: saturate, and never read past the file.
+            let data_start = ci
+                .chunk_start_offset
+                .saturating_add(9 + 8 + 8 + 8 + 4 + 4 + 8);
+            let chunk_end = ci
+                .chunk_start_offset
+                .saturating_add(ci.chunk_length)
+                .min(self.summary.file_size);
             let mut min_next = 0u64;
             for &o in offsets {
                 if o < min_next {
@@ -330,7 +336,7 @@ impl<R: ReadAt> IndexedReader<R> {
                         reason: format!("index offset {o} points inside the previous message"),
                     });
                 }
-                let at = data_start + o;
+                let at = data_start.saturating_add(o);
                 let (opc, content) = read_record(&self.src, at, chunk_end)?;
                 if opc != op::MESSAGE {
                     return Err(McapError::Corrupt {

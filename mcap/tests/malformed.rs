@@ -372,3 +372,15 @@ fn exercise_read_survives_random_and_mutated_inputs() {
         exercise_read(&b);
     }
 }
+
+#[test]
+fn fuzz_regressions_stay_fixed() {
+    // Inputs the fuzzer once crashed on (mcap/fuzz, target `read`).
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz_regressions");
+    let mut n = 0;
+    for e in std::fs::read_dir(dir).unwrap() {
+        exercise_read(&std::fs::read(e.unwrap().path()).unwrap());
+        n += 1;
+    }
+    assert!(n > 0);
+}
