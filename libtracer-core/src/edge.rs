@@ -325,14 +325,24 @@ impl EdgeRec {
 
     /// End a transient-local replay: deliver what was buffered meanwhile, minus the writes the
     /// replay already contained (`captured(node)` = the store sequence the snapshot saw).
+    /// The buffer lock is not held while sending, so a sink target that writes back into the
+    /// source cannot deadlock; what it writes meanwhile is buffered and sent in the next round.
     pub(crate) fn finish_replay(&self, captured: impl Fn(usize) -> u64) {
-        let mut b = self.buffer.lock();
-        for (from, seq, s) in b.drain(..) {
-            if seq > captured(from) {
-                self.send(s);
+        loop {
+            let batch = {
+                let mut b = self.buffer.lock();
+                if b.is_empty() {
+                    self.replaying.store(false, Ordering::Release);
+                    return;
+                }
+                std::mem::take(&mut *b)
+            };
+            for (from, seq, s) in batch {
+                if seq > captured(from) {
+                    self.send(s);
+                }
             }
         }
-        self.replaying.store(false, Ordering::Release);
     }
 
     /// Deliver a structural event (`:children[]` edges).

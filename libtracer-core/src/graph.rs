@@ -139,6 +139,13 @@ impl GraphInner {
         kind: Kind,
         opts: StreamOptions,
     ) -> Result<Arc<Node>, Error> {
+        if p.is_root() {
+            return Err(Error::WrongRole {
+                path: "/".into(),
+                role: Role::Inner,
+                wanted: "the root is a directory and takes no role",
+            });
+        }
         let _g = self.tree.lock();
         if let Some(n) = self.tree.get(p.base()) {
             if n.kind.get().is_none() {
@@ -169,6 +176,8 @@ impl GraphInner {
         let nodes = self.tree.detach(node);
         for n in &nodes {
             structure::emit(n, What::Removed);
+            // A watcher of the removed vertex itself hears `Removed { path: "" }` last.
+            structure::emit_self(n, What::Removed);
         }
         for n in &nodes {
             self.unhook(n);
@@ -445,6 +454,7 @@ impl Graph {
         let p = parse_local(path)?;
         let node = match self.inner.tree.get(p.base()) {
             Some(n) => {
+                n.writable()?;
                 self.inner.check(&n, who, Rights::WRITE)?;
                 n
             }

@@ -92,3 +92,13 @@ pub(crate) fn emit(node: &Arc<Node>, what: What) {
         cur = a.parent.as_ref();
     }
 }
+
+/// Tell `node`'s own `:children[]` watchers about `node` itself (path "").
+pub(crate) fn emit_self(node: &Arc<Node>, what: What) {
+    if let Some(edges) = node.struct_edges.snapshot() {
+        let ev = make_event(node, "", what);
+        for e in edges.iter() {
+            e.deliver_event(&ev);
+        }
+    }
+}

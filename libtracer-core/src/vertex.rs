@@ -133,6 +133,21 @@ impl Node {
         self.kind.get().map_or(Role::Inner, Kind::role)
     }
 
+    /// Can a data write land here? Not on a removed vertex, a mount, or the root (a directory).
+    pub(crate) fn writable(&self) -> Result<(), Error> {
+        if self.is_removed() {
+            return Err(Error::NotFound(self.path.to_string()));
+        }
+        if self.parent.is_none() || matches!(self.kind.get(), Some(Kind::Mount)) {
+            return Err(Error::WrongRole {
+                path: self.path.to_string(),
+                role: self.role(),
+                wanted: "a data write needs a vertex below the root, not a mount",
+            });
+        }
+        Ok(())
+    }
+
     pub(crate) fn is_removed(&self) -> bool {
         self.removed.load(Ordering::Acquire)
     }
@@ -264,16 +279,7 @@ impl Vertex {
 
     /// Store the write here and deliver it to the edges of this vertex and of every ancestor.
     pub fn write(&self, payload: Payload, meta: Meta) -> Result<(), Error> {
-        if self.node.is_removed() {
-            return Err(Error::NotFound(self.node.path.to_string()));
-        }
-        if matches!(self.node.kind.get(), Some(Kind::Mount)) {
-            return Err(Error::WrongRole {
-                path: self.node.path.to_string(),
-                role: Role::Mount,
-                wanted: "write through Graph::write to forward",
-            });
-        }
+        self.node.writable()?;
         self.graph.check_owner(&self.node, Rights::WRITE)?;
         dispatch(
             &self.node,

@@ -237,3 +237,61 @@ fn ruling_removing_a_vertex_removes_its_subtree_and_edges() {
     assert_eq!(drain(&d), vec![(1, None)]);
     assert!(matches!(g.remove("/"), Err(Error::InvalidPath { .. })));
 }
+
+#[test]
+fn ruling_root_is_a_directory_not_a_store() {
+    let g = graph("g");
+    assert!(matches!(
+        g.write("/", p(b"x"), m(0)),
+        Err(Error::WrongRole { .. })
+    ));
+    assert!(matches!(g.create_value("/"), Err(Error::WrongRole { .. })));
+    let root = g.vertex("/").unwrap();
+    assert!(matches!(
+        root.write(p(b"x"), m(0)),
+        Err(Error::WrongRole { .. })
+    ));
+    assert_eq!(root.role(), libtracer_core::Role::Inner);
+}
+
+#[test]
+fn ruling_transient_local_into_a_sink_that_writes_back_does_not_deadlock() {
+    let g = graph("g");
+    let src = g.create_stream("/s", StreamOptions::default()).unwrap();
+    for i in 0..3 {
+        src.write(p(b"x"), m(i)).unwrap();
+    }
+    let echo = g
+        .create_stream("/s/echo", StreamOptions::default())
+        .unwrap();
+    let g2 = g.clone();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s2 = seen.clone();
+    g.create_sink(
+        "/k",
+        Arc::new(move |s: &Sample| {
+            s2.lock().unwrap().push((s.meta.sequence, s.suffix.clone()));
+            if s.suffix.is_none() {
+                g2.write("/s/echo", p(b"e"), m(100 + s.meta.sequence))
+                    .unwrap();
+            }
+        }),
+    )
+    .unwrap();
+    g.subscribe(
+        "/s",
+        "/k",
+        DeliveryPolicy::RELIABLE.with_transient_local(true),
+    )
+    .unwrap();
+    let got = seen.lock().unwrap().clone();
+    // The three replayed samples each caused an echo below /s, which reached the sink too
+    // (live, after or during the replay), each exactly once.
+    let mut plain: Vec<u64> = got.iter().filter(|x| x.1.is_none()).map(|x| x.0).collect();
+    let mut echoed: Vec<u64> = got.iter().filter(|x| x.1.is_some()).map(|x| x.0).collect();
+    plain.sort();
+    echoed.sort();
+    assert_eq!(plain, vec![0, 1, 2]);
+    assert_eq!(echoed, vec![100, 101, 102]);
+    assert_eq!(echo.len(), 3);
+}

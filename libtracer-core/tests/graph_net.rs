@@ -404,3 +404,39 @@ fn ruling_incoming_write_to_missing_path_answers_not_found() {
         })
     ));
 }
+
+#[test]
+fn ruling_discovery_host_links_graphs_of_one_domain() {
+    let dir = std::env::temp_dir().join(format!(
+        "tracer-graph-host-{}-{}",
+        std::process::id(),
+        Instant::now().elapsed().as_nanos()
+    ));
+    let cfg = |name: &str| libtracer_core::GraphConfig {
+        name: Some(name.into()),
+        domain_id: 7,
+        discovery: libtracer_core::Discovery::Host,
+        rendezvous_dir: Some(dir.clone()),
+    };
+    let a = Graph::new(cfg("ha")).unwrap();
+    let b = Graph::new(cfg("hb")).unwrap();
+    eventually("linked", || a.peers() == ["hb"] && b.peers() == ["ha"]);
+    let t = b.create_stream("/t", StreamOptions::default()).unwrap();
+    let sub = a.create_stream("/sub", StreamOptions::default()).unwrap();
+    a.subscribe("/net/hb/t", "/sub", DeliveryPolicy::default())
+        .unwrap()
+        .wait_established(T)
+        .unwrap();
+    t.write(p(&[1u8; 64]), m(1)).unwrap();
+    eventually("delivered over the socket", || sub.len() == 1);
+    assert_eq!(sub.pop().unwrap().origin.as_deref(), Some("hb"));
+    // The same name twice in one directory is refused.
+    assert!(Graph::new(cfg("ha")).is_err());
+    b.shutdown();
+    eventually("unmounted", || a.peers().is_empty());
+    // Every handle goes before the directory does: a transport's socket lives there.
+    drop((t, sub, b));
+    a.shutdown();
+    drop(a);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -126,3 +126,23 @@ fn ruling_net_children_feed_exists_before_any_peer() {
         Err(Error::NotFound(_))
     ));
 }
+
+#[test]
+fn ruling_watcher_of_a_removed_vertex_hears_removed_itself_last() {
+    let g = graph("g");
+    g.create_value("/w/a").unwrap();
+    let feed = g.create_stream("/feed", StreamOptions::default()).unwrap();
+    let e = g
+        .subscribe("/w/:children[]", "/feed", DeliveryPolicy::default())
+        .unwrap();
+    g.remove("/w").unwrap();
+    assert_eq!(
+        events(&feed),
+        vec![
+            created("a", Role::Value),
+            StructEvent::Removed { path: "a".into() },
+            StructEvent::Removed { path: "".into() },
+        ]
+    );
+    assert!(matches!(e.state(), libtracer_core::EdgeState::Closed));
+}

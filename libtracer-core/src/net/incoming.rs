@@ -14,7 +14,7 @@ use crate::path::{MetaSegment, Path};
 use crate::payload::{Meta, Payload};
 use crate::structure;
 use crate::vertex::{dispatch, now_ns, Kind, Sample};
-use crate::wire::frame::{EdgeId, Frame, ReqId, Role};
+use crate::wire::frame::{EdgeId, Frame, ReqId, Role, StructEvent};
 
 /// One frame from the peer, on the link's reader thread.
 pub(crate) fn on_frame(g: &GraphInner, id: LinkId, frame: Frame) {
@@ -71,9 +71,15 @@ pub(crate) fn on_frame(g: &GraphInner, id: LinkId, frame: Frame) {
         Frame::Structure { edge, event } => {
             let t = st.consumer.lock().get(&edge).map(|c| c.target.clone());
             if let Some(t) = t {
+                let gone = matches!(&event, StructEvent::Removed { path } if path.is_empty());
                 let mut s = structure::event_sample(&event);
                 s.origin = Some(st.peer.name.clone());
                 t.land(s);
+                // The watched vertex itself went: the producer has dropped the edge already.
+                if gone {
+                    unhook_remote_target(&t, st.key, edge);
+                    st.drop_consumer(edge, false);
+                }
             }
         }
         Frame::Read { req, path } => {
@@ -163,6 +169,7 @@ fn incoming_write(
     if matches!(node.kind.get(), Some(Kind::Mount)) || p.base() == "/net" {
         return Err(Error::NotFound(p.base().to_string()));
     }
+    node.writable()?;
     g.check(&node, &st.creds(), Rights::WRITE)?;
     dispatch(
         &node,
