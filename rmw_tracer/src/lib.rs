@@ -23,6 +23,7 @@ mod names;
 mod node;
 mod publisher;
 mod qos;
+mod qos_compat;
 mod registry;
 mod service;
 mod subscription;

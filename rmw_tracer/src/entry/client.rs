@@ -190,7 +190,7 @@ pub unsafe extern "C" fn rmw_get_gid_for_client(
         // SAFETY: as above.
         let out = unsafe { handle::out(gid, "gid") }?;
         out.implementation_identifier = IDENTIFIER.as_ptr();
-        out.data = [0; ffi::RMW_GID_STORAGE_SIZE as usize];
+        out.data = [0; ffi::RMW_GID_STORAGE_SIZE];
         out.data[..16].copy_from_slice(&client.gid.0);
         Ok(())
     })

@@ -8,19 +8,34 @@ use ffi::rmw_ret_t;
 use super::unsupported;
 use crate::boundary::{ffi_bool, ffi_const_ptr, ffi_ptr, ffi_ret};
 
-/// `rmw_qos_profile_check_compatible`: not built yet; returns `RMW_RET_UNSUPPORTED` and sets the error string.
+/// `rmw_qos_profile_check_compatible`: OK or WARNING by rmw_tracer's own matching rules
+/// (`crate::qos_compat`); never ERROR, since rmw_tracer matches endpoints whatever their QoS.
 ///
 /// # Safety
-/// Callable with any arguments: none is dereferenced.
+/// `compatibility` is null or live; `reason` is null or `reason_size` writable bytes.
 #[no_mangle]
 pub unsafe extern "C" fn rmw_qos_profile_check_compatible(
-    _publisher_profile: ffi::rmw_qos_profile_t,
-    _subscription_profile: ffi::rmw_qos_profile_t,
-    _compatibility: *mut ffi::rmw_qos_compatibility_type_t,
-    _reason: *mut c_char,
-    _reason_size: usize,
+    publisher_profile: ffi::rmw_qos_profile_t,
+    subscription_profile: ffi::rmw_qos_profile_t,
+    compatibility: *mut ffi::rmw_qos_compatibility_type_t,
+    reason: *mut c_char,
+    reason_size: usize,
 ) -> rmw_ret_t {
-    ffi_ret("rmw_qos_profile_check_compatible", unsupported)
+    ffi_ret("rmw_qos_profile_check_compatible", || {
+        // SAFETY: rmw's contract.
+        let out = unsafe { crate::boundary::handle::out(compatibility, "compatibility") }?;
+        if reason.is_null() && reason_size != 0 {
+            return Err(crate::boundary::RmwError::invalid(
+                "reason is null but reason_size is not zero",
+            ));
+        }
+        // SAFETY: `reason` holds `reason_size` writable bytes (rmw's contract; null only with 0).
+        let buf = unsafe { crate::boundary::handle::slice_mut(reason.cast::<u8>(), reason_size, "reason") }?;
+        let (verdict, why) = crate::qos_compat::check(&publisher_profile, &subscription_profile);
+        *out = verdict;
+        crate::qos_compat::write_reason(buf, &why);
+        Ok(())
+    })
 }
 
 /// `rmw_publisher_assert_liveliness`: not built yet; returns `RMW_RET_UNSUPPORTED` and sets the error string.

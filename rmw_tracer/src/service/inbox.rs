@@ -31,7 +31,6 @@ struct State {
     /// Arrivals not yet reported to a callback (reported at once when one is set).
     unreported: usize,
     callback: Option<EventCallback>,
-    dropped: u64,
 }
 
 impl Inbox {
@@ -44,7 +43,6 @@ impl Inbox {
                 bounds,
                 unreported: 0,
                 callback: None,
-                dropped: 0,
             }),
             ready: Signal::new(),
         }))
@@ -66,7 +64,6 @@ impl Inbox {
                 queue,
                 bytes,
                 bounds,
-                dropped,
                 ..
             } = &mut *st;
             while queue.len() > 1
@@ -75,7 +72,6 @@ impl Inbox {
             {
                 if let Some(old) = queue.pop_front() {
                     *bytes -= old.payload.len();
-                    *dropped += 1;
                 }
             }
             self.0.ready.raise();
@@ -112,11 +108,6 @@ impl Inbox {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-
-    /// Samples pushed out by the bounds since the last call.
-    pub fn take_dropped(&self) -> u64 {
-        std::mem::take(&mut self.0.state.lock().dropped)
     }
 
     /// Ready while the queue holds a sample.
@@ -165,13 +156,12 @@ mod tests {
     }
 
     #[test]
-    fn keeps_the_newest_depth_samples_and_counts_drops() {
+    fn keeps_the_newest_depth_samples() {
         let inbox = Inbox::new(StreamOptions::keep_last(2));
         for i in 1..=5 {
             inbox.push(sample(i));
         }
-        assert_eq!(inbox.take_dropped(), 3);
-        assert_eq!(inbox.take_dropped(), 0);
+        assert_eq!(inbox.len(), 2);
         assert_eq!(inbox.pop().map(|s| s.meta.sequence), Some(4));
         assert_eq!(inbox.pop().map(|s| s.meta.sequence), Some(5));
         assert!(inbox.pop().is_none());

@@ -124,10 +124,6 @@ impl Server {
         })
     }
 
-    pub fn name(&self) -> &str {
-        self.service_name.to_str().unwrap_or_default()
-    }
-
     /// Take the oldest request into `msg`; `None` when there is none.
     pub fn take_request(&self, msg: &mut MessageMut<'_>) -> RmwResult<Option<RequestHeader>> {
         let Some(s) = self.inbox.pop() else {
