@@ -1,0 +1,43 @@
+"""The R1 rmw entry points called directly from C (issue 3, item 2 "validates its arguments the
+way rmw documents ... sets the rmw error string on every failure" and item 4: rmw_wait timeout
+semantics, guard conditions, on-new-message callbacks, actual QoS, gids, serialized messages,
+take_sequence, the context life cycle). The checks are in ros_tests/c/rmw_api.c."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import harness
+
+HERE = Path(__file__).resolve().parent
+
+CHECKS = [
+    "identifier", "serialization format", "feature publication seq", "feature dynamic message",
+    "set log severity", "set bad log severity", "init options null", "init options",
+    "init options twice", "init options copy", "copy into initialized", "init options fini",
+    "init foreign options", "init null context", "init", "context fields", "init twice",
+    "invalid node name", "invalid namespace", "null node name", "create node",
+    "graph guard condition", "foreign node", "invalid topic name", "null type support",
+    "create publisher", "actual qos resolved", "no match yet", "create subscription",
+    "publisher matched", "subscription matched", "gid equal", "gid differs", "foreign gid",
+    "create wait set and guard condition", "zero timeout polls", "timeout sets no error string",
+    "timed wait", "trigger", "triggered is ready", "trigger consumed",
+    "null timeout blocks until triggered", "empty subscription not ready", "subscription ready",
+    "callback gets the waiting count", "callback per new message", "clear callback",
+    "take with info", "info publisher gid", "take_sequence count 0",
+    "take_sequence over capacity", "take_sequence", "take on empty", "serialize",
+    "publish serialized", "take serialized grows the buffer", "publisher allocation",
+    "unsupported entry point", "destroy subscription", "unmatched after destroy",
+    "destroy publisher", "destroy gc and wait set", "destroy node", "fini before shutdown",
+    "shutdown", "no node after shutdown", "context fini", "options fini",
+]
+
+
+def test_rmw_api_checks(tmp_path, tracer_env):
+    exe = harness.compile_c(HERE / "c" / "rmw_api.c", tmp_path / "rmw_api", msgs=("std_msgs",))
+    r = harness.run([exe], tracer_env, timeout=60)
+    failed = [line for line in r.stdout.splitlines() if line.startswith("FAIL ")]
+    assert failed == [], r.describe()
+    passed = {line[3:] for line in r.stdout.splitlines() if line.startswith("ok ")}
+    assert [c for c in CHECKS if c not in passed] == [], r.describe()
+    assert r.returncode == 0, r.describe()
