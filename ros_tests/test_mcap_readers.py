@@ -124,8 +124,12 @@ def test_rosbags_opens_and_lists_topics_and_counts(fixtures, case):
         for conn, ts, data in r.messages():
             counts[conn.topic] = counts.get(conn.topic, 0) + 1
         assert r.message_count == 200
-        qos = [c.ext.offered_qos_profiles for c in r.connections]
-        assert all(len(q) == 1 for q in qos)
+        qos = {c.topic: c.ext.offered_qos_profiles for c in r.connections}
+        assert all(len(q) == 1 for q in qos.values())
+        # The Jazzy string form written by tracer_mcap::ros2 is parsed to the policies we set.
+        other = qos["/other"][0]
+        assert (other.reliability.name, other.history.name, other.depth) == ("BEST_EFFORT", "KEEP_LAST", 5)
+        assert qos["/chatter"][0].reliability.name == "RELIABLE"
     assert counts == {"/chatter": sum(w["topic"] == "/chatter" for w in want), "/other": sum(w["topic"] == "/other" for w in want)}
 
 

@@ -31,10 +31,21 @@ fn write(path: &PathBuf, compression: Compression, chunk_size: Option<u64>) -> R
         },
     )?;
     let schema = w.add_schema("std_msgs/msg/String", "ros2msg", b"string data\n")?;
+    // /chatter: numeric QoS form (pre-Jazzy ros2 bag); /other: the Jazzy string form.
     let mut md = BTreeMap::new();
     md.insert("offered_qos_profiles".to_string(), QOS.to_string());
     let chatter = w.add_channel(schema, "/chatter", "cdr", &md)?;
-    let other = w.add_channel(schema, "/other", "cdr", &md)?;
+    let best_effort = ros2::OfferedQos {
+        reliability: ros2::Reliability::BestEffort,
+        depth: 5,
+        ..Default::default()
+    };
+    let other = w.add_channel(
+        schema,
+        "/other",
+        "cdr",
+        &ros2::channel_metadata(&[best_effort]),
+    )?;
     let sensor = w.add_field("sensor_time", FieldEncoding::Timestamp, true)?;
     let route = w.add_field("route", FieldEncoding::String, false)?;
     let gid = w.add_field("gid", FieldEncoding::Bytes, false)?;

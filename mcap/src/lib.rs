@@ -18,6 +18,7 @@ pub mod reader;
 pub mod recorder;
 pub mod records;
 pub mod recover;
+pub mod ros2;
 pub mod summary;
 pub mod writer;
 
