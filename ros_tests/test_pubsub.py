@@ -160,3 +160,16 @@ def test_4_mib_messages_between_processes(tracer_env):
     got = result(listener)
     ok(talker)
     assert got["received"] == got["expected"]
+
+
+def test_publisher_processes_come_and_go(tracer_env):
+    # Issue 3 item 6 (late joiners, several publishing processes): a subscription outlives two
+    # publisher processes in turn, each of which exits right after publishing; it gets every
+    # message of both, and no publisher is matched once they are gone (their registry records
+    # leave with their link).
+    listener = started(worker("listen", tracer_env, "--topic", "/turns", "--count", "20"))
+    for tag in ("a", "b"):
+        ok(worker("talk", tracer_env, "--topic", "/turns", "--count", "10", "--tag", tag, "--linger", "0"))
+    got = result(listener)
+    assert got["received"] == [[f"a {i}" for i in range(10)] + [f"b {i}" for i in range(10)]]
+    assert got["matched"] == [0]

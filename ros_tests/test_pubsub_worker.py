@@ -42,8 +42,9 @@ def _node(name: str):
 
     if not rclpy.ok():
         rclpy.init()
-    # Parameter services are the services area's; the pub/sub tests do not need them.
-    return Node(name, start_parameter_services=False)
+    # An unchanged rclpy node: /rosout, /parameter_events, the parameter services and the type
+    # description service come with it.
+    return Node(name)
 
 
 def _wait_for(pred, timeout: float, spin_node=None) -> bool:
