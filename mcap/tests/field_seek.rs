@@ -103,7 +103,7 @@ fn unindexed_field_range_still_filters_by_scanning() {
     let want = s
         .sent
         .iter()
-        .filter(|x| x.1 - 1 >= 1_100 && x.1 - 1 <= 1_200)
+        .filter(|x| (1_100..=1_200).contains(&(x.1 - 1)))
         .count();
     assert_eq!(got.len(), want);
     assert!(got

@@ -366,7 +366,7 @@ fn exercise_read_survives_random_and_mutated_inputs() {
     for _ in 0..300 {
         let n = (rng.next() % 512) as usize;
         let mut b: Vec<u8> = (0..n).map(|_| rng.next() as u8).collect();
-        if rng.next() % 2 == 0 && b.len() > 16 {
+        if rng.next().is_multiple_of(2) && b.len() > 16 {
             b[..8].copy_from_slice(&MAGIC);
         }
         exercise_read(&b);
