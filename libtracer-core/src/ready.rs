@@ -46,6 +46,10 @@ impl ReadyCore {
     /// and do the futex wake after releasing it.
     pub(crate) fn set_quiet(&self, ready: bool) -> bool {
         if ready {
+            // Already set (a busy ring): no read-modify-write on the hot path.
+            if self.level.load(Ordering::SeqCst) {
+                return false;
+            }
             !self.level.swap(true, Ordering::SeqCst) && self.nwaiters.load(Ordering::SeqCst) > 0
         } else {
             self.level.store(false, Ordering::SeqCst);
