@@ -6,9 +6,10 @@ ROS is imported only when run as a program.
             publish P messages at once, print "pre-done", wait until K subscriptions match,
             print "matched", publish N more ("<tag> <i>", i continuing after the P), then stay
             until no subscription is left (or --linger seconds pass)
-    listen  --topic T --count N [--subs K] [--qos ...]
+    listen  --topic T --count N [--subs K] [--expect-matched M] [--qos ...]
             K subscriptions, print "ready", collect until each has N messages (or --timeout),
-            print one JSON line {"received": [[...], ...]}
+            (wait up to 5 s for M matched publishers), print one JSON line
+            {"received": [[...], ...], "matched": [...]}
     selfpub --topic T --count N     one node publishing to itself
     intra   --topic T --count N     two nodes of one context: publisher in one, subscription
                                     in the other
@@ -109,6 +110,9 @@ def cmd_listen(args) -> None:
         import rclpy
 
         rclpy.spin_once(node, timeout_sec=0.05)
+    if args.expect_matched is not None:
+        # Publishers that left are unmatched once their link is gone (within about a second).
+        _wait_for(lambda: all(s.get_publisher_count() == args.expect_matched for s in subs), 5, spin_node=node)
     print(json.dumps({"received": got, "matched": [s.get_publisher_count() for s in subs]}), flush=True)
     node.destroy_node()
 
@@ -285,6 +289,7 @@ def main() -> None:
     p.add_argument("--size", type=int, default=4 * 1024 * 1024)
     p.add_argument("--timeout", type=float, default=30.0)
     p.add_argument("--linger", type=float, default=30.0)
+    p.add_argument("--expect-matched", type=int, default=None)
     args = p.parse_args()
     cmds = {
         "talk": cmd_talk, "listen": cmd_listen, "selfpub": cmd_selfpub, "intra": cmd_intra,
