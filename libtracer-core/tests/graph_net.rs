@@ -213,6 +213,18 @@ fn ruling_remote_children_feed() {
             schema: None
         }]
     );
+    // The watched vertex goes on the producer: the consumer hears it and its edge closes.
+    b.remove("/w").unwrap();
+    eventually("removal events", || feed.len() == 3);
+    assert_eq!(
+        events(&feed),
+        vec![
+            StructEvent::Removed { path: "x".into() },
+            StructEvent::Removed { path: "y".into() },
+            StructEvent::Removed { path: "".into() },
+        ]
+    );
+    eventually("edge closed", || matches!(e.state(), EdgeState::Closed));
 }
 
 #[test]
