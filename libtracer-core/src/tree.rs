@@ -98,11 +98,19 @@ impl Tree {
         out
     }
 
-    /// Unlink the subtree at `node` from the tree; returns it post-order (children first).
+    /// Unlink the subtree at `node` from the tree; returns it post-order (children first,
+    /// siblings by name).
     /// The caller holds the structure lock.
     pub(crate) fn detach(&self, node: &Arc<Node>) -> Vec<Arc<Node>> {
-        let mut nodes = self.subtree(node, true);
-        nodes.reverse();
+        fn post(n: &Arc<Node>, out: &mut Vec<Arc<Node>>) {
+            let ch: Vec<Arc<Node>> = n.children.lock().values().cloned().collect();
+            for c in ch {
+                post(&c, out);
+            }
+            out.push(n.clone());
+        }
+        let mut nodes = Vec::new();
+        post(node, &mut nodes);
         if let Some(p) = &node.parent {
             let name = &node.path[node.path.rfind('/').map_or(0, |i| i + 1)..];
             p.children.lock().remove(name);
