@@ -131,6 +131,40 @@ impl<R: ReadAt> IndexedReader<R> {
         let summary = read_summary(&src, &opts)?;
         Ok(IndexedReader { src, summary, opts })
     }
+    /// Opens a file whose footer or summary is missing or broken (a writer that died) by
+    /// reading its data section once for the Schema, Channel and Field records; queries then
+    /// read linearly. Returns the reason the summary could not be used, if it could not.
+    pub fn open_lenient(src: R) -> Result<(Self, Option<McapError>)> {
+        let opts = ReadOptions::default();
+        match read_summary(&src, &opts) {
+            Ok(summary) => Ok((IndexedReader { src, summary, opts }, None)),
+            Err(e @ (McapError::BadMagic { .. } | McapError::Io(_))) => Err(e),
+            Err(e) => {
+                let mut summary = Summary {
+                    file_size: src.size()?,
+                    ..Default::default()
+                };
+                for item in LinearReader::new(&src, opts)? {
+                    match item {
+                        Ok(Item::Header(h)) => summary.header = Some(h),
+                        Ok(Item::Schema(x)) => {
+                            summary.schemas.insert(x.id, x);
+                        }
+                        Ok(Item::Channel(x)) => {
+                            summary.channels.insert(x.id, x);
+                        }
+                        Ok(Item::Field(x)) => {
+                            summary.fields.insert(x.id, crate::field::FieldDef::new(x));
+                        }
+                        Ok(_) => {}
+                        Err(_) => break,
+                    }
+                }
+                Ok((IndexedReader { src, summary, opts }, Some(e)))
+            }
+        }
+    }
+
     pub fn summary(&self) -> &Summary {
         &self.summary
     }

@@ -182,6 +182,22 @@ fn crash_leaves_readable_chunks_and_recover_rebuilds_the_summary() {
     crashed.extend_from_slice(&[op::CHUNK, 200, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3]);
     partial = crashed.len();
     assert!(IndexedReader::open(&crashed[..]).is_err());
+    // Lenient open reads what is there without a summary.
+    let (lenient, why) = IndexedReader::open_lenient(&crashed[..]).unwrap();
+    assert!(why.is_some());
+    let q = Query {
+        topics: Some(vec!["/chatter".into()]),
+        ..Default::default()
+    };
+    let mut s = lenient.messages(&q).unwrap();
+    let mut n = 0;
+    for m in s.by_ref() {
+        if m.is_err() {
+            break;
+        }
+        n += 1;
+    }
+    assert_eq!(n, 100, "every message before the torn record");
     let mut out = Vec::new();
     let rep = recover(&crashed[..], &mut out, WriteOptions::default()).unwrap();
     assert_eq!(rep.messages, 100);

@@ -76,7 +76,10 @@ fn cdr_string(d: &[u8]) -> Option<String> {
 pub fn run(a: Args) -> CliResult {
     let name = a.file.display().to_string();
     let src = Counting::new(File::open(&a.file).map_err(err(&name))?);
-    let r = IndexedReader::open(&src).map_err(err(&name))?;
+    let (r, broken) = IndexedReader::open_lenient(&src).map_err(err(&name))?;
+    if let Some(e) = broken {
+        eprintln!("tracer cat: warning: {name}: {e}; reading the data section linearly");
+    }
     let s = r.summary();
     let field = match &a.field {
         None => None,
