@@ -1,0 +1,234 @@
+//! The machinery behind `Graph`: access checks, tree changes (with their structural events),
+//! removal with edge clean-up, and edge attachment (transient-local replay, feed snapshots).
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
+
+use super::GraphInner;
+use crate::acl::{permits, Credentials, Rights};
+use crate::edge::{EdgeRec, EdgeState, Target};
+use crate::error::Error;
+use crate::path::{relative, Path};
+use crate::structure::{self, What};
+use crate::vertex::{Incoming, Kind, Node, StreamOptions};
+use crate::wire::frame::Role;
+
+fn denied(node: &Node, right: Rights) -> Error {
+    Error::PermissionDenied {
+        path: node.path.to_string(),
+        right: right.name(),
+    }
+}
+
+impl GraphInner {
+    /// The nearest `:acl` at or above `node` governs (see `acl`).
+    pub(crate) fn allowed(&self, node: &Node, who: &Credentials, right: Rights) -> bool {
+        if self.acls.load(Ordering::Acquire) == 0 {
+            return who.uid == self.owner.uid;
+        }
+        let mut cur = Some(node);
+        while let Some(n) = cur {
+            if let Some(acl) = n.acl.read().clone() {
+                return permits(Some(&acl), self.owner.uid, who, right);
+            }
+            cur = n.parent.as_deref();
+        }
+        permits(None, self.owner.uid, who, right)
+    }
+
+    pub(crate) fn check(&self, node: &Node, who: &Credentials, right: Rights) -> Result<(), Error> {
+        if self.allowed(node, who, right) {
+            Ok(())
+        } else {
+            Err(denied(node, right))
+        }
+    }
+
+    /// The owner's own request: free unless some ACL exists.
+    #[inline]
+    pub(crate) fn check_owner(&self, node: &Node, right: Rights) -> Result<(), Error> {
+        if self.acls.load(Ordering::Acquire) == 0 {
+            return Ok(());
+        }
+        self.check(node, &self.owner, right)
+    }
+
+    /// Find or create (mkdir -p, CREATE on the nearest existing ancestor) the vertex at `p`,
+    /// giving it `kind` if it is new or still inner.
+    pub(crate) fn ensure(
+        &self,
+        p: &Path,
+        who: &Credentials,
+        kind: Kind,
+        opts: StreamOptions,
+    ) -> Result<Arc<Node>, Error> {
+        if p.is_root() {
+            return Err(Error::WrongRole {
+                path: "/".into(),
+                role: Role::Inner,
+                wanted: "the root is a directory and takes no role",
+            });
+        }
+        let _g = self.tree.lock();
+        if let Some(n) = self.tree.get(p.base()) {
+            if n.kind.get().is_none() {
+                self.check(&n, who, Rights::CREATE)?;
+            }
+            if n.set_kind(kind, opts)? {
+                // An inner vertex got a role: announce it again with the role.
+                structure::emit(&n, What::Created);
+            }
+            return Ok(n);
+        }
+        let anc = self.tree.nearest(p);
+        self.check(&anc, who, Rights::CREATE)?;
+        let (leaf, created) = self.tree.create(p);
+        leaf.set_kind(kind, opts)?;
+        for n in &created {
+            structure::emit(n, What::Created);
+        }
+        Ok(leaf)
+    }
+
+    /// Remove `node`'s subtree: its edges (both directions) and structural entries go.
+    pub(crate) fn remove_node(&self, node: &Arc<Node>) {
+        let _g = self.tree.lock();
+        if node.is_removed() {
+            return;
+        }
+        let nodes = self.tree.detach(node);
+        for n in &nodes {
+            structure::emit(n, What::Removed);
+            // A watcher of the removed vertex itself hears `Removed { path: "" }` last.
+            structure::emit_self(n, What::Removed);
+        }
+        for n in &nodes {
+            self.unhook(n);
+            if n.acl.write().take().is_some() {
+                self.acls.fetch_sub(1, Ordering::AcqRel);
+            }
+            n.ready.wake();
+        }
+    }
+
+    /// Drop every edge that starts or ends at `n`.
+    fn unhook(&self, n: &Arc<Node>) {
+        let mut out = n.edges.take_all();
+        out.extend(n.struct_edges.take_all());
+        for rec in out {
+            close_rec(n, &rec);
+        }
+        let incoming = std::mem::take(&mut *n.incoming.lock());
+        for inc in incoming {
+            match inc {
+                Incoming::Local { source, id } => {
+                    if let Some(src) = source.upgrade() {
+                        let mut gone = src.edges.remove_where(|e| e.link.is_none() && e.id == id);
+                        gone.extend(
+                            src.struct_edges
+                                .remove_where(|e| e.link.is_none() && e.id == id),
+                        );
+                        for rec in gone {
+                            if let Some(h) = rec.handle.as_ref().and_then(Weak::upgrade) {
+                                h.set_state(EdgeState::Closed);
+                            }
+                        }
+                    }
+                }
+                Incoming::Remote { link, edge } => {
+                    if let Some(l) = link.upgrade() {
+                        l.drop_consumer(edge, true);
+                    }
+                }
+            }
+        }
+    }
+
+    pub(crate) fn new_edge_id(&self) -> u64 {
+        self.next_edge.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Insert a data edge on `source`; a transient-local one first replays the retained history
+    /// of `source` and its descendants (tree order, each oldest first), then goes live. Writes
+    /// that race with the replay are buffered by the edge and delivered after it, minus those
+    /// the snapshot already held, so nothing is lost or doubled.
+    pub(crate) fn attach_data_edge(&self, source: &Arc<Node>, rec: Arc<EdgeRec>) {
+        source.edges.insert(rec.clone());
+        if !rec.policy.is_transient_local() {
+            return;
+        }
+        let nodes = {
+            let _g = self.tree.lock();
+            self.tree.subtree(source, true)
+        };
+        let mut captured: HashMap<usize, u64> = HashMap::with_capacity(nodes.len());
+        for n in &nodes {
+            let (seq, hist) = n.history();
+            captured.insert(Arc::as_ptr(n) as usize, seq);
+            let suffix = if Arc::ptr_eq(n, source) {
+                None
+            } else {
+                Some(relative(&n.path, &source.path).to_string())
+            };
+            for mut s in hist {
+                s.suffix = suffix.clone();
+                rec.send(s);
+            }
+        }
+        rec.finish_replay(|p| captured.get(&p).copied().unwrap_or(0));
+    }
+
+    /// Insert a `:children[]` edge: first a `Created` for every existing descendant (tree order),
+    /// then live events. Holding the structure lock makes the snapshot and the live feed one
+    /// sequence.
+    pub(crate) fn attach_struct_edge(&self, source: &Arc<Node>, rec: Arc<EdgeRec>) {
+        let _g = self.tree.lock();
+        let nodes = self.tree.subtree(source, false);
+        source.struct_edges.insert(rec.clone());
+        for n in &nodes {
+            rec.deliver_event(&structure::make_event(
+                n,
+                relative(&n.path, &source.path),
+                What::Created,
+            ));
+        }
+    }
+
+    /// Mount `/net/<peer>` (no CREATE check: mounts are the graph's own doing).
+    pub(crate) fn mount(&self, peer: &str) -> Result<Arc<Node>, Error> {
+        let p = Path::parse(&format!("/net/{peer}"))?;
+        let _g = self.tree.lock();
+        if let Some(old) = self.tree.get(p.base()) {
+            self.remove_node(&old);
+        }
+        let (leaf, created) = self.tree.create(&p);
+        leaf.set_kind(Kind::Mount, StreamOptions::default())?;
+        for n in &created {
+            structure::emit(n, What::Created);
+        }
+        Ok(leaf)
+    }
+}
+
+/// Close one outgoing record of `source`: unhook it from its target and tell its holder.
+pub(crate) fn close_rec(source: &Arc<Node>, rec: &Arc<EdgeRec>) {
+    match &rec.target {
+        Target::Local(t) => {
+            let sp = Arc::as_ptr(source);
+            t.incoming.lock().retain(|i| {
+                !matches!(i, Incoming::Local { source: s, id } if *id == rec.id && s.as_ptr() == sp)
+            });
+        }
+        Target::Remote { link, edge } => link.forget_produced(*edge),
+    }
+    if let Some(h) = rec.handle.as_ref().and_then(Weak::upgrade) {
+        h.set_state(EdgeState::Closed);
+    }
+}
+
+impl Drop for GraphInner {
+    fn drop(&mut self) {
+        self.net.shutdown();
+    }
+}

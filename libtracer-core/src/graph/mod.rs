@@ -1,0 +1,382 @@
+//! The graph: the public entry point that ties the tree, edges, ACLs and links together.
+//! `inner` holds the shared state's machinery (access checks, tree changes, edge attachment),
+//! `subscribe` the edge-facing half of the API.
+
+mod inner;
+mod subscribe;
+
+pub(crate) use inner::close_rec;
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::acl::{Acl, Credentials, Rights};
+use crate::error::Error;
+use crate::net::Net;
+use crate::path::{valid_segment, Path};
+use crate::payload::{Meta, Payload};
+use crate::structure::{self, What};
+use crate::tree::Tree;
+use crate::vertex::{dispatch, now_ns, Kind, Node, Sample, SinkFn, StreamOptions, Vertex};
+use crate::wire::frame::SchemaInfo;
+
+/// `:schema`: type name, hash, definition and encoding, for tools only.
+pub type Schema = SchemaInfo;
+
+/// How a graph finds peers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Discovery {
+    /// In-process only (links can still be attached by hand with `Graph::attach_link`).
+    #[default]
+    Off,
+    /// Same-host peers through the per-user, per-domain Unix-socket rendezvous directory.
+    Host,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct GraphConfig {
+    /// Node identity, a valid segment; None = "<hostname>-<pid>-<n>".
+    pub name: Option<String>,
+    pub domain_id: u32,
+    pub discovery: Discovery,
+    /// Default: a per-user, per-domain directory (mode 0700).
+    pub rendezvous_dir: Option<std::path::PathBuf>,
+}
+
+/// One per process-level participant. Cheap `Clone`.
+#[derive(Clone)]
+pub struct Graph {
+    pub(crate) inner: Arc<GraphInner>,
+}
+
+pub(crate) struct GraphInner {
+    pub(crate) name: String,
+    pub(crate) domain_id: u32,
+    pub(crate) owner: Credentials,
+    pub(crate) tree: Tree,
+    /// How many vertices carry an `:acl`. While 0 the owner's requests skip the ancestor walk.
+    acls: AtomicUsize,
+    pub(crate) next_edge: AtomicU64,
+    pub(crate) net: Net,
+}
+
+static GRAPH_SEQ: AtomicU64 = AtomicU64::new(0);
+
+fn default_name() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .unwrap_or_default();
+    let host: String = host
+        .trim()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '~' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    let host = if host.is_empty() || host == "." || host == ".." {
+        "host".to_string()
+    } else {
+        host
+    };
+    format!(
+        "{host}-{}-{}",
+        std::process::id(),
+        GRAPH_SEQ.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// A path the local tree owns: no meta segment, not at or below `/net`.
+fn parse_local(path: &str) -> Result<Path, Error> {
+    let p = Path::parse(path)?;
+    if p.meta().is_some() {
+        return Err(Error::InvalidPath {
+            path: path.into(),
+            reason: "a vertex path, not a meta child",
+        });
+    }
+    if p.base() == "/net" || p.base().starts_with("/net/") {
+        return Err(Error::InvalidPath {
+            path: path.into(),
+            reason: "/net is reserved for peer mounts",
+        });
+    }
+    Ok(p)
+}
+
+impl Graph {
+    pub fn new(cfg: GraphConfig) -> Result<Graph, Error> {
+        let name = match cfg.name {
+            Some(n) if valid_segment(&n) => n,
+            Some(n) => {
+                return Err(Error::InvalidPath {
+                    path: n,
+                    reason: "graph name must be a valid segment",
+                })
+            }
+            None => default_name(),
+        };
+        let tree = Tree::new();
+        let (net_node, _) = tree.create(&Path::parse("/net")?);
+        drop(net_node);
+        let g = Graph {
+            inner: Arc::new(GraphInner {
+                name,
+                domain_id: cfg.domain_id,
+                owner: Credentials::current(),
+                tree,
+                acls: AtomicUsize::new(0),
+                next_edge: AtomicU64::new(1),
+                net: Net::default(),
+            }),
+        };
+        if cfg.discovery == Discovery::Host {
+            crate::net::start_host(&g, cfg.rendezvous_dir)?;
+        }
+        Ok(g)
+    }
+
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    pub fn domain_id(&self) -> u32 {
+        self.inner.domain_id
+    }
+
+    /// The uid/gid this graph runs as; local calls act as this principal.
+    pub fn owner(&self) -> Credentials {
+        self.inner.owner
+    }
+
+    fn handle(&self, node: Arc<Node>) -> Vertex {
+        Vertex {
+            node,
+            graph: self.inner.clone(),
+        }
+    }
+
+    fn local_node(&self, path: &str) -> Result<Arc<Node>, Error> {
+        let p = parse_local(path)?;
+        self.inner
+            .tree
+            .get(p.base())
+            .ok_or_else(|| Error::NotFound(p.base().to_string()))
+    }
+
+    /// mkdir -p and give the vertex the stream role; idempotent (an existing stream keeps its
+    /// bounds: change them with `set_history_depth` / `set_ring_source`).
+    pub fn create_stream(&self, path: &str, opts: StreamOptions) -> Result<Vertex, Error> {
+        let p = parse_local(path)?;
+        let n = self
+            .inner
+            .ensure(&p, &self.inner.owner, Kind::Stream, opts)?;
+        Ok(self.handle(n))
+    }
+
+    /// mkdir -p and give the vertex the value role; idempotent.
+    pub fn create_value(&self, path: &str) -> Result<Vertex, Error> {
+        let p = parse_local(path)?;
+        let n = self
+            .inner
+            .ensure(&p, &self.inner.owner, Kind::Value, StreamOptions::default())?;
+        Ok(self.handle(n))
+    }
+
+    /// A vertex whose writes run `f` on the delivering thread (`f` must not block). A vertex
+    /// that already has a role cannot become a sink.
+    pub fn create_sink(&self, path: &str, f: SinkFn) -> Result<Vertex, Error> {
+        let p = parse_local(path)?;
+        let n = self.inner.ensure(
+            &p,
+            &self.inner.owner,
+            Kind::Sink(f),
+            StreamOptions::default(),
+        )?;
+        Ok(self.handle(n))
+    }
+
+    /// A handle on an existing local vertex.
+    pub fn vertex(&self, path: &str) -> Option<Vertex> {
+        self.local_node(path).ok().map(|n| self.handle(n))
+    }
+
+    /// Write `path`: a missing local path is created (mkdir -p, the leaf a value) if the nearest
+    /// existing ancestor grants CREATE; `/net/<peer>/...` is forwarded and never waits.
+    pub fn write(&self, path: &str, payload: Payload, meta: Meta) -> Result<(), Error> {
+        self.write_as(&self.inner.owner, path, payload, meta)
+    }
+
+    /// `write` on behalf of another principal (the ACL decides as for a peer with these
+    /// credentials).
+    pub fn write_as(
+        &self,
+        who: &Credentials,
+        path: &str,
+        payload: Payload,
+        meta: Meta,
+    ) -> Result<(), Error> {
+        let p = Path::parse(path)?;
+        if p.meta().is_some() {
+            return Err(Error::SchemaNotFound(format!(
+                "{p}: meta children are not written as data (use set_acl / set_schema)"
+            )));
+        }
+        if let Some((peer, rest)) = p.net_split() {
+            return self
+                .inner
+                .net
+                .forward_write(peer, rest, payload, meta, None);
+        }
+        let p = parse_local(path)?;
+        let node = match self.inner.tree.get(p.base()) {
+            Some(n) => {
+                n.writable()?;
+                self.inner.check(&n, who, Rights::WRITE)?;
+                n
+            }
+            None => self
+                .inner
+                .ensure(&p, who, Kind::Value, StreamOptions::default())?,
+        };
+        dispatch(
+            &node,
+            Sample {
+                payload,
+                meta,
+                received_timestamp_ns: now_ns(),
+                suffix: None,
+                origin: None,
+            },
+        );
+        Ok(())
+    }
+
+    /// A forwarded write that waits for the peer's answer (e.g. `NotFound`); a local path is
+    /// written as by `write`.
+    pub fn write_confirmed(
+        &self,
+        path: &str,
+        payload: Payload,
+        meta: Meta,
+        timeout: Duration,
+    ) -> Result<(), Error> {
+        let p = Path::parse(path)?;
+        match p.net_split() {
+            Some((peer, rest)) if p.meta().is_none() => {
+                self.inner
+                    .net
+                    .forward_write(peer, rest, payload, meta, Some(timeout))
+            }
+            _ => self.write(path, payload, meta),
+        }
+    }
+
+    /// Read a stored value (or a stream's newest sample). Local: at once; `/net/<peer>/...`:
+    /// asks the peer and waits up to `timeout`.
+    pub fn read(&self, path: &str, timeout: Duration) -> Result<Option<Sample>, Error> {
+        let p = Path::parse(path)?;
+        if let Some((peer, rest)) = p.net_split() {
+            return self.inner.net.read_remote(peer, rest, timeout);
+        }
+        let n = self.local_node(path)?;
+        self.inner.check(&n, &self.inner.owner, Rights::READ)?;
+        Ok(self.handle(n).value())
+    }
+
+    /// Remove the vertex and its subtree, with every edge from or to them.
+    pub fn remove(&self, path: &str) -> Result<(), Error> {
+        let n = self.local_node(path)?;
+        if n.parent.is_none() {
+            return Err(Error::InvalidPath {
+                path: path.into(),
+                reason: "the root cannot be removed",
+            });
+        }
+        self.inner.check(&n, &self.inner.owner, Rights::ADMIN)?;
+        self.inner.remove_node(&n);
+        Ok(())
+    }
+
+    pub fn set_schema(&self, path: &str, schema: Schema) -> Result<(), Error> {
+        let n = self.local_node(path)?;
+        self.inner.check(&n, &self.inner.owner, Rights::ADMIN)?;
+        let _g = self.inner.tree.lock();
+        *n.schema.lock() = Some(schema);
+        structure::emit(&n, What::SchemaSet);
+        Ok(())
+    }
+
+    pub fn schema(&self, path: &str) -> Option<Schema> {
+        self.local_node(path).ok()?.schema.lock().clone()
+    }
+
+    fn stream_node(&self, path: &str) -> Result<Arc<Node>, Error> {
+        let n = self.local_node(path)?;
+        self.inner.check(&n, &self.inner.owner, Rights::ADMIN)?;
+        match n.kind.get() {
+            Some(Kind::Stream) => Ok(n),
+            _ => Err(Error::WrongRole {
+                path: path.into(),
+                role: n.role(),
+                wanted: "ring bounds apply to streams",
+            }),
+        }
+    }
+
+    /// The ring's message-count bound (0 = unbounded). Shrinking drops (and counts) the oldest.
+    pub fn set_history_depth(&self, path: &str, depth: usize) -> Result<(), Error> {
+        let n = self.stream_node(path)?;
+        n.store.lock().ring.set_depth(depth);
+        Ok(())
+    }
+
+    /// The ring's byte budget (0 = unbounded). Shrinking drops (and counts) the oldest.
+    pub fn set_ring_source(&self, path: &str, byte_budget: usize) -> Result<(), Error> {
+        let n = self.stream_node(path)?;
+        n.store.lock().ring.set_byte_budget(byte_budget);
+        Ok(())
+    }
+
+    /// Put an `:acl` on the vertex; it governs the vertex and every descendant that has no
+    /// nearer `:acl` of its own.
+    pub fn set_acl(&self, path: &str, acl: Acl) -> Result<(), Error> {
+        let n = match Path::parse(path)?.base() {
+            "/" => self.inner.tree.root.clone(),
+            _ => self.local_node(path)?,
+        };
+        self.inner.check(&n, &self.inner.owner, Rights::ADMIN)?;
+        if n.acl.write().replace(Arc::new(acl)).is_none() {
+            self.inner.acls.fetch_add(1, Ordering::AcqRel);
+        }
+        Ok(())
+    }
+
+    /// Remove the vertex's own `:acl` (the next one up governs again).
+    pub fn clear_acl(&self, path: &str) -> Result<(), Error> {
+        let n = self.local_node(path)?;
+        self.inner.check(&n, &self.inner.owner, Rights::ADMIN)?;
+        if n.acl.write().take().is_some() {
+            self.inner.acls.fetch_sub(1, Ordering::AcqRel);
+        }
+        Ok(())
+    }
+
+    /// The vertex's own `:acl`, if it has one.
+    pub fn acl(&self, path: &str) -> Option<Acl> {
+        let n = self.local_node(path).ok()?;
+        let a = n.acl.read().clone();
+        a.map(|a| (*a).clone())
+    }
+}
+
+impl std::fmt::Debug for Graph {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Graph({})", self.inner.name)
+    }
+}

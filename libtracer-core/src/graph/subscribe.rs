@@ -1,0 +1,190 @@
+//! The edge-facing half of `Graph`: subscribe / unsubscribe, `:subscribers[]`, links.
+
+use std::sync::Arc;
+
+use super::{close_rec, Graph};
+use crate::acl::{Credentials, Rights};
+use crate::edge::{
+    DeliveryPolicy, Edge, EdgeKind, EdgeRec, EdgeShared, EdgeState, SubscriberInfo, Target,
+};
+use crate::error::Error;
+use crate::net::{LinkId, PeerLink};
+use crate::path::{MetaSegment, Path};
+use crate::vertex::Incoming;
+use crate::wire::frame::Role;
+
+impl Graph {
+    /// Subscribe `target` (a local vertex) to `source` (local or `/net/<peer>/...`, optionally
+    /// ending in `/:children[]`). Gated by SUBSCRIBE on the source and WRITE on the target
+    /// (fan-in). A remote subscribe returns at once with a pending edge.
+    pub fn subscribe(
+        &self,
+        source: &str,
+        target: &str,
+        policy: DeliveryPolicy,
+    ) -> Result<Edge, Error> {
+        self.subscribe_as(&self.inner.owner, source, target, policy)
+    }
+
+    /// `subscribe` on behalf of another principal.
+    pub fn subscribe_as(
+        &self,
+        who: &Credentials,
+        source: &str,
+        target: &str,
+        policy: DeliveryPolicy,
+    ) -> Result<Edge, Error> {
+        let tnode = self.local_node(target)?;
+        if tnode.role() == Role::Mount {
+            return Err(Error::WrongRole {
+                path: target.into(),
+                role: Role::Mount,
+                wanted: "a delivery target must be a local vertex",
+            });
+        }
+        self.inner.check(&tnode, who, Rights::WRITE)?;
+        let sp = Path::parse(source)?;
+        let structural = match sp.meta() {
+            None => false,
+            Some(MetaSegment::Children) => true,
+            Some(m) => {
+                return Err(Error::SchemaNotFound(format!(
+                    "{source}: only a vertex or its {} can be subscribed, not {}",
+                    MetaSegment::Children.as_str(),
+                    m.as_str()
+                )))
+            }
+        };
+        if let Some((peer, rest)) = sp.net_split() {
+            let full = sp.to_string();
+            return self
+                .inner
+                .net
+                .subscribe_remote(&self.inner, peer, rest, full, tnode, policy);
+        }
+        let snode = self
+            .inner
+            .tree
+            .get(sp.base())
+            .ok_or_else(|| Error::NotFound(sp.base().to_string()))?;
+        self.inner.check(&snode, who, Rights::SUBSCRIBE)?;
+        let id = self.inner.new_edge_id();
+        let handle = EdgeShared::new(
+            id,
+            sp.to_string(),
+            tnode.path.to_string(),
+            policy,
+            EdgeKind::Local {
+                source: Arc::downgrade(&snode),
+                structural,
+            },
+            EdgeState::Established,
+        );
+        tnode.incoming.lock().push(Incoming::Local {
+            source: Arc::downgrade(&snode),
+            id,
+        });
+        let rec = EdgeRec::new(
+            id,
+            None,
+            policy,
+            Target::Local(tnode),
+            Some(Arc::downgrade(&handle)),
+            policy.is_transient_local() && !structural,
+        );
+        if structural {
+            self.inner.attach_struct_edge(&snode, rec);
+        } else {
+            self.inner.attach_data_edge(&snode, rec);
+        }
+        Ok(Edge(handle))
+    }
+
+    /// Remove the edge (a remote one: tell the peer). Unsubscribing twice is a no-op.
+    pub fn unsubscribe(&self, edge: &Edge) -> Result<(), Error> {
+        let e = &edge.0;
+        match &e.kind {
+            EdgeKind::Local { source, .. } => {
+                if let Some(src) = source.upgrade() {
+                    let mut gone = src.edges.remove_where(|r| r.link.is_none() && r.id == e.id);
+                    gone.extend(
+                        src.struct_edges
+                            .remove_where(|r| r.link.is_none() && r.id == e.id),
+                    );
+                    for rec in gone {
+                        close_rec(&src, &rec);
+                    }
+                }
+            }
+            EdgeKind::Remote { link, .. } => self.inner.net.unsubscribe_remote(*link, e.id),
+        }
+        e.set_state(EdgeState::Closed);
+        Ok(())
+    }
+
+    /// Edges in the vertex's `:subscribers[]` (0 for a path that does not exist here).
+    pub fn subscriber_count(&self, path: &str) -> usize {
+        self.local_node(path).map_or(0, |n| n.edges.len())
+    }
+
+    /// The entries of the vertex's `:subscribers[]` and `:children[]` lists. With a trailing
+    /// `/:subscribers[]` or `/:children[]`, only that list.
+    pub fn subscribers(&self, path: &str) -> Result<Vec<SubscriberInfo>, Error> {
+        let p = Path::parse(path)?;
+        let n = match p.base() {
+            "/" => self.inner.tree.root.clone(),
+            b => self.local_node(b)?,
+        };
+        let mut out = Vec::new();
+        if matches!(p.meta(), None | Some(MetaSegment::Subscribers)) {
+            if let Some(l) = n.edges.snapshot() {
+                out.extend(l.iter().map(|r| r.info(false)));
+            }
+        }
+        if matches!(p.meta(), None | Some(MetaSegment::Children)) {
+            if let Some(l) = n.struct_edges.snapshot() {
+                out.extend(l.iter().map(|r| r.info(true)));
+            }
+        }
+        Ok(out)
+    }
+
+    /// How many error replies came back for forwarded writes nobody waited for, and the last.
+    pub fn remote_write_errors(&self) -> (u64, Option<Error>) {
+        self.inner.net.remote_errors()
+    }
+
+    /// Peers mounted at `/net/<name>`.
+    pub fn peers(&self) -> Vec<String> {
+        self.inner.net.peers()
+    }
+
+    /// Attach a link to a peer: mounts `/net/<peer>`. The transport then feeds the link's
+    /// frames to `link_frame` and calls `link_down` when it drops.
+    pub fn attach_link(&self, link: Arc<dyn PeerLink>) -> Result<LinkId, Error> {
+        crate::net::attach(&self.inner, link)
+    }
+
+    /// One frame that arrived on `link`.
+    pub fn link_frame(&self, link: LinkId, frame: crate::wire::frame::Frame) {
+        crate::net::on_frame(&self.inner, link, frame);
+    }
+
+    /// The link dropped: its mount, its edges and its structural entries go.
+    pub fn link_down(&self, link: LinkId) {
+        crate::net::detach(&self.inner, link);
+    }
+
+    /// This graph as a transport's `LinkHandler` (e.g. `MemoryFabric::join(name, handler)`).
+    pub fn link_handler(&self) -> Arc<crate::net::GraphHandler> {
+        crate::net::GraphHandler::new(&self.inner)
+    }
+
+    /// Close every link and stop discovery. The graph stays usable in-process.
+    pub fn shutdown(&self) {
+        self.inner.net.shutdown();
+        for id in self.inner.net.link_ids() {
+            crate::net::detach(&self.inner, id);
+        }
+    }
+}
