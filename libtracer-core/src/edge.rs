@@ -136,6 +136,12 @@ impl EdgeShared {
         })
     }
 
+    pub(crate) fn is_structural(&self) -> bool {
+        match &self.kind {
+            EdgeKind::Local { structural, .. } | EdgeKind::Remote { structural, .. } => *structural,
+        }
+    }
+
     pub(crate) fn set_state(&self, s: EdgeState) {
         let mut g = self.state.lock();
         // A closed or failed edge stays so: a late reply must not revive it.
@@ -170,9 +176,7 @@ impl Edge {
     }
     /// True for a `:children[]` (structural feed) edge.
     pub fn is_structural(&self) -> bool {
-        match &self.0.kind {
-            EdgeKind::Local { structural, .. } | EdgeKind::Remote { structural, .. } => *structural,
-        }
+        self.0.is_structural()
     }
     /// The peer a remote edge goes through.
     pub fn peer(&self) -> Option<&str> {

@@ -264,6 +264,22 @@ fn ruling_edges_bound_to_a_link_go_with_it() {
 }
 
 #[test]
+fn ruling_removing_a_source_closes_the_remote_edge() {
+    let (a, b, _na, _nb, _f) = pair();
+    b.create_stream("/topic", StreamOptions::default()).unwrap();
+    let sub = a.create_stream("/sub", StreamOptions::default()).unwrap();
+    let e = a
+        .subscribe("/net/b/topic", "/sub", DeliveryPolicy::default())
+        .unwrap();
+    e.wait_established(T).unwrap();
+    b.remove("/topic").unwrap();
+    eventually("consumer edge closed", || {
+        matches!(e.state(), EdgeState::Closed)
+    });
+    assert!(sub.is_empty(), "the notice is not data");
+}
+
+#[test]
 fn ruling_removing_a_target_unsubscribes_on_the_peer() {
     let (a, b, _na, _nb, _f) = pair();
     b.create_stream("/topic", StreamOptions::default()).unwrap();

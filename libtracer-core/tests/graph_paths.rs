@@ -141,3 +141,26 @@ fn ruling_write_creates_mkdir_p_gated_by_create_on_nearest_ancestor() {
         Err(Error::PermissionDenied { .. })
     ));
 }
+
+#[test]
+fn ruling_write_racing_create_stream_lands_and_never_fails() {
+    for round in 0..50 {
+        let g = graph();
+        let path = format!("/race/{round}");
+        let g2 = g.clone();
+        let p2 = path.clone();
+        let w = std::thread::spawn(move || {
+            for i in 0..20 {
+                g2.write(&p2, p(b"x"), m(i)).unwrap();
+            }
+        });
+        let made = g.create_stream(&path, StreamOptions::default());
+        w.join().unwrap();
+        let v = g.vertex(&path).unwrap();
+        match made {
+            Ok(_) => assert_eq!(v.role(), Role::Stream),
+            Err(Error::WrongRole { .. }) => assert_eq!(v.role(), Role::Value),
+            Err(e) => panic!("{e}"),
+        }
+    }
+}

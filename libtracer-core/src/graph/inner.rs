@@ -12,7 +12,7 @@ use crate::error::Error;
 use crate::path::{relative, Path};
 use crate::structure::{self, What};
 use crate::vertex::{Incoming, Kind, Node, StreamOptions};
-use crate::wire::frame::Role;
+use crate::wire::frame::{Frame, Role, StructEvent};
 
 fn denied(node: &Node, right: Rights) -> Error {
     Error::PermissionDenied {
@@ -91,6 +91,25 @@ impl GraphInner {
         Ok(leaf)
     }
 
+    /// The vertex a data write to `p` lands in: an existing one (WRITE), else a new value made
+    /// mkdir -p (CREATE on the nearest existing ancestor). Re-checked under the structure lock,
+    /// so a write racing with `create_stream` of the same path lands in the stream.
+    pub(crate) fn ensure_write(&self, p: &Path, who: &Credentials) -> Result<Arc<Node>, Error> {
+        let existing = |n: Arc<Node>| -> Result<Arc<Node>, Error> {
+            n.writable()?;
+            self.check(&n, who, Rights::WRITE)?;
+            Ok(n)
+        };
+        if let Some(n) = self.tree.get(p.base()) {
+            return existing(n);
+        }
+        let _g = self.tree.lock();
+        if let Some(n) = self.tree.get(p.base()) {
+            return existing(n);
+        }
+        self.ensure(p, who, Kind::Value, StreamOptions::default())
+    }
+
     /// Remove `node`'s subtree: its edges (both directions) and structural entries go.
     pub(crate) fn remove_node(&self, node: &Arc<Node>) {
         let _g = self.tree.lock();
@@ -115,6 +134,18 @@ impl GraphInner {
     /// Drop every edge that starts or ends at `n`.
     fn unhook(&self, n: &Arc<Node>) {
         let mut out = n.edges.take_all();
+        // A remote consumer of a data edge hears that the source is gone through the structural
+        // convention `Removed { path: "" }` on its edge id, and closes the edge.
+        for rec in &out {
+            if let Target::Remote { link, edge } = &rec.target {
+                let _ = link.send(&Frame::Structure {
+                    edge: *edge,
+                    event: StructEvent::Removed {
+                        path: String::new(),
+                    },
+                });
+            }
+        }
         out.extend(n.struct_edges.take_all());
         for rec in out {
             close_rec(n, &rec);

@@ -234,16 +234,7 @@ impl Graph {
                 .forward_write(peer, rest, payload, meta, None);
         }
         let p = parse_local(path)?;
-        let node = match self.inner.tree.get(p.base()) {
-            Some(n) => {
-                n.writable()?;
-                self.inner.check(&n, who, Rights::WRITE)?;
-                n
-            }
-            None => self
-                .inner
-                .ensure(&p, who, Kind::Value, StreamOptions::default())?,
-        };
+        let node = self.inner.ensure_write(&p, who)?;
         dispatch(
             &node,
             Sample {

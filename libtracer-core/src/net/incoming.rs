@@ -69,12 +69,19 @@ pub(crate) fn on_frame(g: &GraphInner, id: LinkId, frame: Frame) {
             }
         }
         Frame::Structure { edge, event } => {
-            let t = st.consumer.lock().get(&edge).map(|c| c.target.clone());
-            if let Some(t) = t {
+            let t = st
+                .consumer
+                .lock()
+                .get(&edge)
+                .map(|c| (c.target.clone(), c.handle.is_structural()));
+            if let Some((t, structural)) = t {
                 let gone = matches!(&event, StructEvent::Removed { path } if path.is_empty());
-                let mut s = structure::event_sample(&event);
-                s.origin = Some(st.peer.name.clone());
-                t.land(s);
+                // On a data edge only "the source is gone" is meaningful; nothing lands.
+                if structural {
+                    let mut s = structure::event_sample(&event);
+                    s.origin = Some(st.peer.name.clone());
+                    t.land(s);
+                }
                 // The watched vertex itself went: the producer has dropped the edge already.
                 if gone {
                     unhook_remote_target(&t, st.key, edge);
