@@ -173,3 +173,12 @@ def test_publisher_processes_come_and_go(tracer_env):
     got = result(listener)
     assert got["received"] == [[f"a {i}" for i in range(10)] + [f"b {i}" for i in range(10)]]
     assert got["matched"] == [0]
+
+
+def test_a_subscription_takes_only_its_own_type(tracer_env):
+    # Type matching (docs/rmw-mapping.md, "Subscriptions"): two types on one topic in one process
+    # share the topic vertex, but each subscription takes only its type's messages, as DDS
+    # matches by type, and a wrong-type sample is neither an error nor garbage.
+    got = result(worker("mixed-types", tracer_env, "--topic", "/mixed_types", "--count", "20"))
+    assert got["strings"] == [f"s {i}" for i in range(20)]
+    assert got["arrays"] == [bytes([i] * 3).hex() for i in range(20)]

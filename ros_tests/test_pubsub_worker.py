@@ -15,6 +15,8 @@ ROS is imported only when run as a program.
                                     in the other
     rt-talk / rt-listen             every test_msgs sample on /rt/<Type> (field-for-field test)
     big-talk / big-listen           --count N messages of --size bytes (std_msgs/UInt8MultiArray)
+    mixed-types                     String and UInt8MultiArray publishers and subscriptions on one
+                                    topic in one node
 """
 
 from __future__ import annotations
@@ -157,6 +159,30 @@ def cmd_intra(args) -> None:
     rclpy.shutdown()
 
 
+def cmd_mixed_types(args) -> None:
+    # One topic, two types in one process: a subscription only takes its own type.
+    from std_msgs.msg import String, UInt8MultiArray
+
+    node = _node("mixed")
+    strings: list[str] = []
+    arrays: list[bytes] = []
+    node.create_subscription(String, args.topic, lambda m: strings.append(m.data), _qos(args))
+    node.create_subscription(UInt8MultiArray, args.topic, lambda m: arrays.append(bytes(m.data)), _qos(args))
+    pub_s = node.create_publisher(String, args.topic, _qos(args))
+    pub_a = node.create_publisher(UInt8MultiArray, args.topic, _qos(args))
+    for i in range(args.count):
+        pub_s.publish(String(data=f"s {i}"))
+        pub_a.publish(UInt8MultiArray(data=bytes([i % 256] * 3)))
+    _wait_for(lambda: len(strings) >= args.count and len(arrays) >= args.count, args.timeout, spin_node=node)
+    end = time.monotonic() + 0.3
+    while time.monotonic() < end:
+        import rclpy
+
+        rclpy.spin_once(node, timeout_sec=0.05)
+    print(json.dumps({"strings": strings, "arrays": [a.hex() for a in arrays]}), flush=True)
+    node.destroy_node()
+
+
 def _rt_types():
     import test_cdr_worker
 
@@ -294,7 +320,7 @@ def main() -> None:
     cmds = {
         "talk": cmd_talk, "listen": cmd_listen, "selfpub": cmd_selfpub, "intra": cmd_intra,
         "rt-talk": cmd_rt_talk, "rt-listen": cmd_rt_listen,
-        "big-talk": cmd_big_talk, "big-listen": cmd_big_listen,
+        "big-talk": cmd_big_talk, "big-listen": cmd_big_listen, "mixed-types": cmd_mixed_types,
     }
     cmds[args.cmd](args)
     import rclpy
