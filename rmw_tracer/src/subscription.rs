@@ -1,6 +1,7 @@
 //! Subscriptions: a target ring `/.ros/sub/<n>` sized by the QoS depth, fed by an edge from the
 //! local topic vertex and (wired by the registry) one from each peer that publishes the topic.
 
+use std::collections::HashMap;
 use std::ffi::CString;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -54,6 +55,8 @@ pub struct Subscription {
     ignore_local: bool,
     notifier: Arc<Notifier>,
     notifier_thread: Mutex<Option<JoinHandle<()>>>,
+    /// Local writers seen so far and whether their type is ours (see `take_sample`).
+    local_writers: Mutex<HashMap<[u8; 16], bool>>,
     _entry: Entry,
 }
 
@@ -121,6 +124,7 @@ impl Subscription {
             ignore_local: ignore_local_publications,
             notifier: Arc::new(Notifier::default()),
             notifier_thread: Mutex::new(None),
+            local_writers: Mutex::new(HashMap::new()),
             ctx,
             _entry: entry,
         })
@@ -139,14 +143,35 @@ impl Subscription {
             if s.suffix.is_some() {
                 continue;
             }
-            if self.ignore_local
-                && s.origin.is_none()
-                && Gid(s.meta.writer).context_prefix() == self.ctx.gids.prefix()
-            {
-                continue;
+            if s.origin.is_none() {
+                if self.ignore_local
+                    && Gid(s.meta.writer).context_prefix() == self.ctx.gids.prefix()
+                {
+                    continue;
+                }
+                if !self.local_writer_matches(&s.meta.writer) {
+                    continue;
+                }
             }
             return Some(s);
         }
+    }
+
+    /// The local edge delivers every write to the topic vertex, whatever its type; DDS would
+    /// not match a publisher of another type, so neither does a take. (Remote edges are only
+    /// made to publishers of our type.) A writer that is not a known local publisher (a tool
+    /// writing the vertex directly) is taken as it comes.
+    fn local_writer_matches(&self, writer: &[u8; 16]) -> bool {
+        let mut seen = self.local_writers.lock();
+        if let Some(ok) = seen.get(writer) {
+            return *ok;
+        }
+        let ok = match self.ctx.registry.local_publisher_type(&Gid(*writer)) {
+            Some(t) => t == self.ty.type_name,
+            None => return true,
+        };
+        seen.insert(*writer, ok);
+        ok
     }
 
     /// Take one message into `msg`; `None` when there was none.

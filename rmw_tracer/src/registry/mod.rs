@@ -249,6 +249,15 @@ impl Registry {
         local + remote
     }
 
+    /// The type of the local publisher `gid`, if it is one.
+    pub fn local_publisher_type(&self, gid: &Gid) -> Option<String> {
+        let st = self.inner.state.lock();
+        st.local
+            .get(gid)
+            .filter(|r| r.kind == EntityKind::Publisher)
+            .map(|r| r.type_name.clone())
+    }
+
     /// Stop the worker (context teardown).
     pub fn stop(&self) {
         let _ = self.inner.tx.send(Msg::Stop);
