@@ -53,3 +53,25 @@ def test_graph_of_another_process(tracer_env):
     srvs = dict((n, t) for n, t in out["by_node_services"])
     assert "/talker/set_parameters" in srvs
     assert out["missing_node"] == "NodeNameNonExistentError"
+
+
+# Ruling (R3 events): PUBLICATION_MATCHED follows a subscription of another process as it
+# appears and goes; rclpy's default event handlers (incompatible QoS) do not stand in the way.
+def test_matched_event_across_processes(tracer_env):
+    pub = harness.spawn_python(WORKER, ["matched", "--topic", "/matched", "--timeout", "30"],
+                               env=tracer_env)
+    assert pub.wait_for_output("ready", 30), pub.join(1).describe()
+    listener = harness.spawn_python(WORKER, ["listen", "--topic", "/matched", "--timeout", "60"],
+                                    env=tracer_env)
+    assert listener.wait_for_output("ready", 30), listener.join(1).describe()
+    assert pub.wait_for_output("matched", 30), pub.join(1).describe()
+    listener.terminate()
+    listener.join(20)
+    r = pub.join(40)
+    assert r.returncode == 0, r.describe()
+    out = _json_line(r.stdout)
+    assert out["matched"] and out["unmatched"], out
+    first, last = out["events"][0], out["events"][-1]
+    # [total_count, total_count_change, current_count, current_count_change]
+    assert first == [1, 1, 1, 1], out
+    assert last[0] == 1 and last[2] == 0 and last[3] == -1, out

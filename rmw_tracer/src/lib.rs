@@ -14,6 +14,7 @@ pub mod cdr;
 mod context;
 #[allow(unsafe_code)]
 mod entry;
+mod event;
 mod features;
 mod gid;
 mod graph_query;

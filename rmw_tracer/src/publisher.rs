@@ -27,6 +27,8 @@ pub struct Publisher {
     seq: AtomicU64,
     /// The size of the last message: the next buffer starts this large.
     size_hint: AtomicUsize,
+    /// QoS event state (`crate::event`).
+    pub events: Arc<crate::event::Events>,
     _entry: Entry,
 }
 
@@ -62,7 +64,15 @@ impl Publisher {
         rec.type_hash = ty.type_hash.clone();
         rec.qos = Some(qos);
         let entry = ctx.registry.announce(rec)?;
+        let events = crate::event::Events::new(
+            ctx.clone(),
+            crate::event::End::Publisher,
+            topic,
+            &ty.type_name,
+            None,
+        );
         Ok(Publisher {
+            events,
             topic: cstr::owned(topic, "topic_name")?,
             gid,
             qos,

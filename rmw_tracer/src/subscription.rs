@@ -57,6 +57,8 @@ pub struct Subscription {
     notifier_thread: Mutex<Option<JoinHandle<()>>>,
     /// Local writers seen so far and whether their type is ours (see `take_sample`).
     local_writers: Mutex<HashMap<[u8; 16], bool>>,
+    /// QoS event state (`crate::event`); it owns the ring's drop counter.
+    pub events: Arc<crate::event::Events>,
     _entry: Entry,
 }
 
@@ -114,7 +116,16 @@ impl Subscription {
         rec.qos = Some(qos);
         let entry = ctx.registry.announce(rec)?;
         ctx.registry.add_subscription(&link);
+        let ring = target.clone();
+        let events = crate::event::Events::new(
+            ctx.clone(),
+            crate::event::End::Subscription,
+            topic,
+            &ty.type_name,
+            Some(Arc::new(move || ring.take_dropped())),
+        );
         Ok(Subscription {
+            events,
             topic: cstr::owned(topic, "topic_name")?,
             qos,
             target,
@@ -144,9 +155,7 @@ impl Subscription {
                 continue;
             }
             if s.origin.is_none() {
-                if self.ignore_local
-                    && Gid(s.meta.writer).context_prefix() == self.ctx.gids.prefix()
-                {
+                if self.ignore_local && Gid(s.meta.writer).context_prefix() == self.ctx.gids.prefix() {
                     continue;
                 }
                 if !self.local_writer_matches(&s.meta.writer) {

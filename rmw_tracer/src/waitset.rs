@@ -28,8 +28,8 @@ pub enum Entry<'a> {
     GuardCondition(&'a GuardCondition),
     Service(&'a Server),
     Client(&'a Client),
-    /// A waitable that is never ready (an event kind rmw_tracer does not raise).
-    Never,
+    /// A QoS event of a publisher or subscription.
+    Event(crate::event::Waitable<'a>),
 }
 
 impl Entry<'_> {
@@ -39,7 +39,7 @@ impl Entry<'_> {
             Entry::GuardCondition(g) => Some(g.readiness()),
             Entry::Service(s) => Some(s.readiness()),
             Entry::Client(c) => Some(c.readiness()),
-            Entry::Never => None,
+            Entry::Event(e) => e.readiness(),
         }
     }
 
@@ -49,7 +49,7 @@ impl Entry<'_> {
             Entry::GuardCondition(g) => g.is_triggered(),
             Entry::Service(s) => s.is_ready(),
             Entry::Client(c) => c.is_ready(),
-            Entry::Never => false,
+            Entry::Event(e) => e.is_ready(),
         }
     }
 }

@@ -246,6 +246,7 @@ bind!(crate::subscription::Subscription => ffi::rmw_subscription_t, "subscriptio
 bind!(crate::waitset::WaitSet => ffi::rmw_wait_set_t, "wait set", Boxed, data);
 bind!(crate::service::server::Server => ffi::rmw_service_t, "service", Boxed, data);
 bind!(crate::service::client::Client => ffi::rmw_client_t, "client", Boxed, data);
+bind!(crate::event::EventHandle => ffi::rmw_event_t, "event", CallerOwned, data);
 
 /// A rmw_tracer-owned handle kept by another object (a node's graph guard condition): destroyed
 /// when this is dropped.

@@ -102,9 +102,10 @@ pub unsafe extern "C" fn rmw_wait(
             let c = unsafe { handle::opt_from_data::<Client>(p) };
             entries.push(c.map(Entry::Client));
         }
-        // rmw_tracer raises no events yet (rmw_*_event_init refuses every kind), so an event
-        // slot is never ready.
-        entries.extend(evs.iter().map(|p| (!p.is_null()).then_some(Entry::Never)));
+        for &p in evs.iter() {
+            // SAFETY: a non-null slot is a live event handle (rcl puts the rmw_event_t there).
+            entries.push(unsafe { super::event::waitable(p) }?.map(Entry::Event));
+        }
         let ready = ws.wait(&entries, timeout)?;
         let mut ready = ready.into_iter();
         let mut any = false;
