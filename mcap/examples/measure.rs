@@ -80,19 +80,27 @@ fn main() -> Result<()> {
     println!("## writer throughput (each run ends with fsync)");
     for (len, n) in [(64usize, 2_000_000u64), (4096, 65_536), (1 << 20, 256)] {
         let bytes = (len as u64 * n) as f64;
-        let traw = write_raw(&raw, n, len)?;
+        let mut traw = f64::MAX;
+        for _ in 0..3 {
+            traw = traw.min(write_raw(&raw, n, len)?);
+        }
         println!(
             "payload {len:>8} B x {n:>8}: raw {:>7.0} MiB/s",
             bytes / traw / 1048576.0
         );
         for c in [Compression::None, Compression::Lz4, Compression::Zstd] {
             for fields in [false, true] {
-                let t = write_mcap(&mc, c, n, len, fields)?;
+                // Best of three: the machine is shared, the least disturbed run counts.
+                let mut t = f64::MAX;
+                for _ in 0..3 {
+                    t = t.min(write_mcap(&mc, c, n, len, fields)?);
+                }
                 let size = std::fs::metadata(&mc)?.len();
                 println!(
-                    "    mcap {:<5} fields={fields:<5}: {:>7.0} MiB/s of payload, {:.2}x raw time, file {:.1}% of payload",
+                    "    mcap {:<5} fields={fields:<5}: {:>7.0} MiB/s of payload, {:>9.0} msg/s, {:.2}x raw time, file {:.1}% of payload",
                     if c.name().is_empty() { "none" } else { c.name() },
                     bytes / t / 1048576.0,
+                    n as f64 / t,
                     t / traw,
                     100.0 * size as f64 / bytes
                 );

@@ -451,16 +451,24 @@ impl<W: Write> Writer<W> {
         let comp = self.opts.compression;
         let mut compressed = std::mem::take(&mut self.compressed);
         compressed.clear();
-        if let Err(e) = comp.compress(&c.records, &mut compressed) {
-            self.state = State::Failed;
-            return Err(e.into());
+        // Uncompressed chunks are written from the records buffer itself, without a copy.
+        if comp != Compression::None {
+            if let Err(e) = comp.compress(&c.records, &mut compressed) {
+                self.state = State::Failed;
+                return Err(e.into());
+            }
         }
+        let body: &[u8] = if comp == Compression::None {
+            &c.records
+        } else {
+            &compressed
+        };
         let chunk_start = self.pos;
         // The chunk prefix is built apart so the compressed bytes are written without a copy.
         let mut prefix = Vec::with_capacity(64);
         prefix.push(op::CHUNK);
         let content_len =
-            8 + 8 + 8 + 4 + 4 + comp.name().len() as u64 + 8 + compressed.len() as u64;
+            8 + 8 + 8 + 4 + 4 + comp.name().len() as u64 + 8 + body.len() as u64;
         codec::put_u64(&mut prefix, content_len);
         let (start, end) = if c.messages == 0 {
             (0, 0)
@@ -472,9 +480,10 @@ impl<W: Write> Writer<W> {
         codec::put_u64(&mut prefix, c.records.len() as u64);
         codec::put_u32(&mut prefix, crc);
         codec::put_str(&mut prefix, comp.name());
-        codec::put_u64(&mut prefix, compressed.len() as u64);
+        codec::put_u64(&mut prefix, body.len() as u64);
+        let compressed_size = body.len() as u64;
         self.emit(&prefix)?;
-        self.emit(&compressed)?;
+        self.emit(body)?;
         let chunk_length = self.pos - chunk_start;
 
         // D7: all Message Index records first, then Field Index grouped by field, by channel.
@@ -526,7 +535,7 @@ impl<W: Write> Writer<W> {
             message_index_offsets,
             message_index_length: idx.len() as u64,
             compression: comp.name().into(),
-            compressed_size: compressed.len() as u64,
+            compressed_size,
             uncompressed_size: c.records.len() as u64,
         });
         self.field_chunk_indexes.extend(fcis);
