@@ -172,9 +172,16 @@ impl Server {
                 v.write(Payload::from(bytes), meta)?;
             }
             Some(peer) => {
-                self.ctx
-                    .graph
-                    .write(&names::on_peer(&peer, &path), Payload::from(bytes), meta)?;
+                let to = names::on_peer(&peer, &path);
+                match self.ctx.graph.write(&to, Payload::from(bytes), meta) {
+                    Ok(()) => {}
+                    // The client's process went (its link with it): the answer has no taker,
+                    // which rcl reports as a timeout, not as a failure of the server.
+                    Err(libtracer_core::Error::LinkDown(_) | libtracer_core::Error::NotFound(_)) => {
+                        return Err(RmwError::Timeout)
+                    }
+                    Err(e) => return Err(e.into()),
+                }
             }
         }
         Ok(())
