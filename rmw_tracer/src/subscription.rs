@@ -16,6 +16,7 @@ use crate::boundary::message::MessageMut;
 use crate::boundary::{cstr, RmwResult};
 use crate::context::Shared;
 use crate::gid::Gid;
+use crate::log::log;
 use crate::names;
 use crate::node::Node;
 use crate::qos::{End, Qos};
@@ -155,7 +156,9 @@ impl Subscription {
                 continue;
             }
             if s.origin.is_none() {
-                if self.ignore_local && Gid(s.meta.writer).context_prefix() == self.ctx.gids.prefix() {
+                if self.ignore_local
+                    && Gid(s.meta.writer).context_prefix() == self.ctx.gids.prefix()
+                {
                     continue;
                 }
                 if !self.local_writer_matches(&s.meta.writer) {
@@ -184,12 +187,29 @@ impl Subscription {
     }
 
     /// Take one message into `msg`; `None` when there was none.
+    ///
+    /// A topic vertex is open to any libtracer writer, so a sample whose bytes are not a valid
+    /// message of our type (a tool that wrote garbage) is dropped with a warning and the next
+    /// one is taken: one bad writer must not make every take of a ROS node fail.
     pub fn take(&self, msg: &mut MessageMut<'_>) -> RmwResult<Option<TakenInfo>> {
-        let Some(s) = self.take_sample() else {
-            return Ok(None);
-        };
-        msg.deserialize(&self.ty.ty, s.payload.as_ref())?;
-        Ok(Some(TakenInfo::of(&s)))
+        loop {
+            let Some(s) = self.take_sample() else {
+                return Ok(None);
+            };
+            match msg.deserialize(&self.ty.ty, s.payload.as_ref()) {
+                Ok(()) => return Ok(Some(TakenInfo::of(&s))),
+                Err(e) if e.is_bad_input() => {
+                    log!(
+                        RMW_LOG_SEVERITY_WARN,
+                        "{}: dropped a sample from writer {:?} that is not a valid {}: {e}",
+                        self.topic.to_string_lossy(),
+                        Gid(s.meta.writer),
+                        self.ty.type_name
+                    );
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
     }
 
     /// Take one message as CDR bytes.

@@ -244,6 +244,20 @@ int main(void) {
   check(rmw_take_serialized_message(sub, &back, &taken, NULL) == RMW_RET_OK && taken &&
             back.buffer_length == ser.buffer_length && memcmp(back.buffer, ser.buffer, ser.buffer_length) == 0,
         "take serialized grows the buffer", "bytes differ");
+  /* A writer that is not a valid String (any libtracer writer can write the vertex): dropped,
+   * and the next message is taken. */
+  uint8_t garbage[] = {0x00, 0x01, 0x00, 0x00, 0xff, 0xff, 0xff, 0x7f, 'x'};
+  rmw_serialized_message_t bad = rmw_get_zero_initialized_serialized_message();
+  rmw_serialized_message_init(&bad, sizeof garbage, &alloc);
+  memcpy(bad.buffer, garbage, sizeof garbage);
+  bad.buffer_length = sizeof garbage;
+  check(rmw_publish_serialized_message(pub, &bad, NULL) == RMW_RET_OK, "publish garbage", "not ok");
+  set_string(&msg, "after garbage");
+  rmw_publish(pub, &msg, NULL);
+  set_string(&msg, "");
+  check(rmw_take(sub, &msg, &taken, NULL) == RMW_RET_OK && taken && strcmp(msg.data.data, "after garbage") == 0,
+        "malformed sample skipped", "not the next valid message");
+  rmw_serialized_message_fini(&bad);
   rmw_serialized_message_fini(&ser);
   rmw_serialized_message_fini(&back);
 

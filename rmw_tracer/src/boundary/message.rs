@@ -4,7 +4,7 @@
 use std::ffi::c_void;
 use std::marker::PhantomData;
 
-use crate::cdr::MessageType;
+use crate::cdr::{CdrError, MessageType};
 
 use super::error::{RmwError, RmwResult};
 
@@ -55,10 +55,11 @@ impl<'a> MessageMut<'a> {
         })
     }
 
-    /// Fill the message from CDR `bytes`.
-    pub fn deserialize(&mut self, ty: &MessageType, bytes: &[u8]) -> RmwResult<()> {
+    /// Fill the message from CDR `bytes`. On error the message may be partly overwritten but
+    /// stays valid (another deserialize or its fini function handles it).
+    pub fn deserialize(&mut self, ty: &MessageType, bytes: &[u8]) -> Result<(), CdrError> {
         // SAFETY: `new`'s contract: an initialized message of `ty`, exclusively ours.
-        unsafe { ty.deserialize(bytes, self.p) }.map_err(RmwError::from)
+        unsafe { ty.deserialize(bytes, self.p) }
     }
 }
 
