@@ -1,0 +1,290 @@
+/* The rmw API of librmw_tracer.so for services, graph queries, events and QoS compatibility,
+ * called directly (no rcl), checking what rmw documents: argument validation and error codes,
+ * request headers (client gid, sequence numbers, timestamps), wait-set readiness of services and
+ * clients, on-new-request/response callbacks, the graph queries' output structures, matched
+ * events. Run under LD_PRELOAD of librmw_tracer.so.
+ *
+ * Prints "ok <check>" per passing check and "FAIL <check>: <why>" per failing one; exit status
+ * is the number of failures (capped at 100).
+ */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <rcutils/allocator.h>
+#include <rcutils/strdup.h>
+#include <rmw/error_handling.h>
+#include <rmw/get_node_info_and_types.h>
+#include <rmw/get_service_names_and_types.h>
+#include <rmw/get_topic_names_and_types.h>
+#include <rmw/names_and_types.h>
+#include <rmw/rmw.h>
+#include <rosidl_runtime_c/string_functions.h>
+#include <std_msgs/msg/string.h>
+#include <test_msgs/srv/basic_types.h>
+
+static int failures = 0;
+
+static void check(int cond, const char *name, const char *why) {
+  if (cond) {
+    printf("ok %s\n", name);
+  } else {
+    printf("FAIL %s: %s (error string: %s)\n", name, why, rmw_get_error_string().str);
+    failures++;
+  }
+  rmw_reset_error();
+}
+
+static const rosidl_service_type_support_t *srv_ts(void) {
+  return ROSIDL_GET_SRV_TYPE_SUPPORT(test_msgs, srv, BasicTypes);
+}
+
+static const rosidl_message_type_support_t *string_ts(void) {
+  return ROSIDL_GET_MSG_TYPE_SUPPORT(std_msgs, msg, String);
+}
+
+static atomic_size_t request_events;
+static void on_request(const void *user_data, size_t n) {
+  (void)user_data;
+  atomic_fetch_add(&request_events, n);
+}
+
+static atomic_size_t response_events;
+static void on_response(const void *user_data, size_t n) {
+  (void)user_data;
+  atomic_fetch_add(&response_events, n);
+}
+
+static rmw_ret_t wait_service(rmw_wait_set_t *ws, rmw_service_t *s, const rmw_time_t *t, void **slot) {
+  void *slots[1] = {s->data};
+  rmw_services_t a = {1, slots};
+  rmw_ret_t rc = rmw_wait(NULL, NULL, &a, NULL, NULL, ws, t);
+  *slot = slots[0];
+  return rc;
+}
+
+static rmw_ret_t wait_client(rmw_wait_set_t *ws, rmw_client_t *c, const rmw_time_t *t, void **slot) {
+  void *slots[1] = {c->data};
+  rmw_clients_t a = {1, slots};
+  rmw_ret_t rc = rmw_wait(NULL, NULL, NULL, &a, NULL, ws, t);
+  *slot = slots[0];
+  return rc;
+}
+
+static rmw_ret_t wait_event(rmw_wait_set_t *ws, rmw_event_t *e, const rmw_time_t *t, void **slot) {
+  void *slots[1] = {e};
+  rmw_events_t a = {1, slots};
+  rmw_ret_t rc = rmw_wait(NULL, NULL, NULL, NULL, &a, ws, t);
+  *slot = slots[0];
+  return rc;
+}
+
+static int has_name(const rmw_names_and_types_t *nat, const char *name, const char *type) {
+  for (size_t i = 0; i < nat->names.size; i++) {
+    if (strcmp(nat->names.data[i], name) == 0) {
+      for (size_t j = 0; j < nat->types[i].size; j++) {
+        if (strcmp(nat->types[i].data[j], type) == 0) return 1;
+      }
+    }
+  }
+  return 0;
+}
+
+int main(void) {
+  rcutils_allocator_t alloc = rcutils_get_default_allocator();
+  rmw_init_options_t opts = rmw_get_zero_initialized_init_options();
+  rmw_context_t ctx = rmw_get_zero_initialized_context();
+  if (rmw_init_options_init(&opts, alloc) != RMW_RET_OK) return 100;
+  opts.enclave = rcutils_strdup("/", alloc);
+  if (rmw_init(&opts, &ctx) != RMW_RET_OK) return 100;
+  rmw_node_t *node = rmw_create_node(&ctx, "api", "/");
+  if (node == NULL) return 100;
+  rmw_qos_profile_t sq = rmw_qos_profile_services_default;
+
+  /* --- creation and validation --- */
+  check(rmw_create_service(NULL, srv_ts(), "/api/svc", &sq) == NULL, "service null node", "accepted");
+  check(rmw_create_service(node, NULL, "/api/svc", &sq) == NULL, "service null type support", "accepted");
+  check(rmw_create_service(node, srv_ts(), "", &sq) == NULL, "service empty name", "accepted");
+  check(rmw_create_service(node, srv_ts(), "bad name", &sq) == NULL && strstr(rmw_get_error_string().str, "name"),
+        "service invalid name", "accepted");
+  check(rmw_create_service(node, srv_ts(), "/api/svc", NULL) == NULL, "service null qos", "accepted");
+  rmw_service_t *srv = rmw_create_service(node, srv_ts(), "/api/svc", &sq);
+  check(srv != NULL && strcmp(srv->service_name, "/api/svc") == 0, "create service", "no service");
+  rmw_qos_profile_t actual;
+  check(rmw_service_request_subscription_get_actual_qos(srv, &actual) == RMW_RET_OK &&
+            actual.history == RMW_QOS_POLICY_HISTORY_KEEP_LAST && actual.depth == 10 &&
+            actual.reliability == RMW_QOS_POLICY_RELIABILITY_RELIABLE &&
+            actual.durability == RMW_QOS_POLICY_DURABILITY_VOLATILE,
+        "service actual qos", "not the resolved services default");
+  check(rmw_client_request_publisher_get_actual_qos(NULL, &actual) == RMW_RET_INVALID_ARGUMENT, "client qos null", "not invalid");
+  rmw_client_t *cli = rmw_create_client(node, srv_ts(), "/api/svc", &sq);
+  rmw_client_t *lonely = rmw_create_client(node, srv_ts(), "/api/none", &sq);
+  check(cli != NULL && lonely != NULL && strcmp(cli->service_name, "/api/svc") == 0, "create clients", "no client");
+  check(rmw_client_response_subscription_get_actual_qos(cli, &actual) == RMW_RET_OK && actual.depth == 10,
+        "client actual qos", "wrong");
+  rmw_gid_t cgid;
+  check(rmw_get_gid_for_client(cli, &cgid) == RMW_RET_OK && strcmp(cgid.implementation_identifier, "rmw_tracer") == 0,
+        "client gid", "no gid");
+  bool avail = false;
+  check(rmw_service_server_is_available(node, cli, &avail) == RMW_RET_OK && avail, "server available", "not available");
+  check(rmw_service_server_is_available(node, lonely, &avail) == RMW_RET_OK && !avail, "no server", "available");
+  check(rmw_service_server_is_available(node, cli, NULL) == RMW_RET_INVALID_ARGUMENT, "is_available null", "not invalid");
+  rmw_service_t foreign = *srv;
+  foreign.implementation_identifier = "rmw_fastrtps_cpp";
+
+  /* --- request / response --- */
+  test_msgs__srv__BasicTypes_Request req;
+  test_msgs__srv__BasicTypes_Response resp;
+  test_msgs__srv__BasicTypes_Request__init(&req);
+  test_msgs__srv__BasicTypes_Response__init(&resp);
+  rmw_service_info_t info;
+  bool taken = true;
+  check(rmw_take_request(srv, &info, &req, &taken) == RMW_RET_OK && !taken, "take request on empty", "taken");
+  check(rmw_take_request(&foreign, &info, &req, &taken) == RMW_RET_INCORRECT_RMW_IMPLEMENTATION, "foreign service",
+        "not incorrect implementation");
+  rmw_request_id_t unknown = {{0}, 1};
+  unknown.writer_guid[0] = 0x42;
+  check(rmw_send_response(srv, &unknown, &resp) == RMW_RET_TIMEOUT, "response to an unknown client", "not a timeout");
+  rmw_wait_set_t *ws = rmw_create_wait_set(&ctx, 4);
+  rmw_time_t zero = {0, 0};
+  rmw_time_t second = {1, 0};
+  void *slot = NULL;
+  check(wait_service(ws, srv, &zero, &slot) == RMW_RET_TIMEOUT && slot == NULL, "idle service not ready", "ready");
+  check(rmw_service_set_on_new_request_callback(srv, on_request, NULL) == RMW_RET_OK, "request callback", "not ok");
+  check(rmw_client_set_on_new_response_callback(cli, on_response, NULL) == RMW_RET_OK, "response callback", "not ok");
+  req.int64_value = 21;
+  rosidl_runtime_c__String__assign(&req.string_value, "hello");
+  int64_t seq = 0;
+  check(rmw_send_request(cli, &req, &seq) == RMW_RET_OK && seq == 1, "send request", "sequence not 1");
+  check(wait_service(ws, srv, &second, &slot) == RMW_RET_OK && slot == srv->data, "service ready", "not ready");
+  check(atomic_load(&request_events) == 1, "request callback fired", "not 1");
+  test_msgs__srv__BasicTypes_Request got;
+  test_msgs__srv__BasicTypes_Request__init(&got);
+  check(rmw_take_request(srv, &info, &got, &taken) == RMW_RET_OK && taken && got.int64_value == 21 &&
+            strcmp(got.string_value.data, "hello") == 0, "take request", "wrong request");
+  check(memcmp(info.request_id.writer_guid, cgid.data, 16) == 0 && info.request_id.sequence_number == 1,
+        "request header names the client", "wrong gid or sequence");
+  check(info.source_timestamp > 0 && info.received_timestamp >= info.source_timestamp, "request timestamps",
+        "missing or out of order");
+  check(wait_client(ws, cli, &zero, &slot) == RMW_RET_TIMEOUT && slot == NULL, "client not ready before answer", "ready");
+  resp.int64_value = 42;
+  check(rmw_send_response(srv, &info.request_id, &resp) == RMW_RET_OK, "send response", "not ok");
+  check(wait_client(ws, cli, &second, &slot) == RMW_RET_OK && slot == cli->data, "client ready", "not ready");
+  check(atomic_load(&response_events) == 1, "response callback fired", "not 1");
+  test_msgs__srv__BasicTypes_Response back;
+  test_msgs__srv__BasicTypes_Response__init(&back);
+  check(rmw_take_response(cli, &info, &back, &taken) == RMW_RET_OK && taken && back.int64_value == 42 &&
+            info.request_id.sequence_number == 1 && memcmp(info.request_id.writer_guid, cgid.data, 16) == 0,
+        "take response", "wrong response");
+  check(rmw_take_response(cli, &info, &back, &taken) == RMW_RET_OK && !taken, "take response on empty", "taken");
+  check(rmw_send_request(cli, &req, &seq) == RMW_RET_OK && seq == 2, "second sequence number", "not 2");
+  check(rmw_send_request(cli, NULL, &seq) == RMW_RET_INVALID_ARGUMENT, "send null request", "not invalid");
+
+  /* --- graph queries --- */
+  rcutils_string_array_t names = rcutils_get_zero_initialized_string_array();
+  rcutils_string_array_t nss = rcutils_get_zero_initialized_string_array();
+  rcutils_string_array_t used = rcutils_get_zero_initialized_string_array();
+  rcutils_string_array_init(&used, 1, &alloc);
+  check(rmw_get_node_names(node, &used, &nss) == RMW_RET_INVALID_ARGUMENT, "node names into a used array", "not invalid");
+  rcutils_string_array_fini(&used);
+  check(rmw_get_node_names(node, &names, &nss) == RMW_RET_OK && names.size == 1 && strcmp(names.data[0], "api") == 0 &&
+            strcmp(nss.data[0], "/") == 0, "node names", "not [api]");
+  rcutils_string_array_fini(&names);
+  rcutils_string_array_fini(&nss);
+  rmw_names_and_types_t nat = rmw_get_zero_initialized_names_and_types();
+  check(rmw_get_service_names_and_types(node, &alloc, &nat) == RMW_RET_OK &&
+            has_name(&nat, "/api/svc", "test_msgs/srv/BasicTypes") && has_name(&nat, "/api/none", "test_msgs/srv/BasicTypes"),
+        "service names and types", "missing");
+  check(rmw_get_service_names_and_types(node, &alloc, &nat) == RMW_RET_INVALID_ARGUMENT, "names and types not zero",
+        "not invalid");
+  rmw_names_and_types_fini(&nat);
+  rcutils_allocator_t bad = rcutils_get_zero_initialized_allocator();
+  check(rmw_get_topic_names_and_types(node, &bad, false, &nat) == RMW_RET_INVALID_ARGUMENT, "invalid allocator", "not invalid");
+  check(rmw_get_publisher_names_and_types_by_node(node, &alloc, "nobody", "/", false, &nat) == RMW_RET_NODE_NAME_NON_EXISTENT,
+        "unknown node", "not NODE_NAME_NON_EXISTENT");
+  check(rmw_get_publisher_names_and_types_by_node(node, &alloc, "bad name", "/", false, &nat) == RMW_RET_INVALID_ARGUMENT,
+        "invalid node name", "not invalid");
+  check(rmw_get_service_names_and_types_by_node(node, &alloc, "api", "/", &nat) == RMW_RET_OK && nat.names.size == 1 &&
+            has_name(&nat, "/api/svc", "test_msgs/srv/BasicTypes"), "services by node", "wrong");
+  rmw_names_and_types_fini(&nat);
+  check(rmw_get_client_names_and_types_by_node(node, &alloc, "api", "/", &nat) == RMW_RET_OK && nat.names.size == 2,
+        "clients by node", "not 2");
+  rmw_names_and_types_fini(&nat);
+  size_t count = 99;
+  check(rmw_count_services(node, "/api/svc", &count) == RMW_RET_OK && count == 1, "count services", "not 1");
+  check(rmw_count_clients(node, "/api/svc", &count) == RMW_RET_OK && count == 1, "count clients", "not 1");
+  check(rmw_count_publishers(node, "bad name", &count) == RMW_RET_INVALID_ARGUMENT, "count invalid topic", "not invalid");
+
+  /* --- QoS compatibility --- */
+  rmw_qos_compatibility_type_t compat;
+  char reason[256];
+  rmw_qos_profile_t d = rmw_qos_profile_default;
+  check(rmw_qos_profile_check_compatible(d, d, NULL, reason, sizeof reason) == RMW_RET_INVALID_ARGUMENT,
+        "compat null output", "not invalid");
+  check(rmw_qos_profile_check_compatible(d, d, &compat, NULL, 5) == RMW_RET_INVALID_ARGUMENT, "compat null reason",
+        "not invalid");
+  reason[0] = 'x';
+  check(rmw_qos_profile_check_compatible(d, d, &compat, reason, sizeof reason) == RMW_RET_OK &&
+            compat == RMW_QOS_COMPATIBILITY_OK && reason[0] == '\0', "compat default", "not OK");
+  rmw_qos_profile_t be = d;
+  be.reliability = RMW_QOS_POLICY_RELIABILITY_BEST_EFFORT;
+  check(rmw_qos_profile_check_compatible(be, d, &compat, NULL, 0) == RMW_RET_OK && compat == RMW_QOS_COMPATIBILITY_OK,
+        "best effort publisher, reliable subscription", "not OK (rmw_tracer delivers by the subscription's policy)");
+  rmw_qos_profile_t tl = d;
+  tl.durability = RMW_QOS_POLICY_DURABILITY_TRANSIENT_LOCAL;
+  char small[10];
+  check(rmw_qos_profile_check_compatible(d, tl, &compat, small, sizeof small) == RMW_RET_OK &&
+            compat == RMW_QOS_COMPATIBILITY_WARNING && strcmp(small, "WARNING: ") == 0,
+        "compat warning truncated", "wrong");
+
+  /* --- events --- */
+  check(rmw_event_type_is_supported(RMW_EVENT_PUBLICATION_MATCHED) &&
+            rmw_event_type_is_supported(RMW_EVENT_MESSAGE_LOST) &&
+            !rmw_event_type_is_supported(RMW_EVENT_OFFERED_DEADLINE_MISSED) &&
+            !rmw_event_type_is_supported(RMW_EVENT_LIVELINESS_CHANGED),
+        "event types supported", "wrong set");
+  rmw_publisher_options_t popts = rmw_get_default_publisher_options();
+  rmw_subscription_options_t sopts = rmw_get_default_subscription_options();
+  rmw_qos_profile_t sysdef = rmw_qos_profile_system_default;
+  rmw_publisher_t *pub = rmw_create_publisher(node, string_ts(), "/api/ev", &sysdef, &popts);
+  rmw_event_t ev = rmw_get_zero_initialized_event();
+  check(rmw_publisher_event_init(&ev, pub, RMW_EVENT_OFFERED_DEADLINE_MISSED) == RMW_RET_UNSUPPORTED,
+        "deadline event unsupported", "not unsupported");
+  check(rmw_publisher_event_init(&ev, pub, RMW_EVENT_SUBSCRIPTION_MATCHED) == RMW_RET_INVALID_ARGUMENT,
+        "subscription event on a publisher", "not invalid");
+  check(rmw_publisher_event_init(&ev, pub, RMW_EVENT_PUBLICATION_MATCHED) == RMW_RET_OK, "matched event init", "not ok");
+  rmw_matched_status_t ms;
+  check(rmw_take_event(&ev, &ms, &taken) == RMW_RET_OK && !taken, "no match to report", "taken");
+  rmw_subscription_t *sub = rmw_create_subscription(node, string_ts(), "/api/ev", &sysdef, &sopts);
+  check(wait_event(ws, &ev, &second, &slot) == RMW_RET_OK && slot == &ev, "matched event ready", "not ready");
+  check(rmw_take_event(&ev, &ms, &taken) == RMW_RET_OK && taken && ms.current_count == 1 &&
+            ms.current_count_change == 1 && ms.total_count == 1, "matched status", "wrong counts");
+  check(wait_event(ws, &ev, &zero, &slot) == RMW_RET_TIMEOUT && slot == NULL, "matched event taken", "still ready");
+  rmw_destroy_subscription(node, sub);
+  check(wait_event(ws, &ev, &second, &slot) == RMW_RET_OK, "unmatched event ready", "not ready");
+  check(rmw_take_event(&ev, &ms, &taken) == RMW_RET_OK && taken && ms.current_count == 0 &&
+            ms.current_count_change == -1 && ms.total_count == 1, "unmatched status", "wrong counts");
+  rmw_event_t qev = rmw_get_zero_initialized_event();
+  rmw_qos_incompatible_event_status_t qs;
+  check(rmw_publisher_event_init(&qev, pub, RMW_EVENT_OFFERED_QOS_INCOMPATIBLE) == RMW_RET_OK &&
+            rmw_take_event(&qev, &qs, &taken) == RMW_RET_OK && !taken, "incompatible qos never fires", "fired");
+  rmw_destroy_publisher(node, pub);
+
+  /* --- teardown --- */
+  check(rmw_destroy_client(node, lonely) == RMW_RET_OK && rmw_destroy_client(node, cli) == RMW_RET_OK, "destroy clients",
+        "not ok");
+  check(rmw_destroy_service(node, srv) == RMW_RET_OK, "destroy service", "not ok");
+  count = 99;
+  check(rmw_count_services(node, "/api/svc", &count) == RMW_RET_OK && count == 0, "service gone from the graph", "still there");
+  rmw_destroy_wait_set(ws);
+  test_msgs__srv__BasicTypes_Request__fini(&req);
+  test_msgs__srv__BasicTypes_Request__fini(&got);
+  test_msgs__srv__BasicTypes_Response__fini(&resp);
+  test_msgs__srv__BasicTypes_Response__fini(&back);
+  check(rmw_destroy_node(node) == RMW_RET_OK, "destroy node", "not ok");
+  check(rmw_shutdown(&ctx) == RMW_RET_OK && rmw_context_fini(&ctx) == RMW_RET_OK, "shutdown", "not ok");
+  rmw_init_options_fini(&opts);
+  return failures > 100 ? 100 : failures;
+}
