@@ -135,8 +135,11 @@ int main(void) {
   foreign.implementation_identifier = "rmw_fastrtps_cpp";
 
   /* --- request / response --- */
+  /* The generated __init leaves fields without a default uninitialized: zero them first. */
   test_msgs__srv__BasicTypes_Request req;
   test_msgs__srv__BasicTypes_Response resp;
+  memset(&req, 0, sizeof req);
+  memset(&resp, 0, sizeof resp);
   test_msgs__srv__BasicTypes_Request__init(&req);
   test_msgs__srv__BasicTypes_Response__init(&resp);
   rmw_service_info_t info;
@@ -161,6 +164,7 @@ int main(void) {
   check(wait_service(ws, srv, &second, &slot) == RMW_RET_OK && slot == srv->data, "service ready", "not ready");
   check(atomic_load(&request_events) == 1, "request callback fired", "not 1");
   test_msgs__srv__BasicTypes_Request got;
+  memset(&got, 0, sizeof got);
   test_msgs__srv__BasicTypes_Request__init(&got);
   check(rmw_take_request(srv, &info, &got, &taken) == RMW_RET_OK && taken && got.int64_value == 21 &&
             strcmp(got.string_value.data, "hello") == 0, "take request", "wrong request");
@@ -174,6 +178,7 @@ int main(void) {
   check(wait_client(ws, cli, &second, &slot) == RMW_RET_OK && slot == cli->data, "client ready", "not ready");
   check(atomic_load(&response_events) == 1, "response callback fired", "not 1");
   test_msgs__srv__BasicTypes_Response back;
+  memset(&back, 0, sizeof back);
   test_msgs__srv__BasicTypes_Response__init(&back);
   check(rmw_take_response(cli, &info, &back, &taken) == RMW_RET_OK && taken && back.int64_value == 42 &&
             info.request_id.sequence_number == 1 && memcmp(info.request_id.writer_guid, cgid.data, 16) == 0,
