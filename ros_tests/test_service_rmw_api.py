@@ -41,3 +41,15 @@ def test_service_and_graph_rmw_api_under_valgrind(tmp_path, tracer_env):
     assert [l for l in r.stdout.splitlines() if l.startswith("FAIL ")] == [], r.describe()
     assert "ERROR SUMMARY: 0 errors" in r.stderr, r.describe()
     assert r.returncode == 0, r.describe()
+
+
+def test_service_with_the_cpp_type_support(tmp_path, tracer_env):
+    # rclcpp hands rmw the rosidl_typesupport_cpp dispatcher of a service (every rclcpp node's
+    # parameter services): request and response are C++ objects (ros_tests/c/service_cpp.c).
+    exe = harness.compile_c(HERE / "c" / "service_cpp.c", tmp_path / "service_cpp",
+                            libs=("rmw", "rmw_fastrtps_cpp", "rcutils", "rosidl_runtime_c"),
+                            link_python=False)
+    r = harness.run([exe], tracer_env, timeout=60)
+    assert [l for l in r.stdout.splitlines() if l.startswith("FAIL ")] == [], r.describe()
+    assert "ok take C++ response" in r.stdout and "ok teardown" in r.stdout, r.describe()
+    assert r.returncode == 0, r.describe()
