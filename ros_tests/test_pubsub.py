@@ -182,3 +182,42 @@ def test_a_subscription_takes_only_its_own_type(tracer_env):
     got = result(worker("mixed-types", tracer_env, "--topic", "/mixed_types", "--count", "20"))
     assert got["strings"] == [f"s {i}" for i in range(20)]
     assert got["arrays"] == [bytes([i] * 3).hex() for i in range(20)]
+
+
+def test_a_publisher_outlives_subscribers_that_leave_mid_stream(tracer_env, c_program):
+    # Many peers, late joiners: subscriber processes join a C publisher that streams (one message
+    # a millisecond) and leave while it writes. The publisher must neither fail nor die; a C
+    # program has no SIGPIPE handler (CPython ignores SIGPIPE, a C or C++ node does not), so a
+    # write into a link whose peer is gone must not raise it.
+    pub = harness.spawn([c_program, "stream", "/stream", "6"], tracer_env, timeout=60)
+    assert pub.wait_for_output("streaming", 30)
+    for _ in range(3):
+        listener = started(worker("listen", tracer_env, "--topic", "/stream", "--count", "50",
+                                  "--best-effort", "--depth", "10"))
+        got = result(listener)["received"][0]
+        assert len(got) >= 50
+        # In order, without gaps: consecutive numbers of one publisher.
+        nums = [int(m.split()[1]) for m in got]
+        assert nums == sorted(nums)
+    r = pub.join()
+    assert r.returncode == 0, r.describe()
+    assert "published" in r.stdout
+
+
+def test_a_publisher_outlives_subscribers_killed_mid_stream(tracer_env, c_program):
+    # As above, but the subscriber processes are killed (SIGKILL: no goodbye on the link), so the
+    # publisher's next writes meet a dead socket. rmw_init ignores SIGPIPE when the program left
+    # it at its default (boundary/signal.rs), so the C publisher gets an error, not a signal.
+    pub = harness.spawn([c_program, "stream", "/killed", "5"], tracer_env, timeout=60)
+    assert pub.wait_for_output("streaming", 30)
+    for _ in range(8):
+        listener = started(worker("listen", tracer_env, "--topic", "/killed", "--count", "1000000",
+                                  "--best-effort", "--depth", "10"))
+        import time
+
+        time.sleep(0.2)
+        listener.kill()
+        listener.join(10)
+    r = pub.join()
+    assert r.returncode == 0, r.describe()
+    assert "published" in r.stdout

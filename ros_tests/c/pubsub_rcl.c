@@ -5,6 +5,8 @@
  *                                     i < count, stay until no subscription is left
  *   pubsub_rcl sub <topic> <count>    print "ready", then "msg: <data>" per message until
  *                                     count arrived
+ *   pubsub_rcl stream <topic> <secs>  publish "c <i>" every millisecond for secs seconds, whoever
+ *                                     listens (subscribers come and go), print "published <n>"
  *   pubsub_rcl intra <topic> <count>  publisher and subscription in one node: checks the message
  *                                     info of each take (gid, sequence numbers, timestamps,
  *                                     from_intra_process) and prints "intra ok <count>"
@@ -144,6 +146,26 @@ static int run_pub(const char *topic, int count) {
   return 0;
 }
 
+static int run_stream(const char *topic, int seconds) {
+  init("c_streamer");
+  rcl_publisher_t pub;
+  make_publisher(&pub, topic, 10);
+  printf("streaming\n");
+  fflush(stdout);
+  double end = now_s() + seconds;
+  int i = 0;
+  while (now_s() < end) {
+    publish(&pub, i++);
+    struct timespec d = {0, 1000 * 1000};
+    nanosleep(&d, NULL);
+  }
+  printf("published %d\n", i);
+  fflush(stdout);
+  CHECK(rcl_publisher_fini(&pub, &node));
+  fini();
+  return 0;
+}
+
 static int run_sub(const char *topic, int count) {
   init("c_listener");
   rcl_subscription_t sub;
@@ -232,13 +254,14 @@ static int run_intra(const char *topic, int count) {
 
 int main(int argc, char **argv) {
   if (argc != 4) {
-    fprintf(stderr, "usage: %s pub|sub|intra <topic> <count>\n", argv[0]);
+    fprintf(stderr, "usage: %s pub|sub|stream|intra <topic> <count>\n", argv[0]);
     return 1;
   }
   int count = atoi(argv[3]);
   if (strcmp(argv[1], "pub") == 0) return run_pub(argv[2], count);
   if (strcmp(argv[1], "sub") == 0) return run_sub(argv[2], count);
   if (strcmp(argv[1], "intra") == 0) return run_intra(argv[2], count);
+  if (strcmp(argv[1], "stream") == 0) return run_stream(argv[2], count);
   fprintf(stderr, "unknown mode %s\n", argv[1]);
   return 1;
 }
