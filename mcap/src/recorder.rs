@@ -125,7 +125,7 @@ pub struct Recorder {
     shared: Arc<Shared>,
     registry: Mutex<Registry>,
     opts: RecorderOptions,
-    thread: Option<JoinHandle<()>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl Recorder {
@@ -157,7 +157,7 @@ impl Recorder {
             shared,
             registry: Mutex::new(Registry::default()),
             opts,
-            thread: Some(thread),
+            thread: Mutex::new(Some(thread)),
         })
     }
 
@@ -316,13 +316,16 @@ impl Recorder {
     }
 
     /// Drains the queue, writes the drop count and the summary, and joins the thread.
-    pub fn finish(&mut self) -> RecorderReport {
+    /// Takes `&self` so a recorder shared in an `Arc` can be finished at shutdown; later
+    /// calls return the same report.
+    pub fn finish(&self) -> RecorderReport {
         {
             let mut q = self.shared.q.lock();
             q.closed = true;
         }
         self.shared.cv.notify_all();
-        if let Some(t) = self.thread.take() {
+        let thread = self.thread.lock().take();
+        if let Some(t) = thread {
             if t.join().is_err() {
                 self.shared
                     .error

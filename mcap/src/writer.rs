@@ -467,8 +467,7 @@ impl<W: Write> Writer<W> {
         // The chunk prefix is built apart so the compressed bytes are written without a copy.
         let mut prefix = Vec::with_capacity(64);
         prefix.push(op::CHUNK);
-        let content_len =
-            8 + 8 + 8 + 4 + 4 + comp.name().len() as u64 + 8 + body.len() as u64;
+        let content_len = 8 + 8 + 8 + 4 + 4 + comp.name().len() as u64 + 8 + body.len() as u64;
         codec::put_u64(&mut prefix, content_len);
         let (start, end) = if c.messages == 0 {
             (0, 0)

@@ -30,7 +30,7 @@ impl Write for SlowSink {
 #[test]
 fn recorder_writes_every_message_with_fields() {
     let sink = SlowSink::default();
-    let mut rec = Recorder::new(
+    let rec = Recorder::new(
         sink.clone(),
         RecorderOptions {
             write: opts(Compression::Zstd, Some(1_000)),
@@ -101,7 +101,7 @@ fn full_queue_drops_and_counts_without_blocking() {
         max_queued_messages: 8,
         ..Default::default()
     };
-    let mut rec = Recorder::new(sink.clone(), o).unwrap();
+    let rec = Recorder::new(sink.clone(), o).unwrap();
     let ch = rec
         .add_channel(0, "/fast", "cdr", &Default::default())
         .unwrap();
@@ -233,4 +233,38 @@ fn crash_leaves_readable_chunks_and_recover_rebuilds_the_summary() {
         a.fields.iter().any(|(_, v)| *v == FieldValue::Timestamp(2)),
         "true create_time kept"
     );
+}
+
+#[test]
+fn recorder_is_shareable_across_publisher_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Recorder>();
+    let sink = SlowSink::default();
+    let rec = std::sync::Arc::new(Recorder::new(sink.clone(), RecorderOptions::default()).unwrap());
+    let ch = rec
+        .add_channel(0, "/t", "cdr", &Default::default())
+        .unwrap();
+    let threads: Vec<_> = (0..4u64)
+        .map(|k| {
+            let rec = rec.clone();
+            std::thread::spawn(move || {
+                for i in 0..250u64 {
+                    assert!(rec.write(
+                        ch,
+                        k * 1000 + i,
+                        k * 1000 + i,
+                        i as u32,
+                        vec![k as u8; 8],
+                        vec![]
+                    ));
+                }
+            })
+        })
+        .collect();
+    threads.into_iter().for_each(|t| t.join().unwrap());
+    assert_eq!(rec.finish().written, 1000);
+    assert_eq!(rec.finish().written, 1000, "finish twice is harmless");
+    let bytes = sink.buf.lock().unwrap().clone();
+    let r = IndexedReader::open(&bytes[..]).unwrap();
+    assert_eq!(r.summary().statistics.as_ref().unwrap().message_count, 1000);
 }
