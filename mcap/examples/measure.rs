@@ -78,7 +78,12 @@ fn main() -> Result<()> {
     let raw = dir.join("measure_raw.bin");
     let mc = dir.join("measure.mcap");
     println!("## writer throughput (each run ends with fsync)");
-    for (len, n) in [(64usize, 2_000_000u64), (4096, 65_536), (1 << 20, 256)] {
+    let sizes: &[(usize, u64)] = if std::env::var_os("MEASURE_KEEP").is_some() {
+        &[]
+    } else {
+        &[(64, 2_000_000), (4096, 65_536), (1 << 20, 256)]
+    };
+    for &(len, n) in sizes {
         let bytes = (len as u64 * n) as f64;
         let mut traw = f64::MAX;
         for _ in 0..3 {
@@ -107,7 +112,7 @@ fn main() -> Result<()> {
             }
         }
     }
-    std::fs::remove_file(&raw)?;
+    let _ = std::fs::remove_file(&raw);
 
     println!("## 1 GiB file: info and field seek");
     let big = dir.join("measure_1gib.mcap");
@@ -154,6 +159,13 @@ fn main() -> Result<()> {
     }
     // Same seek on a zstd file: the candidate chunk must be read whole to decompress it.
     drop(r);
+    if std::env::var_os("MEASURE_KEEP").is_some() {
+        // Leaves the uncompressed 1 GiB file for `tracer info --io-stats` (caller deletes it).
+        let keep = dir.join("measure_1gib_keep.mcap");
+        std::fs::rename(&big, &keep)?;
+        println!("kept {}", keep.display());
+        return Ok(());
+    }
     std::fs::remove_file(&big)?;
     let t = write_mcap(&big, Compression::Zstd, n, 4096 - 31 - 30, true)?;
     let size = std::fs::metadata(&big)?.len();
@@ -186,6 +198,6 @@ fn main() -> Result<()> {
         src.bytes_read() as f64 / cand as f64
     );
     std::fs::remove_file(&big)?;
-    std::fs::remove_file(&mc)?;
+    let _ = std::fs::remove_file(&mc);
     Ok(())
 }
