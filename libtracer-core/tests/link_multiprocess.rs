@@ -1,0 +1,323 @@
+//! Ruling 9 across processes: graphs in separate processes link over Unix sockets in one
+//! rendezvous directory with no configuration, exchange writes and deliveries, and when one is
+//! killed with SIGKILL the others drop its mount, its edges and its structural entry, and are
+//! told within one second.
+//!
+//! The children are this test binary re-executed to run the ignored test `multiprocess_child`,
+//! which drives a graph from commands on stdin and answers on stdout (lines starting `@@ `; the
+//! test harness's own lines are skipped).
+
+mod link_support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use libtracer_core::{
+    DeliveryPolicy, Discovery, EdgeState, Graph, GraphConfig, Meta, Payload, StreamOptions,
+    StructEvent, Vertex,
+};
+use link_support::TempDir;
+
+const T: Duration = Duration::from_secs(10);
+
+fn host_graph(dir: &std::path::Path, name: &str) -> Graph {
+    Graph::new(GraphConfig {
+        name: Some(name.into()),
+        domain_id: 0,
+        discovery: Discovery::Host,
+        rendezvous_dir: Some(dir.to_owned()),
+    })
+    .expect("graph with host discovery")
+}
+
+fn eventually(what: &str, f: impl Fn() -> bool) -> Duration {
+    let start = Instant::now();
+    while !f() {
+        assert!(start.elapsed() < T, "never happened: {what}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    start.elapsed()
+}
+
+fn word(s: &str) -> Payload {
+    Payload::copy_from_slice(s.as_bytes())
+}
+
+/// Payloads and origins popped from a stream, as "payload@origin".
+fn drain(v: &Vertex) -> Vec<String> {
+    std::iter::from_fn(|| v.pop())
+        .map(|s| {
+            let text = String::from_utf8_lossy(s.payload.as_ref()).into_owned();
+            format!("{text}@{}", s.origin.as_deref().unwrap_or("local"))
+        })
+        .collect()
+}
+
+// ------------------------------------------------------------------------------------------
+// The child side
+
+/// Not a test of its own: the body of a child process (run with `--ignored`).
+#[test]
+#[ignore = "entry point of the child processes of the multi-process tests"]
+fn multiprocess_child() {
+    let dir = std::env::var("LT_MP_DIR").expect("run by the multi-process tests only");
+    let name = std::env::var("LT_MP_NAME").expect("LT_MP_NAME");
+    let g = host_graph(std::path::Path::new(&dir), &name);
+    let mut edges = Vec::new();
+    let stdin = std::io::stdin();
+    let mut out = std::io::stdout();
+    for line in stdin.lock().lines() {
+        let line = line.expect("stdin");
+        let args: Vec<&str> = line.split_whitespace().collect();
+        let reply = match args.as_slice() {
+            ["stream", path] => g
+                .create_stream(path, StreamOptions::default())
+                .map(|_| "ok".to_owned()),
+            ["write", path, w] => g
+                .write(path, word(w), Meta::default())
+                .map(|_| "ok".to_owned()),
+            ["sub", source, target] => g
+                .subscribe(source, target, DeliveryPolicy::RELIABLE)
+                .and_then(|e| {
+                    e.wait_established(T)?;
+                    edges.push(e);
+                    Ok("ok".to_owned())
+                }),
+            ["pop", path] => Ok(g
+                .vertex(path)
+                .map(|v| drain(&v).join(","))
+                .unwrap_or_default()),
+            ["subs", path] => Ok(g.subscriber_count(path).to_string()),
+            ["await_peers", want] => {
+                let want: Vec<&str> = want.split(',').collect();
+                let start = Instant::now();
+                while g.peers() != want && start.elapsed() < T {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Ok(g.peers().join(","))
+            }
+            ["await_gone", peer] => {
+                let start = Instant::now();
+                while g.peers().iter().any(|p| p == peer) && start.elapsed() < T {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Ok(format!("{}", start.elapsed().as_millis()))
+            }
+            ["exit"] => break,
+            _ => Ok(format!("unknown command {line}")),
+        };
+        let reply = reply.unwrap_or_else(|e| format!("err {e}"));
+        writeln!(out, "@@ {reply}").expect("stdout");
+        out.flush().expect("stdout");
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// The parent side
+
+struct Proc {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Proc {
+    fn spawn(dir: &std::path::Path, name: &str) -> Proc {
+        let mut child = Command::new(std::env::current_exe().expect("test binary"))
+            .args([
+                "--ignored",
+                "--exact",
+                "multiprocess_child",
+                "--nocapture",
+                "--test-threads=1",
+                "-q",
+            ])
+            .env("LT_MP_DIR", dir)
+            .env("LT_MP_NAME", name)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn child");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        Proc {
+            child,
+            stdin,
+            stdout,
+        }
+    }
+
+    fn cmd(&mut self, line: &str) -> String {
+        writeln!(self.stdin, "{line}").expect("child stdin");
+        self.stdin.flush().expect("child stdin");
+        loop {
+            let mut l = String::new();
+            assert!(
+                self.stdout.read_line(&mut l).expect("child stdout") > 0,
+                "child exited during {line:?}"
+            );
+            if let Some(reply) = l.trim_end_matches('\n').strip_prefix("@@ ") {
+                return reply.to_owned();
+            }
+        }
+    }
+
+    fn ok(&mut self, line: &str) {
+        assert_eq!(self.cmd(line), "ok", "{line}");
+    }
+
+    /// Ask the child to drop its graph and exit, and wait for it.
+    fn exit(mut self) {
+        writeln!(self.stdin, "exit").expect("child stdin");
+        let status = self.child.wait().expect("wait");
+        assert!(status.success(), "child exited with {status}");
+    }
+
+    fn kill(&mut self) {
+        self.child.kill().expect("SIGKILL");
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn ruling9_two_processes_link_and_exchange_writes_and_deliveries() {
+    let dir = TempDir::new("mp2");
+    let a = host_graph(dir.path(), "a");
+    let mut b = Proc::spawn(dir.path(), "b");
+    assert_eq!(b.cmd("await_peers a"), "a");
+    eventually("b mounted on a", || a.peers() == ["b"]);
+
+    // a subscribes to b's topic across the process boundary.
+    b.ok("stream /topic");
+    let inbox = a.create_stream("/inbox", StreamOptions::default()).unwrap();
+    let edge = a
+        .subscribe("/net/b/topic", "/inbox", DeliveryPolicy::RELIABLE)
+        .unwrap();
+    edge.wait_established(T).unwrap();
+    for w in ["one", "two", "three"] {
+        b.ok(&format!("write /topic {w}"));
+    }
+    eventually("three deliveries", || inbox.len() == 3);
+    assert_eq!(drain(&inbox), ["one@b", "two@b", "three@b"]);
+
+    // b subscribes to a's topic; a's writes reach b, and a forwarded write lands on b.
+    a.create_stream("/atopic", StreamOptions::default())
+        .unwrap();
+    b.ok("stream /binbox");
+    b.ok("sub /net/a/atopic /binbox");
+    assert_eq!(a.subscriber_count("/atopic"), 1);
+    a.write("/atopic", word("hello"), Meta::default()).unwrap();
+    a.write("/net/b/binbox", word("direct"), Meta::default())
+        .unwrap();
+    let start = Instant::now();
+    let mut got = Vec::new();
+    while got.len() < 2 && start.elapsed() < T {
+        let r = b.cmd("pop /binbox");
+        got.extend(r.split(',').filter(|s| !s.is_empty()).map(str::to_owned));
+    }
+    assert_eq!(got, ["hello@a", "direct@a"]);
+    // A forwarded write to a missing path on the peer creates nothing there.
+    a.write("/net/b/missing", word("x"), Meta::default())
+        .unwrap();
+    eventually("not_found came back", || a.remote_write_errors().0 == 1);
+    assert_eq!(b.cmd("pop /missing"), "");
+    b.exit();
+}
+
+#[test]
+fn ruling9_sigkilled_peer_is_cleaned_up_within_a_second() {
+    let dir = TempDir::new("mp3");
+    let a = host_graph(dir.path(), "a");
+    let mut b = Proc::spawn(dir.path(), "b");
+    let mut c = Proc::spawn(dir.path(), "c");
+    assert_eq!(b.cmd("await_peers a,c"), "a,c");
+    assert_eq!(c.cmd("await_peers a,b"), "a,b");
+    eventually("a sees b and c", || a.peers() == ["b", "c"]);
+
+    // Edges both ways between a and b, and from c to b; a watches /net/:children[].
+    let feed = a.create_stream("/feed", StreamOptions::default()).unwrap();
+    a.subscribe("/net/:children[]", "/feed", DeliveryPolicy::RELIABLE)
+        .unwrap();
+    b.ok("stream /topic");
+    let inbox = a.create_stream("/inbox", StreamOptions::default()).unwrap();
+    let a_from_b = a
+        .subscribe("/net/b/topic", "/inbox", DeliveryPolicy::RELIABLE)
+        .unwrap();
+    a_from_b.wait_established(T).unwrap();
+    a.create_stream("/atopic", StreamOptions::default())
+        .unwrap();
+    b.ok("stream /binbox");
+    b.ok("sub /net/a/atopic /binbox");
+    c.ok("stream /cin");
+    c.ok("sub /net/b/topic /cin");
+    assert_eq!(b.cmd("subs /topic"), "2");
+    assert_eq!(a.subscriber_count("/atopic"), 1);
+    b.ok("write /topic before");
+    eventually("a got b's write", || inbox.len() == 1);
+    let _ = feed_events(&feed);
+
+    // c measures on its side from the moment it is told to watch.
+    writeln!(c.stdin, "await_gone b").unwrap();
+    c.stdin.flush().unwrap();
+    let killed = Instant::now();
+    b.kill();
+    let unmounted = eventually("b unmounted on a", || a.peers() == ["c"]);
+    let edges_gone = eventually("b's edge on a's vertex gone", || {
+        a.subscriber_count("/atopic") == 0
+    });
+    let consumer_failed = eventually("a's edge from b failed", || {
+        !matches!(a_from_b.state(), EdgeState::Established)
+    });
+    let seen = std::sync::Mutex::new(Vec::new());
+    let structural = eventually("Removed b on /net/:children[]", || {
+        let mut seen = seen.lock().unwrap();
+        seen.extend(feed_events(&feed));
+        seen.contains(&StructEvent::Removed { path: "b".into() })
+    });
+    let on_a = killed.elapsed();
+    let c_ms: u64 = loop {
+        let mut l = String::new();
+        assert!(c.stdout.read_line(&mut l).unwrap() > 0, "c exited");
+        if let Some(r) = l.trim_end_matches('\n').strip_prefix("@@ ") {
+            break r.parse().expect("elapsed ms");
+        }
+    };
+    eprintln!(
+        "after SIGKILL: a unmounted in {unmounted:?}, edges gone +{edges_gone:?}, consumer edge failed \
+         +{consumer_failed:?}, Removed event +{structural:?} (all within {on_a:?}); c unmounted in {c_ms} ms"
+    );
+    assert!(on_a < Duration::from_secs(1), "a cleaned up in {on_a:?}");
+    assert!(c_ms < 1000, "c cleaned up in {c_ms} ms");
+    assert_eq!(c.cmd("await_peers a"), "a");
+    // The survivors still talk.
+    a.create_stream("/after", StreamOptions::default()).unwrap();
+    c.ok("stream /cafter");
+    c.ok("sub /net/a/after /cafter");
+    a.write("/after", word("still"), Meta::default()).unwrap();
+    let start = Instant::now();
+    let mut got = String::new();
+    while got.is_empty() && start.elapsed() < T {
+        got = c.cmd("pop /cafter");
+    }
+    assert_eq!(got, "still@a");
+    // b's socket file is stale now; the next graph to start removes it.
+    assert!(dir.path().join("b.sock").exists());
+    let d = host_graph(dir.path(), "d");
+    eventually("d linked to a and c", || d.peers() == ["a", "c"]);
+    assert!(!dir.path().join("b.sock").exists(), "stale socket removed");
+    c.exit();
+}
+
+fn feed_events(v: &Vertex) -> Vec<StructEvent> {
+    std::iter::from_fn(|| v.pop())
+        .map(|s| StructEvent::decode(s.payload.as_ref()).unwrap())
+        .collect()
+}
