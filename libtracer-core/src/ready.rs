@@ -59,8 +59,9 @@ impl ReadyCore {
 
     /// Wake attached waiters without changing the level (used when a source is removed).
     pub(crate) fn wake(&self) {
-        let ws = self.waiters.lock().clone();
-        for w in ws {
+        // Notifying under the list lock is safe (a waiter never takes it while holding its own
+        // mutex) and spares a copy of the list per wake-up.
+        for w in self.waiters.lock().iter() {
             w.notify();
         }
     }

@@ -231,6 +231,18 @@ impl Node {
     }
 }
 
+/// The received timestamp of a write made in this graph: the writer's own source timestamp
+/// when it set one (same clock, same moment: reading the clock again costs more than the rest
+/// of the write), else the clock.
+#[inline]
+pub(crate) fn local_received(meta: &Meta) -> i64 {
+    if meta.source_timestamp_ns != 0 {
+        meta.source_timestamp_ns
+    } else {
+        now_ns()
+    }
+}
+
 /// A local write at `node`: store it, then deliver it to the edges of `node` and of each
 /// ancestor. The store comes first so that a transient-local snapshot taken after a new edge was
 /// inserted always contains every write that did not see that edge.
@@ -285,8 +297,8 @@ impl Vertex {
             &self.node,
             Sample {
                 payload,
+                received_timestamp_ns: local_received(&meta),
                 meta,
-                received_timestamp_ns: now_ns(),
                 suffix: None,
                 origin: None,
             },

@@ -18,7 +18,7 @@ use crate::path::{valid_segment, Path};
 use crate::payload::{Meta, Payload};
 use crate::structure::{self, What};
 use crate::tree::Tree;
-use crate::vertex::{dispatch, now_ns, Kind, Node, Sample, SinkFn, StreamOptions, Vertex};
+use crate::vertex::{dispatch, local_received, Kind, Node, Sample, SinkFn, StreamOptions, Vertex};
 use crate::wire::frame::SchemaInfo;
 
 /// `:schema`: type name, hash, definition and encoding, for tools only.
@@ -239,8 +239,8 @@ impl Graph {
             &node,
             Sample {
                 payload,
+                received_timestamp_ns: local_received(&meta),
                 meta,
-                received_timestamp_ns: now_ns(),
                 suffix: None,
                 origin: None,
             },
