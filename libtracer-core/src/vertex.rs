@@ -24,7 +24,8 @@ use crate::wire::frame::{EdgeId, Role, SchemaInfo};
 pub struct Sample {
     pub payload: Payload,
     pub meta: Meta,
-    /// When the sample landed in this graph (ns since the Unix epoch).
+    /// When the sample landed in this graph (ns since the Unix epoch). For a write made in this
+    /// graph with a source timestamp, that timestamp (same clock, same moment).
     pub received_timestamp_ns: i64,
     /// `Some("b/c")` when the write happened at `<source>/b/c` (subtree delivery).
     pub suffix: Option<String>,
