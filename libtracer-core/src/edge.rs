@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::error::Error;
 use crate::net::LinkState;
@@ -363,13 +363,15 @@ impl EdgeRec {
     }
 }
 
-/// A copy-on-write list of edges: writers clone the `Arc` (one atomic increment) and iterate
-/// without holding any lock, so a delivery that reaches a link or a sink never blocks a
+/// A copy-on-write list of edges: writers clone the `Arc` (one atomic increment) under a read
+/// lock and iterate without holding any lock, so a delivery that reaches a link or a sink never blocks a
 /// subscribe, and a subscribe never blocks a writer for longer than a pointer swap.
 #[derive(Default)]
 pub(crate) struct EdgeList {
     count: AtomicUsize,
-    list: Mutex<Arc<Vec<Arc<EdgeRec>>>>,
+    /// Read-locked by writers (many at once, e.g. every writer below a subscribed root),
+    /// write-locked only to swap in a new list.
+    list: RwLock<Arc<Vec<Arc<EdgeRec>>>>,
 }
 
 impl EdgeList {
@@ -378,7 +380,7 @@ impl EdgeList {
         if self.count.load(Ordering::Acquire) == 0 {
             return None;
         }
-        Some(self.list.lock().clone())
+        Some(self.list.read().clone())
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -386,7 +388,7 @@ impl EdgeList {
     }
 
     pub(crate) fn insert(&self, e: Arc<EdgeRec>) {
-        let mut g = self.list.lock();
+        let mut g = self.list.write();
         let mut v: Vec<_> = (**g).clone();
         v.push(e);
         self.count.store(v.len(), Ordering::Release);
@@ -395,7 +397,7 @@ impl EdgeList {
 
     /// Remove the entries `pred` selects; returns them.
     pub(crate) fn remove_where(&self, pred: impl Fn(&EdgeRec) -> bool) -> Vec<Arc<EdgeRec>> {
-        let mut g = self.list.lock();
+        let mut g = self.list.write();
         if !g.iter().any(|e| pred(e)) {
             return Vec::new();
         }

@@ -196,7 +196,10 @@ impl Net {
 
     /// Stop discovery and close every link (their `detach` follows from the transport).
     pub(crate) fn shutdown(&self) {
-        drop(self.host.lock().take());
+        // Taken out first: the transport's shutdown runs every link's on_down, which must not
+        // find this lock held.
+        let host = self.host.lock().take();
+        drop(host);
         let links: Vec<_> = self.by_key.read().values().cloned().collect();
         for l in links {
             l.link.close();
