@@ -22,6 +22,16 @@ pub fn exercise_read(data: &[u8]) {
             }
         }
     }
+    // Recovery reads linearly and drives the writer with whatever it found; the result must
+    // be a file the indexed reader opens.
+    let mut out = Vec::new();
+    let w = crate::writer::WriteOptions::default();
+    if crate::recover::recover_with(data, &mut out, w, opts).is_ok() {
+        assert!(
+            IndexedReader::with_options(&out[..], opts).is_ok(),
+            "recover wrote an unreadable file"
+        );
+    }
     let lenient = ReadOptions {
         verify_crc: false,
         ..opts

@@ -31,6 +31,6 @@ pub use linear::{Item, LinearReader, Message, ReadOptions};
 pub use reader::{AttachmentRead, FieldRange, IndexedReader, Query, ScanStrategy};
 pub use recorder::{Recorder, RecorderOptions, RecorderReport};
 pub use records::*;
-pub use recover::{recover, RecoverReport};
+pub use recover::{recover, recover_with, RecoverReport};
 pub use summary::Summary;
 pub use writer::{PublishTimeField, WriteOptions, Writer};

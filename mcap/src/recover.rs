@@ -24,14 +24,20 @@ pub struct RecoverReport {
 
 /// Copies every readable record of `src` into a new file written with `opts`, remapping
 /// schema, channel and field ids, and finishes it.
-pub fn recover<R: ReadAt, W: Write>(
+pub fn recover<R: ReadAt, W: Write>(src: R, out: W, opts: WriteOptions) -> Result<RecoverReport> {
+    recover_with(src, out, opts, ReadOptions::default())
+}
+
+/// `recover` with explicit read limits (the fuzz entry uses small ones).
+pub fn recover_with<R: ReadAt, W: Write>(
     src: R,
     out: W,
     mut opts: WriteOptions,
+    read: ReadOptions,
 ) -> Result<RecoverReport> {
     // The fields are copied as they were: the writer must not add a publish_time of its own.
     opts.publish_time_field = PublishTimeField::Never;
-    let mut lin = LinearReader::new(src, ReadOptions::default())?;
+    let mut lin = LinearReader::new(src, read)?;
     let mut report = RecoverReport::default();
     let mut first = true;
     let mut schemas: HashMap<u16, u16> = HashMap::new();
