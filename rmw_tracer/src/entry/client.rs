@@ -219,7 +219,7 @@ pub unsafe extern "C" fn rmw_service_server_is_available(
                 "client does not belong to the node's context",
             ));
         }
-        *out = client.server_is_available();
+        *out = client.server_is_available()?;
         Ok(())
     })
 }

@@ -4,7 +4,8 @@ use std::ffi::CString;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
-use libtracer_core::{Meta, Payload, Readiness};
+use libtracer_core::{Meta, Payload, Readiness, Signal, Vertex};
+use parking_lot::Mutex;
 
 use super::inbox::Inbox;
 use super::{request_path, response_path};
@@ -29,10 +30,11 @@ pub struct ResponseHeader {
     pub received_timestamp_ns: i64,
 }
 
-/// A server of the client's service as the registry knows it.
-struct Target {
-    peer: Option<String>,
-    gid: Gid,
+/// How a request reaches one server: the vertex handle of a server in this graph (no path
+/// lookup per request), or the `/net/<peer>/...` path of one on a peer.
+enum Route {
+    Local(Vertex),
+    Remote(String),
 }
 
 pub struct Client {
@@ -46,6 +48,11 @@ pub struct Client {
     inbox: Inbox,
     /// The last sequence number handed out; the first request is 1.
     sequence: AtomicI64,
+    /// The routes to the servers, rebuilt from the registry only after it changed.
+    routes: Mutex<Option<Arc<Vec<Route>>>>,
+    /// Raised by the registry on every change: the routes are stale.
+    changed: Signal,
+    listener: u64,
     _entry: Entry,
 }
 
@@ -81,6 +88,7 @@ impl Client {
                 return Err(e);
             }
         };
+        let changed = Signal::new();
         Ok(Client {
             service_name: cstr::owned(name, "service_name")?,
             gid,
@@ -89,6 +97,9 @@ impl Client {
             path,
             inbox,
             sequence: AtomicI64::new(0),
+            routes: Mutex::new(None),
+            listener: ctx.registry.add_listener(changed.clone()),
+            changed,
             ctx,
             _entry: entry,
         })
@@ -98,23 +109,36 @@ impl Client {
         self.service_name.to_str().unwrap_or_default()
     }
 
-    /// Every server of this service with this type, here and on peers.
-    fn servers(&self) -> Vec<Target> {
+    /// The routes to every server of this service with this type, here and on peers: taken
+    /// from the registry again only when it has changed since the last look.
+    fn routes(&self) -> RmwResult<Arc<Vec<Route>>> {
+        let mut cache = self.routes.lock();
+        if let (Some(r), false) = (cache.as_ref(), self.changed.is_raised()) {
+            return Ok(r.clone());
+        }
+        // Lowered before the look, so that a change during it raises it again.
+        self.changed.clear();
         let name = self.name();
-        self.ctx
-            .registry
-            .snapshot()
-            .into_iter()
-            .filter(|(_, r)| {
-                r.kind == EntityKind::Service && r.topic == name && r.type_name == self.ty.name
-            })
-            .map(|(peer, r)| Target { peer, gid: r.gid })
-            .collect()
+        let mut routes = Vec::new();
+        for (peer, r) in self.ctx.registry.snapshot() {
+            if r.kind != EntityKind::Service || r.topic != name || r.type_name != self.ty.name {
+                continue;
+            }
+            let path = request_path(name, r.gid)?;
+            match peer {
+                // A local server whose vertex is already gone is on its way out of the registry.
+                None => routes.extend(self.ctx.graph.vertex(&path).map(Route::Local)),
+                Some(peer) => routes.push(Route::Remote(names::on_peer(&peer, &path))),
+            }
+        }
+        let routes = Arc::new(routes);
+        *cache = Some(routes.clone());
+        Ok(routes)
     }
 
     /// `rmw_service_server_is_available`.
-    pub fn server_is_available(&self) -> bool {
-        !self.servers().is_empty()
+    pub fn server_is_available(&self) -> RmwResult<bool> {
+        Ok(!self.routes()?.is_empty())
     }
 
     /// Serialize `msg` and write it to every server; returns the request's sequence number.
@@ -129,30 +153,16 @@ impl Client {
             writer: self.gid.0,
         };
         let payload = Payload::from(bytes);
-        let name = self.name();
-        for t in self.servers() {
-            let path = request_path(name, t.gid)?;
-            let r = match &t.peer {
-                None => match self.ctx.graph.vertex(&path) {
-                    Some(v) => v.write(payload.clone(), meta),
-                    // The server went between the registry snapshot and now.
-                    None => continue,
-                },
-                Some(peer) => {
-                    self.ctx
-                        .graph
-                        .write(&names::on_peer(peer, &path), payload.clone(), meta)
-                }
+        for route in self.routes()?.iter() {
+            let r = match route {
+                Route::Local(v) => v.write(payload.clone(), meta),
+                Route::Remote(path) => self.ctx.graph.write(path, payload.clone(), meta),
             };
-            // A server whose process just went is still in the registry for up to a second:
-            // its request is lost, as a DDS request to a vanished reader is, and the client
-            // waits (or times out) for the others.
+            // A server that just went is still routed to until the registry says so: its
+            // request is lost, as a DDS request to a vanished reader is, and the client waits
+            // (or times out) for the others.
             if let Err(e) = r {
-                log!(
-                    RMW_LOG_SEVERITY_DEBUG,
-                    "request to {path} on {:?} failed: {e}",
-                    t.peer
-                );
+                log!(RMW_LOG_SEVERITY_DEBUG, "a request of {} was not delivered: {e}", self.name());
             }
         }
         Ok(sequence)
@@ -192,6 +202,7 @@ impl Client {
 
 impl Drop for Client {
     fn drop(&mut self) {
+        self.ctx.registry.remove_listener(self.listener);
         let _ = self.ctx.graph.remove(&self.path);
     }
 }

@@ -4,7 +4,7 @@ use std::collections::{HashMap, VecDeque};
 use std::ffi::CString;
 use std::sync::Arc;
 
-use libtracer_core::{Meta, Payload, Readiness};
+use libtracer_core::{Meta, Payload, Readiness, Vertex};
 use parking_lot::Mutex;
 
 use super::inbox::Inbox;
@@ -15,6 +15,7 @@ use crate::boundary::service_types::ServiceType;
 use crate::boundary::{cstr, RmwError, RmwResult};
 use crate::context::Shared;
 use crate::gid::Gid;
+use crate::log::log;
 use crate::names;
 use crate::node::Node;
 use crate::qos::{End, Qos};
@@ -49,22 +50,51 @@ pub struct Server {
     _entry: Entry,
 }
 
+/// Where the answers to one client go: its response vertex in this graph (a handle, so an
+/// answer does no path lookup), or the `/net/<peer>/...` path of one on a peer.
+#[derive(Clone)]
+enum Reply {
+    Local(Vertex),
+    Remote(String),
+}
+
 #[derive(Default)]
 struct Origins {
-    by_client: HashMap<Gid, Option<String>>,
+    by_client: HashMap<Gid, Reply>,
     order: VecDeque<Gid>,
 }
 
 impl Origins {
-    fn remember(&mut self, client: Gid, origin: Option<String>) {
-        if self.by_client.insert(client, origin).is_none() {
-            self.order.push_back(client);
-            while self.order.len() > MAX_ORIGINS {
-                if let Some(old) = self.order.pop_front() {
-                    self.by_client.remove(&old);
-                }
+    /// Learn where `client`'s answers go, the first time it is seen (`origin` = the sample's).
+    fn remember(&mut self, graph: &libtracer_core::Graph, client: Gid, origin: Option<&str>) {
+        if self.by_client.contains_key(&client) {
+            return;
+        }
+        let Some(reply) = reply_route(graph, client, origin) else {
+            return;
+        };
+        self.by_client.insert(client, reply);
+        self.order.push_back(client);
+        while self.order.len() > MAX_ORIGINS {
+            if let Some(old) = self.order.pop_front() {
+                self.by_client.remove(&old);
             }
         }
+    }
+
+    fn forget(&mut self, client: Gid) {
+        if self.by_client.remove(&client).is_some() {
+            self.order.retain(|g| *g != client);
+        }
+    }
+}
+
+/// `None` for a local client whose response vertex is gone.
+fn reply_route(graph: &libtracer_core::Graph, client: Gid, origin: Option<&str>) -> Option<Reply> {
+    let path = response_path(client);
+    match origin {
+        None => graph.vertex(&path).map(Reply::Local),
+        Some(peer) => Some(Reply::Remote(names::on_peer(peer, &path))),
     }
 }
 
@@ -136,7 +166,9 @@ impl Server {
                 s.meta.sequence
             ))
         })?;
-        self.origins.lock().remember(client, s.origin.clone());
+        self.origins
+            .lock()
+            .remember(&self.ctx.graph, client, s.origin.as_deref());
         msg.deserialize(&self.ty.request, s.payload.as_ref())?;
         Ok(Some(RequestHeader {
             client,
@@ -153,9 +185,13 @@ impl Server {
         let sequence = u64::try_from(sequence).map_err(|_| {
             RmwError::invalid(format!("request sequence number {sequence} is negative"))
         })?;
-        let origin = match self.origins.lock().by_client.get(&client) {
-            Some(o) => o.clone(),
-            None => self.origin_from_registry(client).ok_or(RmwError::Timeout)?,
+        let known = self.origins.lock().by_client.get(&client).cloned();
+        let reply = match known {
+            Some(r) => r,
+            None => {
+                let origin = self.origin_from_registry(client).ok_or(RmwError::Timeout)?;
+                reply_route(&self.ctx.graph, client, origin.as_deref()).ok_or(RmwError::Timeout)?
+            }
         };
         let mut bytes = Vec::new();
         msg.serialize(&self.ty.response, &mut bytes)?;
@@ -164,27 +200,21 @@ impl Server {
             sequence,
             writer: self.gid.0,
         };
-        let path = response_path(client);
-        match origin {
-            None => {
-                // A local write to a missing path would create it: answer only a live client.
-                let v = self.ctx.graph.vertex(&path).ok_or(RmwError::Timeout)?;
-                v.write(Payload::from(bytes), meta)?;
+        let sent = match &reply {
+            Reply::Local(v) => v.write(Payload::from(bytes), meta),
+            Reply::Remote(path) => self.ctx.graph.write(path, Payload::from(bytes), meta),
+        };
+        match sent {
+            Ok(()) => Ok(()),
+            // The client went (its vertex removed, or the link to its process down): the answer
+            // has no taker, which rcl reports as a timeout, not as a failure of the server.
+            Err(e) if !matches!(reply, Reply::Remote(_)) || is_gone(&e) => {
+                self.origins.lock().forget(client);
+                log!(RMW_LOG_SEVERITY_DEBUG, "response to a client that is gone: {e}");
+                Err(RmwError::Timeout)
             }
-            Some(peer) => {
-                let to = names::on_peer(&peer, &path);
-                match self.ctx.graph.write(&to, Payload::from(bytes), meta) {
-                    Ok(()) => {}
-                    // The client's process went (its link with it): the answer has no taker,
-                    // which rcl reports as a timeout, not as a failure of the server.
-                    Err(libtracer_core::Error::LinkDown(_) | libtracer_core::Error::NotFound(_)) => {
-                        return Err(RmwError::Timeout)
-                    }
-                    Err(e) => return Err(e.into()),
-                }
-            }
+            Err(e) => Err(e.into()),
         }
-        Ok(())
     }
 
     /// `Some(None)` for a local client, `Some(Some(peer))` for one on a peer, `None` if unknown.
@@ -208,6 +238,10 @@ impl Server {
     pub fn set_on_new_request(&self, cb: Option<EventCallback>) {
         self.inbox.set_callback(cb);
     }
+}
+
+fn is_gone(e: &libtracer_core::Error) -> bool {
+    matches!(e, libtracer_core::Error::LinkDown(_) | libtracer_core::Error::NotFound(_))
 }
 
 impl Drop for Server {
