@@ -10,7 +10,7 @@
 //! measures the link's framing, codec and locking, not an extra thread hop. The child process
 //! is this binary re-executed with `--child raw|link`.
 
-use std::io::{Read, Write};
+use std::io::{BufRead, Read, Write};
 use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use libtracer_core::link::{HostTransport, Link, LinkHandler};
 use libtracer_core::wire::Frame;
+use libtracer_core::Vertex;
 use libtracer_core::{
     DeliveryPolicy, Discovery, Graph, GraphConfig, Meta, Payload, Sample, StreamOptions,
 };
@@ -70,6 +71,7 @@ fn main() {
         match args[2].as_str() {
             "raw" => child_raw(&path),
             "link" => child_link(&path),
+            "graph" => child_graph(&path),
             other => panic!("unknown child role {other}"),
         }
         return;
@@ -79,13 +81,13 @@ fn main() {
 
     let local = local_latency(if quick { 20_000 } else { 200_000 });
     let dir = bench_dir();
-    let (raw, link) = round_trips(&dir, quick);
+    let (raw, link, graph) = round_trips(&dir, quick);
     let _ = std::fs::remove_dir_all(&dir);
 
     if json {
-        print_json(&local, &raw, &link);
+        print_json(&local, &raw, &link, &graph);
     } else {
-        print_table(&local, &raw, &link);
+        print_table(&local, &raw, &link, &graph);
     }
 }
 
@@ -266,13 +268,14 @@ impl RawPing {
 
 /// Raw and link round trips, interleaved in rounds so that a load change on this shared
 /// machine hits both alike.
-fn round_trips(dir: &Path, quick: bool) -> (BySize, BySize) {
+fn round_trips(dir: &Path, quick: bool) -> (BySize, BySize, BySize) {
     const ROUNDS: usize = 10;
     let raw_path = dir.join("raw.sock");
     let mut raw_child = spawn_child("raw", &raw_path);
     wait_for_file(&raw_path);
     let mut link = LinkPing::start(dir);
-    let (mut raw_out, mut link_out) = (Vec::new(), Vec::new());
+    let mut graph = GraphPing::start(dir);
+    let (mut raw_out, mut link_out, mut graph_out) = (Vec::new(), Vec::new(), Vec::new());
     for size in SIZES {
         let n = iters(size, quick);
         let per_round = n.div_ceil(ROUNDS);
@@ -281,20 +284,28 @@ fn round_trips(dir: &Path, quick: bool) -> (BySize, BySize) {
         let mut scratch = Vec::new();
         raw.run(per_round / 2 + 10, &mut scratch);
         link.run(size, per_round / 2 + 10, &mut scratch);
-        let (mut rv, mut lv) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        graph.run(size, per_round / 2 + 10, &mut scratch);
+        let (mut rv, mut lv, mut gv) = (
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+        );
         for _ in 0..ROUNDS {
             raw.run(per_round, &mut rv);
             link.run(size, per_round, &mut lv);
+            graph.run(size, per_round, &mut gv);
         }
         raw_out.push((size, stats(rv)));
         link_out.push((size, stats(lv)));
+        graph_out.push((size, stats(gv)));
     }
     // Size 0 tells the raw child to exit.
     let mut s = connect_retry(&raw_path);
     let _ = s.write_all(&0u32.to_le_bytes());
     let _ = raw_child.wait();
     link.stop();
-    (raw_out, link_out)
+    graph.stop();
+    (raw_out, link_out, graph_out)
 }
 
 fn connect_retry(p: &Path) -> UnixStream {
@@ -474,13 +485,173 @@ impl LinkPing {
 }
 
 // ------------------------------------------------------------------------------------------
+// Graph round trip: the whole path, not just the link
+
+/// Child: a graph whose sink `/in` (fed by an edge from the parent's `/out`) writes every
+/// sample on to its own `/back`; the parent subscribes `/back`. Exits when stdin closes.
+fn child_graph(dir: &Path) {
+    let g = Graph::new(GraphConfig {
+        name: Some("gecho".into()),
+        discovery: Discovery::Host,
+        rendezvous_dir: Some(dir.to_owned()),
+        ..Default::default()
+    })
+    .expect("child graph");
+    let back = g
+        .create_stream(
+            "/back",
+            StreamOptions {
+                depth: 1,
+                byte_budget: 0,
+            },
+        )
+        .expect("back");
+    g.create_sink(
+        "/in",
+        Arc::new(move |s: &Sample| {
+            let _ = back.write(s.payload.clone(), s.meta);
+        }),
+    )
+    .expect("sink");
+    let edge = g
+        .subscribe("/net/gbench/out", "/in", DeliveryPolicy::RELIABLE)
+        .expect("subscribe");
+    edge.wait_established(Duration::from_secs(10))
+        .expect("edge to the parent");
+    println!("ready");
+    let mut rest = String::new();
+    let _ = std::io::stdin().read_to_string(&mut rest);
+}
+
+/// Parent: `/out` goes to the child; the child's `/back` comes to the sink `/ret`, which takes
+/// the time and writes the next `/out`, on the link's reader thread.
+struct GraphPing {
+    child: Child,
+    graph: Graph,
+    out: Vertex,
+    run: Arc<(Mutex<Run>, Condvar)>,
+}
+
+impl GraphPing {
+    fn start(dir: &Path) -> GraphPing {
+        let graph = Graph::new(GraphConfig {
+            name: Some("gbench".into()),
+            discovery: Discovery::Host,
+            rendezvous_dir: Some(dir.to_owned()),
+            ..Default::default()
+        })
+        .expect("parent graph");
+        let out = graph
+            .create_stream(
+                "/out",
+                StreamOptions {
+                    depth: 1,
+                    byte_budget: 0,
+                },
+            )
+            .expect("out");
+        let mut child = Command::new(std::env::current_exe().expect("own path"))
+            .args(["--child", "graph"])
+            .arg(dir)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn graph child");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("ready");
+        assert_eq!(line.trim(), "ready", "graph child failed");
+        let run: Arc<(Mutex<Run>, Condvar)> =
+            Arc::new((Mutex::new(Run::default()), Condvar::new()));
+        let (r, o) = (run.clone(), out.clone());
+        graph
+            .create_sink(
+                "/ret",
+                Arc::new(move |s: &Sample| {
+                    let now = Instant::now();
+                    let (lock, cv) = &*r;
+                    let mut run = lock.lock();
+                    assert_eq!(
+                        s.payload.len(),
+                        run.payload.len(),
+                        "echo carried the payload"
+                    );
+                    let dt = now.duration_since(run.t0.expect("sent")).as_nanos() as u64;
+                    run.samples.push(dt);
+                    run.left -= 1;
+                    if run.left == 0 {
+                        run.done = true;
+                        cv.notify_all();
+                    } else {
+                        run.t0 = Some(Instant::now());
+                        o.write(run.payload.clone(), Meta::default())
+                            .expect("write /out");
+                    }
+                }),
+            )
+            .expect("sink");
+        graph
+            .subscribe("/net/gecho/back", "/ret", DeliveryPolicy::RELIABLE)
+            .expect("subscribe")
+            .wait_established(Duration::from_secs(10))
+            .expect("edge to the child");
+        GraphPing {
+            child,
+            graph,
+            out,
+            run,
+        }
+    }
+
+    fn run(&mut self, size: usize, n: usize, samples: &mut Vec<u64>) {
+        let (lock, cv) = &*self.run;
+        let mut run = lock.lock();
+        let payload = if run.payload.len() == size {
+            run.payload.clone()
+        } else {
+            Payload::from(vec![0x5au8; size])
+        };
+        *run = Run {
+            payload: payload.clone(),
+            left: n,
+            samples: Vec::with_capacity(n),
+            ..Run::default()
+        };
+        run.t0 = Some(Instant::now());
+        // The first write goes out from here (not holding the lock the sink takes); the sink
+        // sends the rest.
+        drop(run);
+        self.out
+            .write(payload, Meta::default())
+            .expect("write /out");
+        let mut run = lock.lock();
+        while !run.done {
+            cv.wait(&mut run);
+        }
+        samples.append(&mut run.samples);
+    }
+
+    fn stop(mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+        self.graph.shutdown();
+    }
+}
+
+// ------------------------------------------------------------------------------------------
 // Output
 
 fn us(ns: f64) -> String {
     format!("{:.2}", ns / 1000.0)
 }
 
-fn print_table(local: &Local, raw: &[(usize, Stats)], link: &[(usize, Stats)]) {
+fn print_table(
+    local: &Local,
+    raw: &[(usize, Stats)],
+    link: &[(usize, Stats)],
+    graph: &[(usize, Stats)],
+) {
     println!(
         "local write-to-delivery, 64 B payload ({} writes each)",
         local.sink.n
@@ -502,24 +673,38 @@ fn print_table(local: &Local, raw: &[(usize, Stats)], link: &[(usize, Stats)]) {
         );
     }
     println!();
-    println!("round trip between two processes (p50 / mean, us)");
+    println!("round trip between two processes, us (raw Unix socket / libtracer link / whole graph path)");
     println!(
-        "  {:>8} {:>7} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9}",
-        "size", "iters", "raw p50", "link p50", "raw mean", "link mean", "p50 x", "mean x"
+        "  {:>7} {:>6} {:>9} {:>9} {:>9} {:>7} {:>9} {:>9} {:>9} {:>7} {:>7}",
+        "size",
+        "iters",
+        "raw p50",
+        "link p50",
+        "graph p50",
+        "link x",
+        "raw mean",
+        "link mean",
+        "graph mean",
+        "link x",
+        "graph x"
     );
-    for ((size, r), (_, l)) in raw.iter().zip(link) {
+    for (((size, r), (_, l)), (_, g)) in raw.iter().zip(link).zip(graph) {
         println!(
-            "  {:>8} {:>7} {:>10} {:>10} {:>10} {:>10} {:>9.2} {:>9.2}",
+            "  {:>7} {:>6} {:>9} {:>9} {:>9} {:>7.2} {:>9} {:>9} {:>9} {:>7.2} {:>7.2}",
             size_name(*size),
             l.n,
             us(r.p50_ns),
             us(l.p50_ns),
+            us(g.p50_ns),
+            l.p50_ns / r.p50_ns,
             us(r.mean_ns),
             us(l.mean_ns),
-            l.p50_ns / r.p50_ns,
-            l.mean_ns / r.mean_ns
+            us(g.mean_ns),
+            l.mean_ns / r.mean_ns,
+            g.mean_ns / r.mean_ns
         );
     }
+    println!("  (link x, graph x: ratio to raw; the first link x column is on p50, the last two on the mean)");
 }
 
 fn size_name(s: usize) -> String {
@@ -537,17 +722,26 @@ fn stats_json(s: &Stats) -> String {
     )
 }
 
-fn print_json(local: &Local, raw: &[(usize, Stats)], link: &[(usize, Stats)]) {
+fn print_json(
+    local: &Local,
+    raw: &[(usize, Stats)],
+    link: &[(usize, Stats)],
+    graph: &[(usize, Stats)],
+) {
     let rt: Vec<String> = raw
         .iter()
         .zip(link)
-        .map(|((size, r), (_, l))| {
+        .zip(graph)
+        .map(|(((size, r), (_, l)), (_, g))| {
             format!(
-                "{{\"size\":{size},\"raw\":{},\"link\":{},\"ratio_p50\":{:.3},\"ratio_mean\":{:.3}}}",
+                "{{\"size\":{size},\"raw\":{},\"link\":{},\"graph\":{},\"link_ratio_p50\":{:.3},\"link_ratio_mean\":{:.3},\"graph_ratio_p50\":{:.3},\"graph_ratio_mean\":{:.3}}}",
                 stats_json(r),
                 stats_json(l),
+                stats_json(g),
                 l.p50_ns / r.p50_ns,
-                l.mean_ns / r.mean_ns
+                l.mean_ns / r.mean_ns,
+                g.p50_ns / r.p50_ns,
+                g.mean_ns / r.mean_ns
             )
         })
         .collect();
