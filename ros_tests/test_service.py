@@ -96,3 +96,40 @@ print(json.dumps({"names": names, "use_sim_time": vals}))
     out = _json_line(r.stdout)
     assert "use_sim_time" in out["names"]
     assert out["use_sim_time"] == [False]
+
+
+# Ruling: a request goes to every server of the service (as with DDS, where every server's
+# request reader matches); the client takes the first answer to each of its sequence numbers.
+def test_every_server_gets_every_request(tracer_env):
+    n = 8
+    servers = [harness.spawn_python(WORKER, ["server", "--service", "/multi", "--count", str(n),
+                                             "--node", f"server{i}"], env=tracer_env)
+               for i in range(2)]
+    for s in servers:
+        assert s.wait_for_output("ready", 30), s.join(1).describe()
+    c = harness.spawn_python(WORKER, ["client", "--service", "/multi", "--count", str(n),
+                                      "--wait-servers", "2"], env=tracer_env).join(60)
+    results = [s.join(30) for s in servers]
+    assert c.returncode == 0, c.describe()
+    assert _json_line(c.stdout)["results"] == _expected(n)
+    for r in results:
+        assert r.returncode == 0, r.describe()
+        assert _json_line(r.stdout)["served"] == list(range(n))
+
+
+# Ruling: a server answers each client at its own origin (the response path comes from the
+# client gid in the request, the peer from the sample's origin): two client processes at once.
+def test_one_server_two_client_processes(tracer_env):
+    n = 10
+    server = harness.spawn_python(WORKER, ["server", "--service", "/shared", "--count", str(2 * n)],
+                                  env=tracer_env)
+    assert server.wait_for_output("ready", 30), server.join(1).describe()
+    clients = [harness.spawn_python(WORKER, ["client", "--service", "/shared", "--count", str(n)],
+                                    env=tracer_env) for _ in range(2)]
+    outs = [c.join(60) for c in clients]
+    s = server.join(30)
+    for c in outs:
+        assert c.returncode == 0, c.describe()
+        assert _json_line(c.stdout)["results"] == _expected(n)
+    assert s.returncode == 0, s.describe()
+    assert sorted(_json_line(s.stdout)["served"]) == sorted(list(range(n)) * 2)

@@ -5,7 +5,8 @@ options, so the parameter services and the type description service exist as in 
 
     server  --service S --count N [--node NAME]  serve test_msgs/srv/BasicTypes on S (answer:
             int64 * 2, "re:" + string), print "ready", exit after N requests and a short linger
-    client  --service S --count N               wait for S, call it N times, print one JSON line
+    client  --service S --count N [--wait-servers K]  wait for S (and until K servers are
+            known), call it N times, print one JSON line
     both    --service S --count N               server and client in two nodes of one process
     talker  --topic T [--node NAME]             publish std_msgs/String on T until killed
     probe   --wait-node NAME --topic T --service S   wait until the node NAME, a publisher on T
@@ -13,6 +14,9 @@ options, so the parameter services and the type description service exist as in 
     matched --topic T                           publisher with a matched-event handler: print
             one JSON line when a subscription from another process has matched and gone
     listen  --topic T                           a subscription on T until killed
+    bench   --service S --count N               (benchmark, not a test) a server node and a
+            client node in this process, or --remote: only the client, against a `server`
+            process; prints one JSON line of round-trip latencies (p50, p99, mean, in us)
 """
 
 from __future__ import annotations
@@ -110,6 +114,9 @@ def cmd_client(a) -> int:
     client = node.create_client(BasicTypes, a.service)
     if not client.wait_for_service(timeout_sec=a.timeout):
         print(json.dumps({"error": "service not available"}), flush=True)
+        return 1
+    if not _spin_until(node, lambda: node.count_services(a.service) >= a.wait_servers, a.timeout):
+        print(json.dumps({"error": f"fewer than {a.wait_servers} servers"}), flush=True)
         return 1
     results = _call_all(node, client, a.count)
     print(json.dumps({"results": results}), flush=True)
@@ -230,6 +237,40 @@ def cmd_matched(a) -> int:
     return 0 if saw_match and saw_gone else 1
 
 
+def cmd_bench(a) -> int:
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.node import Node
+    from test_msgs.srv import BasicTypes
+
+    _init()
+    ex = SingleThreadedExecutor()
+    if not a.remote:
+        server_node = Node("bench_server")
+        _make_server(server_node, a.service, [])
+        ex.add_node(server_node)
+    node = Node("bench_client")
+    ex.add_node(node)
+    client = node.create_client(BasicTypes, a.service)
+    if not client.wait_for_service(timeout_sec=a.timeout):
+        return 1
+    lat = []
+    req = BasicTypes.Request()
+    for i in range(a.count + 20):
+        req.int64_value = i
+        t0 = time.perf_counter()
+        fut = client.call_async(req)
+        ex.spin_until_future_complete(fut, timeout_sec=10)
+        if not fut.done():
+            return 1
+        if i >= 20:
+            lat.append((time.perf_counter() - t0) * 1e6)
+    lat.sort()
+    print(json.dumps({"n": len(lat), "p50_us": lat[len(lat) // 2], "p99_us": lat[int(len(lat) * 0.99)],
+                      "mean_us": sum(lat) / len(lat)}), flush=True)
+    return 0
+
+
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser()
     p.add_argument("cmd")
@@ -239,9 +280,12 @@ def main(argv: list[str]) -> int:
     p.add_argument("--wait-node", default="talker")
     p.add_argument("--count", type=int, default=10)
     p.add_argument("--timeout", type=float, default=30.0)
+    p.add_argument("--remote", action="store_true")
+    p.add_argument("--wait-servers", type=int, default=1)
     a = p.parse_args(argv)
     cmds = {"server": cmd_server, "client": cmd_client, "both": cmd_both, "talker": cmd_talker,
-            "listen": cmd_listen, "probe": cmd_probe, "matched": cmd_matched}
+            "listen": cmd_listen, "probe": cmd_probe, "matched": cmd_matched,
+            "bench": cmd_bench}
     return cmds[a.cmd](a)
 
 
