@@ -6,6 +6,9 @@
 //! records followed by a flush, so a process that dies leaves a data section that a linear
 //! reader (and `recover`) can read up to the last complete chunk.
 
+mod chunk;
+mod summary;
+
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 
@@ -441,111 +444,6 @@ impl<W: Write> Writer<W> {
         Ok(())
     }
 
-    /// Writes the open chunk, its Message Index and Field Index records, and flushes.
-    fn close_chunk(&mut self) -> Result<()> {
-        if self.chunk.records.is_empty() {
-            return Ok(());
-        }
-        let c = std::mem::take(&mut self.chunk);
-        let crc = crc32fast::hash(&c.records);
-        let comp = self.opts.compression;
-        let mut compressed = std::mem::take(&mut self.compressed);
-        compressed.clear();
-        // Uncompressed chunks are written from the records buffer itself, without a copy.
-        if comp != Compression::None {
-            if let Err(e) = comp.compress(&c.records, &mut compressed) {
-                self.state = State::Failed;
-                return Err(e.into());
-            }
-        }
-        let body: &[u8] = if comp == Compression::None {
-            &c.records
-        } else {
-            &compressed
-        };
-        let chunk_start = self.pos;
-        // The chunk prefix is built apart so the compressed bytes are written without a copy.
-        let mut prefix = Vec::with_capacity(64);
-        prefix.push(op::CHUNK);
-        let content_len = 8 + 8 + 8 + 4 + 4 + comp.name().len() as u64 + 8 + body.len() as u64;
-        codec::put_u64(&mut prefix, content_len);
-        let (start, end) = if c.messages == 0 {
-            (0, 0)
-        } else {
-            (c.start, c.end)
-        };
-        codec::put_u64(&mut prefix, start);
-        codec::put_u64(&mut prefix, end);
-        codec::put_u64(&mut prefix, c.records.len() as u64);
-        codec::put_u32(&mut prefix, crc);
-        codec::put_str(&mut prefix, comp.name());
-        codec::put_u64(&mut prefix, body.len() as u64);
-        let compressed_size = body.len() as u64;
-        self.emit(&prefix)?;
-        self.emit(body)?;
-        let chunk_length = self.pos - chunk_start;
-
-        // D7: all Message Index records first, then Field Index grouped by field, by channel.
-        let index_start = self.pos;
-        let mut idx = Vec::new();
-        let mut message_index_offsets = BTreeMap::new();
-        for (ch, recs) in &c.msg_index {
-            message_index_offsets.insert(*ch, index_start + idx.len() as u64);
-            codec::message_index(
-                &mut idx,
-                &MessageIndex {
-                    channel_id: *ch,
-                    records: recs.clone(),
-                },
-            );
-        }
-        let mut fcis: Vec<FieldChunkIndex> = Vec::new();
-        for ((fid, ch), recs) in &c.field_index {
-            if fcis.last().map(|f| f.field_id) != Some(*fid) {
-                let (lo, hi) = c.field_bounds[fid];
-                fcis.push(FieldChunkIndex {
-                    field_id: *fid,
-                    chunk_start_offset: chunk_start,
-                    min_value: lo,
-                    max_value: hi,
-                    message_index_offsets: BTreeMap::new(),
-                    message_index_length: 0,
-                });
-            }
-            let at = idx.len() as u64;
-            codec::field_index(
-                &mut idx,
-                &FieldIndex {
-                    channel_id: *ch,
-                    field_id: *fid,
-                    records: recs.clone(),
-                },
-            );
-            let f = fcis.last_mut().expect("pushed above");
-            f.message_index_offsets.insert(*ch, index_start + at);
-            f.message_index_length += idx.len() as u64 - at;
-        }
-        self.emit(&idx)?;
-        self.chunk_indexes.push(ChunkIndex {
-            message_start_time: start,
-            message_end_time: end,
-            chunk_start_offset: chunk_start,
-            chunk_length,
-            message_index_offsets,
-            message_index_length: idx.len() as u64,
-            compression: comp.name().into(),
-            compressed_size,
-            uncompressed_size: c.records.len() as u64,
-        });
-        self.field_chunk_indexes.extend(fcis);
-        self.compressed = compressed;
-        // Reuse the big buffer for the next chunk.
-        let mut records = c.records;
-        records.clear();
-        self.chunk.records = records;
-        self.flush_out()
-    }
-
     fn flush_out(&mut self) -> Result<()> {
         let out = self.out.as_mut().ok_or(McapError::Poisoned)?;
         if let Err(e) = out.flush() {
@@ -664,82 +562,8 @@ impl<W: Write> Writer<W> {
         self.emit(&de)?;
 
         let summary_start = self.pos;
-        let mut s = Vec::new();
-        let mut offsets: Vec<SummaryOffset> = Vec::new();
-        let mut group = |s: &mut Vec<u8>, opcode: u8, f: &mut dyn FnMut(&mut Vec<u8>)| {
-            let start = s.len();
-            f(s);
-            if s.len() > start {
-                offsets.push(SummaryOffset {
-                    group_opcode: opcode,
-                    group_start: summary_start + start as u64,
-                    group_length: (s.len() - start) as u64,
-                });
-            }
-        };
-        group(&mut s, op::SCHEMA, &mut |o| {
-            self.schemas.iter().for_each(|x| codec::schema(o, x))
-        });
-        group(&mut s, op::CHANNEL, &mut |o| {
-            self.channels.values().for_each(|x| codec::channel(o, x))
-        });
-        group(&mut s, ext_op::FIELD, &mut |o| {
-            self.fields.values().for_each(|(x, _)| codec::field(o, x))
-        });
-        let mut stats = self.stats.clone();
-        stats.schema_count = self.schemas.len() as u16;
-        stats.channel_count = self.channels.len() as u32;
-        stats.attachment_count = self.attachment_indexes.len() as u32;
-        stats.metadata_count = self.metadata_indexes.len() as u32;
-        stats.chunk_count = self.chunk_indexes.len() as u32;
-        if self.fields.values().any(|(f, _)| f.indexed()) {
-            stats.field_value_bounds = Some(self.field_bounds.clone());
-        }
-        group(&mut s, op::STATISTICS, &mut |o| {
-            codec::statistics(o, &stats)
-        });
-        group(&mut s, op::CHUNK_INDEX, &mut |o| {
-            self.chunk_indexes
-                .iter()
-                .for_each(|x| codec::chunk_index(o, x))
-        });
-        let mut fcis = self.field_chunk_indexes.clone();
-        fcis.sort_by_key(|f| (f.field_id, f.chunk_start_offset));
-        group(&mut s, ext_op::FIELD_CHUNK_INDEX, &mut |o| {
-            fcis.iter().for_each(|x| codec::field_chunk_index(o, x))
-        });
-        group(&mut s, op::ATTACHMENT_INDEX, &mut |o| {
-            self.attachment_indexes
-                .iter()
-                .for_each(|x| codec::attachment_index(o, x))
-        });
-        group(&mut s, op::METADATA_INDEX, &mut |o| {
-            self.metadata_indexes
-                .iter()
-                .for_each(|x| codec::metadata_index(o, x))
-        });
-        let summary_offset_start = summary_start + s.len() as u64;
-        for so in &offsets {
-            codec::summary_offset(&mut s, so);
-        }
-        let mut footer = Vec::new();
-        codec::footer(
-            &mut footer,
-            &Footer {
-                summary_start,
-                summary_offset_start,
-                summary_crc: 0,
-            },
-        );
-        let mut h = crc32fast::Hasher::new();
-        h.update(&s);
-        h.update(&footer[..footer.len() - 4]);
-        let summary_crc = h.finalize();
-        let n = footer.len();
-        footer[n - 4..].copy_from_slice(&summary_crc.to_le_bytes());
-        s.extend_from_slice(&footer);
-        s.extend_from_slice(&MAGIC);
-        self.emit(&s)?;
+        let tail = self.summary_bytes(summary_start);
+        self.emit(&tail)?;
         self.flush_out()?;
         self.state = State::Finished;
         Ok(())
