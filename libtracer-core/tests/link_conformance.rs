@@ -258,6 +258,7 @@ fn leaving_node_brings_links_down<F: Fabric>(f: F) {
     let _b = f.join("b", rb.clone());
     let _c = f.join("c", rc.clone());
     rb.wait_up("a", T);
+    rb.wait_up("c", T);
     rc.wait_up("a", T);
     drop(a);
     // Dropping waited for a's own on_down calls.
