@@ -113,6 +113,43 @@ fn ruling_forwarded_write_lands_on_peer_and_never_creates() {
 }
 
 #[test]
+fn ruling_forwarding_through_a_mount_is_gated_by_its_local_acl() {
+    let (a, b, _na, _nb, _f) = pair();
+    let t = b.create_stream("/topic", StreamOptions::default()).unwrap();
+    a.create_stream("/sub", StreamOptions::default()).unwrap();
+    let stranger = libtracer_core::Credentials {
+        uid: a.owner().uid.wrapping_add(9),
+        gid: 99,
+    };
+    a.set_acl("/sub", Acl::new().allow(Principal::Any, Rights::WRITE))
+        .unwrap();
+    // The peer would see a's credentials: a's own ACL on the mount decides first.
+    assert!(matches!(
+        a.write_as(&stranger, "/net/b/topic", p(b"x"), m(1)),
+        Err(Error::PermissionDenied { .. })
+    ));
+    assert!(matches!(
+        a.subscribe_as(&stranger, "/net/b/topic", "/sub", DeliveryPolicy::default()),
+        Err(Error::PermissionDenied { .. })
+    ));
+    a.set_acl(
+        "/net/b",
+        Acl::new().allow(Principal::Gid(99), Rights::WRITE),
+    )
+    .unwrap();
+    a.write_as(&stranger, "/net/b/topic", p(b"x"), m(1))
+        .unwrap();
+    eventually("forwarded", || t.len() == 1);
+    assert!(matches!(
+        a.subscribe_as(&stranger, "/net/b/topic", "/sub", DeliveryPolicy::default()),
+        Err(Error::PermissionDenied { .. })
+    ));
+    // The owner keeps its way through (the mount ACL says nothing against it).
+    a.write("/net/b/topic", p(b"y"), m(2)).unwrap();
+    eventually("forwarded", || t.len() == 2);
+}
+
+#[test]
 fn ruling_remote_subscribe_delivers_with_suffix_and_origin() {
     let (a, b, _na, _nb, _f) = pair();
     b.create_stream("/topic", StreamOptions::default()).unwrap();

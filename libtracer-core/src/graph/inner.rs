@@ -45,6 +45,21 @@ impl GraphInner {
         }
     }
 
+    /// A request forwarded through the mount `/net/<peer>` reaches the peer with this graph's
+    /// credentials, so the local ACL of the mount decides first who may use it (no confused
+    /// deputy). The owner may, unless an ACL denies it.
+    pub(crate) fn check_mount(
+        &self,
+        peer: &str,
+        who: &Credentials,
+        right: Rights,
+    ) -> Result<(), Error> {
+        match self.tree.get(&format!("/net/{peer}")) {
+            Some(m) => self.check(&m, who, right),
+            None => Err(Error::NotFound(format!("/net/{peer} (no such peer)"))),
+        }
+    }
+
     /// The owner's own request: free unless some ACL exists.
     #[inline]
     pub(crate) fn check_owner(&self, node: &Node, right: Rights) -> Result<(), Error> {

@@ -228,6 +228,7 @@ impl Graph {
             )));
         }
         if let Some((peer, rest)) = p.net_split() {
+            self.inner.check_mount(peer, who, Rights::WRITE)?;
             return self
                 .inner
                 .net
@@ -336,11 +337,22 @@ impl Graph {
 
     /// Put an `:acl` on the vertex; it governs the vertex and every descendant that has no
     /// nearer `:acl` of its own.
+    ///
+    /// `/net` and a mount `/net/<peer>` take an ACL too: it decides who may forward writes and
+    /// subscribes through that mount (they reach the peer with this graph's credentials).
     pub fn set_acl(&self, path: &str, acl: Acl) -> Result<(), Error> {
-        let n = match Path::parse(path)?.base() {
-            "/" => self.inner.tree.root.clone(),
-            _ => self.local_node(path)?,
-        };
+        let p = Path::parse(path)?;
+        if p.meta().is_some() {
+            return Err(Error::InvalidPath {
+                path: path.into(),
+                reason: "a vertex path, not a meta child",
+            });
+        }
+        let n = self
+            .inner
+            .tree
+            .get(p.base())
+            .ok_or_else(|| Error::NotFound(p.base().to_string()))?;
         self.inner.check(&n, &self.inner.owner, Rights::ADMIN)?;
         if n.acl.write().replace(Arc::new(acl)).is_none() {
             self.inner.acls.fetch_add(1, Ordering::AcqRel);

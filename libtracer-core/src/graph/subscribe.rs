@@ -56,6 +56,7 @@ impl Graph {
             }
         };
         if let Some((peer, rest)) = sp.net_split() {
+            self.inner.check_mount(peer, who, Rights::SUBSCRIBE)?;
             let full = sp.to_string();
             return self
                 .inner
