@@ -254,3 +254,45 @@ fn ruling9_bad_handshakes_are_refused_without_harm() {
     assert_eq!(a.peers(), vec!["b"]);
     assert!(ra.events().iter().all(|e| *e == Ev::Up("b".into())));
 }
+
+/// Sleeps in `on_frame` for OK{1}: a handler that is slow for longer than `dead_after`.
+struct Slow(Arc<Recorder>);
+
+impl libtracer_core::link::LinkHandler for Slow {
+    fn on_up(&self, link: Arc<dyn libtracer_core::link::Link>) {
+        self.0.on_up(link)
+    }
+    fn on_frame(&self, link: &Arc<dyn libtracer_core::link::Link>, frame: Frame) {
+        if frame == (Frame::Ok { req: 1 }) {
+            std::thread::sleep(Duration::from_millis(1500));
+        }
+        self.0.on_frame(link, frame)
+    }
+    fn on_down(&self, link: &Arc<dyn libtracer_core::link::Link>) {
+        self.0.on_down(link)
+    }
+}
+
+#[test]
+fn ruling9_a_slow_handler_is_not_taken_for_a_dead_peer() {
+    let dir = TempDir::new("slow");
+    let (ra, rb) = (Recorder::new(), Recorder::new());
+    let _a = HostTransport::start(dir.path(), "a", ra.clone()).unwrap();
+    let _b = HostTransport::start(dir.path(), "b", Arc::new(Slow(rb.clone()))).unwrap();
+    let to_b = ra.wait_up("b", T);
+    to_b.send(&Frame::Ok { req: 1 }).unwrap();
+    to_b.send(&Frame::Ok { req: 2 }).unwrap();
+    assert!(rb.wait_for(T, |e| e
+        .contains(&Ev::Frame("a".into(), Frame::Ok { req: 2 }))));
+    // b's reader was stuck for longer than dead_after with a's pings unread: no link dropped.
+    assert!(
+        !rb.events().contains(&Ev::Down("a".into())),
+        "{:?}",
+        rb.events()
+    );
+    assert!(
+        !ra.events().contains(&Ev::Down("b".into())),
+        "{:?}",
+        ra.events()
+    );
+}

@@ -461,7 +461,7 @@ fn keepalive_loop(inner: Weak<Inner>) {
         let dead_ms = inner.cfg.dead_after.as_millis() as u64;
         let ping_ms = inner.cfg.ping_interval.as_millis() as u64;
         for l in links {
-            if l.ms_since_rx() >= dead_ms {
+            if l.peer_silent_for(dead_ms) {
                 l.close();
             } else if l.ms_since_tx() >= ping_ms {
                 l.try_ping(inner.nonce.fetch_add(1, Ordering::Relaxed));

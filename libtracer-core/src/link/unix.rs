@@ -26,6 +26,8 @@ pub struct UnixLink {
     epoch: Instant,
     last_rx_ms: AtomicU64,
     last_tx_ms: AtomicU64,
+    /// The reader is inside a handler callback: silence then is ours, not the peer's.
+    in_callback: AtomicBool,
 }
 
 impl UnixLink {
@@ -45,6 +47,7 @@ impl UnixLink {
             epoch,
             last_rx_ms: AtomicU64::new(now),
             last_tx_ms: AtomicU64::new(now),
+            in_callback: AtomicBool::new(false),
         }
     }
 
@@ -61,7 +64,7 @@ impl UnixLink {
         self.epoch.elapsed().as_millis() as u64
     }
 
-    pub(crate) fn ms_since_rx(&self) -> u64 {
+    fn ms_since_rx(&self) -> u64 {
         self.now_ms()
             .saturating_sub(self.last_rx_ms.load(Ordering::Relaxed))
     }
@@ -69,6 +72,11 @@ impl UnixLink {
     pub(crate) fn ms_since_tx(&self) -> u64 {
         self.now_ms()
             .saturating_sub(self.last_tx_ms.load(Ordering::Relaxed))
+    }
+
+    /// Whether the peer has been silent for `dead_ms` while we were listening.
+    pub(crate) fn peer_silent_for(&self, dead_ms: u64) -> bool {
+        !self.in_callback.load(Ordering::Relaxed) && self.ms_since_rx() >= dead_ms
     }
 
     fn touch_rx(&self) {
@@ -286,7 +294,10 @@ pub(crate) fn run_reader(
     on_exit: impl FnOnce(&Arc<UnixLink>),
 ) {
     let dyn_link: Arc<dyn Link> = link.clone();
+    link.in_callback.store(true, Ordering::Relaxed);
     handler.on_up(dyn_link.clone());
+    link.in_callback.store(false, Ordering::Relaxed);
+    link.touch_rx();
     let Leftover {
         mut buf,
         mut start,
@@ -350,7 +361,12 @@ fn dispatch(
             false
         }
         frame => {
+            link.in_callback.store(true, Ordering::Relaxed);
             handler.on_frame(dyn_link, frame);
+            link.in_callback.store(false, Ordering::Relaxed);
+            // Whatever the peer sent while we were busy is still unread: do not count that
+            // time as its silence.
+            link.touch_rx();
             true
         }
     }
