@@ -198,6 +198,12 @@ int main(void) {
             strcmp(nss.data[0], "/") == 0, "node names", "not [api]");
   rcutils_string_array_fini(&names);
   rcutils_string_array_fini(&nss);
+  rcutils_string_array_t enc = rcutils_get_zero_initialized_string_array();
+  check(rmw_get_node_names_with_enclaves(node, &names, &nss, &enc) == RMW_RET_OK && enc.size == 1 &&
+            strcmp(enc.data[0], "/") == 0, "node enclaves", "not [/]");
+  rcutils_string_array_fini(&names);
+  rcutils_string_array_fini(&nss);
+  rcutils_string_array_fini(&enc);
   rmw_names_and_types_t nat = rmw_get_zero_initialized_names_and_types();
   check(rmw_get_service_names_and_types(node, &alloc, &nat) == RMW_RET_OK &&
             has_name(&nat, "/api/svc", "test_msgs/srv/BasicTypes") && has_name(&nat, "/api/none", "test_msgs/srv/BasicTypes"),
@@ -275,6 +281,35 @@ int main(void) {
   rmw_qos_incompatible_event_status_t qs;
   check(rmw_publisher_event_init(&qev, pub, RMW_EVENT_OFFERED_QOS_INCOMPATIBLE) == RMW_RET_OK &&
             rmw_take_event(&qev, &qs, &taken) == RMW_RET_OK && !taken, "incompatible qos never fires", "fired");
+  /* MESSAGE_LOST: a depth-1 subscription that is not taken from loses all but the newest. */
+  rmw_qos_profile_t one = rmw_qos_profile_default;
+  one.depth = 1;
+  rmw_subscription_t *lossy = rmw_create_subscription(node, string_ts(), "/api/ev", &one, &sopts);
+  rmw_event_t lev = rmw_get_zero_initialized_event();
+  check(rmw_subscription_event_init(&lev, lossy, RMW_EVENT_MESSAGE_LOST) == RMW_RET_OK, "lost event init", "not ok");
+  check(wait_event(ws, &lev, &zero, &slot) == RMW_RET_TIMEOUT, "nothing lost yet", "ready");
+  std_msgs__msg__String m;
+  std_msgs__msg__String__init(&m);
+  rosidl_runtime_c__String__assign(&m.data, "x");
+  for (int i = 0; i < 5; i++) rmw_publish(pub, &m, NULL);
+  std_msgs__msg__String__fini(&m);
+  check(wait_event(ws, &lev, &zero, &slot) == RMW_RET_OK && slot == &lev, "lost event ready", "not ready");
+  rmw_message_lost_status_t ls;
+  check(rmw_take_event(&lev, &ls, &taken) == RMW_RET_OK && taken && ls.total_count == 4 && ls.total_count_change == 4,
+        "lost status", "not 4 lost");
+  check(rmw_take_event(&lev, &ls, &taken) == RMW_RET_OK && !taken, "lost taken", "taken again");
+  /* An event callback for matched: called from the notifier when a subscription comes. */
+  check(rmw_event_set_callback(&ev, on_response, NULL) == RMW_RET_OK, "matched callback", "not ok");
+  size_t before = atomic_load(&response_events);
+  rmw_subscription_t *late = rmw_create_subscription(node, string_ts(), "/api/ev", &sysdef, &sopts);
+  for (int i = 0; i < 200 && atomic_load(&response_events) == before; i++) {
+    struct timespec d = {0, 10 * 1000 * 1000};
+    nanosleep(&d, NULL);
+  }
+  check(atomic_load(&response_events) > before, "matched callback fired", "not called");
+  check(rmw_event_set_callback(&ev, NULL, NULL) == RMW_RET_OK, "clear matched callback", "not ok");
+  rmw_destroy_subscription(node, late);
+  rmw_destroy_subscription(node, lossy);
   rmw_destroy_publisher(node, pub);
 
   /* --- teardown --- */

@@ -89,8 +89,10 @@ struct State {
     total_at_take: usize,
     lost_total: u64,
     lost_pending: u64,
-    /// Events already told to a callback and not yet taken, per kind.
-    told_matched: usize,
+    /// The matched set the notifier last told a callback about (`None`: not yet; the first
+    /// look compares with the set last taken, so a change not taken yet is the backlog).
+    notified_matched: Option<BTreeSet<Gid>>,
+    /// Lost messages already told to a callback and not yet taken.
     told_lost: u64,
     callbacks: Callbacks,
 }
@@ -218,7 +220,6 @@ impl Events {
         };
         st.total_at_take = st.ever.len();
         st.taken = now;
-        st.told_matched = 0;
         Some(status)
     }
 
@@ -250,7 +251,10 @@ impl Events {
         {
             let mut st = self.state.lock();
             match kind {
-                Kind::Matched => st.callbacks.matched = cb,
+                Kind::Matched => {
+                    st.callbacks.matched = cb;
+                    st.notified_matched = None;
+                }
                 Kind::MessageLost => st.callbacks.lost = cb,
                 Kind::QosIncompatible => {}
             }
@@ -294,15 +298,16 @@ impl Events {
             if let Some(cb) = cbs.matched {
                 self.signal.clear();
                 let now = self.matched_now();
-                let n = {
+                // Every change of the matched set the callback has not heard of is one event.
+                let changed = {
                     let mut st = self.state.lock();
-                    let pending = usize::from(now != st.taken);
-                    let tell = pending.saturating_sub(st.told_matched);
-                    st.told_matched += tell;
-                    tell
+                    let seen = st.notified_matched.take().unwrap_or_else(|| st.taken.clone());
+                    let changed = now != seen;
+                    st.notified_matched = Some(now);
+                    changed
                 };
-                if n > 0 {
-                    cb.call(n);
+                if changed {
+                    cb.call(1);
                 }
             } else {
                 self.signal.clear();
