@@ -295,3 +295,15 @@ fn ruling_transient_local_into_a_sink_that_writes_back_does_not_deadlock() {
     assert_eq!(echoed, vec![100, 101, 102]);
     assert_eq!(echo.len(), 3);
 }
+
+#[test]
+fn ruling_handles_are_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<libtracer_core::Graph>();
+    check::<libtracer_core::Vertex>();
+    check::<libtracer_core::Edge>();
+    check::<libtracer_core::Readiness>();
+    check::<libtracer_core::Signal>();
+    check::<libtracer_core::Waiter>();
+    check::<libtracer_core::Sample>();
+}
