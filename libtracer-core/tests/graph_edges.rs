@@ -307,3 +307,29 @@ fn ruling_handles_are_send_and_sync() {
     check::<libtracer_core::Waiter>();
     check::<libtracer_core::Sample>();
 }
+
+#[test]
+fn ruling_dropping_the_graph_frees_its_vertices_despite_edge_cycles() {
+    let marker = Arc::new(());
+    {
+        let g = graph("g");
+        let m2 = marker.clone();
+        g.create_sink("/sink", Arc::new(move |_: &Sample| drop(m2.clone())))
+            .unwrap();
+        g.create_stream("/a", StreamOptions::default()).unwrap();
+        g.create_stream("/b", StreamOptions::default()).unwrap();
+        g.subscribe("/a", "/b", DeliveryPolicy::default()).unwrap();
+        g.subscribe("/b", "/a", DeliveryPolicy::default()).unwrap();
+        g.subscribe("/a", "/sink", DeliveryPolicy::default())
+            .unwrap();
+        g.subscribe("/:children[]", "/a", DeliveryPolicy::default())
+            .unwrap();
+        g.write("/a", p(b"x"), m(1)).unwrap();
+        assert_eq!(Arc::strong_count(&marker), 2);
+    }
+    assert_eq!(
+        Arc::strong_count(&marker),
+        1,
+        "the sink (and its tree) was freed"
+    );
+}
