@@ -96,20 +96,12 @@ pub struct Credentials {
 }
 
 impl Credentials {
-    /// The current process's uid and gid, read from the owner of `/proc/self` (no libc, no unsafe).
+    /// The current process's effective uid and gid: what the kernel reports for its sockets
+    /// (SO_PEERCRED), so a local caller and the same process seen over a link agree.
     pub fn current() -> Credentials {
-        use std::os::unix::fs::MetadataExt;
-        match std::fs::metadata("/proc/self") {
-            Ok(m) => Credentials {
-                uid: m.uid(),
-                gid: m.gid(),
-            },
-            // Without procfs fall back to a uid that matches no real user: local calls still act
-            // as the owner because the owner is defined by this same value.
-            Err(_) => Credentials {
-                uid: u32::MAX,
-                gid: u32::MAX,
-            },
+        Credentials {
+            uid: nix::unistd::geteuid().as_raw(),
+            gid: nix::unistd::getegid().as_raw(),
         }
     }
 }
