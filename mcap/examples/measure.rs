@@ -114,6 +114,45 @@ fn main() -> Result<()> {
     }
     let _ = std::fs::remove_file(&raw);
 
+    println!("## Recorder::write cost on the publishing thread (writer thread draining to a file)");
+    for (len, n) in [(64usize, 1_000_000u64), (1 << 20, 2_000)] {
+        let path = dir.join("measure_rec.mcap");
+        let rec = Recorder::create(&path, RecorderOptions::default())?;
+        let ch = rec.add_channel(0, "/bench", "cdr", &Default::default())?;
+        let st = rec.add_field("sensor_time", FieldEncoding::Timestamp, true)?;
+        let mut rng = 7u64;
+        let proto = payload(1, len, &mut rng);
+        let mut lat: Vec<u64> = Vec::with_capacity(n as usize);
+        let mut queued = 0u64;
+        for i in 0..n {
+            // The payload is built before timing: the caller already owns its CDR bytes.
+            let data = proto.clone();
+            let t0 = Instant::now();
+            let ok = rec.write(
+                ch,
+                i,
+                i,
+                i as u32,
+                data,
+                vec![(st, FieldValue::Timestamp(i))],
+            );
+            lat.push(t0.elapsed().as_nanos() as u64);
+            queued += ok as u64;
+        }
+        let report = rec.finish();
+        lat.sort_unstable();
+        let mean = lat.iter().sum::<u64>() as f64 / n as f64;
+        println!(
+            "payload {len:>8} B x {n:>7}: write() mean {mean:.0} ns, p50 {} ns, p99 {} ns, max {} us; queued {queued}, written {}, dropped {}",
+            lat[lat.len() / 2],
+            lat[lat.len() * 99 / 100],
+            lat[lat.len() - 1] / 1000,
+            report.written,
+            report.dropped
+        );
+        let _ = std::fs::remove_file(&path);
+    }
+
     println!("## 1 GiB file: info and field seek");
     let big = dir.join("measure_1gib.mcap");
     let n = (1u64 << 30) / 4096;
