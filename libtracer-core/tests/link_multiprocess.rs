@@ -13,11 +13,12 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use libtracer_core::link::HostTransport;
 use libtracer_core::{
     DeliveryPolicy, Discovery, EdgeState, Graph, GraphConfig, Meta, Payload, StreamOptions,
     StructEvent, Vertex,
 };
-use link_support::TempDir;
+use link_support::{Recorder, TempDir};
 
 const T: Duration = Duration::from_secs(10);
 
@@ -63,6 +64,15 @@ fn drain(v: &Vertex) -> Vec<String> {
 fn multiprocess_child() {
     let dir = std::env::var("LT_MP_DIR").expect("run by the multi-process tests only");
     let name = std::env::var("LT_MP_NAME").expect("LT_MP_NAME");
+    if std::env::var("LT_MP_ROLE").as_deref() == Ok("transport") {
+        // A bare transport, no graph: linked until stdin closes.
+        let _t = HostTransport::start(std::path::Path::new(&dir), &name, Recorder::new())
+            .expect("transport");
+        println!("@@ ready");
+        let mut rest = String::new();
+        let _ = std::io::Read::read_to_string(&mut std::io::stdin(), &mut rest);
+        return;
+    }
     let g = host_graph(std::path::Path::new(&dir), &name);
     let mut edges = Vec::new();
     let stdin = std::io::stdin();
@@ -124,6 +134,10 @@ struct Proc {
 
 impl Proc {
     fn spawn(dir: &std::path::Path, name: &str) -> Proc {
+        Self::spawn_as(dir, name, "graph")
+    }
+
+    fn spawn_as(dir: &std::path::Path, name: &str, role: &str) -> Proc {
         let mut child = Command::new(std::env::current_exe().expect("test binary"))
             .args([
                 "--ignored",
@@ -135,6 +149,7 @@ impl Proc {
             ])
             .env("LT_MP_DIR", dir)
             .env("LT_MP_NAME", name)
+            .env("LT_MP_ROLE", role)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -230,6 +245,25 @@ fn ruling9_two_processes_link_and_exchange_writes_and_deliveries() {
     eventually("not_found came back", || a.remote_write_errors().0 == 1);
     assert_eq!(b.cmd("pop /missing"), "");
     b.exit();
+}
+
+#[test]
+fn ruling4_peer_identity_comes_from_the_kernel() {
+    let dir = TempDir::new("cred");
+    let r = Recorder::new();
+    let _p = HostTransport::start(dir.path(), "p", r.clone()).unwrap();
+    let mut t = Proc::spawn_as(dir.path(), "t", "transport");
+    let mut l = String::new();
+    std::io::BufRead::read_line(&mut t.stdout, &mut l).unwrap();
+    let link = r.wait_up("t", T);
+    let id = link.peer();
+    // SO_PEERCRED: the pid is the child's, which the child never told us.
+    assert_eq!(id.pid, t.child.id());
+    assert_ne!(id.pid, std::process::id());
+    assert_eq!(id.uid, nix::unistd::geteuid().as_raw());
+    assert_eq!(id.gid, nix::unistd::getegid().as_raw());
+    drop(t);
+    assert!(r.wait_down("t", T));
 }
 
 #[test]
