@@ -118,6 +118,13 @@ int main(void) {
             actual.reliability == RMW_QOS_POLICY_RELIABILITY_RELIABLE &&
             actual.durability == RMW_QOS_POLICY_DURABILITY_VOLATILE,
         "service actual qos", "not the resolved services default");
+  rmw_qos_profile_t tlq = sq;
+  tlq.durability = RMW_QOS_POLICY_DURABILITY_TRANSIENT_LOCAL;
+  rmw_service_t *tls = rmw_create_service(node, srv_ts(), "/api/tl", &tlq);
+  check(tls != NULL && rmw_service_response_publisher_get_actual_qos(tls, &actual) == RMW_RET_OK &&
+            actual.durability == RMW_QOS_POLICY_DURABILITY_VOLATILE,
+        "service durability is volatile", "requests are never replayed, the QoS must say so");
+  rmw_destroy_service(node, tls);
   check(rmw_client_request_publisher_get_actual_qos(NULL, &actual) == RMW_RET_INVALID_ARGUMENT, "client qos null", "not invalid");
   rmw_client_t *cli = rmw_create_client(node, srv_ts(), "/api/svc", &sq);
   rmw_client_t *lonely = rmw_create_client(node, srv_ts(), "/api/none", &sq);

@@ -18,7 +18,7 @@ use crate::gid::Gid;
 use crate::log::log;
 use crate::names;
 use crate::node::Node;
-use crate::qos::{End, Qos};
+use crate::qos::Qos;
 use crate::registry::{EntityKind, Entry, Record};
 use crate::topic::now_ns;
 
@@ -68,7 +68,7 @@ impl Client {
         names::topic_path(name, qos.avoid_ros_namespace_conventions)?;
         // Check that the name maps before anything is made.
         request_path(name, Gid::default())?;
-        let qos = Qos::resolve(qos, End::Publisher)?;
+        let qos = super::resolve_qos(qos)?;
         let gid = ctx.gids.next();
         let path = response_path(gid);
         let inbox = Inbox::new(qos.subscription_ring());

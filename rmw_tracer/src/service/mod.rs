@@ -30,6 +30,15 @@ pub fn request_path(name: &str, server: Gid) -> RmwResult<String> {
     Ok(format!("/.ros/services{p}/_request/{}", server.hex()))
 }
 
+/// The actual QoS of a server or client: the requested profile resolved, and always VOLATILE,
+/// since neither inbox replays anything to an endpoint that comes later (a request written before
+/// a server existed never reaches it).
+pub fn resolve_qos(req: &ffi::rmw_qos_profile_t) -> RmwResult<crate::qos::Qos> {
+    let mut q = crate::qos::Qos::resolve(req, crate::qos::End::Subscription)?;
+    q.profile.durability = ffi::RMW_QOS_POLICY_DURABILITY_VOLATILE;
+    Ok(q)
+}
+
 /// Where the responses to the client `client` land.
 pub fn response_path(client: Gid) -> String {
     format!("/.ros/clients/{}/_response", client.hex())

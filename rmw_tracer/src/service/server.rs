@@ -18,7 +18,7 @@ use crate::gid::Gid;
 use crate::log::log;
 use crate::names;
 use crate::node::Node;
-use crate::qos::{End, Qos};
+use crate::qos::Qos;
 use crate::registry::{EntityKind, Entry, Record};
 use crate::topic::now_ns;
 
@@ -109,7 +109,7 @@ impl Server {
         ctx.check_live()?;
         // The rules of a topic name apply to a service name (rmw_validate_full_topic_name).
         names::topic_path(name, qos.avoid_ros_namespace_conventions)?;
-        let qos = Qos::resolve(qos, End::Subscription)?;
+        let qos = super::resolve_qos(qos)?;
         let gid = ctx.gids.next();
         let path = request_path(name, gid)?;
         let inbox = Inbox::new(qos.subscription_ring());
