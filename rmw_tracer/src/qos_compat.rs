@@ -41,7 +41,9 @@ pub fn check(
     if publisher.durability == ffi::RMW_QOS_POLICY_DURABILITY_VOLATILE
         && subscription.durability == ffi::RMW_QOS_POLICY_DURABILITY_TRANSIENT_LOCAL
     {
-        warn("Volatile publisher and transient local subscription: the publisher offers no history");
+        warn(
+            "Volatile publisher and transient local subscription: the publisher offers no history",
+        );
     }
     if is_set(&subscription.deadline) {
         warn("Subscription has a deadline, which rmw_tracer does not offer");

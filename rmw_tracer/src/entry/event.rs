@@ -102,13 +102,18 @@ unsafe fn resolve<'a>(ev: *const ffi::rmw_event_t) -> RmwResult<(&'a Arc<Events>
     let c = unsafe { handle::c_ref::<EventHandle>(ev, "event_handle") }?;
     let (end, kind) = classify(c.event_type);
     let (Some(end), Some(kind)) = (end, kind) else {
-        return Err(RmwError::invalid(format!("event of unsupported type {}", c.event_type)));
+        return Err(RmwError::invalid(format!(
+            "event of unsupported type {}",
+            c.event_type
+        )));
     };
     let events = match end {
         // SAFETY: an initialized publisher event's data is its live publisher's object.
         End::Publisher => &unsafe { handle::from_data::<Publisher>(c.data, "event data") }?.events,
         // SAFETY: as above for a subscription.
-        End::Subscription => &unsafe { handle::from_data::<Subscription>(c.data, "event data") }?.events,
+        End::Subscription => {
+            &unsafe { handle::from_data::<Subscription>(c.data, "event data") }?.events
+        }
     };
     Ok((events, kind))
 }
@@ -137,7 +142,9 @@ pub unsafe extern "C" fn rmw_take_event(
         match kind {
             Kind::Matched => {
                 // SAFETY: a matched event's info is an `rmw_matched_status_t` (rmw's contract).
-                let out = unsafe { handle::out(event_info.cast::<ffi::rmw_matched_status_t>(), "event_info") }?;
+                let out = unsafe {
+                    handle::out(event_info.cast::<ffi::rmw_matched_status_t>(), "event_info")
+                }?;
                 if let Some(s) = events.take_matched() {
                     *out = ffi::rmw_matched_status_t {
                         total_count: s.total_count,
@@ -150,7 +157,12 @@ pub unsafe extern "C" fn rmw_take_event(
             }
             Kind::MessageLost => {
                 // SAFETY: a lost-message event's info is an `rmw_message_lost_status_t`.
-                let out = unsafe { handle::out(event_info.cast::<ffi::rmw_message_lost_status_t>(), "event_info") }?;
+                let out = unsafe {
+                    handle::out(
+                        event_info.cast::<ffi::rmw_message_lost_status_t>(),
+                        "event_info",
+                    )
+                }?;
                 if let Some(s) = events.take_lost() {
                     *out = ffi::rmw_message_lost_status_t {
                         total_count: s.total_count,
@@ -190,8 +202,12 @@ pub unsafe extern "C" fn rmw_event_set_callback(
 /// # Safety
 /// Callable with any argument.
 #[no_mangle]
-pub unsafe extern "C" fn rmw_event_type_is_supported(rmw_event_type: ffi::rmw_event_type_t) -> bool {
-    ffi_bool("rmw_event_type_is_supported", || crate::event::is_supported(rmw_event_type))
+pub unsafe extern "C" fn rmw_event_type_is_supported(
+    rmw_event_type: ffi::rmw_event_type_t,
+) -> bool {
+    ffi_bool("rmw_event_type_is_supported", || {
+        crate::event::is_supported(rmw_event_type)
+    })
 }
 
 /// An `rmw_wait` event slot: the `rmw_event_t` itself (rcl puts event handles there, not their

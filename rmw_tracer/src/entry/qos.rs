@@ -30,7 +30,9 @@ pub unsafe extern "C" fn rmw_qos_profile_check_compatible(
             ));
         }
         // SAFETY: `reason` holds `reason_size` writable bytes (rmw's contract; null only with 0).
-        let buf = unsafe { crate::boundary::handle::slice_mut(reason.cast::<u8>(), reason_size, "reason") }?;
+        let buf = unsafe {
+            crate::boundary::handle::slice_mut(reason.cast::<u8>(), reason_size, "reason")
+        }?;
         let (verdict, why) = crate::qos_compat::check(&publisher_profile, &subscription_profile);
         *out = verdict;
         crate::qos_compat::write_reason(buf, &why);

@@ -38,13 +38,17 @@ pub enum Kind {
 pub fn classify(t: ffi::rmw_event_type_t) -> (Option<End>, Option<Kind>) {
     match t {
         ffi::RMW_EVENT_PUBLICATION_MATCHED => (Some(End::Publisher), Some(Kind::Matched)),
-        ffi::RMW_EVENT_OFFERED_QOS_INCOMPATIBLE => (Some(End::Publisher), Some(Kind::QosIncompatible)),
+        ffi::RMW_EVENT_OFFERED_QOS_INCOMPATIBLE => {
+            (Some(End::Publisher), Some(Kind::QosIncompatible))
+        }
         ffi::RMW_EVENT_LIVELINESS_LOST
         | ffi::RMW_EVENT_OFFERED_DEADLINE_MISSED
         | ffi::RMW_EVENT_PUBLISHER_INCOMPATIBLE_TYPE => (Some(End::Publisher), None),
         ffi::RMW_EVENT_SUBSCRIPTION_MATCHED => (Some(End::Subscription), Some(Kind::Matched)),
         ffi::RMW_EVENT_MESSAGE_LOST => (Some(End::Subscription), Some(Kind::MessageLost)),
-        ffi::RMW_EVENT_REQUESTED_QOS_INCOMPATIBLE => (Some(End::Subscription), Some(Kind::QosIncompatible)),
+        ffi::RMW_EVENT_REQUESTED_QOS_INCOMPATIBLE => {
+            (Some(End::Subscription), Some(Kind::QosIncompatible))
+        }
         ffi::RMW_EVENT_LIVELINESS_CHANGED
         | ffi::RMW_EVENT_REQUESTED_DEADLINE_MISSED
         | ffi::RMW_EVENT_SUBSCRIPTION_INCOMPATIBLE_TYPE => (Some(End::Subscription), None),
@@ -122,7 +126,13 @@ pub struct Events {
 
 impl Events {
     /// `lost`: the subscription ring's drop counter (publishers lose nothing).
-    pub fn new(ctx: Arc<Shared>, end: End, topic: &str, type_name: &str, lost: Option<LostCounter>) -> Arc<Events> {
+    pub fn new(
+        ctx: Arc<Shared>,
+        end: End,
+        topic: &str,
+        type_name: &str,
+        lost: Option<LostCounter>,
+    ) -> Arc<Events> {
         Arc::new(Events {
             ctx,
             end,
@@ -158,7 +168,9 @@ impl Events {
             .registry
             .snapshot()
             .into_iter()
-            .filter(|(_, r)| r.kind == other && r.topic == self.topic && r.type_name == self.type_name)
+            .filter(|(_, r)| {
+                r.kind == other && r.topic == self.topic && r.type_name == self.type_name
+            })
             .map(|(_, r)| r.gid)
             .collect()
     }
@@ -270,7 +282,9 @@ impl Events {
         let t = std::thread::Builder::new()
             .name("rmw_tracer-events".into())
             .spawn(move || Events::notify_loop(&me, &stop2))
-            .map_err(|e| RmwError::failed(format!("cannot start the event callback thread: {e}")))?;
+            .map_err(|e| {
+                RmwError::failed(format!("cannot start the event callback thread: {e}"))
+            })?;
         *self.notifier.lock() = Some((stop, t));
         Ok(())
     }
@@ -301,7 +315,10 @@ impl Events {
                 // Every change of the matched set the callback has not heard of is one event.
                 let changed = {
                     let mut st = self.state.lock();
-                    let seen = st.notified_matched.take().unwrap_or_else(|| st.taken.clone());
+                    let seen = st
+                        .notified_matched
+                        .take()
+                        .unwrap_or_else(|| st.taken.clone());
                     let changed = now != seen;
                     st.notified_matched = Some(now);
                     changed
@@ -397,7 +414,13 @@ mod tests {
         ] {
             assert!(!is_supported(t), "{t}");
         }
-        assert_eq!(classify(ffi::RMW_EVENT_MESSAGE_LOST).0, Some(End::Subscription));
-        assert_eq!(classify(ffi::RMW_EVENT_PUBLICATION_MATCHED).0, Some(End::Publisher));
+        assert_eq!(
+            classify(ffi::RMW_EVENT_MESSAGE_LOST).0,
+            Some(End::Subscription)
+        );
+        assert_eq!(
+            classify(ffi::RMW_EVENT_PUBLICATION_MATCHED).0,
+            Some(End::Publisher)
+        );
     }
 }

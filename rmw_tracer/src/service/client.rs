@@ -162,7 +162,11 @@ impl Client {
             // request is lost, as a DDS request to a vanished reader is, and the client waits
             // (or times out) for the others.
             if let Err(e) = r {
-                log!(RMW_LOG_SEVERITY_DEBUG, "a request of {} was not delivered: {e}", self.name());
+                log!(
+                    RMW_LOG_SEVERITY_DEBUG,
+                    "a request of {} was not delivered: {e}",
+                    self.name()
+                );
             }
         }
         Ok(sequence)

@@ -210,7 +210,10 @@ impl Server {
             // has no taker, which rcl reports as a timeout, not as a failure of the server.
             Err(e) if !matches!(reply, Reply::Remote(_)) || is_gone(&e) => {
                 self.origins.lock().forget(client);
-                log!(RMW_LOG_SEVERITY_DEBUG, "response to a client that is gone: {e}");
+                log!(
+                    RMW_LOG_SEVERITY_DEBUG,
+                    "response to a client that is gone: {e}"
+                );
                 Err(RmwError::Timeout)
             }
             Err(e) => Err(e.into()),
@@ -241,7 +244,10 @@ impl Server {
 }
 
 fn is_gone(e: &libtracer_core::Error) -> bool {
-    matches!(e, libtracer_core::Error::LinkDown(_) | libtracer_core::Error::NotFound(_))
+    matches!(
+        e,
+        libtracer_core::Error::LinkDown(_) | libtracer_core::Error::NotFound(_)
+    )
 }
 
 impl Drop for Server {
