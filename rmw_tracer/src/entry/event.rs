@@ -108,11 +108,15 @@ unsafe fn resolve<'a>(ev: *const ffi::rmw_event_t) -> RmwResult<(&'a Arc<Events>
         )));
     };
     let events = match end {
-        // SAFETY: an initialized publisher event's data is its live publisher's object.
-        End::Publisher => &unsafe { handle::from_data::<Publisher>(c.data, "event data") }?.events,
-        // SAFETY: as above for a subscription.
+        End::Publisher => {
+            // SAFETY: an initialized publisher event's data is its live publisher's object.
+            let p = unsafe { handle::from_data::<Publisher>(c.data, "event data") }?;
+            &p.events
+        }
         End::Subscription => {
-            &unsafe { handle::from_data::<Subscription>(c.data, "event data") }?.events
+            // SAFETY: an initialized subscription event's data is its live subscription's object.
+            let s = unsafe { handle::from_data::<Subscription>(c.data, "event data") }?;
+            &s.events
         }
     };
     Ok((events, kind))
