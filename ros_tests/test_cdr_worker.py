@@ -1,8 +1,8 @@
 """The process side of the CDR tests (test_cdr.py): run with the venv's python, under Fast DDS
-or under rmw_tracer (LD_PRELOAD), and talk JSON on stdin/stdout.
+or under rmw_tracer (LD_PRELOAD), and answer JSON on stdout.
 
     python test_cdr_worker.py serialize            -> {"<sample>": "<hex>", ...}
-    python test_cdr_worker.py deserialize < json   -> {"<sample>": "ok" | "<what differs>", ...}
+    python test_cdr_worker.py deserialize FILE.json -> {"<sample>": "ok" | "<what differs>", ...}
     python test_cdr_worker.py malformed            -> {"cases": N, "accepted": [...], ...}
 
 Samples are test_msgs messages filled with non-default values in every field (non-empty
@@ -219,7 +219,8 @@ def main() -> int:
     if cmd == "serialize":
         out = cmd_serialize()
     elif cmd == "deserialize":
-        out = cmd_deserialize(json.load(sys.stdin))
+        with open(sys.argv[2]) as f:
+            out = cmd_deserialize(json.load(f))
     elif cmd == "malformed":
         out = cmd_malformed()
     else:

@@ -151,8 +151,7 @@ macro_rules! read_prim {
     ($name:ident, $t:ty) => {
         pub fn $name(&mut self) -> Result<$t, CdrError> {
             const N: usize = std::mem::size_of::<$t>();
-            self.align(N)?;
-            let b: [u8; N] = self.take(N)?.try_into().expect("take returns N bytes");
+            let b: [u8; N] = self.take_aligned(N, N)?.try_into().expect("N bytes");
             Ok(if self.little_endian {
                 <$t>::from_le_bytes(b)
             } else {
@@ -195,11 +194,6 @@ impl<'a> Reader<'a> {
         HEADER_LEN + self.pos
     }
 
-    pub fn align(&mut self, n: usize) -> Result<(), CdrError> {
-        let pad = padding(self.pos, n);
-        self.take(pad).map(|_| ())
-    }
-
     pub fn take(&mut self, n: usize) -> Result<&'a [u8], CdrError> {
         if n > self.remaining() {
             return Err(CdrError::Truncated {
@@ -213,18 +207,28 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
 
-    /// Aligns to `align` and takes `count * size` bytes (a run of primitives).
+    /// Skips the padding before an item aligned to `align`, then takes `n` bytes; a shortfall
+    /// reports padding and item together.
+    pub fn take_aligned(&mut self, n: usize, align: usize) -> Result<&'a [u8], CdrError> {
+        let pad = padding(self.pos, align);
+        let need = pad.saturating_add(n);
+        if need > self.remaining() {
+            return Err(CdrError::Truncated {
+                need,
+                at: self.offset(),
+                have: self.remaining(),
+            });
+        }
+        self.pos += pad;
+        self.take(n)
+    }
+
+    /// A run of `count` primitives of `size` bytes (aligned to `size`).
     pub fn take_run(&mut self, count: usize, size: usize) -> Result<&'a [u8], CdrError> {
         if count == 0 {
             return Ok(&[]);
         }
-        self.align(size)?;
-        let n = count.checked_mul(size).ok_or(CdrError::Truncated {
-            need: usize::MAX,
-            at: self.offset(),
-            have: self.remaining(),
-        })?;
-        self.take(n)
+        self.take_aligned(count.saturating_mul(size), size)
     }
 
     pub fn is_little_endian(&self) -> bool {
