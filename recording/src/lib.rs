@@ -1,0 +1,15 @@
+#![forbid(unsafe_code)]
+//! What the two recorders share (docs/mcap.md, "Recording"): rmw_tracer's in-process
+//! recorder (`RMW_TRACER_RECORD`) and the `tracer record` participant write the same fields
+//! on every message, read `header.stamp` the same way, and select topics the same way.
+//! Nothing here needs ROS: the endpoint registry record is read from its documented text.
+
+pub mod endpoint;
+pub mod fields;
+pub mod select;
+pub mod stamp;
+
+pub use endpoint::{offered_qos, EndpointRecord};
+pub use fields::{Fields, MessageFields};
+pub use select::Selection;
+pub use stamp::StampLocator;
