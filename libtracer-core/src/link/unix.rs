@@ -14,6 +14,8 @@ use crate::wire::{encode_parts, ErrorCode, Frame, FrameDecoder, MAX_FRAME, PROTO
 
 /// Read buffer of a link's reader (large bodies bypass it, see `FrameDecoder::body_window`).
 pub(crate) const READ_BUF: usize = 64 * 1024;
+/// After a frame at least this large, the reader reads the next prefix on its own.
+const PREFIX_FIRST: usize = 32 * 1024;
 
 /// One end of a Unix-socket link.
 pub struct UnixLink {
@@ -321,13 +323,22 @@ pub(crate) fn run_reader(
                 }
             }
         }
-        // Read more: large bodies straight into the frame buffer, the rest through `buf`.
+        // Read more: large bodies straight into the frame buffer, the rest through `buf`. After
+        // a large frame, read just the next length prefix first, so that a large body that
+        // follows goes straight into its own buffer instead of through `buf`.
         let r = match dec.body_window() {
             Some(w) => stream.read(w).inspect(|&n| dec.commit(n)),
-            None => stream.read(&mut buf).inspect(|&n| {
-                start = 0;
-                end = n;
-            }),
+            None => {
+                let want = if !dec.is_mid_frame() && dec.last_frame_len() >= PREFIX_FIRST {
+                    crate::wire::LEN_PREFIX
+                } else {
+                    buf.len()
+                };
+                stream.read(&mut buf[..want]).inspect(|&n| {
+                    start = 0;
+                    end = n;
+                })
+            }
         };
         match r {
             Ok(0) => break,

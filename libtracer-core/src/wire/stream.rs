@@ -1,12 +1,20 @@
 //! The streaming decoder: bytes in any fragmentation go in, whole frames come out.
 //!
 //! Memory is bounded by one frame: the decoder holds at most the frame being assembled, and the
-//! length prefix is checked against the bound before anything is allocated for the body. The
-//! body buffer is reserved whole up to `EAGER_RESERVE` (4 MiB) and beyond that grows with the
-//! bytes that actually arrived (never past the announced length), so a peer that announces a
-//! 60 MiB frame and then stalls costs 4 MiB, not 60.
+//! length prefix is checked against the bound before anything is allocated for the body. A body
+//! of up to `EAGER_RESERVE` (4 MiB) is reserved whole when its prefix arrives; a larger one
+//! starts there and grows with the bytes that actually arrive (never past the announced
+//! length), so a peer that announces a 60 MiB frame and then stalls costs 4 MiB, not 60.
+//!
+//! Bodies from 64 KiB to 4 MiB come from a small pool: a payload handed out is a slice of its
+//! frame buffer (`Bytes::from_owner`), and when the last reference to it goes the buffer returns
+//! to the pool, already initialized, so the next large frame is read straight into it with no
+//! allocation, no page faults and no zeroing.
+
+use std::sync::Arc;
 
 use bytes::Bytes;
+use parking_lot::Mutex;
 
 use super::codec::{check_frame_len, decode_body, LEN_PREFIX};
 use super::error::DecodeError;
@@ -18,18 +26,153 @@ const WINDOW_MIN: usize = 16 * 1024;
 /// fills); a larger one starts here and doubles as bytes arrive. So a peer that announces a
 /// large frame and stalls costs at most this much.
 pub const EAGER_RESERVE: usize = 4 << 20;
+/// Bodies from this size up to `EAGER_RESERVE` use the pool.
+const POOL_MIN: usize = 64 * 1024;
+/// The most the pool keeps, in bytes.
+const POOL_BYTES: usize = 8 << 20;
+
+type Pool = Arc<Mutex<Vec<Vec<u8>>>>;
+
+/// A pooled frame buffer owned by the `Bytes` of one frame; back to the pool when dropped.
+struct Pooled {
+    buf: Vec<u8>,
+    len: usize,
+    pool: Pool,
+}
+
+impl AsRef<[u8]> for Pooled {
+    fn as_ref(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+impl Drop for Pooled {
+    fn drop(&mut self) {
+        let mut pool = self.pool.lock();
+        let held: usize = pool.iter().map(Vec::len).sum();
+        if held + self.buf.len() <= POOL_BYTES {
+            pool.push(std::mem::take(&mut self.buf));
+        }
+    }
+}
+
+/// A body being assembled. `buf[..filled]` is received; `buf[filled..]`, if any, is
+/// initialized scratch (a pooled buffer, or a window handed out for reading).
+struct Body {
+    buf: Vec<u8>,
+    filled: usize,
+    need: usize,
+    pooled: bool,
+}
+
+impl std::fmt::Debug for Body {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Body({} of {} bytes{})",
+            self.filled,
+            self.need,
+            if self.pooled { ", pooled" } else { "" }
+        )
+    }
+}
+
+impl Body {
+    fn new(need: usize, pool: &Pool) -> Body {
+        if (POOL_MIN..=EAGER_RESERVE).contains(&need) {
+            // Best fit among buffers no larger than twice the need, so a small frame does not
+            // pin a big buffer; else a fresh zeroed one (calloc: fresh pages need no memset).
+            let reused = {
+                let mut p = pool.lock();
+                let best = (0..p.len())
+                    .filter(|&i| (need..=2 * need).contains(&p[i].len()))
+                    .min_by_key(|&i| p[i].len());
+                best.map(|i| p.swap_remove(i))
+            };
+            let buf = reused.unwrap_or_else(|| vec![0u8; need]);
+            return Body {
+                buf,
+                filled: 0,
+                need,
+                pooled: true,
+            };
+        }
+        Body {
+            buf: Vec::with_capacity(need.min(EAGER_RESERVE)),
+            filled: 0,
+            need,
+            pooled: false,
+        }
+    }
+
+    fn missing(&self) -> usize {
+        self.need - self.filled
+    }
+
+    fn push(&mut self, data: &[u8]) -> usize {
+        let n = data.len().min(self.missing());
+        let end = self.filled + n;
+        if end <= self.buf.len() {
+            self.buf[self.filled..end].copy_from_slice(&data[..n]);
+        } else {
+            self.buf.truncate(self.filled);
+            grow(&mut self.buf, self.need, n);
+            self.buf.extend_from_slice(&data[..n]);
+        }
+        self.filled = end;
+        n
+    }
+
+    /// Initialized room after `filled` to read into, at most up to `need`.
+    fn window(&mut self) -> &mut [u8] {
+        if self.buf.len() < self.need {
+            // Use the room already reserved; past it, grow by at least 64 KiB.
+            let room = self
+                .buf
+                .capacity()
+                .saturating_sub(self.filled)
+                .max(64 * 1024);
+            let end = self.need.min(self.filled + room);
+            if self.buf.len() < end {
+                self.buf.truncate(self.filled);
+                grow(&mut self.buf, self.need, end - self.filled);
+                self.buf.resize(end, 0);
+            }
+        }
+        let end = self.need.min(self.buf.len());
+        &mut self.buf[self.filled..end]
+    }
+
+    fn into_bytes(mut self, pool: &Pool) -> Bytes {
+        if self.pooled {
+            Bytes::from_owner(Pooled {
+                buf: self.buf,
+                len: self.need,
+                pool: pool.clone(),
+            })
+        } else {
+            self.buf.truncate(self.need);
+            Bytes::from(self.buf)
+        }
+    }
+}
 
 #[derive(Debug)]
 enum State {
     /// Collecting the length prefix.
     Prefix { buf: [u8; LEN_PREFIX], have: usize },
-    /// Collecting `need` body bytes into `body`.
-    Body { body: Vec<u8>, need: usize },
+    /// Collecting the body.
+    Body(Body),
     /// A complete body waits for `pop`.
-    Ready(Vec<u8>),
+    Ready(Body),
     /// The framing itself is broken (bad length prefix): nothing after it can be trusted.
     Failed(DecodeError),
 }
+
+const START: State = State::Prefix {
+    buf: [0; LEN_PREFIX],
+    have: 0,
+};
 
 /// Streaming frame decoder. `push` bytes, `pop` frames.
 ///
@@ -37,12 +180,23 @@ enum State {
 /// complete it takes nothing more until that frame is popped, so the decoder never holds more
 /// than one frame. A body that does not decode is returned as an error by `pop` and the decoder
 /// goes on with the next frame (the framing is intact); a bad length prefix poisons it for good.
-#[derive(Debug)]
 pub struct FrameDecoder {
     max_frame: u32,
     state: State,
-    /// Filled length of the body when a `body_window` was handed out and not yet committed.
-    window: Option<usize>,
+    /// Length of the `body_window` handed out and not yet committed.
+    window: usize,
+    /// Body length of the last frame popped.
+    last_len: usize,
+    pool: Pool,
+}
+
+impl std::fmt::Debug for FrameDecoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FrameDecoder")
+            .field("max_frame", &self.max_frame)
+            .field("state", &self.state)
+            .finish()
+    }
 }
 
 impl FrameDecoder {
@@ -50,11 +204,10 @@ impl FrameDecoder {
     pub fn new(max_frame: u32) -> Self {
         FrameDecoder {
             max_frame,
-            state: State::Prefix {
-                buf: [0; LEN_PREFIX],
-                have: 0,
-            },
-            window: None,
+            state: START,
+            window: 0,
+            last_len: 0,
+            pool: Arc::default(),
         }
     }
 
@@ -71,7 +224,7 @@ impl FrameDecoder {
     /// or after a framing error). Call `pop` after every `push`.
     pub fn push(&mut self, data: &[u8]) -> usize {
         // A window handed out and never committed holds no data.
-        self.commit(0);
+        self.window = 0;
         let mut taken = 0;
         while taken < data.len() {
             let rest = &data[taken..];
@@ -84,22 +237,14 @@ impl FrameDecoder {
                     if *have == LEN_PREFIX {
                         let len = u32::from_le_bytes(*buf);
                         self.state = match check_frame_len(len, self.max_frame) {
-                            Ok(len) => State::Body {
-                                body: Vec::new(),
-                                need: len as usize,
-                            },
+                            Ok(len) => State::Body(Body::new(len as usize, &self.pool)),
                             Err(e) => State::Failed(e),
                         };
                     }
                 }
-                State::Body { body, need } => {
-                    let n = rest.len().min(*need - body.len());
-                    grow(body, *need, n);
-                    body.extend_from_slice(&rest[..n]);
-                    taken += n;
-                    if body.len() == *need {
-                        self.state = State::Ready(std::mem::take(body));
-                    }
+                State::Body(body) => {
+                    taken += body.push(rest);
+                    self.finish_body();
                 }
                 State::Ready(_) | State::Failed(_) => break,
             }
@@ -107,16 +252,23 @@ impl FrameDecoder {
         taken
     }
 
+    fn finish_body(&mut self) {
+        if matches!(&self.state, State::Body(b) if b.missing() == 0) {
+            if let State::Body(b) = std::mem::replace(&mut self.state, START) {
+                self.state = State::Ready(b);
+            }
+        }
+    }
+
     /// Take the next complete frame, if one is assembled.
     pub fn pop(&mut self) -> Result<Option<Frame>, DecodeError> {
-        match &mut self.state {
-            State::Ready(body) => {
-                let body = Bytes::from(std::mem::take(body));
-                self.state = State::Prefix {
-                    buf: [0; LEN_PREFIX],
-                    have: 0,
+        match &self.state {
+            State::Ready(_) => {
+                let State::Ready(body) = std::mem::replace(&mut self.state, START) else {
+                    unreachable!()
                 };
-                decode_body(&body).map(Some)
+                self.last_len = body.need;
+                decode_body(&body.into_bytes(&self.pool)).map(Some)
             }
             State::Failed(e) => Err(e.clone()),
             _ => Ok(None),
@@ -131,11 +283,16 @@ impl FrameDecoder {
         self.pop()
     }
 
+    /// Body length of the last frame popped (a reader can tell large-frame traffic by it).
+    pub fn last_frame_len(&self) -> usize {
+        self.last_len
+    }
+
     /// Whether the decoder is in the middle of a frame (a clean end of stream has none).
     pub fn is_mid_frame(&self) -> bool {
         match &self.state {
             State::Prefix { have, .. } => *have > 0,
-            State::Body { .. } | State::Ready(_) => true,
+            State::Body(_) | State::Ready(_) => true,
             State::Failed(_) => false,
         }
     }
@@ -143,36 +300,25 @@ impl FrameDecoder {
     /// For a large body still missing: a window of the body buffer to read into directly
     /// (skipping a copy through a read buffer); report what was read with [`Self::commit`].
     /// `None` when no large body is being assembled. The window never reaches past the
-    /// announced length, and grows with what arrives.
+    /// announced length.
     pub fn body_window(&mut self) -> Option<&mut [u8]> {
-        let State::Body { body, need } = &mut self.state else {
+        let State::Body(body) = &mut self.state else {
             return None;
         };
-        let start = self.window.unwrap_or(body.len());
-        let missing = *need - start;
-        if missing < WINDOW_MIN {
+        if body.missing() < WINDOW_MIN {
             return None;
         }
-        body.truncate(start);
-        // Use the room already reserved; past it, grow by at least 64 KiB.
-        let chunk = missing.min((body.capacity() - start).max(64 * 1024));
-        grow(body, *need, chunk);
-        body.resize(start + chunk, 0);
-        self.window = Some(start);
-        Some(&mut body[start..])
+        let w = body.window();
+        self.window = w.len();
+        Some(w)
     }
 
     /// `n` bytes were written at the start of the last [`Self::body_window`].
     pub fn commit(&mut self, n: usize) {
-        let Some(start) = self.window.take() else {
-            return;
-        };
-        let State::Body { body, need } = &mut self.state else {
-            return;
-        };
-        body.truncate(start + n.min(body.len() - start));
-        if body.len() == *need {
-            self.state = State::Ready(std::mem::take(body));
+        let n = n.min(std::mem::take(&mut self.window));
+        if let State::Body(body) = &mut self.state {
+            body.filled += n;
+            self.finish_body();
         }
     }
 }
@@ -185,4 +331,85 @@ fn grow(body: &mut Vec<u8>, need: usize, n: usize) {
     }
     let target = want.max(body.capacity() * 2).min(need);
     body.reserve_exact(target - body.len());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::payload::{Meta, Payload};
+    use crate::wire::codec::encode;
+
+    fn delivery(n: usize, byte: u8) -> Frame {
+        Frame::Delivery {
+            edge: 1,
+            meta: Meta::default(),
+            suffix: None,
+            payload: Payload::from(vec![byte; n]),
+        }
+    }
+
+    fn read_through_windows(dec: &mut FrameDecoder, bytes: &[u8]) -> Frame {
+        let mut pos = dec.push(&bytes[..64]);
+        while pos < bytes.len() {
+            match dec.body_window() {
+                Some(w) => {
+                    let n = w.len().min(bytes.len() - pos);
+                    w[..n].copy_from_slice(&bytes[pos..pos + n]);
+                    dec.commit(n);
+                    pos += n;
+                }
+                None => pos += dec.push(&bytes[pos..]),
+            }
+        }
+        dec.pop().unwrap().unwrap()
+    }
+
+    #[test]
+    fn large_frame_buffers_are_reused_once_released() {
+        let mut dec = FrameDecoder::new(crate::wire::MAX_FRAME);
+        let (one, two) = (
+            encode(&delivery(1 << 20, 1)).unwrap(),
+            encode(&delivery(1 << 20, 2)).unwrap(),
+        );
+        let f1 = read_through_windows(&mut dec, &one);
+        let Frame::Delivery { payload: p1, .. } = &f1 else {
+            panic!()
+        };
+        let ptr1 = p1.as_bytes().as_ptr();
+        // While the first payload lives, the second frame gets another buffer.
+        let f2 = read_through_windows(&mut dec, &two);
+        let Frame::Delivery { payload: p2, .. } = &f2 else {
+            panic!()
+        };
+        assert_ne!(p2.as_bytes().as_ptr(), ptr1);
+        assert!(p2.as_ref().iter().all(|b| *b == 2));
+        drop(f1);
+        // Released: the next frame reads straight into it, and sees only its own bytes.
+        let f3 = read_through_windows(&mut dec, &one);
+        let Frame::Delivery { payload: p3, .. } = &f3 else {
+            panic!()
+        };
+        assert_eq!(p3.as_bytes().as_ptr(), ptr1);
+        assert!(p3.as_ref().iter().all(|b| *b == 1));
+        assert_eq!(f3, delivery(1 << 20, 1));
+    }
+
+    #[test]
+    fn pool_keeps_bounded_bytes() {
+        let pool: Pool = Arc::default();
+        let bufs: Vec<Bytes> = (0..4)
+            .map(|_| {
+                Body {
+                    buf: vec![0; 4 << 20],
+                    filled: 4 << 20,
+                    need: 4 << 20,
+                    pooled: true,
+                }
+                .into_bytes(&pool)
+            })
+            .collect();
+        drop(bufs);
+        let held: usize = pool.lock().iter().map(Vec::len).sum();
+        assert!(held <= POOL_BYTES, "{held}");
+    }
 }
