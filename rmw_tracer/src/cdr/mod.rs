@@ -147,6 +147,29 @@ impl MessageType {
         Ok(MessageType { plan, handle })
     }
 
+    /// The request and response types of a service (`rmw_create_client` / `_service`), from its
+    /// `rosidl_service_type_support_t` (an introspection handle or a dispatcher). Their
+    /// [`introspection_handle`](Self::introspection_handle) is null: a service's parts have
+    /// members but no message handle of their own.
+    ///
+    /// # Safety
+    /// `ts` must be null or a valid service type support handle whose library stays loaded.
+    pub unsafe fn from_service_type_support(
+        ts: *const ffi::rosidl_service_type_support_t,
+    ) -> Result<(MessageType, MessageType), CdrError> {
+        // SAFETY: forwarded contract.
+        let (flavor, req, resp) = unsafe { plan::service_members(ts) }?;
+        let part = |members| -> Result<MessageType, CdrError> {
+            // SAFETY: static MessageMembers of `flavor` from the loaded service type support.
+            let plan = unsafe { plan::build_members(flavor, members, 0) }?;
+            Ok(MessageType {
+                plan,
+                handle: std::ptr::null(),
+            })
+        };
+        Ok((part(req)?, part(resp)?))
+    }
+
     /// As [`from_type_support`](Self::from_type_support), remembered per handle address so
     /// that per-message entry points (`rmw_serialize`, `rmw_deserialize`) resolve a type once.
     ///
@@ -185,7 +208,8 @@ impl MessageType {
         self.plan.size_of
     }
 
-    /// The introspection handle (for `type_info` or the init/fini functions).
+    /// The introspection handle (for `type_info` or the init/fini functions); null for the
+    /// parts of a service.
     pub fn introspection_handle(&self) -> *const rosidl_message_type_support_t {
         self.handle
     }

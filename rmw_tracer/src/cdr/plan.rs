@@ -12,10 +12,13 @@ use std::sync::Arc;
 use ffi::introspection_cpp::{
     rosidl_typesupport_introspection_cpp_MessageMember,
     rosidl_typesupport_introspection_cpp_MessageMembers,
+    rosidl_typesupport_introspection_cpp_ServiceMembers,
 };
 use ffi::{
-    rosidl_message_type_support_t, rosidl_typesupport_introspection_c__MessageMember,
+    rosidl_message_type_support_t, rosidl_service_type_support_t,
+    rosidl_typesupport_introspection_c__MessageMember,
     rosidl_typesupport_introspection_c__MessageMembers,
+    rosidl_typesupport_introspection_c__ServiceMembers,
 };
 
 use super::CdrError;
@@ -138,6 +141,61 @@ pub unsafe fn introspection_handle(
     Err(CdrError::NoIntrospection(id))
 }
 
+/// The request and response members of a service's introspection type support, C first, then
+/// C++ (the service analogue of [`introspection_handle`]).
+///
+/// # Safety
+/// `ts` must be null or point to a valid `rosidl_service_type_support_t`.
+pub unsafe fn service_members(
+    ts: *const rosidl_service_type_support_t,
+) -> Result<(Flavor, *const c_void, *const c_void), CdrError> {
+    if ts.is_null() {
+        return Err(CdrError::NullTypeSupport);
+    }
+    // SAFETY: `ts` is valid per the contract.
+    let id = unsafe { cstr_lossy((*ts).typesupport_identifier) };
+    for (flavor, wanted) in [(Flavor::C, ID_C), (Flavor::Cpp, ID_CPP)] {
+        // SAFETY: valid handle and NUL-terminated identifier; null when not offered.
+        let h = unsafe { ffi::get_service_typesupport_handle(ts, wanted.as_ptr()) };
+        if h.is_null() {
+            // SAFETY: plain call, thread-local state of rcutils.
+            unsafe { ffi::rcutils_reset_error() };
+            continue;
+        }
+        // SAFETY: `h` is a valid introspection service handle of `flavor`.
+        let data = unsafe { (*h).data };
+        if data.is_null() {
+            return Err(CdrError::BadTypeSupport(
+                "service handle without members".into(),
+            ));
+        }
+        let (req, resp) = match flavor {
+            Flavor::C => {
+                // SAFETY: `data` of a C introspection service handle is its ServiceMembers.
+                let m = unsafe {
+                    &*(data as *const rosidl_typesupport_introspection_c__ServiceMembers)
+                };
+                (
+                    m.request_members_ as *const c_void,
+                    m.response_members_ as *const c_void,
+                )
+            }
+            Flavor::Cpp => {
+                // SAFETY: `data` of a C++ introspection service handle is its ServiceMembers.
+                let m = unsafe {
+                    &*(data as *const rosidl_typesupport_introspection_cpp_ServiceMembers)
+                };
+                (
+                    m.request_members_ as *const c_void,
+                    m.response_members_ as *const c_void,
+                )
+            }
+        };
+        return Ok((flavor, req, resp));
+    }
+    Err(CdrError::NoIntrospection(id))
+}
+
 /// # Safety
 /// `ts` must be an introspection handle of `flavor` (as [`introspection_handle`] returns), whose
 /// data lives as long as the process (type support libraries are never unloaded while used).
@@ -161,9 +219,20 @@ unsafe fn build_at(
     }
     // SAFETY: `ts` is a valid introspection handle per the contract.
     let data = unsafe { (*ts).data };
+    // SAFETY: `data` of an introspection handle of `flavor` is its MessageMembers.
+    unsafe { build_members(flavor, data, depth) }
+}
+
+/// # Safety
+/// `data` must be null or point to the static `MessageMembers` of `flavor` of a loaded library.
+pub unsafe fn build_members(
+    flavor: Flavor,
+    data: *const c_void,
+    depth: usize,
+) -> Result<Arc<TypePlan>, CdrError> {
     if data.is_null() {
         return Err(CdrError::BadTypeSupport(
-            "introspection handle without members".into(),
+            "introspection type support without members".into(),
         ));
     }
     // The C and C++ MessageMembers/MessageMember structs share one layout (bindgen checks both

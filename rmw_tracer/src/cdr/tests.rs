@@ -89,6 +89,35 @@ fn resolves_through_the_c_and_cpp_dispatchers() {
 }
 
 #[test]
+fn service_request_and_response_types() {
+    for lang in ["c", "cpp"] {
+        let lib = CString::new(format!("libtest_msgs__rosidl_typesupport_{lang}.so")).unwrap();
+        // SAFETY: a NUL-terminated library name; the library stays loaded.
+        let h = unsafe { dlopen(lib.as_ptr(), RTLD_NOW | RTLD_GLOBAL) };
+        assert!(!h.is_null());
+        let sym = CString::new(format!(
+            "rosidl_typesupport_{lang}__get_service_type_support_handle__test_msgs__srv__Arrays"
+        ))
+        .unwrap();
+        // SAFETY: valid handle and symbol name.
+        let f = unsafe { dlsym(h, sym.as_ptr()) };
+        assert!(!f.is_null(), "dlsym {sym:?}");
+        // SAFETY: the generated `const rosidl_service_type_support_t * f(void)`.
+        let f: unsafe extern "C" fn() -> *const ffi::rosidl_service_type_support_t =
+            unsafe { std::mem::transmute(f) };
+        // SAFETY: a static handle of a loaded library.
+        let (req, resp) = unsafe { MessageType::from_service_type_support(f()) }.unwrap();
+        assert_eq!(req.name(), "test_msgs/srv/Arrays_Request");
+        assert_eq!(resp.name(), "test_msgs/srv/Arrays_Response");
+        assert_eq!(
+            req.flavor(),
+            if lang == "c" { Flavor::C } else { Flavor::Cpp }
+        );
+        assert!(req.introspection_handle().is_null());
+    }
+}
+
+#[test]
 fn type_info_has_name_hash_and_ros2msg_definition() {
     // SAFETY: a dispatcher handle of a loaded library.
     let info = unsafe { type_info(dispatcher("c", "Nested")) }.unwrap();
