@@ -221,3 +221,42 @@ def test_a_publisher_outlives_subscribers_killed_mid_stream(tracer_env, c_progra
     r = pub.join()
     assert r.returncode == 0, r.describe()
     assert "published" in r.stdout
+
+
+@pytest.fixture(scope="module")
+def cpp_program(tmp_path_factory) -> Path:
+    # rcl with the C++ type support, as rclcpp passes it (compiled with the C++ compiler).
+    out = tmp_path_factory.mktemp("cpp") / "pubsub_rcl_cpp"
+    mp = pytest.MonkeyPatch()
+    mp.setenv("CC", "g++")
+    try:
+        return harness.compile_c(
+            HERE / "c" / "pubsub_rcl_cpp.cpp", out,
+            libs=("rcl", "rmw", "rmw_fastrtps_cpp", "rcutils", "rosidl_runtime_c",
+                  "rosidl_typesupport_cpp", "std_msgs__rosidl_typesupport_cpp"),
+            extra_flags=("-std=c++17",),
+        )
+    finally:
+        mp.undo()
+
+
+@pytest.mark.parametrize("pub_kind,sub_kind", [("cpp", "c"), ("c", "cpp"), ("cpp", "rclpy")])
+def test_cpp_and_c_type_supports_talk(tracer_env, c_program, cpp_program, pub_kind, sub_kind):
+    # Type support: rmw_tracer accepts the C and the C++ dispatchers (rclpy and C pass the C one,
+    # rclcpp the C++ one); both resolve to the same type name, so the endpoints match and the
+    # same CDR goes across.
+    prog = {"c": c_program, "cpp": cpp_program}
+    tag = "cpp" if pub_kind == "cpp" else "c"
+    if sub_kind == "rclpy":
+        sub = started(worker("listen", tracer_env, "--topic", "/lang", "--count", "30", "--depth", "30"))
+    else:
+        sub = harness.spawn([prog[sub_kind], "sub", "/lang", "30"], tracer_env, timeout=60)
+        assert sub.wait_for_output("ready", 30)
+    pub = harness.spawn([prog[pub_kind], "pub", "/lang", "30"], tracer_env, timeout=60)
+    want = [f"{tag} {i}" for i in range(30)]
+    if sub_kind == "rclpy":
+        assert result(sub)["received"] == [want]
+    else:
+        rs = sub.join().check()
+        assert [line[5:] for line in rs.stdout.splitlines() if line.startswith("msg: ")] == want
+    pub.join().check()
