@@ -260,3 +260,13 @@ def test_cpp_and_c_type_supports_talk(tracer_env, c_program, cpp_program, pub_ki
         rs = sub.join().check()
         assert [line[5:] for line in rs.stdout.splitlines() if line.startswith("msg: ")] == want
     pub.join().check()
+
+
+def test_keep_all_reliable_burst_loses_nothing(tracer_env):
+    # QoS KEEP_ALL (docs/rmw-mapping.md): the ring has no count bound (only a byte budget), so a
+    # burst of 2000 published back to back while the listener spins arrives whole, in order.
+    listener = started(worker("listen", tracer_env, "--topic", "/all", "--count", "2000", "--keep-all"))
+    talker = worker("talk", tracer_env, "--topic", "/all", "--count", "2000", "--keep-all")
+    got = result(listener)
+    ok(talker)
+    assert got["received"] == [[f"hello {i}" for i in range(2000)]]

@@ -25,7 +25,7 @@ CHECKS = [
     "null timeout blocks until triggered", "empty subscription not ready", "subscription ready",
     "callback gets the waiting count", "callback per new message", "clear callback",
     "take with info", "info publisher gid", "take_sequence count 0",
-    "take_sequence over capacity", "take_sequence", "take on empty", "serialize",
+    "take_sequence over capacity", "take_sequence", "take on empty", "keep_last depth bounds the ring", "serialize",
     "publish serialized", "take serialized grows the buffer",
     "publish garbage", "malformed sample skipped", "publisher allocation",
     "unsupported entry point", "destroy subscription", "unmatched after destroy",

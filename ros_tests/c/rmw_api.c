@@ -233,6 +233,20 @@ int main(void) {
             iseq.data[3].publication_sequence_number == 5, "take_sequence", "wrong count or order");
   check(rmw_take(sub, &msg, &taken, NULL) == RMW_RET_OK && !taken, "take on empty", "took something");
 
+  /* --- KEEP_LAST(20): 25 publications leave the newest 20 --- */
+  for (int i = 0; i < 25; i++) {
+    char text[32];
+    snprintf(text, sizeof text, "k%d", i);
+    set_string(&msg, text);
+    rmw_publish(pub, &msg, NULL);
+  }
+  int kept = 0;
+  char first[32] = "";
+  while (rmw_take(sub, &msg, &taken, NULL) == RMW_RET_OK && taken) {
+    if (kept++ == 0) snprintf(first, sizeof first, "%s", msg.data.data);
+  }
+  check(kept == 20 && strcmp(first, "k5") == 0, "keep_last depth bounds the ring", "not the newest 20");
+
   /* --- serialized messages --- */
   rmw_serialized_message_t ser = rmw_get_zero_initialized_serialized_message();
   rmw_serialized_message_init(&ser, 0, &alloc);
