@@ -330,3 +330,102 @@ def test_cpp_and_c_paths_are_clean_under_valgrind(work):
     # Valid samples round-trip; every cut is refused.
     assert all(r[1:] == ["0", "0"] for r in results if "#" not in r[0]), results
     assert all(r[1] != "0" for r in results if "#cut" in r[0]), results
+
+
+ENTRY_CHECKS = r"""
+/* The three entry points' contracts beyond the bytes: argument checks, buffer growth through
+ * the serialized message's allocator, rmw_get_serialized_message_size. */
+#include <stdio.h>
+#include <string.h>
+#include <rcutils/allocator.h>
+#include <rcutils/error_handling.h>
+#include <rmw/rmw.h>
+#include <rmw/serialized_message.h>
+#include <rosidl_runtime_c/message_type_support_struct.h>
+#include <test_msgs/msg/basic_types.h>
+#include <test_msgs/msg/strings.h>
+
+static void err(void) { printf("  error: %s\n", rcutils_get_error_string().str); rcutils_reset_error(); }
+
+int main(int argc, char ** argv)
+{
+  /* "--no-null" skips the null-argument calls (Fast DDS crashes on some of them). */
+  int nulls = !(argc > 1 && strcmp(argv[1], "--no-null") == 0);
+  (void)argv;
+  const rosidl_message_type_support_t * basic = ROSIDL_GET_MSG_TYPE_SUPPORT(test_msgs, msg, BasicTypes);
+  const rosidl_message_type_support_t * strings = ROSIDL_GET_MSG_TYPE_SUPPORT(test_msgs, msg, Strings);
+  rcutils_allocator_t al = rcutils_get_default_allocator();
+  size_t n = 0;
+  rmw_ret_t rc = rmw_get_serialized_message_size(basic, NULL, &n);
+  printf("size BasicTypes rc=%d n=%zu\n", (int)rc, rc == RMW_RET_OK ? n : 0); rcutils_reset_error();
+  rc = rmw_get_serialized_message_size(strings, NULL, &n);
+  printf("size Strings rc=%d\n", (int)rc); rcutils_reset_error();
+  if (nulls) { printf("size null-out rc=%d\n", (int)rmw_get_serialized_message_size(basic, NULL, NULL)); rcutils_reset_error(); }
+
+  test_msgs__msg__BasicTypes msg;
+  test_msgs__msg__BasicTypes__init(&msg);
+  msg.int64_value = -5;
+  rmw_serialized_message_t sm = rmw_get_zero_initialized_serialized_message();
+  rmw_serialized_message_init(&sm, 1, &al);  /* too small: rmw_serialize must grow it */
+  rc = rmw_serialize(&msg, basic, &sm);
+  printf("serialize rc=%d length=%zu grown=%d\n", (int)rc, sm.buffer_length, sm.buffer_capacity >= sm.buffer_length);
+  if (nulls) {
+    printf("null message rc=%d\n", (int)rmw_serialize(NULL, basic, &sm)); err();
+    printf("null type support rc=%d\n", (int)rmw_serialize(&msg, NULL, &sm)); err();
+    printf("null output rc=%d\n", (int)rmw_serialize(&msg, basic, NULL)); err();
+  }
+
+  test_msgs__msg__BasicTypes back;
+  test_msgs__msg__BasicTypes__init(&back);
+  rc = rmw_deserialize(&sm, basic, &back);
+  printf("deserialize rc=%d int64=%lld\n", (int)rc, (long long)back.int64_value);
+  size_t full = sm.buffer_length;
+  sm.buffer_length = 10;
+  printf("truncated rc=%d\n", (int)rmw_deserialize(&sm, basic, &back)); err();
+  sm.buffer_length = full;
+  if (nulls) { printf("null input rc=%d\n", (int)rmw_deserialize(NULL, basic, &back)); err(); }
+
+  /* A Strings message into a BasicTypes-sized buffer would be a caller bug; a BasicTypes
+   * buffer read as Strings is refused by its bytes, not a crash. */
+  test_msgs__msg__Strings s;
+  test_msgs__msg__Strings__init(&s);
+  printf("wrong type rc=%d\n", (int)rmw_deserialize(&sm, strings, &s)); err();
+  test_msgs__msg__Strings__fini(&s);
+  test_msgs__msg__BasicTypes__fini(&msg);
+  test_msgs__msg__BasicTypes__fini(&back);
+  rmw_serialized_message_fini(&sm);
+  return 0;
+}
+"""
+
+
+def _entry_checks(work, env: dict, *args: str) -> str:
+    exe = work["tmp"] / "cdr_entry_checks"
+    if not exe.exists():
+        harness.compile_c(ENTRY_CHECKS, exe, msgs=("test_msgs",),
+                          libs=("rmw", "rcutils", "rosidl_runtime_c", "rmw_fastrtps_cpp"),
+                          link_python=False)
+    return harness.run([exe, *args], env, timeout=120).check().stdout
+
+
+def test_entry_point_contracts(work):
+    out = _entry_checks(work, work["tracer"])
+    # A fully bounded type has a maximum size; an unbounded one says why not (UNSUPPORTED = 3).
+    assert "size BasicTypes rc=0 n=52\n" in out, out
+    assert "size Strings rc=3\n" in out, out
+    assert "size null-out rc=11\n" in out, out  # RMW_RET_INVALID_ARGUMENT
+    # The output buffer is grown with its own allocator; the bytes read back.
+    assert "serialize rc=0 length=52 grown=1\n" in out, out
+    assert "deserialize rc=0 int64=-5\n" in out, out
+    for case in ("null message", "null type support", "null output", "null input"):
+        assert f"{case} rc=11\n" in out, out
+    assert "truncated rc=1\n" in out and "truncated CDR data" in out, out
+    assert "wrong type rc=1\n" in out, out
+
+
+def test_fast_dds_has_no_serialized_message_size(work):
+    # What docs/cdr.md says of Fast DDS: RMW_RET_UNSUPPORTED for every type. (Its rmw_serialize
+    # crashes on a null argument, hence --no-null.)
+    out = _entry_checks(work, work["fast"], "--no-null")
+    assert "size BasicTypes rc=3 " in out and "size Strings rc=3\n" in out, out
+    assert "serialize rc=0 length=52 grown=1\n" in out, out
