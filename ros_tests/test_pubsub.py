@@ -270,3 +270,16 @@ def test_keep_all_reliable_burst_loses_nothing(tracer_env):
     got = result(listener)
     ok(talker)
     assert got["received"] == [[f"hello {i}" for i in range(2000)]]
+
+
+def test_a_destroyed_publisher_is_unmatched_while_its_process_lives(tracer_env):
+    # Endpoint registry (docs/rmw-mapping.md): an entity that goes retracts its record, so a
+    # remote subscription stops counting a publisher that was destroyed even though its process
+    # (and the link to it) is still there.
+    listener = started(worker("listen", tracer_env, "--topic", "/gone", "--count", "10", "--expect-matched", "0"))
+    talker = worker("talk", tracer_env, "--topic", "/gone", "--count", "10", "--hold", "20", timeout=60)
+    got = result(listener)
+    assert got["received"] == [[f"hello {i}" for i in range(10)]]
+    assert got["matched"] == [0]
+    talker.kill()
+    talker.join(10)

@@ -91,7 +91,15 @@ def cmd_talk(args) -> None:
         if args.period:
             time.sleep(args.period)
     print("published", flush=True)
-    _linger(pub, args.linger)
+    if args.hold:
+        # The publisher goes while the process stays: subscriptions learn it from its registry
+        # record's retraction, not from a link that drops.
+        _wait_for(lambda: False, 0.5)
+        node.destroy_publisher(pub)
+        print("destroyed", flush=True)
+        time.sleep(args.hold)
+    else:
+        _linger(pub, args.linger)
     node.destroy_node()
 
 
@@ -316,6 +324,7 @@ def main() -> None:
     p.add_argument("--timeout", type=float, default=30.0)
     p.add_argument("--linger", type=float, default=30.0)
     p.add_argument("--expect-matched", type=int, default=None)
+    p.add_argument("--hold", type=float, default=0.0)
     args = p.parse_args()
     cmds = {
         "talk": cmd_talk, "listen": cmd_listen, "selfpub": cmd_selfpub, "intra": cmd_intra,

@@ -185,6 +185,21 @@ int main(void) {
         "null timeout blocks until triggered", "did not block or not ready");
   pthread_join(th, NULL);
 
+  /* The graph guard condition is raised when an entity appears (and consumed by the wait). */
+  rmw_guard_condition_t *graph_gc = (rmw_guard_condition_t *)rmw_node_get_graph_guard_condition(node);
+  rmw_time_t second = {1, 0};
+  while (wait_gc(ws, graph_gc, &zero, &slot) == RMW_RET_OK) {
+  }
+  rmw_reset_error();
+  rmw_publisher_t *extra = rmw_create_publisher(node, string_ts(), "/api/other", &sysdef, &popts);
+  check(extra != NULL && wait_gc(ws, graph_gc, &second, &slot) == RMW_RET_OK && slot == graph_gc->data,
+        "graph guard condition on a new publisher", "not raised");
+  while (wait_gc(ws, graph_gc, &zero, &slot) == RMW_RET_OK) {
+  }
+  rmw_reset_error();
+  check(rmw_destroy_publisher(node, extra) == RMW_RET_OK && wait_gc(ws, graph_gc, &second, &slot) == RMW_RET_OK,
+        "graph guard condition on a destroyed publisher", "not raised");
+
   /* --- publish, wait, take, on-new-message --- */
   check(wait_sub(ws, sub, &zero, &slot) == RMW_RET_TIMEOUT && slot == NULL, "empty subscription not ready", "ready");
   std_msgs__msg__String msg;
