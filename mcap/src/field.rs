@@ -251,6 +251,28 @@ impl FieldDef {
     }
 }
 
+/// Appends entries in ascending field-id order (D5); `extra` is merged in at its place. The
+/// common case, ids already ascending, allocates nothing.
+pub fn encode_entries_into(
+    out: &mut Vec<u8>,
+    fields: &[(u16, FieldValue)],
+    extra: Option<&(u16, FieldValue)>,
+) {
+    let put = |out: &mut Vec<u8>, (id, v): &(u16, FieldValue)| {
+        out.extend_from_slice(&id.to_le_bytes());
+        v.encode(out);
+    };
+    let sorted = fields.windows(2).all(|w| w[0].0 < w[1].0);
+    if sorted && extra.is_none_or(|e| fields.last().is_none_or(|l| l.0 < e.0)) {
+        fields.iter().for_each(|f| put(out, f));
+        extra.into_iter().for_each(|f| put(out, f));
+        return;
+    }
+    let mut all: Vec<&(u16, FieldValue)> = fields.iter().chain(extra).collect();
+    all.sort_by_key(|(id, _)| *id);
+    all.into_iter().for_each(|f| put(out, f));
+}
+
 /// Encodes entries in ascending field-id order (D5).
 pub fn encode_entries(fields: &[(u16, FieldValue)]) -> Vec<u8> {
     let mut sorted: Vec<&(u16, FieldValue)> = fields.iter().collect();

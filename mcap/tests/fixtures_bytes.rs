@@ -349,3 +349,30 @@ fn float_order_is_total_order_d9() {
         Greater
     );
 }
+
+#[test]
+fn direct_message_fields_encoding_matches_sorted_entries_d5() {
+    let a = (3u16, FieldValue::Uint8(7));
+    let b = (1u16, FieldValue::String("x".into()));
+    let extra = (2u16, FieldValue::Timestamp(9));
+    for (fields, extra) in [
+        (vec![b.clone(), a.clone()], Some(extra.clone())),
+        (vec![a.clone(), b.clone()], None),
+        (vec![b.clone()], Some((5u16, FieldValue::Bool(true)))),
+        (vec![], Some(extra.clone())),
+    ] {
+        let mut all = fields.clone();
+        all.extend(extra.clone());
+        let mut want = Vec::new();
+        codec::message_fields(
+            &mut want,
+            &MessageFields {
+                channel_id: 4,
+                entries: field::encode_entries(&all),
+            },
+        );
+        let mut got = Vec::new();
+        codec::message_fields_from(&mut got, 4, &fields, extra.as_ref());
+        assert_eq!(got, want);
+    }
+}

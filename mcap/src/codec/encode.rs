@@ -233,3 +233,21 @@ pub fn attachment_fields(out: &mut Vec<u8>, a: &AttachmentFields) {
         put_bytes32(o, &a.entries)
     })
 }
+
+/// Message Fields built straight from the values (no intermediate entries buffer): entries in
+/// ascending field id (D5), `extra` merged in at its place.
+pub fn message_fields_from(
+    out: &mut Vec<u8>,
+    channel_id: u16,
+    fields: &[(u16, crate::field::FieldValue)],
+    extra: Option<&(u16, crate::field::FieldValue)>,
+) {
+    put_record(out, ext_op::MESSAGE_FIELDS, |o| {
+        put_u16(o, channel_id);
+        let len_at = o.len();
+        put_u32(o, 0);
+        crate::field::encode_entries_into(o, fields, extra);
+        let n = (o.len() - len_at - 4) as u32;
+        o[len_at..len_at + 4].copy_from_slice(&n.to_le_bytes());
+    })
+}

@@ -83,6 +83,7 @@ pub struct Writer<W: Write> {
     channels: BTreeMap<u16, Channel>,
     fields: BTreeMap<u16, (Field, FieldEncoding)>,
     field_names: HashMap<String, u16>,
+    auto_publish_time: Option<u16>,
     chunk: ChunkBuf,
     chunk_indexes: Vec<ChunkIndex>,
     field_chunk_indexes: Vec<FieldChunkIndex>,
@@ -121,6 +122,7 @@ impl<W: Write> Writer<W> {
             channels: BTreeMap::new(),
             fields: BTreeMap::new(),
             field_names: HashMap::new(),
+            auto_publish_time: None,
             chunk: ChunkBuf::default(),
             chunk_indexes: Vec::new(),
             field_chunk_indexes: Vec::new(),
@@ -339,8 +341,6 @@ impl<W: Write> Writer<W> {
             ));
         }
         self.check_fields(fields)?;
-        let mut all: Vec<(u16, FieldValue)>;
-        let mut fields = fields;
         let add_pt = match self.opts.publish_time_field {
             PublishTimeField::Never => false,
             PublishTimeField::Always => true,
@@ -348,23 +348,27 @@ impl<W: Write> Writer<W> {
                 !fields.is_empty() && header.publish_time != header.log_time
             }
         };
+        // The automatic publish_time entry is passed beside the caller's fields, so they are
+        // never cloned on the hot path.
+        let mut extra: Option<(u16, FieldValue)> = None;
         if add_pt {
-            let id = self.auto_field("publish_time", self.opts.index_publish_time)?;
+            let id = match self.auto_publish_time {
+                Some(id) => id,
+                None => {
+                    let id = self.auto_field("publish_time", self.opts.index_publish_time)?;
+                    self.auto_publish_time = Some(id);
+                    id
+                }
+            };
             if !fields.iter().any(|(i, _)| *i == id) {
-                all = fields.to_vec();
-                all.push((id, FieldValue::Timestamp(header.publish_time)));
-                fields = &all;
+                extra = Some((id, FieldValue::Timestamp(header.publish_time)));
             }
         }
+        let has_fields = !fields.is_empty() || extra.is_some();
         let mut h = *header;
-        if !fields.is_empty() {
+        if has_fields {
             h.publish_time = SENTINEL;
         }
-        let entries = if fields.is_empty() {
-            Vec::new()
-        } else {
-            encode_entries(fields)
-        };
 
         self.stats.message_count += 1;
         if self.stats.message_count == 1 {
@@ -384,14 +388,8 @@ impl<W: Write> Writer<W> {
             let mut buf = std::mem::take(&mut self.scratch);
             buf.clear();
             codec::message(&mut buf, &h, data);
-            if !fields.is_empty() {
-                codec::message_fields(
-                    &mut buf,
-                    &MessageFields {
-                        channel_id: h.channel_id,
-                        entries,
-                    },
-                );
+            if has_fields {
+                codec::message_fields_from(&mut buf, h.channel_id, fields, extra.as_ref());
             }
             let r = self.emit(&buf);
             self.scratch = buf;
@@ -400,16 +398,10 @@ impl<W: Write> Writer<W> {
 
         let c = &mut self.chunk;
         let offset = c.records.len() as u64;
-        c.records.reserve(data.len() + 31 + entries.len() + 15);
+        c.records.reserve(data.len() + 31);
         codec::message(&mut c.records, &h, data);
-        if !fields.is_empty() {
-            codec::message_fields(
-                &mut c.records,
-                &MessageFields {
-                    channel_id: h.channel_id,
-                    entries,
-                },
-            );
+        if has_fields {
+            codec::message_fields_from(&mut c.records, h.channel_id, fields, extra.as_ref());
         }
         if c.messages == 0 {
             c.start = h.log_time;
@@ -423,7 +415,7 @@ impl<W: Write> Writer<W> {
             .entry(h.channel_id)
             .or_default()
             .push((h.log_time, offset));
-        for (id, v) in fields {
+        for (id, v) in fields.iter().chain(extra.iter()) {
             let (f, enc) = &self.fields[id];
             if !f.indexed() {
                 continue;
