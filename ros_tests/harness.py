@@ -323,11 +323,20 @@ def spawn(argv: Sequence[str | os.PathLike], env: Mapping[str, str], *, cwd: Pat
         stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
     )
-    if stdin is not None and popen.stdin is not None:
-        popen.stdin.write(stdin)
-        popen.stdin.close()
     proc = Proc(args, popen, timeout)
     proc.start_pumps()
+    if stdin is not None and popen.stdin is not None:
+        # From a thread, after the pumps run: a child that writes a lot before it reads all of
+        # its input must not deadlock against us, and one that exits early must not raise.
+        def feed(pipe=popen.stdin, data=stdin):
+            try:
+                pipe.write(data)
+                pipe.close()
+            except (BrokenPipeError, OSError):
+                pass
+        feeder = threading.Thread(target=feed, daemon=True)
+        feeder.start()
+        proc._threads.append(feeder)
     return proc
 
 
