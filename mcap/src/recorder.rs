@@ -420,10 +420,22 @@ fn run<W: std::io::Write>(mut w: Writer<W>, s: Arc<Shared>, idle: Duration) {
                     name,
                     encoding,
                     indexed,
-                } => w.add_field(&name, encoding, indexed).map(|id| {
+                } => {
                     n_field += 1;
-                    field_map.insert(n_field, id);
-                }),
+                    match w.add_field(&name, encoding, indexed) {
+                        Ok(id) => {
+                            field_map.insert(n_field, id);
+                            Ok(())
+                        }
+                        // The writer declared the name itself (the automatic publish_time,
+                        // D15) with another index flag: use its declaration, keep recording.
+                        Err(McapError::InvalidArgument(_)) if w.field_id(&name).is_some() => {
+                            field_map.insert(n_field, w.field_id(&name).expect("checked"));
+                            Ok(())
+                        }
+                        Err(e) => Err(e),
+                    }
+                }
                 Cmd::Message {
                     mut header,
                     data,

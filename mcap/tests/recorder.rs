@@ -268,3 +268,47 @@ fn recorder_is_shareable_across_publisher_threads() {
     let r = IndexedReader::open(&bytes[..]).unwrap();
     assert_eq!(r.summary().statistics.as_ref().unwrap().message_count, 1000);
 }
+
+#[test]
+fn late_field_declaration_clashing_with_the_automatic_publish_time_keeps_recording() {
+    let sink = SlowSink::default();
+    let rec = Recorder::new(sink.clone(), RecorderOptions::default()).unwrap();
+    let ch = rec
+        .add_channel(0, "/t", "cdr", &Default::default())
+        .unwrap();
+    let note = rec.add_field("note", FieldEncoding::String, false).unwrap();
+    // The writer adds an unindexed publish_time here (fields present, publish != log).
+    assert!(rec.write(
+        ch,
+        10,
+        5,
+        0,
+        vec![1u8],
+        vec![(note, FieldValue::String("a".into()))]
+    ));
+    std::thread::sleep(Duration::from_millis(50));
+    let pt = rec
+        .add_field("publish_time", FieldEncoding::Timestamp, true)
+        .unwrap();
+    assert!(rec.write(
+        ch,
+        20,
+        15,
+        1,
+        vec![2u8],
+        vec![(pt, FieldValue::Timestamp(15))]
+    ));
+    let report = rec.finish();
+    assert_eq!((report.written, report.dropped, report.error), (2, 0, None));
+    let bytes = sink.buf.lock().unwrap().clone();
+    let r = IndexedReader::open(&bytes[..]).unwrap();
+    let msgs: Vec<Message> = r
+        .messages(&Query::default())
+        .unwrap()
+        .map(|m| m.unwrap())
+        .collect();
+    assert_eq!(
+        msgs.iter().map(|m| m.publish_time).collect::<Vec<_>>(),
+        vec![5, 15]
+    );
+}
