@@ -25,6 +25,7 @@ mod node;
 mod publisher;
 mod qos;
 mod qos_compat;
+mod record;
 mod registry;
 mod service;
 mod subscription;

@@ -30,6 +30,8 @@ pub struct Publisher {
     /// QoS event state (`crate::event`).
     pub events: Arc<crate::event::Events>,
     _entry: Entry,
+    /// `RMW_TRACER_RECORD`: set when this process records the topic.
+    record: Option<crate::record::PubTap>,
 }
 
 impl Publisher {
@@ -55,6 +57,7 @@ impl Publisher {
         }
         ty.set_schema(&ctx, &path)?;
         let gid = ctx.gids.next();
+        let record = crate::record::publisher_tap(topic, &path, &ty, &qos, gid);
         let mut rec = Record::new(EntityKind::Publisher, gid);
         rec.node_gid = Some(node.gid);
         rec.node_name = node.name().to_owned();
@@ -82,6 +85,7 @@ impl Publisher {
             size_hint: AtomicUsize::new(64),
             _ctx: ctx,
             _entry: entry,
+            record,
         })
     }
 
@@ -100,7 +104,11 @@ impl Publisher {
             sequence: self.seq.fetch_add(1, Ordering::Relaxed) + 1,
             writer: self.gid.0,
         };
-        self.vertex.write(Payload::from(cdr), meta)?;
+        let payload = Payload::from(cdr);
+        if let Some(r) = &self.record {
+            r.published(&payload, &meta);
+        }
+        self.vertex.write(payload, meta)?;
         Ok(())
     }
 

@@ -61,6 +61,8 @@ pub struct Subscription {
     /// QoS event state (`crate::event`); it owns the ring's drop counter.
     pub events: Arc<crate::event::Events>,
     _entry: Entry,
+    /// `RMW_TRACER_RECORD`: set when this process records the topic.
+    record: Option<crate::record::SubTap>,
 }
 
 /// The on-new-message callback: how many unread messages it has been told about.
@@ -98,6 +100,7 @@ impl Subscription {
                 return Err(e.into());
             }
         };
+        let record = crate::record::subscription_tap(&ctx, topic, &path, &ty);
         let link = Arc::new(SubscriptionLink {
             topic: topic.to_owned(),
             path,
@@ -139,6 +142,7 @@ impl Subscription {
             local_writers: Mutex::new(HashMap::new()),
             ctx,
             _entry: entry,
+            record,
         })
     }
 
@@ -164,6 +168,9 @@ impl Subscription {
                 if !self.local_writer_matches(&s.meta.writer) {
                     continue;
                 }
+            }
+            if let Some(r) = &self.record {
+                r.received(&s);
             }
             return Some(s);
         }

@@ -117,6 +117,7 @@ pub unsafe extern "C" fn rmw_init(
         c.options = copied;
         // SAFETY: the context was zero-initialized (checked), so its impl is ours to set.
         unsafe { handle::install(c, ctx) };
+        crate::record::context_started();
         Ok(())
     })
 }
@@ -131,7 +132,9 @@ pub unsafe extern "C" fn rmw_shutdown(context: *mut ffi::rmw_context_t) -> rmw_r
     ffi_ret("rmw_shutdown", || {
         // SAFETY: caller guarantee.
         let ctx = unsafe { handle::get::<Context>(context, "context") }?;
-        ctx.shared.shutdown()
+        ctx.shared.shutdown()?;
+        crate::record::context_shutdown();
+        Ok(())
     })
 }
 

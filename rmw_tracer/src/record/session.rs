@@ -1,0 +1,286 @@
+//! The process-wide recording session.
+//!
+//! Environment (read once, at the first `rmw_init` of the process):
+//! - `RMW_TRACER_RECORD=<file>`: record to that file (created or truncated). Unset or empty:
+//!   no recording, and nothing on the data path but one `Option` test.
+//! - `RMW_TRACER_RECORD_TOPICS=<name|glob>,...`: only these topics (default: all).
+//! - `RMW_TRACER_RECORD_COMPRESSION=zstd|lz4|none` (default zstd).
+//! - `RMW_TRACER_RECORD_QUEUE=<messages>`: the recorder's queue bound (default 65 536; the
+//!   byte bound stays 256 MiB). A tiny value shows the counted drops.
+//!
+//! One file per process, whatever the number of contexts: it is finished when the last live
+//! context shuts down (`rmw_shutdown`), or at process exit (`atexit`) if none ever does. A
+//! context created after the file was finished records nothing (a warning says so). A crash
+//! leaves the chunks written so far readable (`tracer recover` rebuilds the summary).
+
+use std::collections::HashMap;
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use parking_lot::{Mutex, RwLock};
+use tracer_mcap::recorder::ChannelId;
+use tracer_mcap::ros2::{channel_metadata, OfferedQos};
+use tracer_mcap::{Compression, Recorder};
+use tracer_recording::{Fields, Selection};
+
+use crate::log::log;
+
+pub const RECORD_ENV: &str = "RMW_TRACER_RECORD";
+pub const TOPICS_ENV: &str = "RMW_TRACER_RECORD_TOPICS";
+pub const COMPRESSION_ENV: &str = "RMW_TRACER_RECORD_COMPRESSION";
+pub const QUEUE_ENV: &str = "RMW_TRACER_RECORD_QUEUE";
+
+pub struct Session {
+    pub rec: Recorder,
+    pub fields: Fields,
+    pub select: Selection,
+    path: PathBuf,
+    /// (ROS topic, type) -> channel: one channel per pair, whoever registers it first.
+    channels: Mutex<HashMap<(String, String), ChannelId>>,
+    /// Gids of this process's recorded publishers: a local subscription's sample from one of
+    /// them was recorded when it was published.
+    pub published: RwLock<HashSet<[u8; 16]>>,
+    /// Per writer, the sequence numbers already recorded as received (see [`Window`]).
+    seen: Mutex<HashMap<[u8; 16], Window>>,
+    finished: AtomicBool,
+}
+
+static SESSION: OnceLock<Option<Arc<Session>>> = OnceLock::new();
+static LIVE_CONTEXTS: AtomicUsize = AtomicUsize::new(0);
+
+/// The session, if this process records and the file is not finished yet.
+pub fn session() -> Option<&'static Arc<Session>> {
+    SESSION
+        .get_or_init(open_from_env)
+        .as_ref()
+        .filter(|s| !s.finished.load(Ordering::Acquire))
+}
+
+/// `rmw_init`: opens the file on the first call when `RMW_TRACER_RECORD` is set.
+pub fn context_started() {
+    let opened = SESSION.get_or_init(open_from_env);
+    match opened {
+        Some(s) if s.finished.load(Ordering::Acquire) => log!(
+            RMW_LOG_SEVERITY_WARN,
+            "recording to {} already finished; this context is not recorded",
+            s.path.display()
+        ),
+        Some(_) => {
+            LIVE_CONTEXTS.fetch_add(1, Ordering::AcqRel);
+        }
+        None => {}
+    }
+}
+
+/// `rmw_shutdown`: the last live context finishes the file.
+pub fn context_shutdown() {
+    let Some(Some(s)) = SESSION.get() else {
+        return;
+    };
+    let was = LIVE_CONTEXTS
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+        .unwrap_or(0);
+    if was == 1 {
+        s.finish();
+    }
+}
+
+/// Process exit: finish whatever is still open.
+pub fn at_exit() {
+    if let Some(Some(s)) = SESSION.get() {
+        s.finish();
+    }
+}
+
+fn open_from_env() -> Option<Arc<Session>> {
+    let path = std::env::var_os(RECORD_ENV).filter(|p| !p.is_empty())?;
+    let path = PathBuf::from(path);
+    match Session::open(path.clone()) {
+        Ok(s) => {
+            crate::boundary::atexit::register(at_exit);
+            log!(RMW_LOG_SEVERITY_INFO, "recording to {}", path.display());
+            Some(Arc::new(s))
+        }
+        Err(e) => {
+            log!(
+                RMW_LOG_SEVERITY_ERROR,
+                "{RECORD_ENV}={}: cannot record: {e}",
+                path.display()
+            );
+            None
+        }
+    }
+}
+
+impl Session {
+    pub fn open(path: PathBuf) -> Result<Session, String> {
+        let mut opts = tracer_recording::fields::recorder_options();
+        if let Some(c) = std::env::var(COMPRESSION_ENV)
+            .ok()
+            .filter(|c| !c.is_empty())
+        {
+            opts.write.compression = match c.as_str() {
+                "zstd" => Compression::Zstd,
+                "lz4" => Compression::Lz4,
+                "none" => Compression::None,
+                other => {
+                    return Err(format!(
+                        "{COMPRESSION_ENV}={other}: expected zstd, lz4 or none"
+                    ))
+                }
+            };
+        }
+        if let Ok(q) = std::env::var(QUEUE_ENV) {
+            opts.max_queued_messages = q
+                .parse::<usize>()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| format!("{QUEUE_ENV}={q}: expected a positive number"))?;
+        }
+        let rec = Recorder::create(&path, opts).map_err(|e| e.to_string())?;
+        let fields = Fields::declare(&rec).map_err(|e| e.to_string())?;
+        let select = Selection::parse(&std::env::var(TOPICS_ENV).unwrap_or_default());
+        Ok(Session {
+            rec,
+            fields,
+            select,
+            path,
+            channels: Mutex::new(HashMap::new()),
+            published: RwLock::new(HashSet::new()),
+            seen: Mutex::new(HashMap::new()),
+            finished: AtomicBool::new(false),
+        })
+    }
+
+    /// The channel of (topic, type), registered on first use with the type's `ros2msg`
+    /// definition and `offered_qos` (what the first registrant knows of the publishers).
+    pub fn channel(
+        &self,
+        topic: &str,
+        type_name: &str,
+        definition: &str,
+        offered_qos: impl FnOnce() -> Vec<OfferedQos>,
+    ) -> Option<ChannelId> {
+        let key = (topic.to_owned(), type_name.to_owned());
+        let mut ch = self.channels.lock();
+        if let Some(id) = ch.get(&key) {
+            return Some(*id);
+        }
+        let made = self
+            .rec
+            .add_schema(type_name, "ros2msg", definition.as_bytes())
+            .and_then(|s| {
+                self.rec
+                    .add_channel(s, topic, "cdr", &channel_metadata(&offered_qos()))
+            });
+        match made {
+            Ok(id) => {
+                ch.insert(key, id);
+                Some(id)
+            }
+            Err(e) => {
+                log!(
+                    RMW_LOG_SEVERITY_WARN,
+                    "recording {topic} ({type_name}): cannot add the channel: {e}"
+                );
+                None
+            }
+        }
+    }
+
+    /// Whether `(writer, sequence)` is received for the first time by this process (several
+    /// subscriptions of one topic take the same message; it is recorded once).
+    pub fn first_reception(&self, writer: &[u8; 16], sequence: u64) -> bool {
+        self.seen
+            .lock()
+            .entry(*writer)
+            .or_default()
+            .first_time(sequence)
+    }
+
+    /// Drain, write the summary, report. Later calls do nothing.
+    pub fn finish(&self) {
+        if self.finished.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let r = self.rec.finish();
+        match (&r.error, r.dropped) {
+            (Some(e), _) => log!(
+                RMW_LOG_SEVERITY_ERROR,
+                "recording to {} failed: {e} ({} messages written, {} dropped)",
+                self.path.display(),
+                r.written,
+                r.dropped
+            ),
+            (None, 0) => log!(
+                RMW_LOG_SEVERITY_INFO,
+                "recorded {} messages to {}",
+                r.written,
+                self.path.display()
+            ),
+            (None, d) => log!(
+                RMW_LOG_SEVERITY_WARN,
+                "recorded {} messages to {}; {d} dropped (recorder queue full)",
+                r.written,
+                self.path.display()
+            ),
+        }
+    }
+}
+
+/// The sequence numbers of one writer already recorded: the highest and a window of
+/// [`Window::SPAN`] numbers below it. Each subscription takes a writer's messages in order, so a
+/// second subscription of the same topic lags the first by at most its ring; a number further
+/// below the highest than the window counts as seen (only a lagging duplicate can be that old).
+#[derive(Clone, Debug)]
+pub struct Window {
+    hi: u64,
+    bits: [u64; Window::WORDS],
+}
+
+impl Default for Window {
+    fn default() -> Self {
+        Window {
+            hi: 0,
+            bits: [0; Window::WORDS],
+        }
+    }
+}
+
+impl Window {
+    const WORDS: usize = 16;
+    pub const SPAN: u64 = 64 * Window::WORDS as u64;
+
+    fn bit(seq: u64) -> (usize, u64) {
+        let i = seq % Window::SPAN;
+        ((i / 64) as usize, 1 << (i % 64))
+    }
+
+    pub fn first_time(&mut self, seq: u64) -> bool {
+        if seq > self.hi {
+            if seq - self.hi >= Window::SPAN {
+                self.bits = [0; Window::WORDS];
+            } else {
+                for s in self.hi + 1..seq {
+                    let (w, b) = Window::bit(s);
+                    self.bits[w] &= !b;
+                }
+            }
+            let (w, b) = Window::bit(seq);
+            self.bits[w] |= b;
+            self.hi = seq;
+            return true;
+        }
+        if self.hi - seq >= Window::SPAN {
+            return false;
+        }
+        let (w, b) = Window::bit(seq);
+        if self.bits[w] & b != 0 {
+            return false;
+        }
+        self.bits[w] |= b;
+        true
+    }
+}

@@ -1,0 +1,172 @@
+//! What a publisher or a subscription holds to record its messages: the session, the channel
+//! and everything else resolved once at creation, so the data path does no lookup but the
+//! duplicate check of a reception.
+
+use std::sync::{Arc, OnceLock};
+
+use libtracer_core::{Meta, Payload, Sample};
+use tracer_mcap::recorder::ChannelId;
+use tracer_mcap::ros2::OfferedQos;
+use tracer_recording::fields::mcap_time;
+use tracer_recording::{offered_qos, MessageFields, StampLocator};
+
+use super::session::{session, Session};
+use crate::context::Shared;
+use crate::gid::Gid;
+use crate::qos::Qos;
+use crate::registry::EntityKind;
+use crate::topic::TopicType;
+
+/// A publisher's tap: its messages are recorded as they are written.
+pub struct PubTap {
+    session: Arc<Session>,
+    channel: ChannelId,
+    stamp: Option<StampLocator>,
+    /// The route of a published message: the topic vertex's path.
+    route: String,
+}
+
+/// A subscription's tap: each message it takes is recorded, once per process.
+pub struct SubTap {
+    session: Arc<Session>,
+    ctx: Arc<Shared>,
+    topic: String,
+    type_name: String,
+    definition: String,
+    path: String,
+    /// Made at the first reception, when the registry knows the publishers' QoS.
+    channel: OnceLock<Option<ChannelId>>,
+    stamp: Option<StampLocator>,
+}
+
+fn offered(q: &Qos) -> OfferedQos {
+    let p = &q.profile;
+    offered_qos(
+        u64::from(p.history),
+        p.depth as u64,
+        u64::from(p.reliability),
+        u64::from(p.durability),
+        u64::from(p.liveliness),
+    )
+}
+
+/// The tap of a new publisher, when this process records `topic`.
+pub fn publisher_tap(
+    topic: &str,
+    path: &str,
+    ty: &TopicType,
+    qos: &Qos,
+    gid: Gid,
+) -> Option<PubTap> {
+    let session = session()?;
+    if !session.select.matches(topic) {
+        return None;
+    }
+    let channel = session.channel(topic, &ty.type_name, &ty.definition, || vec![offered(qos)])?;
+    session.published.write().insert(gid.0);
+    Some(PubTap {
+        session: session.clone(),
+        channel,
+        stamp: StampLocator::from_definition(&ty.definition),
+        route: path.to_owned(),
+    })
+}
+
+/// The tap of a new subscription, when this process records `topic`.
+pub fn subscription_tap(
+    ctx: &Arc<Shared>,
+    topic: &str,
+    path: &str,
+    ty: &TopicType,
+) -> Option<SubTap> {
+    let session = session()?;
+    if !session.select.matches(topic) {
+        return None;
+    }
+    Some(SubTap {
+        session: session.clone(),
+        ctx: ctx.clone(),
+        topic: topic.to_owned(),
+        type_name: ty.type_name.clone(),
+        definition: ty.definition.clone(),
+        path: path.to_owned(),
+        channel: OnceLock::new(),
+        stamp: StampLocator::from_definition(&ty.definition),
+    })
+}
+
+impl PubTap {
+    /// Queue one published message (the payload is shared, not copied).
+    pub fn published(&self, payload: &Payload, meta: &Meta) {
+        let t = mcap_time(meta.source_timestamp_ns);
+        let fields = self.session.fields.values(&MessageFields {
+            sensor_time: self.stamp.and_then(|s| s.read(payload.as_ref())),
+            gid: meta.writer,
+            sequence: meta.sequence,
+            route: &self.route,
+        });
+        self.session.rec.write(
+            self.channel,
+            t,
+            t,
+            meta.sequence as u32,
+            payload.clone(),
+            fields,
+        );
+    }
+}
+
+impl SubTap {
+    /// Queue one taken message, unless this process recorded it already: published by one
+    /// of its own recorded publishers, or taken by another of its subscriptions.
+    pub fn received(&self, s: &Sample) {
+        let w = &s.meta.writer;
+        if s.origin.is_none() && self.session.published.read().contains(w) {
+            return;
+        }
+        if !self.session.first_reception(w, s.meta.sequence) {
+            return;
+        }
+        let Some(channel) = *self.channel.get_or_init(|| {
+            self.session
+                .channel(&self.topic, &self.type_name, &self.definition, || {
+                    self.publishers_qos()
+                })
+        }) else {
+            return;
+        };
+        let route = match &s.origin {
+            Some(peer) => format!("/net/{peer}{}", self.path),
+            None => self.path.clone(),
+        };
+        let fields = self.session.fields.values(&MessageFields {
+            sensor_time: self.stamp.and_then(|st| st.read(s.payload.as_ref())),
+            gid: *w,
+            sequence: s.meta.sequence,
+            route: &route,
+        });
+        self.session.rec.write(
+            channel,
+            mcap_time(s.received_timestamp_ns),
+            mcap_time(s.meta.source_timestamp_ns),
+            s.meta.sequence as u32,
+            s.payload.clone(),
+            fields,
+        );
+    }
+
+    /// The offered QoS of every publisher of the topic and type the registry knows.
+    fn publishers_qos(&self) -> Vec<OfferedQos> {
+        self.ctx
+            .registry
+            .snapshot()
+            .into_iter()
+            .filter(|(_, r)| {
+                r.kind == EntityKind::Publisher
+                    && r.topic == self.topic
+                    && r.type_name == self.type_name
+            })
+            .filter_map(|(_, r)| r.qos.as_ref().map(offered))
+            .collect()
+    }
+}
