@@ -23,7 +23,7 @@ CHECKS = [
     "create wait set and guard condition", "zero timeout polls", "timeout sets no error string",
     "timed wait", "trigger", "triggered is ready", "trigger consumed",
     "null timeout blocks until triggered", "graph guard condition on a new publisher",
-    "graph guard condition on a destroyed publisher", "empty subscription not ready", "subscription ready",
+    "graph guard condition on a destroyed publisher", "graph guard condition quiet without graph changes", "empty subscription not ready", "subscription ready",
     "callback gets the waiting count", "callback per new message", "clear callback",
     "take with info", "info publisher gid", "take_sequence count 0",
     "take_sequence over capacity", "take_sequence", "take on empty", "keep_last depth bounds the ring", "serialize",

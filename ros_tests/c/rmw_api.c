@@ -199,6 +199,9 @@ int main(void) {
   rmw_reset_error();
   check(rmw_destroy_publisher(node, extra) == RMW_RET_OK && wait_gc(ws, graph_gc, &second, &slot) == RMW_RET_OK,
         "graph guard condition on a destroyed publisher", "not raised");
+  rmw_time_t most_of_a_second = {0, 700 * 1000 * 1000};
+  check(wait_gc(ws, graph_gc, &most_of_a_second, &slot) == RMW_RET_TIMEOUT,
+        "graph guard condition quiet without graph changes", "raised with nothing new");
 
   /* --- publish, wait, take, on-new-message --- */
   check(wait_sub(ws, sub, &zero, &slot) == RMW_RET_TIMEOUT && slot == NULL, "empty subscription not ready", "ready");

@@ -295,23 +295,25 @@ impl Inner {
 
     fn run(self: Arc<Self>, rx: Receiver<Msg>) {
         loop {
+            // `changed`: the set of entities changed (graph guard conditions are raised); a tick
+            // only retries what failed and re-wires, which is no graph change.
             let changed = match rx.recv_timeout(TICK) {
                 Ok(Msg::Stop) | Err(RecvTimeoutError::Disconnected) => break,
                 Ok(Msg::Structure(s)) => self.on_structure(&s),
                 Ok(Msg::Entity { peer, sample }) => self.on_entity(&peer, &sample),
                 Err(RecvTimeoutError::Timeout) => {
                     self.retry_peers();
-                    true
+                    false
                 }
             };
+            let mut st = self.state.lock();
+            st.subs.retain(|w| w.strong_count() > 0);
+            let subs: Vec<_> = st.subs.iter().filter_map(Weak::upgrade).collect();
+            for sub in &subs {
+                self.reconcile(&st, sub);
+            }
+            drop(st);
             if changed {
-                let mut st = self.state.lock();
-                st.subs.retain(|w| w.strong_count() > 0);
-                let subs: Vec<_> = st.subs.iter().filter_map(Weak::upgrade).collect();
-                for sub in &subs {
-                    self.reconcile(&st, sub);
-                }
-                drop(st);
                 self.notify();
             }
         }
