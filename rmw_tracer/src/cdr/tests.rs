@@ -131,13 +131,41 @@ fn type_info_has_name_hash_and_ros2msg_definition() {
     let (root, dep) = def
         .split_once(&"=".repeat(80))
         .expect("one dependency delimiter");
-    assert!(root.contains("BasicTypes basic_types_value"), "{def}");
+    // The root's .msg text (share/test_msgs/msg/Nested.msg), no NUL, then the delimiter line.
+    assert_eq!(root, "BasicTypes basic_types_value\n", "{def:?}");
     assert!(
         dep.starts_with("\nMSG: test_msgs/msg/BasicTypes\n"),
         "{def}"
     );
-    assert!(dep.contains("uint64 uint64_value"), "{def}");
+    assert!(dep.ends_with("uint64 uint64_value\n"), "{def}");
+    assert!(!def.contains('\0'), "{def:?}");
     assert!(!dep.contains(&"=".repeat(80)));
+}
+
+#[test]
+fn type_info_keeps_comments_and_lists_every_dependency() {
+    // SAFETY: a dispatcher handle of a loaded library.
+    let info = unsafe { type_info(dispatcher("c", "Builtins")) }.unwrap();
+    let def = info.definition.unwrap();
+    assert!(
+        def.starts_with("builtin_interfaces/Duration duration_value\n"),
+        "{def}"
+    );
+    assert!(
+        def.contains("\nMSG: builtin_interfaces/msg/Duration\n"),
+        "{def}"
+    );
+    assert!(
+        def.contains("\nMSG: builtin_interfaces/msg/Time\n"),
+        "{def}"
+    );
+    // Time.msg's own comment lines travel with it.
+    assert!(
+        def.contains("# This message communicates ROS Time defined here:"),
+        "{def}"
+    );
+    assert_eq!(def.matches(&"=".repeat(80)).count(), 2);
+    assert!(def.ends_with('\n') && !def.contains('\0'));
 }
 
 #[test]

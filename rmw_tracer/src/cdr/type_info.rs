@@ -106,31 +106,39 @@ unsafe fn definition_of(ts: *const rosidl_message_type_support_t, root: &str) ->
 }
 
 /// Joins sources into the `ros2msg` complete definition, the root type first. None if the root
-/// has no .msg text.
+/// has no .msg text. Each text ends with a newline, as the .msg file does (the generated
+/// sources drop the file's final newline).
 pub fn ros2msg(root: &str, sources: &[Source]) -> Option<String> {
     let is_msg = |s: &Source| s.encoding == "msg";
-    let root_src = sources.iter().find(|s| s.type_name == root && is_msg(s))?;
-    let mut out = root_src.text.clone();
-    for dep in sources.iter().filter(|s| s.type_name != root && is_msg(s)) {
-        if !out.is_empty() && !out.ends_with('\n') {
+    let push_text = |out: &mut String, text: &str| {
+        out.push_str(text);
+        if !text.is_empty() && !text.ends_with('\n') {
             out.push('\n');
         }
+    };
+    let root_src = sources.iter().find(|s| s.type_name == root && is_msg(s))?;
+    let mut out = String::new();
+    push_text(&mut out, &root_src.text);
+    for dep in sources.iter().filter(|s| s.type_name != root && is_msg(s)) {
         out.push_str(&"=".repeat(80));
         out.push_str("\nMSG: ");
         out.push_str(&dep.type_name);
         out.push('\n');
-        out.push_str(&dep.text);
+        push_text(&mut out, &dep.text);
     }
     Some(out)
 }
 
+/// A rosidl_runtime_c__String as text. The generated type sources count the terminating NUL in
+/// `size` (Jazzy's rosidl_generator_c), so trailing NULs are dropped.
 unsafe fn rstring(s: &rosidl_runtime_c__String) -> String {
     if s.data.is_null() || s.size == 0 {
         return String::new();
     }
     // SAFETY: `data` holds `size` bytes.
     let b = unsafe { std::slice::from_raw_parts(s.data.cast::<u8>(), s.size) };
-    String::from_utf8_lossy(b).into_owned()
+    let end = b.iter().rposition(|&c| c != 0).map_or(0, |i| i + 1);
+    String::from_utf8_lossy(&b[..end]).into_owned()
 }
 
 #[cfg(test)]
