@@ -1,15 +1,15 @@
 #![forbid(unsafe_code)]
 //! `tracer`: the rmw_tracer command line. `info`, `cat`, `attachments` and `recover` work on
-//! MCAP files through tracer-mcap; `record`, `graph` and `bench` need the libtracer
-//! participant and are not built yet.
+//! MCAP files through tracer-mcap; `record` is a libtracer participant (record.rs); `graph`
+//! and `bench` are not built yet.
 
 mod attachments;
 mod cat;
 mod format;
 mod info;
+mod record;
 mod recover;
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -38,14 +38,8 @@ enum Cmd {
     },
     /// Rebuild the summary and indexes of a file whose writer died.
     Recover(recover::Args),
-    /// Record topics to MCAP as a libtracer participant (not built yet).
-    Record {
-        /// Output file.
-        #[arg(short, long)]
-        output: Option<PathBuf>,
-        /// Topics to record (default: all).
-        topics: Vec<String>,
-    },
+    /// Record ROS topics to MCAP as a libtracer participant (stop with Ctrl-C).
+    Record(record::Args),
     /// Show the libtracer graph (not built yet).
     Graph,
     /// Benchmarks of the libtracer graph (not built yet).
@@ -64,7 +58,7 @@ fn main() -> ExitCode {
         Cmd::Cat(a) => cat::run(a),
         Cmd::Attachments { cmd } => attachments::run(cmd),
         Cmd::Recover(a) => recover::run(a),
-        Cmd::Record { .. } => return not_built("record"),
+        Cmd::Record(a) => record::run(a),
         Cmd::Graph => return not_built("graph"),
         Cmd::Bench => return not_built("bench"),
     };

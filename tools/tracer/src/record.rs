@@ -1,0 +1,469 @@
+//! `tracer record`: a native libtracer participant that records ROS topics to MCAP.
+//!
+//! It joins the host's graph (`Discovery::Host`, domain `ROS_DOMAIN_ID`, rendezvous directory
+//! `RMW_TRACER_RENDEZVOUS_DIR` as rmw_tracer uses them) and, for every peer that mounts:
+//! - subscribes a sink to the peer's endpoint registry `/net/<p>/.ros/endpoints` (transient
+//!   local: every record the peer has, then each new one; read with
+//!   `tracer_recording::EndpointRecord`);
+//! - subscribes a sink to the peer's structural feed `/net/<p>/:children[]`, whose `Created` /
+//!   `SchemaSet` events carry each topic vertex's `:schema` (type, RIHS01 hash, `ros2msg`
+//!   definition): that is the MCAP schema;
+//! - for each selected topic with a publisher on that peer, one reliable edge from
+//!   `/net/<p><topic path>` into a sink that queues the sample to the recorder (the CDR payload
+//!   as it arrived, no copy). The edge goes when the peer has no publisher of the topic left.
+//!
+//! Every message gets the fields of `tracer_recording::fields` (route `/net/<p><path>`).
+//! SIGINT / SIGTERM or `--duration` stop it; the file is finished and a summary printed.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use libtracer_core::{
+    DeliveryPolicy, Discovery, Edge, Graph, GraphConfig, Sample, SchemaInfo, StructEvent,
+};
+use parking_lot::Mutex;
+use tracer_mcap::recorder::ChannelId;
+use tracer_mcap::ros2::channel_metadata;
+use tracer_mcap::{Compression, Recorder};
+use tracer_recording::fields::{mcap_time, recorder_options};
+use tracer_recording::{EndpointRecord, Fields, MessageFields, Selection, StampLocator};
+
+#[derive(Parser, Debug)]
+pub struct Args {
+    /// Output file.
+    #[arg(short, long, default_value = "tracer_record.mcap")]
+    output: PathBuf,
+    /// Topics to record: names or globs (`*` within a segment, `**` across). Default: all.
+    topics: Vec<String>,
+    /// Record every topic (the default when no topic is given).
+    #[arg(long, conflicts_with = "topics")]
+    all: bool,
+    /// Stop after this many seconds (e.g. `10`, `2.5`).
+    #[arg(long)]
+    duration: Option<f64>,
+    /// Chunk compression.
+    #[arg(long, default_value = "zstd", value_parser = ["zstd", "lz4", "none"])]
+    compression: String,
+    /// Recorder queue bound in messages (messages beyond it are dropped and counted).
+    #[arg(long, default_value_t = 65_536)]
+    queue: usize,
+}
+
+#[derive(Debug)]
+enum Event {
+    PeerUp(String),
+    PeerDown(String),
+    Endpoint(String, EndpointRecord),
+}
+
+/// One recorded (topic, type) on one peer.
+struct TopicEdge {
+    edge: Edge,
+    sink: String,
+    /// Publisher gids of this peer on the topic.
+    publishers: Vec<[u8; 16]>,
+}
+
+struct State {
+    graph: Graph,
+    rec: Arc<Recorder>,
+    fields: Fields,
+    select: Selection,
+    /// (peer, vertex path) -> schema, from the peers' structural feeds.
+    schemas: Arc<Mutex<HashMap<(String, String), SchemaInfo>>>,
+    channels: HashMap<(String, String), ChannelId>,
+    counts: Arc<Mutex<BTreeMap<String, u64>>>,
+    peer_edges: HashMap<String, Vec<Edge>>,
+    topics: HashMap<(String, String), TopicEdge>,
+    next_sink: u64,
+}
+
+/// The vertex path of a ROS topic (rmw_tracer's mapping: `/net/..` lives at `/.net/..`).
+fn topic_path(topic: &str) -> String {
+    if topic == "/net" || topic.starts_with("/net/") {
+        format!("/.{}", &topic[1..])
+    } else {
+        topic.to_owned()
+    }
+}
+
+fn graph_config() -> Result<GraphConfig, String> {
+    let domain_id = match std::env::var("ROS_DOMAIN_ID") {
+        Ok(v) if !v.trim().is_empty() => v
+            .trim()
+            .parse::<u32>()
+            .map_err(|_| format!("ROS_DOMAIN_ID={v}: not a domain id"))?,
+        _ => 0,
+    };
+    Ok(GraphConfig {
+        name: Some(format!("tracer-record-{}", std::process::id())),
+        domain_id,
+        discovery: Discovery::Host,
+        rendezvous_dir: std::env::var_os("RMW_TRACER_RENDEZVOUS_DIR")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from),
+    })
+}
+
+pub fn run(a: Args) -> Result<(), String> {
+    let select = if a.all {
+        Selection::all()
+    } else {
+        Selection::from_patterns(a.topics.iter().map(String::as_str))
+    };
+    let mut opts = recorder_options();
+    opts.write.compression = match a.compression.as_str() {
+        "lz4" => Compression::Lz4,
+        "none" => Compression::None,
+        _ => Compression::Zstd,
+    };
+    opts.max_queued_messages = a.queue.max(1);
+    let rec = Arc::new(
+        Recorder::create(&a.output, opts)
+            .map_err(|e| format!("cannot create {}: {e}", a.output.display()))?,
+    );
+    let fields = Fields::declare(&rec).map_err(|e| e.to_string())?;
+    let graph = Graph::new(graph_config()?).map_err(|e| format!("cannot join the graph: {e}"))?;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let stop = stop.clone();
+        ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst))
+            .map_err(|e| format!("cannot handle SIGINT/SIGTERM: {e}"))?;
+    }
+    let (tx, rx) = mpsc::channel::<Event>();
+    let watch_tx = Mutex::new(tx.clone());
+    graph
+        .create_sink(
+            "/.record/net-watch",
+            Arc::new(
+                move |s: &Sample| match StructEvent::decode(s.payload.as_ref()) {
+                    Ok(StructEvent::Created { path, .. }) if is_peer(&path) => {
+                        let _ = watch_tx.lock().send(Event::PeerUp(path));
+                    }
+                    Ok(StructEvent::Removed { path }) if is_peer(&path) => {
+                        let _ = watch_tx.lock().send(Event::PeerDown(path));
+                    }
+                    _ => {}
+                },
+            ),
+        )
+        .map_err(|e| e.to_string())?;
+    let watch = graph
+        .subscribe(
+            "/net/:children[]",
+            "/.record/net-watch",
+            DeliveryPolicy::RELIABLE,
+        )
+        .map_err(|e| format!("cannot watch /net: {e}"))?;
+
+    let mut st = State {
+        graph: graph.clone(),
+        rec: rec.clone(),
+        fields,
+        select,
+        schemas: Arc::new(Mutex::new(HashMap::new())),
+        channels: HashMap::new(),
+        counts: Arc::new(Mutex::new(BTreeMap::new())),
+        peer_edges: HashMap::new(),
+        topics: HashMap::new(),
+        next_sink: 1,
+    };
+    eprintln!(
+        "tracer record: recording {} to {} (Ctrl-C to stop)",
+        if st.select.is_all() {
+            "every topic".to_string()
+        } else {
+            a.topics.join(", ")
+        },
+        a.output.display()
+    );
+    let started = Instant::now();
+    let deadline = a
+        .duration
+        .map(|d| started + Duration::from_secs_f64(d.max(0.0)));
+    while !stop.load(Ordering::SeqCst) && deadline.is_none_or(|d| Instant::now() < d) {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(ev) => st.handle(ev, &tx),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    let _ = graph.unsubscribe(&watch);
+    for (_, t) in st.topics.drain() {
+        let _ = graph.unsubscribe(&t.edge);
+    }
+    for (_, es) in st.peer_edges.drain() {
+        for e in es {
+            let _ = graph.unsubscribe(&e);
+        }
+    }
+    let report = rec.finish();
+    graph.shutdown();
+    let secs = started.elapsed().as_secs_f64();
+    println!("recorded to {} in {secs:.1} s", a.output.display());
+    for (topic, n) in st.counts.lock().iter() {
+        println!("  {topic}: {n} messages");
+    }
+    println!(
+        "  total: {} written, {} dropped",
+        report.written, report.dropped
+    );
+    match report.error {
+        Some(e) => Err(format!("writing {} failed: {e}", a.output.display())),
+        None => Ok(()),
+    }
+}
+
+/// `/net/:children[]` reports paths relative to `/net`: a peer mount is one segment.
+fn is_peer(path: &str) -> bool {
+    !path.is_empty() && !path.contains('/')
+}
+
+impl State {
+    fn handle(&mut self, ev: Event, tx: &mpsc::Sender<Event>) {
+        match ev {
+            Event::PeerUp(p) => self.peer_up(&p, tx),
+            Event::PeerDown(p) => self.peer_down(&p),
+            Event::Endpoint(p, r) => self.endpoint(&p, r),
+        }
+    }
+
+    fn peer_up(&mut self, peer: &str, tx: &mpsc::Sender<Event>) {
+        if self.peer_edges.contains_key(peer) {
+            return;
+        }
+        let mut edges = Vec::new();
+        // Schemas first, so a topic's schema is known when its publisher's record arrives.
+        let schemas = self.schemas.clone();
+        let p = peer.to_owned();
+        let feed_sink = format!("/.record/peers/{peer}/structure");
+        if self
+            .graph
+            .create_sink(
+                &feed_sink,
+                Arc::new(move |s: &Sample| {
+                    let (path, schema) = match StructEvent::decode(s.payload.as_ref()) {
+                        Ok(StructEvent::Created {
+                            path,
+                            schema: Some(schema),
+                            ..
+                        }) => (path, schema),
+                        Ok(StructEvent::SchemaSet { path, schema }) => (path, schema),
+                        _ => return,
+                    };
+                    schemas
+                        .lock()
+                        .insert((p.clone(), format!("/{path}")), schema);
+                }),
+            )
+            .is_ok()
+        {
+            match self.graph.subscribe(
+                &format!("/net/{peer}/:children[]"),
+                &feed_sink,
+                DeliveryPolicy::RELIABLE,
+            ) {
+                Ok(e) => edges.push(e),
+                Err(e) => eprintln!("tracer record: {peer}: no structural feed: {e}"),
+            }
+        }
+        let reg_sink = format!("/.record/peers/{peer}/endpoints");
+        let tx = Mutex::new(tx.clone());
+        let p = peer.to_owned();
+        if self
+            .graph
+            .create_sink(
+                &reg_sink,
+                Arc::new(move |s: &Sample| {
+                    if let Some(r) = EndpointRecord::decode(s.payload.as_ref()) {
+                        let _ = tx.lock().send(Event::Endpoint(p.clone(), r));
+                    }
+                }),
+            )
+            .is_ok()
+        {
+            // A graph that is not an rmw_tracer process (another tool) has no registry.
+            if let Ok(e) = self.graph.subscribe(
+                &format!("/net/{peer}/.ros/endpoints"),
+                &reg_sink,
+                DeliveryPolicy::new(true, 0, true),
+            ) {
+                edges.push(e);
+            }
+        }
+        self.peer_edges.insert(peer.to_owned(), edges);
+    }
+
+    fn peer_down(&mut self, peer: &str) {
+        for e in self.peer_edges.remove(peer).unwrap_or_default() {
+            let _ = self.graph.unsubscribe(&e);
+        }
+        let _ = self.graph.remove(&format!("/.record/peers/{peer}"));
+        let gone: Vec<_> = self
+            .topics
+            .keys()
+            .filter(|(p, _)| p == peer)
+            .cloned()
+            .collect();
+        for k in gone {
+            if let Some(t) = self.topics.remove(&k) {
+                self.drop_edge(t);
+            }
+        }
+        self.schemas.lock().retain(|(p, _), _| p != peer);
+    }
+
+    fn drop_edge(&self, t: TopicEdge) {
+        let _ = self.graph.unsubscribe(&t.edge);
+        let _ = self.graph.remove(&t.sink);
+    }
+
+    fn endpoint(&mut self, peer: &str, r: EndpointRecord) {
+        if r.gone {
+            let mut empty = None;
+            for (k, t) in self.topics.iter_mut() {
+                if k.0 == peer {
+                    t.publishers.retain(|g| *g != r.gid);
+                    if t.publishers.is_empty() {
+                        empty = Some(k.clone());
+                    }
+                }
+            }
+            if let Some(k) = empty {
+                if let Some(t) = self.topics.remove(&k) {
+                    self.drop_edge(t);
+                }
+            }
+            return;
+        }
+        if !r.is_publisher() || !self.select.matches(&r.topic) {
+            return;
+        }
+        let key = (peer.to_owned(), r.topic.clone());
+        if let Some(t) = self.topics.get_mut(&key) {
+            if !t.publishers.contains(&r.gid) {
+                t.publishers.push(r.gid);
+            }
+            return;
+        }
+        let path = topic_path(&r.topic);
+        let schema = self.wait_schema(peer, &path);
+        let definition = schema
+            .as_ref()
+            .filter(|s| s.type_name == r.type_name)
+            .map(|s| s.definition.clone())
+            .unwrap_or_default();
+        let Some(channel) = self.channel(&r, &definition) else {
+            return;
+        };
+        let route = format!("/net/{peer}{path}");
+        let sink = format!("/.record/sub/{}", self.next_sink);
+        self.next_sink += 1;
+        let rec = self.rec.clone();
+        let fields = self.fields;
+        let stamp = StampLocator::from_definition(&definition);
+        let counts = self.counts.clone();
+        let topic = r.topic.clone();
+        let n = Arc::new(AtomicU64::new(0));
+        let route2 = route.clone();
+        let made = self.graph.create_sink(
+            &sink,
+            Arc::new(move |s: &Sample| {
+                if s.suffix.is_some() {
+                    return; // a nested topic (`T/compressed`): recorded by its own edge
+                }
+                let values = fields.values(&MessageFields {
+                    sensor_time: stamp.and_then(|st| st.read(s.payload.as_ref())),
+                    gid: s.meta.writer,
+                    sequence: s.meta.sequence,
+                    route: &route2,
+                });
+                if rec.write(
+                    channel,
+                    mcap_time(s.received_timestamp_ns),
+                    mcap_time(s.meta.source_timestamp_ns),
+                    s.meta.sequence as u32,
+                    s.payload.clone(),
+                    values,
+                ) {
+                    n.fetch_add(1, Ordering::Relaxed);
+                    *counts.lock().entry(topic.clone()).or_default() += 1;
+                }
+            }),
+        );
+        if let Err(e) = made {
+            eprintln!("tracer record: {route}: {e}");
+            return;
+        }
+        match self
+            .graph
+            .subscribe(&route, &sink, DeliveryPolicy::RELIABLE)
+        {
+            Ok(edge) => {
+                eprintln!("tracer record: subscribed {route} ({})", r.type_name);
+                self.topics.insert(
+                    key,
+                    TopicEdge {
+                        edge,
+                        sink,
+                        publishers: vec![r.gid],
+                    },
+                );
+            }
+            Err(e) => {
+                eprintln!("tracer record: cannot subscribe {route}: {e}");
+                let _ = self.graph.remove(&sink);
+            }
+        }
+    }
+
+    /// The schema of a peer's vertex; the structural feed was subscribed before the registry,
+    /// so it is normally there already; wait briefly otherwise.
+    fn wait_schema(&self, peer: &str, path: &str) -> Option<SchemaInfo> {
+        let key = (peer.to_owned(), path.to_owned());
+        let until = Instant::now() + Duration::from_secs(1);
+        loop {
+            if let Some(s) = self.schemas.lock().get(&key) {
+                return Some(s.clone());
+            }
+            if Instant::now() >= until {
+                eprintln!(
+                    "tracer record: /net/{peer}{path}: no :schema, recorded without a definition"
+                );
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn channel(&mut self, r: &EndpointRecord, definition: &str) -> Option<ChannelId> {
+        let key = (r.topic.clone(), r.type_name.clone());
+        if let Some(c) = self.channels.get(&key) {
+            return Some(*c);
+        }
+        let made = self
+            .rec
+            .add_schema(&r.type_name, "ros2msg", definition.as_bytes())
+            .and_then(|s| {
+                let qos: Vec<_> = r.qos.into_iter().collect();
+                self.rec
+                    .add_channel(s, &r.topic, "cdr", &channel_metadata(&qos))
+            });
+        match made {
+            Ok(c) => {
+                self.channels.insert(key, c);
+                Some(c)
+            }
+            Err(e) => {
+                eprintln!("tracer record: {}: {e}", r.topic);
+                None
+            }
+        }
+    }
+}
