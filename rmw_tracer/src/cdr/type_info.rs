@@ -21,6 +21,19 @@ pub struct TypeInfo {
     pub definition: Option<String>,
 }
 
+impl TypeInfo {
+    /// The vertex `:schema` of a topic of this type (encoding `ros2msg`; a missing hash or
+    /// definition is the empty string).
+    pub fn to_schema(&self) -> libtracer_core::Schema {
+        libtracer_core::Schema {
+            type_name: self.type_name.clone(),
+            encoding: ROS2MSG.to_string(),
+            type_hash: self.type_hash.clone().unwrap_or_default(),
+            definition: self.definition.clone().unwrap_or_default(),
+        }
+    }
+}
+
 /// Reads the type's name, hash and definition.
 ///
 /// # Safety
@@ -177,6 +190,24 @@ mod tests {
             None
         );
         assert_eq!(ros2msg("a/msg/X", &[]), None);
+    }
+
+    #[test]
+    fn schema_carries_the_ros2msg_encoding() {
+        let info = TypeInfo {
+            type_name: "a/msg/B".into(),
+            type_hash: Some("RIHS01_00".into()),
+            definition: None,
+        };
+        let s = info.to_schema();
+        assert_eq!(
+            (s.type_name.as_str(), s.encoding.as_str()),
+            ("a/msg/B", "ros2msg")
+        );
+        assert_eq!(
+            (s.type_hash.as_str(), s.definition.as_str()),
+            ("RIHS01_00", "")
+        );
     }
 
     #[test]
