@@ -405,6 +405,8 @@ fn main() {
         .derive_default(true)
         .wrap_unsafe_ops(true)
         .clang_macro_fallback()
+        // Its scratch files (a .pch, a .c) go to OUT_DIR, not into the source tree.
+        .clang_macro_fallback_build_dir(&out)
         .layout_tests(true)
         .generate()
         .unwrap_or_else(|e| panic!("bindgen failed on wrapper.h: {e}"))
