@@ -29,7 +29,8 @@ CHECKS = [
     "take_sequence over capacity", "take_sequence", "take on empty", "keep_last depth bounds the ring", "serialize",
     "publish serialized", "take serialized grows the buffer",
     "publish garbage", "malformed sample skipped", "publisher allocation",
-    "unsupported entry point", "destroy subscription", "unmatched after destroy",
+    "unsupported entry point", "callback may take (waiting messages)",
+    "callback may take (new messages)", "destroy subscription", "unmatched after destroy",
     "destroy publisher", "destroy gc and wait set", "destroy node", "fini before shutdown",
     "shutdown", "no node after shutdown", "context fini", "options fini",
 ]

@@ -65,6 +65,9 @@ pub struct Subscription {
     record: Option<crate::record::SubTap>,
 }
 
+/// The longest an arrival can go unreported by the on-new-message notifier.
+const NOTIFIER_POLL: Duration = Duration::from_millis(10);
+
 /// The on-new-message callback: how many unread messages it has been told about.
 #[derive(Default)]
 struct Notifier {
@@ -259,9 +262,11 @@ impl Subscription {
         };
         {
             let mut r = self.notifier.reported.lock();
-            let waiting = self.target.len();
             *self.notifier.callback.lock() = Some(cb);
-            *r = waiting;
+            *r = self.target.len();
+            let waiting = *r;
+            drop(r);
+            // Called without our locks held: the callback may take right away.
             if waiting > 0 {
                 cb.call(waiting);
             }
@@ -273,14 +278,21 @@ impl Subscription {
             .name("rmw_tracer-on-message".into())
             .spawn(move || {
                 while !n.stop.load(Ordering::SeqCst) {
-                    target.await_change(Some(Duration::from_millis(100)));
-                    let mut r = n.reported.lock();
-                    let len = target.len();
-                    if len > *r {
-                        if let Some(cb) = *n.callback.lock() {
-                            cb.call(len - *r);
-                        }
-                        *r = len;
+                    // `await_change` counts changes from its own start, so one that lands between
+                    // the count below and the next call is seen at the next timeout at the
+                    // latest: keep that short (the core has no "changed since" query).
+                    target.await_change(Some(NOTIFIER_POLL));
+                    let new = {
+                        let mut r = n.reported.lock();
+                        let len = target.len();
+                        let new = len.saturating_sub(*r);
+                        *r = (*r).max(len);
+                        new
+                    };
+                    // Copied out first: the callback runs without our locks held.
+                    let cb = *n.callback.lock();
+                    if let (true, Some(cb)) = (new > 0, cb) {
+                        cb.call(new);
                     }
                 }
             });

@@ -56,6 +56,19 @@ static void on_new_message(const void *user_data, size_t n) {
   atomic_fetch_add(&callback_events, n);
 }
 
+/* A callback that takes at once, from the notifying thread (as an executor might). */
+static atomic_int taken_in_callback;
+static void take_in_callback(const void *user_data, size_t n) {
+  const rmw_subscription_t *s = (const rmw_subscription_t *)user_data;
+  std_msgs__msg__String m;
+  std_msgs__msg__String__init(&m);
+  for (size_t i = 0; i < n; i++) {
+    bool t = false;
+    if (rmw_take(s, &m, &t, NULL) == RMW_RET_OK && t) atomic_fetch_add(&taken_in_callback, 1);
+  }
+  std_msgs__msg__String__fini(&m);
+}
+
 static rmw_guard_condition_t *async_gc;
 static void *trigger_later(void *arg) {
   (void)arg;
@@ -300,6 +313,19 @@ int main(void) {
   void *loan = NULL;
   check(rmw_take_loaned_message(sub, &loan, &taken, NULL) == RMW_RET_UNSUPPORTED &&
             error_contains("rmw_tracer: rmw_take_loaned_message is not supported yet"), "unsupported entry point", "wrong code or text");
+
+  /* --- a callback that takes from inside the callback --- */
+  for (int i = 0; i < 2; i++) rmw_publish(pub, &msg, NULL);
+  check(rmw_subscription_set_on_new_message_callback(sub, take_in_callback, sub) == RMW_RET_OK &&
+            atomic_load(&taken_in_callback) == 2, "callback may take (waiting messages)", "not 2");
+  for (int i = 0; i < 3; i++) rmw_publish(pub, &msg, NULL);
+  deadline = now_s() + 5;
+  while (atomic_load(&taken_in_callback) < 5 && now_s() < deadline) {
+    struct timespec d = {0, 5 * 1000 * 1000};
+    nanosleep(&d, NULL);
+  }
+  check(atomic_load(&taken_in_callback) == 5, "callback may take (new messages)", "not 5");
+  rmw_subscription_set_on_new_message_callback(sub, NULL, NULL);
 
   /* --- teardown and the context life cycle --- */
   for (int i = 0; i < 10; i++) std_msgs__msg__String__fini(&msgs[i]);
