@@ -283,3 +283,16 @@ def test_a_destroyed_publisher_is_unmatched_while_its_process_lives(tracer_env):
     assert got["matched"] == [0]
     talker.kill()
     talker.join(10)
+
+
+def test_discovery_range_off_keeps_a_process_to_itself(tracer_env):
+    # Init options (docs/rmw-mapping.md, "Contexts"): automatic discovery range OFF is an
+    # in-process graph (Discovery::Off). Two such processes never match; inside one, pub/sub
+    # still works.
+    off = {**tracer_env, "ROS_AUTOMATIC_DISCOVERY_RANGE": "OFF"}
+    listener = started(worker("listen", off, "--topic", "/off", "--count", "1", "--timeout", "4"))
+    talker = worker("talk", off, "--topic", "/off", "--count", "1", "--timeout", "3").join()
+    assert talker.returncode == 2 and "only 0 of 1 subscriptions matched" in talker.stdout, talker.describe()
+    assert result(listener)["received"] == [[]]
+    got = result(worker("selfpub", off, "--topic", "/off_self", "--count", "10"))
+    assert got["received"] == [[f"self {i}" for i in range(10)]]

@@ -103,14 +103,22 @@ pub unsafe extern "C" fn rmw_init(
         if !c.implementation_identifier.is_null() {
             return Err(RmwError::invalid("expected a zero-initialized context"));
         }
-        let ctx = Context::new(&InitConfig {
-            domain_id: o.domain_id,
-            enclave: enclave.to_owned(),
-            discovery_range: o.discovery_options.automatic_discovery_range,
-        })?;
+        // The copy first: it can fail without a graph (and its links) to undo.
         let mut copied = clib::zero_init_options();
         // SAFETY: `o` is initialized options with our identifier.
         unsafe { clib::init_options_copy(o, &mut copied) }?;
+        let ctx = match Context::new(&InitConfig {
+            domain_id: o.domain_id,
+            enclave: enclave.to_owned(),
+            discovery_range: o.discovery_options.automatic_discovery_range,
+        }) {
+            Ok(ctx) => ctx,
+            Err(e) => {
+                // SAFETY: `copied` was filled by init_options_copy just above.
+                let _ = unsafe { clib::init_options_fini(&mut copied) };
+                return Err(e);
+            }
+        };
         c.instance_id = o.instance_id;
         c.implementation_identifier = IDENTIFIER.as_ptr();
         c.actual_domain_id = ctx.shared.domain_id;
