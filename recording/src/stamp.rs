@@ -8,6 +8,8 @@
 //! or a sequence has no fixed offset and gives no sensor time (those types are rare: every
 //! sensor_msgs / geometry_msgs `*Stamped` type has the Header first).
 //!
+//! A `std_msgs/msg/Header` message is its own header: its stamp is its first field.
+//!
 //! The offset follows XCDR1 as Fast DDS writes it (docs/cdr.md): alignment relative to the
 //! byte after the 4-byte encapsulation header, a primitive of size n aligned to n. The stamp
 //! is `int32 sec, uint32 nanosec`, aligned to 4.
@@ -20,6 +22,14 @@ pub struct StampLocator {
 }
 
 impl StampLocator {
+    /// For a type: `std_msgs/msg/Header` itself, else [`StampLocator::from_definition`].
+    pub fn for_type(type_name: &str, definition: &str) -> Option<StampLocator> {
+        if is_header(type_name) {
+            return Some(StampLocator { body_offset: 0 });
+        }
+        StampLocator::from_definition(definition)
+    }
+
     /// From the type's `ros2msg` definition (the top-level text, before the first `====`
     /// line); `None` when the type has no Header at a fixed offset.
     pub fn from_definition(definition: &str) -> Option<StampLocator> {
@@ -135,6 +145,16 @@ mod tests {
         be[28..32].copy_from_slice(&1i32.to_be_bytes());
         be[32..36].copy_from_slice(&2u32.to_be_bytes());
         assert_eq!(l.read(&be), Some(1_000_000_002));
+    }
+
+    #[test]
+    fn a_header_is_its_own_header() {
+        let l = StampLocator::for_type(
+            "std_msgs/msg/Header",
+            "builtin_interfaces/Time stamp\nstring frame_id\n",
+        );
+        assert_eq!(l, Some(StampLocator { body_offset: 0 }));
+        assert!(StampLocator::for_type("std_msgs/msg/String", "string data\n").is_none());
     }
 
     #[test]

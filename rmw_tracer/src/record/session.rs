@@ -5,8 +5,9 @@
 //!   no recording, and nothing on the data path but one `Option` test.
 //! - `RMW_TRACER_RECORD_TOPICS=<name|glob>,...`: only these topics (default: all).
 //! - `RMW_TRACER_RECORD_COMPRESSION=zstd|lz4|none` (default zstd).
-//! - `RMW_TRACER_RECORD_QUEUE=<messages>`: the recorder's queue bound (default 65 536; the
-//!   byte bound stays 256 MiB). A tiny value shows the counted drops.
+//! - `RMW_TRACER_RECORD_QUEUE=<messages>` and `RMW_TRACER_RECORD_QUEUE_BYTES=<bytes>`: the
+//!   recorder's queue bounds (default 65 536 messages, 256 MiB of payload). Tiny values show
+//!   the counted drops.
 //!
 //! One file per process, whatever the number of contexts: it is finished when the last live
 //! context shuts down (`rmw_shutdown`), or at process exit (`atexit`) if none ever does. A
@@ -31,6 +32,7 @@ pub const RECORD_ENV: &str = "RMW_TRACER_RECORD";
 pub const TOPICS_ENV: &str = "RMW_TRACER_RECORD_TOPICS";
 pub const COMPRESSION_ENV: &str = "RMW_TRACER_RECORD_COMPRESSION";
 pub const QUEUE_ENV: &str = "RMW_TRACER_RECORD_QUEUE";
+pub const QUEUE_BYTES_ENV: &str = "RMW_TRACER_RECORD_QUEUE_BYTES";
 
 pub struct Session {
     pub rec: Recorder,
@@ -138,6 +140,13 @@ impl Session {
                 .ok()
                 .filter(|n| *n > 0)
                 .ok_or_else(|| format!("{QUEUE_ENV}={q}: expected a positive number"))?;
+        }
+        if let Ok(q) = std::env::var(QUEUE_BYTES_ENV) {
+            opts.max_queued_bytes = q
+                .parse::<usize>()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| format!("{QUEUE_BYTES_ENV}={q}: expected a positive number"))?;
         }
         let rec = Recorder::create(&path, opts).map_err(|e| e.to_string())?;
         let fields = Fields::declare(&rec).map_err(|e| e.to_string())?;

@@ -67,7 +67,7 @@ pub fn publisher_tap(
     Some(PubTap {
         session: session.clone(),
         channel,
-        stamp: StampLocator::from_definition(&ty.definition),
+        stamp: StampLocator::for_type(&ty.type_name, &ty.definition),
         route: path.to_owned(),
     })
 }
@@ -91,7 +91,7 @@ pub fn subscription_tap(
         definition: ty.definition.clone(),
         path: path.to_owned(),
         channel: OnceLock::new(),
-        stamp: StampLocator::from_definition(&ty.definition),
+        stamp: StampLocator::for_type(&ty.type_name, &ty.definition),
     })
 }
 

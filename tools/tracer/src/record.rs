@@ -367,7 +367,7 @@ impl State {
         self.next_sink += 1;
         let rec = self.rec.clone();
         let fields = self.fields;
-        let stamp = StampLocator::from_definition(&definition);
+        let stamp = StampLocator::for_type(&r.type_name, &definition);
         let counts = self.counts.clone();
         let topic = r.topic.clone();
         let n = Arc::new(AtomicU64::new(0));
