@@ -296,3 +296,13 @@ def test_discovery_range_off_keeps_a_process_to_itself(tracer_env):
     assert result(listener)["received"] == [[]]
     got = result(worker("selfpub", off, "--topic", "/off_self", "--count", "10"))
     assert got["received"] == [[f"self {i}" for i in range(10)]]
+
+
+def test_a_topic_named_net_is_escaped_and_still_talks(tracer_env):
+    # Names (docs/rmw-mapping.md): libtracer reserves /net for peer mounts, so the ROS topic
+    # /net/chatter lives at /.net/chatter; across processes it still matches and delivers.
+    listener = started(worker("listen", tracer_env, "--topic", "/net/chatter", "--count", "20"))
+    talker = worker("talk", tracer_env, "--topic", "/net/chatter", "--count", "20")
+    got = result(listener)
+    ok(talker)
+    assert got["received"] == [[f"hello {i}" for i in range(20)]]

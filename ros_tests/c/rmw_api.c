@@ -314,6 +314,17 @@ int main(void) {
   check(rmw_take_loaned_message(sub, &loan, &taken, NULL) == RMW_RET_UNSUPPORTED &&
             error_contains("rmw_tracer: rmw_take_loaned_message is not supported yet"), "unsupported entry point", "wrong code or text");
 
+  /* --- ignore_local_publications: this context's own writes are not taken --- */
+  rmw_subscription_options_t ignore = rmw_get_default_subscription_options();
+  ignore.ignore_local_publications = true;
+  rmw_subscription_t *deaf = rmw_create_subscription(node, string_ts(), "/api/topic", &deep, &ignore);
+  set_string(&msg, "to myself");
+  rmw_publish(pub, &msg, NULL);
+  check(deaf != NULL && rmw_take(deaf, &msg, &taken, NULL) == RMW_RET_OK && !taken,
+        "ignore_local_publications", "took its own context's message");
+  check(rmw_take(sub, &msg, &taken, NULL) == RMW_RET_OK && taken, "others still take it", "not taken");
+  check(rmw_destroy_subscription(node, deaf) == RMW_RET_OK, "destroy ignoring subscription", "not ok");
+
   /* --- a callback that takes from inside the callback --- */
   for (int i = 0; i < 2; i++) rmw_publish(pub, &msg, NULL);
   check(rmw_subscription_set_on_new_message_callback(sub, take_in_callback, sub) == RMW_RET_OK &&
