@@ -206,8 +206,9 @@ def test_a_publisher_outlives_subscribers_that_leave_mid_stream(tracer_env, c_pr
 
 def test_a_publisher_outlives_subscribers_killed_mid_stream(tracer_env, c_program):
     # As above, but the subscriber processes are killed (SIGKILL: no goodbye on the link), so the
-    # publisher's next writes meet a dead socket. rmw_init ignores SIGPIPE when the program left
-    # it at its default (boundary/signal.rs), so the C publisher gets an error, not a signal.
+    # publisher's next writes meet a dead socket. The C publisher keeps SIGPIPE at its default
+    # action (rmw_tracer never changes it): links write with MSG_NOSIGNAL, so it gets an error,
+    # not a signal.
     pub = harness.spawn([c_program, "stream", "/killed", "5"], tracer_env, timeout=60)
     assert pub.wait_for_output("streaming", 30)
     for _ in range(8):

@@ -13,7 +13,8 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use libtracer_core::link::HostTransport;
+use libtracer_core::link::{HostTransport, Link, LinkHandler};
+use libtracer_core::wire::{encode, Frame, FrameDecoder, MAX_FRAME};
 use libtracer_core::{
     DeliveryPolicy, Discovery, EdgeState, Graph, GraphConfig, Meta, Payload, StreamOptions,
     StructEvent, Vertex,
@@ -73,6 +74,10 @@ fn multiprocess_child() {
         let _ = std::io::Read::read_to_string(&mut std::io::stdin(), &mut rest);
         return;
     }
+    if std::env::var("LT_MP_ROLE").as_deref() == Ok("stall") {
+        stalling_peer(std::path::Path::new(&dir), &name);
+        return;
+    }
     let g = host_graph(std::path::Path::new(&dir), &name);
     let mut edges = Vec::new();
     let stdin = std::io::stdin();
@@ -121,6 +126,40 @@ fn multiprocess_child() {
         writeln!(out, "@@ {reply}").expect("stdout");
         out.flush().expect("stdout");
     }
+}
+
+/// A fake peer made of a bare socket: binds `<name>.sock`, answers the first connection's HELLO,
+/// sends OK{1}, says `@@ sent` and then waits, reading nothing, until stdin closes or it is
+/// killed.
+fn stalling_peer(dir: &std::path::Path, name: &str) {
+    use std::io::Read;
+    let listener =
+        std::os::unix::net::UnixListener::bind(dir.join(format!("{name}.sock"))).expect("bind");
+    println!("@@ ready");
+    let (mut s, _) = listener.accept().expect("accept");
+    let mut dec = FrameDecoder::new(MAX_FRAME);
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = s.read(&mut buf).expect("read HELLO");
+        assert!(n > 0, "EOF before HELLO");
+        dec.push(&buf[..n]);
+        if let Some(f) = dec.pop().expect("a frame") {
+            assert!(matches!(f, Frame::Hello { .. }), "{f:?}");
+            break;
+        }
+    }
+    let hello = Frame::Hello {
+        version: 1,
+        node: name.to_owned(),
+        max_frame: MAX_FRAME,
+    };
+    s.write_all(&encode(&hello).unwrap()).expect("write HELLO");
+    s.write_all(&encode(&Frame::Ok { req: 1 }).unwrap())
+        .expect("write OK");
+    println!("@@ sent");
+    let mut rest = String::new();
+    let _ = std::io::Read::read_to_string(&mut std::io::stdin(), &mut rest);
+    drop(s);
 }
 
 // ------------------------------------------------------------------------------------------
@@ -174,6 +213,21 @@ impl Proc {
             );
             if let Some(reply) = l.trim_end_matches('\n').strip_prefix("@@ ") {
                 return reply.to_owned();
+            }
+        }
+    }
+
+    /// Wait for the child to say `@@ <want>` of its own accord.
+    fn expect_line(&mut self, want: &str) {
+        loop {
+            let mut l = String::new();
+            assert!(
+                self.stdout.read_line(&mut l).expect("child stdout") > 0,
+                "child exited before saying {want:?}"
+            );
+            if let Some(said) = l.trim_end_matches('\n').strip_prefix("@@ ") {
+                assert_eq!(said, want);
+                return;
             }
         }
     }
@@ -354,4 +408,100 @@ fn feed_events(v: &Vertex) -> Vec<StructEvent> {
     std::iter::from_fn(|| v.pop())
         .map(|s| StructEvent::decode(s.payload.as_ref()).unwrap())
         .collect()
+}
+
+/// Holds the link's reader inside `on_frame` for OK{1} until released, so the reader cannot see
+/// the peer's EOF and close the link before the test writes into it.
+struct Gate {
+    rec: std::sync::Arc<Recorder>,
+    entered: std::sync::Mutex<std::sync::mpsc::Sender<()>>,
+    release: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
+}
+
+impl LinkHandler for Gate {
+    fn on_up(&self, link: std::sync::Arc<dyn Link>) {
+        self.rec.on_up(link)
+    }
+    fn on_frame(&self, link: &std::sync::Arc<dyn Link>, frame: Frame) {
+        if frame == (Frame::Ok { req: 1 }) {
+            let _ = self.entered.lock().unwrap().send(());
+            let _ = self.release.lock().unwrap().recv_timeout(T);
+        }
+        self.rec.on_frame(link, frame)
+    }
+    fn on_down(&self, link: &std::sync::Arc<dyn Link>) {
+        self.rec.on_down(link)
+    }
+}
+
+/// Ruling 9 (a killed peer is cleaned up, the others go on): a write into a link whose peer was
+/// killed mid-stream is an error, never SIGPIPE. A C or C++ program leaves SIGPIPE at its default
+/// action, which kills the process, so a middleware must write with MSG_NOSIGNAL rather than
+/// change the program's signal dispositions.
+///
+/// Every Rust program ignores SIGPIPE (std's runtime does it before `main`), so this process
+/// cannot simply die of it. Instead the test blocks SIGPIPE on its thread: Linux never discards a
+/// blocked signal, even an ignored one, so a SIGPIPE the kernel raises for a write stays pending
+/// on the writing thread, and a signalfd shows it. Pending here is death for a C program.
+///
+/// The write must meet the dead socket before the link knows the peer is gone (after that the
+/// link refuses to write at all), as a publisher streaming into a killed subscriber does: the
+/// peer makes our reader busy in a callback, so it cannot see the EOF, and is killed there.
+#[test]
+fn ruling9_a_write_into_a_killed_peer_is_an_error_not_sigpipe() {
+    use nix::sys::signal::{SigSet, Signal};
+    use nix::sys::signalfd::{SfdFlags, SignalFd};
+    let mut pipe = SigSet::empty();
+    pipe.add(Signal::SIGPIPE);
+    pipe.thread_block().expect("block SIGPIPE");
+    let pending = || {
+        SignalFd::with_flags(&pipe, SfdFlags::SFD_NONBLOCK)
+            .expect("signalfd")
+            .read_signal()
+            .expect("read signalfd")
+            .map(|s| s.ssi_signo)
+    };
+    assert_eq!(pending(), None);
+    let dir = TempDir::new("sigpipe");
+    let mut p = Proc::spawn_as(dir.path(), "p", "stall");
+    p.expect_line("ready");
+    let (entered_tx, entered) = std::sync::mpsc::channel();
+    let (release, release_rx) = std::sync::mpsc::channel();
+    let rec = Recorder::new();
+    let gate = std::sync::Arc::new(Gate {
+        rec: rec.clone(),
+        entered: std::sync::Mutex::new(entered_tx),
+        release: std::sync::Mutex::new(release_rx),
+    });
+    let _t = HostTransport::start(dir.path(), "a", gate).unwrap();
+    let link = rec.wait_up("p", T);
+    let frame = |i: u8| Frame::Write {
+        req: 0,
+        path: "/x".into(),
+        meta: Meta::default(),
+        payload: Payload::from(vec![i; 100]),
+    };
+    // Mid-stream: frames go out (head and payload in one vectored write each).
+    for i in 0..10 {
+        link.send(&frame(i)).expect("write while the peer lives");
+    }
+    p.expect_line("sent");
+    entered.recv_timeout(T).expect("reader inside on_frame");
+    p.kill();
+    let mut failed = None;
+    for i in 0..10 {
+        if let Err(e) = link.send(&frame(i)) {
+            failed = Some(e);
+            break;
+        }
+    }
+    let raised = pending();
+    release.send(()).unwrap();
+    assert_eq!(raised, None, "a write into the dead peer raised SIGPIPE");
+    let failed = failed.expect("a write into the dead peer failed");
+    assert!(
+        matches!(failed, libtracer_core::link::LinkError::Closed(_)),
+        "{failed}"
+    );
+    assert!(rec.wait_down("p", T));
 }

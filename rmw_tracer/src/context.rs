@@ -11,7 +11,6 @@ use parking_lot::Mutex;
 
 use crate::boundary::{RmwError, RmwResult};
 use crate::gid::GidSource;
-use crate::log::log;
 use crate::registry::{EntityKind, Entry, Record, Registry};
 
 /// Environment variable that overrides the rendezvous directory (tests isolate themselves).
@@ -80,13 +79,6 @@ pub fn discovery_for(range: ffi::rmw_automatic_discovery_range_t) -> Discovery {
 
 impl Context {
     pub fn new(cfg: &InitConfig) -> RmwResult<Context> {
-        // Workaround until the core's Unix-socket link sends with MSG_NOSIGNAL (see the module).
-        if crate::boundary::signal::ignore_sigpipe_if_default() {
-            log!(
-                RMW_LOG_SEVERITY_DEBUG,
-                "SIGPIPE was at its default action; now ignored"
-            );
-        }
         let domain_id = resolve_domain_id(cfg.domain_id)?;
         let domain32 = u32::try_from(domain_id)
             .map_err(|_| RmwError::invalid(format!("domain id {domain_id} is out of range")))?;

@@ -1,12 +1,15 @@
 //! A link over a Unix-domain stream socket: the HELLO handshake, the writer (caller's thread,
 //! one vectored write per frame under a per-link lock) and the reader thread.
 
-use std::io::{self, IoSlice, Read, Write};
+use std::io::{self, IoSlice, Read};
+use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use nix::errno::Errno;
+use nix::sys::socket::{sendmsg, MsgFlags};
 use parking_lot::Mutex;
 
 use super::{Link, LinkError, LinkHandler, PeerIdentity};
@@ -131,22 +134,28 @@ impl UnixLink {
     }
 }
 
-/// Write `a` then `b` completely, as few syscalls as the kernel allows: one `writev` when both
-/// fit in the socket buffer, so a payload is never copied into an intermediate buffer.
-fn write_all2(mut w: &UnixStream, mut a: &[u8], mut b: &[u8]) -> io::Result<()> {
+/// Write `a` then `b` completely, as few syscalls as the kernel allows: one vectored `sendmsg`
+/// when both fit in the socket buffer, so a payload is never copied into an intermediate buffer.
+///
+/// Always with MSG_NOSIGNAL: a write into a socket whose peer is gone must be an EPIPE error,
+/// not SIGPIPE, whose default action kills the process (C and C++ programs keep that default,
+/// and a library has no business changing a program's signal dispositions). `write`/`writev`
+/// on a socket raise it; std's `UnixStream::write` happens to use `send(MSG_NOSIGNAL)`, but its
+/// `write_vectored` is a plain `writev`.
+fn write_all2(w: &UnixStream, mut a: &[u8], mut b: &[u8]) -> io::Result<()> {
+    let fd = w.as_raw_fd();
     while !a.is_empty() || !b.is_empty() {
-        let r = if a.is_empty() {
-            w.write(b)
-        } else if b.is_empty() {
-            w.write(a)
-        } else {
-            w.write_vectored(&[IoSlice::new(a), IoSlice::new(b)])
+        let both = [IoSlice::new(a), IoSlice::new(b)];
+        let iov: &[IoSlice<'_>] = match (a.is_empty(), b.is_empty()) {
+            (false, false) => &both,
+            (false, true) => &both[..1],
+            _ => &both[1..],
         };
-        let n = match r {
+        let n = match sendmsg::<()>(fd, iov, &[], MsgFlags::MSG_NOSIGNAL, None) {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
             Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
+            Err(Errno::EINTR) => continue,
+            Err(e) => return Err(e.into()),
         };
         let from_a = n.min(a.len());
         a = &a[from_a..];

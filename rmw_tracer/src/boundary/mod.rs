@@ -13,7 +13,6 @@ pub mod graph_out;
 pub mod handle;
 pub mod message;
 pub mod panic;
-pub mod signal;
 pub mod service_types;
 
 pub use error::{RmwError, RmwResult};
