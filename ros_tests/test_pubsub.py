@@ -182,6 +182,8 @@ def test_a_subscription_takes_only_its_own_type(tracer_env):
     got = result(worker("mixed-types", tracer_env, "--topic", "/mixed_types", "--count", "20"))
     assert got["strings"] == [f"s {i}" for i in range(20)]
     assert got["arrays"] == [bytes([i] * 3).hex() for i in range(20)]
+    # Each publisher is matched with the one subscription of its type only.
+    assert got["matched"] == [1, 1]
 
 
 def test_a_publisher_outlives_subscribers_that_leave_mid_stream(tracer_env, c_program):

@@ -187,7 +187,8 @@ def cmd_mixed_types(args) -> None:
         import rclpy
 
         rclpy.spin_once(node, timeout_sec=0.05)
-    print(json.dumps({"strings": strings, "arrays": [a.hex() for a in arrays]}), flush=True)
+    matched = [pub_s.get_subscription_count(), pub_a.get_subscription_count()]
+    print(json.dumps({"strings": strings, "arrays": [a.hex() for a in arrays], "matched": matched}), flush=True)
     node.destroy_node()
 
 

@@ -113,8 +113,15 @@ impl Publisher {
     }
 
     /// Subscriptions that receive what this publisher writes: the edges on the topic vertex
-    /// (local subscriptions, and remote ones that wired themselves to it).
+    /// (local subscriptions, and remote ones that wired themselves to it, which they do only to
+    /// publishers of their own type), less the local subscriptions of another type, whose edge
+    /// is there but which never take our messages.
     pub fn matched_subscriptions(&self) -> usize {
-        self.vertex.subscriber_count()
+        let topic = self.topic.to_string_lossy();
+        let other_type = self
+            ._ctx
+            .registry
+            .local_subscriptions_of_other_type(&topic, &self.ty.type_name);
+        self.vertex.subscriber_count().saturating_sub(other_type)
     }
 }

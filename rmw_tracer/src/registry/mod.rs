@@ -249,6 +249,17 @@ impl Registry {
         local + remote
     }
 
+    /// Local subscriptions on `topic` whose type is not `type_name`.
+    pub fn local_subscriptions_of_other_type(&self, topic: &str, type_name: &str) -> usize {
+        let st = self.inner.state.lock();
+        st.local
+            .values()
+            .filter(|r| {
+                r.kind == EntityKind::Subscription && r.topic == topic && r.type_name != type_name
+            })
+            .count()
+    }
+
     /// The type of the local publisher `gid`, if it is one.
     pub fn local_publisher_type(&self, gid: &Gid) -> Option<String> {
         let st = self.inner.state.lock();
