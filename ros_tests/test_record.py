@@ -126,7 +126,8 @@ def test_talker_listener_and_tracer_record_hold_every_message_with_fields(tmp_pa
                                                         "RMW_TRACER_RECORD_TOPICS": "/chat*,stamps"})
     assert listener.wait_for_output("ready", 60), listener.join(1).describe()
     talker = _worker(
-        "talk", "--count", str(N), "--wait-subs", "2", "--until", str(done),
+        # Subscription counts are edges: tracer record's and each listener subscription's.
+        "talk", "--count", str(N), "--wait-subs", "2", "--extra-chatter-subs", "1", "--until", str(done),
         env={**env, "RMW_TRACER_RECORD": str(talker_file), "RMW_TRACER_RECORD_TOPICS": "/chatter,/stamps"},
     )
     lres = listener.join()
@@ -195,3 +196,31 @@ def test_overwhelmed_queue_drops_are_counted_and_reported(tmp_path, queue):
         assert (int(m.group(1)), int(m.group(2))) == (written, dropped)
     counts = _decoded(out).get("/flood", [])
     assert len(counts) == written
+
+
+def test_exit_without_shutdown_finishes_the_file(tmp_path):
+    """Issue 4 item 3: the file is finished at process exit even without rmw_shutdown."""
+    out = tmp_path / "exit.mcap"
+    env = harness.tracer_env(tmp_path, extra={"RMW_TRACER_RECORD": str(out), "RMW_TRACER_RECORD_TOPICS": "/flood"})
+    res = _worker("flood", "--count", "100", "--no-shutdown", env=env).join()
+    assert res.returncode == 0, res.describe()
+    summary, meta = _channels_and_metadata(out)  # the summary is there: the file was finished
+    assert summary.statistics.message_count == 100
+    assert meta["tracer.recorder"] == {"written": "100", "dropped": "0"}
+
+
+def test_killed_process_leaves_a_readable_data_section(tmp_path):
+    """Issue 4 item 3: a crash still leaves the chunks written so far; tracer recover finishes it."""
+    out = tmp_path / "killed.mcap"
+    env = harness.tracer_env(tmp_path, extra={"RMW_TRACER_RECORD": str(out), "RMW_TRACER_RECORD_TOPICS": "/flood"})
+    p = _worker("flood", "--count", "100", "--hold", env=env)
+    assert p.wait_for_output('"published"', 60)
+    import time
+
+    time.sleep(2.5)  # past the recorder's 1 s idle flush
+    p.kill()
+    p.join(10)
+    fixed = tmp_path / "fixed.mcap"
+    res = subprocess.run([_tracer(), "recover", str(out), str(fixed)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert len(_decoded(fixed)["/flood"]) == 100

@@ -1,16 +1,17 @@
 """The process side of the recording tests (test_record.py): rclpy programs under rmw_tracer.
 Nothing here is collected by pytest: ROS is imported only when run as a program.
 
-    talk   --count N [--wait-subs K] --until FILE
+    talk   --count N [--wait-subs K] [--extra-chatter-subs E] --until FILE
            publishes N std_msgs/String "hello <i>" on /chatter and N std_msgs/Header on /stamps
-           (stamp = 1000+i s, i*1000 ns; frame_id "f<i>") once K subscriptions match each topic,
+           (stamp = 1000+i s, i*1000 ns; frame_id "f<i>") once K subscriptions match each topic (K+E on /chatter),
            prints one JSON line of what it published, then spins until --until FILE exists
     listen --count N
            two subscriptions on /chatter and one on /stamps; prints "ready", collects until each
            has N messages, prints one JSON line {"chatter": [[...], [...]], "stamps": [...]}
     flood  --count N --size B
            publishes N std_msgs/UInt8MultiArray of B bytes on /flood as fast as it can, no
-           subscriber needed; prints one JSON line {"published": N}
+           subscriber needed; prints one JSON line {"published": N}; --hold: then sleeps until
+           killed; --no-shutdown: exits without rclpy.shutdown
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ def talk(a) -> None:
     ps = node.create_publisher(Header, "/stamps", 100)
     ok = _spin_until(
         node,
-        lambda: pc.get_subscription_count() >= a.wait_subs and ps.get_subscription_count() >= a.wait_subs,
+        lambda: pc.get_subscription_count() >= a.wait_subs + a.extra_chatter_subs
+        and ps.get_subscription_count() >= a.wait_subs,
         30.0,
     )
     if not ok:
@@ -103,6 +105,10 @@ def flood(a) -> None:
     for _ in range(a.count):
         p.publish(m)
     print(json.dumps({"published": a.count}), flush=True)
+    if a.hold:
+        time.sleep(600)  # the test kills us: the recording is never finished
+    if a.no_shutdown:
+        sys.exit(0)  # no rclpy.shutdown: the atexit hook finishes the file
     node.destroy_node()
     rclpy.shutdown()
 
@@ -114,6 +120,9 @@ def main() -> None:
     ap.add_argument("--wait-subs", type=int, default=1)
     ap.add_argument("--size", type=int, default=64)
     ap.add_argument("--until", default="")
+    ap.add_argument("--extra-chatter-subs", type=int, default=0)
+    ap.add_argument("--hold", action="store_true")
+    ap.add_argument("--no-shutdown", action="store_true")
     a = ap.parse_args()
     {"talk": talk, "listen": listen, "flood": flood}[a.cmd](a)
 

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use libtracer_core::{
-    DeliveryPolicy, Discovery, Edge, Graph, GraphConfig, Sample, SchemaInfo, StructEvent,
+    DeliveryPolicy, Discovery, Edge, EdgeState, Graph, GraphConfig, Sample, SchemaInfo, StructEvent,
 };
 use parking_lot::Mutex;
 use tracer_mcap::recorder::ChannelId;
@@ -61,10 +61,48 @@ enum Event {
     Endpoint(String, EndpointRecord),
 }
 
+/// An edge we keep wanting: a remote subscribe can fail (the peer has not made the source
+/// yet, e.g. a peer that mounted us before its own registry existed) and is retried each second.
+struct Wanted {
+    source: String,
+    sink: String,
+    policy: DeliveryPolicy,
+    edge: Option<Edge>,
+}
+
+impl Wanted {
+    fn new(graph: &Graph, source: String, sink: String, policy: DeliveryPolicy) -> Wanted {
+        let mut w = Wanted {
+            source,
+            sink,
+            policy,
+            edge: None,
+        };
+        w.ensure(graph);
+        w
+    }
+
+    /// (Re)subscribe unless the edge is pending or established.
+    fn ensure(&mut self, graph: &Graph) {
+        if let Some(e) = &self.edge {
+            if matches!(e.state(), EdgeState::Pending | EdgeState::Established) {
+                return;
+            }
+            let _ = graph.unsubscribe(e);
+        }
+        self.edge = graph.subscribe(&self.source, &self.sink, self.policy).ok();
+    }
+
+    fn drop_from(self, graph: &Graph) {
+        if let Some(e) = &self.edge {
+            let _ = graph.unsubscribe(e);
+        }
+    }
+}
+
 /// One recorded (topic, type) on one peer.
 struct TopicEdge {
-    edge: Edge,
-    sink: String,
+    edge: Wanted,
     /// Publisher gids of this peer on the topic.
     publishers: Vec<[u8; 16]>,
 }
@@ -78,7 +116,7 @@ struct State {
     schemas: Arc<Mutex<HashMap<(String, String), SchemaInfo>>>,
     channels: HashMap<(String, String), ChannelId>,
     counts: Arc<Mutex<BTreeMap<String, u64>>>,
-    peer_edges: HashMap<String, Vec<Edge>>,
+    peer_edges: HashMap<String, Vec<Wanted>>,
     topics: HashMap<(String, String), TopicEdge>,
     next_sink: u64,
 }
@@ -187,20 +225,25 @@ pub fn run(a: Args) -> Result<(), String> {
     let deadline = a
         .duration
         .map(|d| started + Duration::from_secs_f64(d.max(0.0)));
+    let mut last_retry = Instant::now();
     while !stop.load(Ordering::SeqCst) && deadline.is_none_or(|d| Instant::now() < d) {
         match rx.recv_timeout(Duration::from_millis(100)) {
             Ok(ev) => st.handle(ev, &tx),
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
+        if last_retry.elapsed() >= Duration::from_secs(1) {
+            st.retry();
+            last_retry = Instant::now();
+        }
     }
     let _ = graph.unsubscribe(&watch);
     for (_, t) in st.topics.drain() {
-        let _ = graph.unsubscribe(&t.edge);
+        t.edge.drop_from(&graph);
     }
     for (_, es) in st.peer_edges.drain() {
         for e in es {
-            let _ = graph.unsubscribe(&e);
+            e.drop_from(&graph);
         }
     }
     let report = rec.finish();
@@ -264,14 +307,12 @@ impl State {
             )
             .is_ok()
         {
-            match self.graph.subscribe(
-                &format!("/net/{peer}/:children[]"),
-                &feed_sink,
+            edges.push(Wanted::new(
+                &self.graph,
+                format!("/net/{peer}/:children[]"),
+                feed_sink,
                 DeliveryPolicy::RELIABLE,
-            ) {
-                Ok(e) => edges.push(e),
-                Err(e) => eprintln!("tracer record: {peer}: no structural feed: {e}"),
-            }
+            ));
         }
         let reg_sink = format!("/.record/peers/{peer}/endpoints");
         let tx = Mutex::new(tx.clone());
@@ -288,21 +329,21 @@ impl State {
             )
             .is_ok()
         {
-            // A graph that is not an rmw_tracer process (another tool) has no registry.
-            if let Ok(e) = self.graph.subscribe(
-                &format!("/net/{peer}/.ros/endpoints"),
-                &reg_sink,
+            // Transient local: every record the peer has, then each new one. A graph that is
+            // not an rmw_tracer process (another tool) has no registry: retried, harmless.
+            edges.push(Wanted::new(
+                &self.graph,
+                format!("/net/{peer}/.ros/endpoints"),
+                reg_sink,
                 DeliveryPolicy::new(true, 0, true),
-            ) {
-                edges.push(e);
-            }
+            ));
         }
         self.peer_edges.insert(peer.to_owned(), edges);
     }
 
     fn peer_down(&mut self, peer: &str) {
         for e in self.peer_edges.remove(peer).unwrap_or_default() {
-            let _ = self.graph.unsubscribe(&e);
+            e.drop_from(&self.graph);
         }
         let _ = self.graph.remove(&format!("/.record/peers/{peer}"));
         let gone: Vec<_> = self
@@ -320,8 +361,21 @@ impl State {
     }
 
     fn drop_edge(&self, t: TopicEdge) {
-        let _ = self.graph.unsubscribe(&t.edge);
-        let _ = self.graph.remove(&t.sink);
+        let sink = t.edge.sink.clone();
+        t.edge.drop_from(&self.graph);
+        let _ = self.graph.remove(&sink);
+    }
+
+    /// Every second: failed edges are made again (see [`Wanted`]).
+    fn retry(&mut self) {
+        for es in self.peer_edges.values_mut() {
+            for e in es {
+                e.ensure(&self.graph);
+            }
+        }
+        for t in self.topics.values_mut() {
+            t.edge.ensure(&self.graph);
+        }
     }
 
     fn endpoint(&mut self, peer: &str, r: EndpointRecord) {
@@ -401,26 +455,15 @@ impl State {
             eprintln!("tracer record: {route}: {e}");
             return;
         }
-        match self
-            .graph
-            .subscribe(&route, &sink, DeliveryPolicy::RELIABLE)
-        {
-            Ok(edge) => {
-                eprintln!("tracer record: subscribed {route} ({})", r.type_name);
-                self.topics.insert(
-                    key,
-                    TopicEdge {
-                        edge,
-                        sink,
-                        publishers: vec![r.gid],
-                    },
-                );
-            }
-            Err(e) => {
-                eprintln!("tracer record: cannot subscribe {route}: {e}");
-                let _ = self.graph.remove(&sink);
-            }
-        }
+        eprintln!("tracer record: subscribing {route} ({})", r.type_name);
+        let edge = Wanted::new(&self.graph, route, sink, DeliveryPolicy::RELIABLE);
+        self.topics.insert(
+            key,
+            TopicEdge {
+                edge,
+                publishers: vec![r.gid],
+            },
+        );
     }
 
     /// The schema of a peer's vertex; the structural feed was subscribed before the registry,
