@@ -12,7 +12,9 @@
 //! - [`session`]: the process-wide recording (configuration from the environment, channels,
 //!   finishing at the last context's shutdown and at process exit).
 //! - [`tap`]: what a publisher or subscription holds to record its messages.
+//! - [`handoff`]: the batch between the data path and the recorder (no wake-up per message).
 
+mod handoff;
 mod session;
 mod tap;
 

@@ -26,6 +26,8 @@ use tracer_mcap::ros2::{channel_metadata, OfferedQos};
 use tracer_mcap::{Compression, Recorder};
 use tracer_recording::{Fields, Selection};
 
+use super::handoff::Handoff;
+
 use crate::log::log;
 
 pub const RECORD_ENV: &str = "RMW_TRACER_RECORD";
@@ -35,8 +37,8 @@ pub const QUEUE_ENV: &str = "RMW_TRACER_RECORD_QUEUE";
 pub const QUEUE_BYTES_ENV: &str = "RMW_TRACER_RECORD_QUEUE_BYTES";
 
 pub struct Session {
-    pub rec: Recorder,
-    pub fields: Fields,
+    rec: Arc<Recorder>,
+    pub handoff: Handoff,
     pub select: Selection,
     path: PathBuf,
     /// (ROS topic, type) -> channel: one channel per pair, whoever registers it first.
@@ -148,12 +150,15 @@ impl Session {
                 .filter(|n| *n > 0)
                 .ok_or_else(|| format!("{QUEUE_BYTES_ENV}={q}: expected a positive number"))?;
         }
-        let rec = Recorder::create(&path, opts).map_err(|e| e.to_string())?;
+        let (max_messages, max_bytes) = (opts.max_queued_messages, opts.max_queued_bytes);
+        let rec = Arc::new(Recorder::create(&path, opts).map_err(|e| e.to_string())?);
         let fields = Fields::declare(&rec).map_err(|e| e.to_string())?;
+        let handoff = Handoff::start(rec.clone(), fields, max_messages, max_bytes)
+            .map_err(|e| format!("cannot start the record thread: {e}"))?;
         let select = Selection::parse(&std::env::var(TOPICS_ENV).unwrap_or_default());
         Ok(Session {
             rec,
-            fields,
+            handoff,
             select,
             path,
             channels: Mutex::new(HashMap::new()),
@@ -214,6 +219,7 @@ impl Session {
         if self.finished.swap(true, Ordering::AcqRel) {
             return;
         }
+        self.handoff.stop();
         let r = self.rec.finish();
         match (&r.error, r.dropped) {
             (Some(e), _) => log!(

@@ -8,8 +8,9 @@ use libtracer_core::{Meta, Payload, Sample};
 use tracer_mcap::recorder::ChannelId;
 use tracer_mcap::ros2::OfferedQos;
 use tracer_recording::fields::mcap_time;
-use tracer_recording::{offered_qos, MessageFields, StampLocator};
+use tracer_recording::{offered_qos, StampLocator};
 
+use super::handoff::Pending;
 use super::session::{session, Session};
 use crate::context::Shared;
 use crate::gid::Gid;
@@ -23,7 +24,7 @@ pub struct PubTap {
     channel: ChannelId,
     stamp: Option<StampLocator>,
     /// The route of a published message: the topic vertex's path.
-    route: String,
+    route: Arc<str>,
 }
 
 /// A subscription's tap: each message it takes is recorded, once per process.
@@ -34,6 +35,7 @@ pub struct SubTap {
     type_name: String,
     definition: String,
     path: String,
+    local_route: Arc<str>,
     /// Made at the first reception, when the registry knows the publishers' QoS.
     channel: OnceLock<Option<ChannelId>>,
     stamp: Option<StampLocator>,
@@ -68,7 +70,7 @@ pub fn publisher_tap(
         session: session.clone(),
         channel,
         stamp: StampLocator::for_type(&ty.type_name, &ty.definition),
-        route: path.to_owned(),
+        route: Arc::from(path),
     })
 }
 
@@ -90,6 +92,7 @@ pub fn subscription_tap(
         type_name: ty.type_name.clone(),
         definition: ty.definition.clone(),
         path: path.to_owned(),
+        local_route: Arc::from(path),
         channel: OnceLock::new(),
         stamp: StampLocator::for_type(&ty.type_name, &ty.definition),
     })
@@ -99,20 +102,16 @@ impl PubTap {
     /// Queue one published message (the payload is shared, not copied).
     pub fn published(&self, payload: &Payload, meta: &Meta) {
         let t = mcap_time(meta.source_timestamp_ns);
-        let fields = self.session.fields.values(&MessageFields {
-            sensor_time: self.stamp.and_then(|s| s.read(payload.as_ref())),
-            gid: meta.writer,
+        self.session.handoff.push(Pending {
+            channel: self.channel,
+            log_time: t,
+            publish_time: t,
             sequence: meta.sequence,
-            route: &self.route,
+            sensor_time: self.stamp.and_then(|s| s.read(payload.as_ref())),
+            payload: payload.clone(),
+            gid: meta.writer,
+            route: self.route.clone(),
         });
-        self.session.rec.write(
-            self.channel,
-            t,
-            t,
-            meta.sequence as u32,
-            payload.clone(),
-            fields,
-        );
     }
 }
 
@@ -135,24 +134,20 @@ impl SubTap {
         }) else {
             return;
         };
-        let route = match &s.origin {
-            Some(peer) => format!("/net/{peer}{}", self.path),
-            None => self.path.clone(),
+        let route: Arc<str> = match &s.origin {
+            Some(peer) => Arc::from(format!("/net/{peer}{}", self.path)),
+            None => self.local_route.clone(),
         };
-        let fields = self.session.fields.values(&MessageFields {
-            sensor_time: self.stamp.and_then(|st| st.read(s.payload.as_ref())),
-            gid: *w,
-            sequence: s.meta.sequence,
-            route: &route,
-        });
-        self.session.rec.write(
+        self.session.handoff.push(Pending {
             channel,
-            mcap_time(s.received_timestamp_ns),
-            mcap_time(s.meta.source_timestamp_ns),
-            s.meta.sequence as u32,
-            s.payload.clone(),
-            fields,
-        );
+            log_time: mcap_time(s.received_timestamp_ns),
+            publish_time: mcap_time(s.meta.source_timestamp_ns),
+            sequence: s.meta.sequence,
+            sensor_time: self.stamp.and_then(|st| st.read(s.payload.as_ref())),
+            payload: s.payload.clone(),
+            gid: *w,
+            route,
+        });
     }
 
     /// The offered QoS of every publisher of the topic and type the registry knows.
