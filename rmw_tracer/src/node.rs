@@ -12,6 +12,7 @@ use crate::boundary::RmwResult;
 use crate::context::Shared;
 use crate::gid::Gid;
 use crate::guard::GuardCondition;
+use crate::qos::Qos;
 use crate::registry::{EntityKind, Entry, Record};
 
 pub struct Node {
@@ -73,6 +74,28 @@ impl Node {
 
     pub fn namespace(&self) -> &str {
         self.namespace.to_str().unwrap_or_default()
+    }
+
+    /// The registry record of an endpoint (publisher, subscription, service, client) of this
+    /// node on `topic` (a topic or service name as the user gave it).
+    pub fn endpoint_record(
+        &self,
+        kind: EntityKind,
+        gid: Gid,
+        topic: &str,
+        type_name: &str,
+        type_hash: &str,
+        qos: Qos,
+    ) -> Record {
+        let mut rec = Record::new(kind, gid);
+        rec.node_gid = Some(self.gid);
+        rec.node_name = self.name().to_owned();
+        rec.node_namespace = self.namespace().to_owned();
+        rec.topic = topic.to_owned();
+        rec.type_name = type_name.to_owned();
+        rec.type_hash = type_hash.to_owned();
+        rec.qos = Some(qos);
+        rec
     }
 }
 

@@ -13,7 +13,7 @@ use crate::gid::Gid;
 use crate::names;
 use crate::node::Node;
 use crate::qos::{End, Qos};
-use crate::registry::{EntityKind, Entry, Record};
+use crate::registry::{EntityKind, Entry};
 use crate::topic::{now_ns, TopicType};
 
 pub struct Publisher {
@@ -58,14 +58,14 @@ impl Publisher {
         ty.set_schema(&ctx, &path)?;
         let gid = ctx.gids.next();
         let record = crate::record::publisher_tap(topic, &path, &ty, &qos, gid);
-        let mut rec = Record::new(EntityKind::Publisher, gid);
-        rec.node_gid = Some(node.gid);
-        rec.node_name = node.name().to_owned();
-        rec.node_namespace = node.namespace().to_owned();
-        rec.topic = topic.to_owned();
-        rec.type_name = ty.type_name.clone();
-        rec.type_hash = ty.type_hash.clone();
-        rec.qos = Some(qos);
+        let rec = node.endpoint_record(
+            EntityKind::Publisher,
+            gid,
+            topic,
+            &ty.type_name,
+            &ty.type_hash,
+            qos,
+        );
         let entry = ctx.registry.announce(rec)?;
         let events = crate::event::Events::new(
             ctx.clone(),

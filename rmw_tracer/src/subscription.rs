@@ -20,7 +20,7 @@ use crate::log::log;
 use crate::names;
 use crate::node::Node;
 use crate::qos::{End, Qos};
-use crate::registry::{EntityKind, Entry, Record, SubscriptionLink};
+use crate::registry::{EntityKind, Entry, SubscriptionLink};
 use crate::topic::TopicType;
 
 /// What a take found, for `rmw_message_info_t`.
@@ -113,14 +113,14 @@ impl Subscription {
             remote: Mutex::new(Default::default()),
         });
         let gid = ctx.gids.next();
-        let mut rec = Record::new(EntityKind::Subscription, gid);
-        rec.node_gid = Some(node.gid);
-        rec.node_name = node.name().to_owned();
-        rec.node_namespace = node.namespace().to_owned();
-        rec.topic = topic.to_owned();
-        rec.type_name = ty.type_name.clone();
-        rec.type_hash = ty.type_hash.clone();
-        rec.qos = Some(qos);
+        let rec = node.endpoint_record(
+            EntityKind::Subscription,
+            gid,
+            topic,
+            &ty.type_name,
+            &ty.type_hash,
+            qos,
+        );
         let entry = ctx.registry.announce(rec)?;
         ctx.registry.add_subscription(&link);
         let ring = target.clone();

@@ -19,7 +19,7 @@ use crate::log::log;
 use crate::names;
 use crate::node::Node;
 use crate::qos::Qos;
-use crate::registry::{EntityKind, Entry, Record};
+use crate::registry::{EntityKind, Entry};
 use crate::topic::now_ns;
 
 /// What `rmw_take_response` reports in `rmw_service_info_t`.
@@ -73,14 +73,7 @@ impl Client {
         let path = response_path(gid);
         let inbox = Inbox::new(qos.subscription_ring());
         ctx.graph.create_sink(&path, inbox.sink())?;
-        let mut rec = Record::new(EntityKind::Client, gid);
-        rec.node_gid = Some(node.gid);
-        rec.node_name = node.name().to_owned();
-        rec.node_namespace = node.namespace().to_owned();
-        rec.topic = name.to_owned();
-        rec.type_name = ty.name.clone();
-        rec.type_hash = ty.type_hash.clone();
-        rec.qos = Some(qos);
+        let rec = node.endpoint_record(EntityKind::Client, gid, name, &ty.name, &ty.type_hash, qos);
         let entry = match ctx.registry.announce(rec) {
             Ok(e) => e,
             Err(e) => {

@@ -19,7 +19,7 @@ use crate::log::log;
 use crate::names;
 use crate::node::Node;
 use crate::qos::Qos;
-use crate::registry::{EntityKind, Entry, Record};
+use crate::registry::{EntityKind, Entry};
 use crate::topic::now_ns;
 
 /// How many clients' origins a server remembers between a request and its response. Past this
@@ -124,14 +124,8 @@ impl Server {
                     encoding: "cdr".to_owned(),
                 },
             )?;
-            let mut rec = Record::new(EntityKind::Service, gid);
-            rec.node_gid = Some(node.gid);
-            rec.node_name = node.name().to_owned();
-            rec.node_namespace = node.namespace().to_owned();
-            rec.topic = name.to_owned();
-            rec.type_name = ty.name.clone();
-            rec.type_hash = ty.type_hash.clone();
-            rec.qos = Some(qos);
+            let rec =
+                node.endpoint_record(EntityKind::Service, gid, name, &ty.name, &ty.type_hash, qos);
             ctx.registry.announce(rec)
         })();
         let entry = match made {
