@@ -296,3 +296,52 @@ fn ruling9_a_slow_handler_is_not_taken_for_a_dead_peer() {
         ra.events()
     );
 }
+
+/// Run `f` on a thread and wait for it with a generous deadline: a hang fails the test instead
+/// of stalling the run (the hung thread is left behind).
+fn finishes_in_time(what: &str, f: impl FnOnce() + Send + 'static) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        f();
+        let _ = tx.send(());
+    });
+    assert!(
+        rx.recv_timeout(Duration::from_secs(30)).is_ok(),
+        "{what} hung"
+    );
+}
+
+#[test]
+fn ruling9_shutdown_returns_when_the_rendezvous_dir_is_gone() {
+    let dir = TempDir::new("gone");
+    let sub = dir.path().join("d");
+    let (ra, rb) = (Recorder::new(), Recorder::new());
+    let a = HostTransport::start(&sub, "a", ra.clone()).unwrap();
+    // Not dropped if the test fails: its drop would hang the same way.
+    let b = std::mem::ManuallyDrop::new(HostTransport::start(&sub, "b", rb.clone()).unwrap());
+    ra.wait_up("b", T);
+    // Someone cleans up the runtime directory under the running graphs.
+    std::fs::remove_dir_all(&sub).unwrap();
+    finishes_in_time("shutdown with the directory gone", move || drop(a));
+    assert!(rb.wait_down("a", T), "b saw a go");
+    assert!(ra.wait_down("b", T));
+    let b = std::mem::ManuallyDrop::into_inner(b);
+    finishes_in_time("shutdown of the last one", move || drop(b));
+}
+
+#[test]
+fn ruling9_shutdown_returns_when_its_socket_file_belongs_to_another() {
+    let dir = TempDir::new("squat");
+    let a = HostTransport::start(dir.path(), "a", Recorder::new()).unwrap();
+    // Our socket file was taken for stale and replaced by a listener that never accepts.
+    std::fs::remove_file(a.socket_path()).unwrap();
+    let squatter = UnixListener::bind(dir.path().join("a.sock")).unwrap();
+    finishes_in_time("shutdown with another's socket at our path", move || {
+        drop(a)
+    });
+    assert!(
+        dir.path().join("a.sock").exists(),
+        "the other's socket file is left alone"
+    );
+    drop(squatter);
+}

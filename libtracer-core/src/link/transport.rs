@@ -15,6 +15,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io;
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -81,6 +82,9 @@ struct Inner {
 pub struct HostTransport {
     inner: Arc<Inner>,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    /// The listening socket (a duplicate of the accept loop's descriptor): `shutdown(2)` on it
+    /// wakes the blocked `accept`, which needs neither the socket file nor the directory.
+    listener: UnixListener,
 }
 
 impl HostTransport {
@@ -125,6 +129,7 @@ impl HostTransport {
         let t = HostTransport {
             inner: inner.clone(),
             threads: Mutex::new(Vec::new()),
+            listener: listener.try_clone()?,
         };
         let weak = Arc::downgrade(&inner);
         t.spawn("tracer-accept", move || accept_loop(listener, weak));
@@ -190,8 +195,11 @@ impl HostTransport {
             table.links.values().cloned().collect()
         };
         self.inner.wake.notify_all();
-        // Wake the accept loop, which sees `stopped` and ends.
-        let _ = UnixStream::connect(&self.inner.sock_path);
+        // Wake the accept loop, which sees `stopped` and ends. Not by connecting to our socket
+        // path: the directory may be gone, or the path another graph's by now. On Linux,
+        // shutdown of a listening socket makes a blocked (or later) `accept` fail at once.
+        let _ =
+            nix::sys::socket::shutdown(self.listener.as_raw_fd(), nix::sys::socket::Shutdown::Both);
         for l in links {
             l.close();
         }
@@ -430,16 +438,23 @@ impl Inner {
 }
 
 fn accept_loop(listener: UnixListener, inner: Weak<Inner>) {
-    for conn in listener.incoming() {
+    loop {
+        let conn = listener.accept();
         let Some(inner) = inner.upgrade() else { return };
         if inner.table.lock().stopped {
             return;
         }
-        let Ok(stream) = conn else { continue };
-        let i = inner.clone();
-        let _ = std::thread::Builder::new()
-            .name("tracer-hello".into())
-            .spawn(move || i.handshake_in(stream));
+        match conn {
+            Ok((stream, _)) => {
+                let i = inner.clone();
+                let _ = std::thread::Builder::new()
+                    .name("tracer-hello".into())
+                    .spawn(move || i.handshake_in(stream));
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            // Out of descriptors or memory: try again shortly rather than spin.
+            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
     }
 }
 
