@@ -3,14 +3,16 @@
 //! killed with SIGKILL the others drop its mount, its edges and its structural entry, and are
 //! told within one second.
 //!
-//! The children are this test binary re-executed to run the ignored test `multiprocess_child`,
+//! The children are this test binary re-executed (through `/proc/self/exe`, so a rebuild that
+//! replaces the file mid-run does not matter) to run the ignored test `multiprocess_child`,
 //! which drives a graph from commands on stdin and answers on stdout (lines starting `@@ `; the
-//! test harness's own lines are skipped).
+//! test harness's own lines are skipped). Every wait on a child has a deadline.
 
 mod link_support;
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use libtracer_core::link::{HostTransport, Link, LinkHandler};
@@ -21,7 +23,9 @@ use libtracer_core::{
 };
 use link_support::{Recorder, TempDir};
 
-const T: Duration = Duration::from_secs(10);
+/// Deadline for an awaited event (a link up, a delivery): generous, since a miss is a failure
+/// and the machine may be loaded; waits poll and return as soon as the event is seen.
+const T: Duration = Duration::from_secs(20);
 
 fn host_graph(dir: &std::path::Path, name: &str) -> Graph {
     Graph::new(GraphConfig {
@@ -72,6 +76,18 @@ fn multiprocess_child() {
         println!("@@ ready");
         let mut rest = String::new();
         let _ = std::io::Read::read_to_string(&mut std::io::stdin(), &mut rest);
+        return;
+    }
+    if std::env::var("LT_MP_ROLE").as_deref() == Ok("respawn") {
+        // Our executable file is replaced (a rebuild of the shared target directory), then we
+        // spawn a child of our own, as every multi-process test does.
+        let me = std::env::current_exe().expect("own path");
+        let fake = me.with_extension("rebuilt");
+        std::fs::write(&fake, "#!/bin/false\n").expect("write the replacement");
+        std::fs::rename(&fake, &me).expect("replace our executable");
+        let mut t = Proc::spawn_as(std::path::Path::new(&dir), &name, "transport");
+        t.expect_line("ready");
+        println!("@@ respawned");
         return;
     }
     if std::env::var("LT_MP_ROLE").as_deref() == Ok("stall") {
@@ -165,10 +181,22 @@ fn stalling_peer(dir: &std::path::Path, name: &str) {
 // ------------------------------------------------------------------------------------------
 // The parent side
 
+/// How long a child may take to answer one command. Generous: a missed deadline means a hang,
+/// and the machine may be busy with other builds.
+const REPLY: Duration = Duration::from_secs(60);
+
+/// The executable children run: always this very test binary. Not `current_exe()`'s path,
+/// which another build of the shared target directory may replace mid-run (and then names a
+/// different binary, or none): exec of `/proc/self/exe` resolves, in the forked child, to the
+/// file the parent is running, even if it has been replaced or deleted.
+const SELF_EXE: &str = "/proc/self/exe";
+
 struct Proc {
     child: Child,
     stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
+    /// The child's `@@ ` lines, read by a thread of their own so every wait has a deadline;
+    /// disconnected when the child's stdout closes (it exited).
+    lines: Receiver<String>,
 }
 
 impl Proc {
@@ -177,7 +205,11 @@ impl Proc {
     }
 
     fn spawn_as(dir: &std::path::Path, name: &str, role: &str) -> Proc {
-        let mut child = Command::new(std::env::current_exe().expect("test binary"))
+        Self::spawn_from(std::path::Path::new(SELF_EXE), dir, name, role)
+    }
+
+    fn spawn_from(exe: &std::path::Path, dir: &std::path::Path, name: &str, role: &str) -> Proc {
+        let mut child = Command::new(exe)
             .args([
                 "--ignored",
                 "--exact",
@@ -195,41 +227,48 @@ impl Proc {
             .expect("spawn child");
         let stdin = child.stdin.take().expect("stdin");
         let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            // The test harness's own lines are skipped.
+            for l in stdout.lines().map_while(Result::ok) {
+                if let Some(said) = l.strip_prefix("@@ ") {
+                    if tx.send(said.to_owned()).is_err() {
+                        return;
+                    }
+                }
+            }
+        });
         Proc {
             child,
             stdin,
-            stdout,
+            lines,
         }
     }
 
-    fn cmd(&mut self, line: &str) -> String {
-        writeln!(self.stdin, "{line}").expect("child stdin");
-        self.stdin.flush().expect("child stdin");
-        loop {
-            let mut l = String::new();
-            assert!(
-                self.stdout.read_line(&mut l).expect("child stdout") > 0,
-                "child exited during {line:?}"
-            );
-            if let Some(reply) = l.trim_end_matches('\n').strip_prefix("@@ ") {
-                return reply.to_owned();
+    /// The child's next `@@ ` line.
+    fn next_line(&mut self, during: &str) -> String {
+        match self.lines.recv_timeout(REPLY) {
+            Ok(l) => l,
+            Err(RecvTimeoutError::Timeout) => panic!("child silent for {REPLY:?} during {during}"),
+            Err(RecvTimeoutError::Disconnected) => {
+                panic!("child exited during {during}: {:?}", self.child.try_wait())
             }
         }
+    }
+
+    fn send(&mut self, line: &str) {
+        writeln!(self.stdin, "{line}").expect("child stdin");
+        self.stdin.flush().expect("child stdin");
+    }
+
+    fn cmd(&mut self, line: &str) -> String {
+        self.send(line);
+        self.next_line(line)
     }
 
     /// Wait for the child to say `@@ <want>` of its own accord.
     fn expect_line(&mut self, want: &str) {
-        loop {
-            let mut l = String::new();
-            assert!(
-                self.stdout.read_line(&mut l).expect("child stdout") > 0,
-                "child exited before saying {want:?}"
-            );
-            if let Some(said) = l.trim_end_matches('\n').strip_prefix("@@ ") {
-                assert_eq!(said, want);
-                return;
-            }
-        }
+        assert_eq!(self.next_line(&format!("waiting for {want:?}")), want);
     }
 
     fn ok(&mut self, line: &str) {
@@ -238,8 +277,15 @@ impl Proc {
 
     /// Ask the child to drop its graph and exit, and wait for it.
     fn exit(mut self) {
-        writeln!(self.stdin, "exit").expect("child stdin");
-        let status = self.child.wait().expect("wait");
+        self.send("exit");
+        let deadline = Instant::now() + REPLY;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                break status;
+            }
+            assert!(Instant::now() < deadline, "child did not exit in {REPLY:?}");
+            std::thread::sleep(Duration::from_millis(5));
+        };
         assert!(status.success(), "child exited with {status}");
     }
 
@@ -307,8 +353,7 @@ fn ruling4_peer_identity_comes_from_the_kernel() {
     let r = Recorder::new();
     let _p = HostTransport::start(dir.path(), "p", r.clone()).unwrap();
     let mut t = Proc::spawn_as(dir.path(), "t", "transport");
-    let mut l = String::new();
-    std::io::BufRead::read_line(&mut t.stdout, &mut l).unwrap();
+    t.expect_line("ready");
     let link = r.wait_up("t", T);
     let id = link.peer();
     // SO_PEERCRED: the pid is the child's, which the child never told us.
@@ -353,8 +398,7 @@ fn ruling9_sigkilled_peer_is_cleaned_up_within_a_second() {
     let _ = feed_events(&feed);
 
     // c measures on its side from the moment it is told to watch.
-    writeln!(c.stdin, "await_gone b").unwrap();
-    c.stdin.flush().unwrap();
+    c.send("await_gone b");
     let killed = Instant::now();
     b.kill();
     let unmounted = eventually("b unmounted on a", || a.peers() == ["c"]);
@@ -371,13 +415,7 @@ fn ruling9_sigkilled_peer_is_cleaned_up_within_a_second() {
         seen.contains(&StructEvent::Removed { path: "b".into() })
     });
     let on_a = killed.elapsed();
-    let c_ms: u64 = loop {
-        let mut l = String::new();
-        assert!(c.stdout.read_line(&mut l).unwrap() > 0, "c exited");
-        if let Some(r) = l.trim_end_matches('\n').strip_prefix("@@ ") {
-            break r.parse().expect("elapsed ms");
-        }
-    };
+    let c_ms: u64 = c.next_line("await_gone b").parse().expect("elapsed ms");
     eprintln!(
         "after SIGKILL: a unmounted in {unmounted:?}, edges gone +{edges_gone:?}, consumer edge failed \
          +{consumer_failed:?}, Removed event +{structural:?} (all within {on_a:?}); c unmounted in {c_ms} ms"
@@ -504,4 +542,17 @@ fn ruling9_a_write_into_a_killed_peer_is_an_error_not_sigpipe() {
         "{failed}"
     );
     assert!(rec.wait_down("p", T));
+}
+
+/// The multi-process tests themselves: a child spawned after the test binary's file was replaced
+/// (another build of the shared target directory finishing mid-run) still runs this binary's
+/// code, not whatever is at the path now.
+#[test]
+fn children_run_this_binary_even_when_its_file_is_replaced() {
+    let dir = TempDir::new("respawn");
+    // The child runs from a copy, which it replaces under itself: the real binary stays intact.
+    let copy = dir.path().join("copy-of-test-binary");
+    std::fs::copy("/proc/self/exe", &copy).expect("copy the test binary");
+    let mut p = Proc::spawn_from(&copy, dir.path(), "r", "respawn");
+    p.expect_line("respawned");
 }

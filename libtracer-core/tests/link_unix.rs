@@ -197,15 +197,16 @@ fn ruling9_a_hung_peer_is_found_by_keepalive_within_a_second() {
 fn ruling9_keepalive_keeps_a_quiet_link_up() {
     let dir = TempDir::new("quiet");
     let cfg = TransportConfig {
+        // dead_after far above ping_interval: a loaded machine may stall a thread for a while.
         ping_interval: Duration::from_millis(50),
-        dead_after: Duration::from_millis(400),
+        dead_after: Duration::from_millis(700),
         ..Default::default()
     };
     let (ra, rb) = (Recorder::new(), Recorder::new());
     let _a = HostTransport::start_with(dir.path(), "a", ra.clone(), cfg.clone()).unwrap();
     let _b = HostTransport::start_with(dir.path(), "b", rb.clone(), cfg).unwrap();
     ra.wait_up("b", T);
-    std::thread::sleep(Duration::from_millis(1200));
+    std::thread::sleep(Duration::from_millis(2100));
     assert_eq!(
         ra.events(),
         vec![Ev::Up("b".into())],
