@@ -170,7 +170,7 @@ pub unsafe extern "C" fn rmw_client_set_on_new_response_callback(
         // SAFETY: rmw's contract.
         let client = unsafe { handle::get::<Client>(client.cast_const(), "client") }?;
         // SAFETY: as above.
-        client.set_on_new_response(unsafe { EventCallback::new(callback, user_data) });
+        client.set_callback(unsafe { EventCallback::new(callback, user_data) });
         Ok(())
     })
 }

@@ -184,7 +184,7 @@ pub unsafe extern "C" fn rmw_service_set_on_new_request_callback(
         // SAFETY: rmw's contract.
         let server = unsafe { handle::get::<Server>(service.cast_const(), "service") }?;
         // SAFETY: as above.
-        server.set_on_new_request(unsafe { EventCallback::new(callback, user_data) });
+        server.set_callback(unsafe { EventCallback::new(callback, user_data) });
         Ok(())
     })
 }

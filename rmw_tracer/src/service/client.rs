@@ -1,25 +1,19 @@
 //! A service client: its response inbox, its registry record, and how it reaches the servers.
 
-use std::ffi::CString;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
-use libtracer_core::{Meta, Payload, Readiness, Signal, Vertex};
+use libtracer_core::{Meta, Payload, Signal};
 use parking_lot::Mutex;
 
-use super::inbox::Inbox;
+use super::endpoint::{Endpoint, Route};
 use super::{request_path, response_path};
-use crate::boundary::event_callback::EventCallback;
 use crate::boundary::message::{MessageMut, MessageRef};
 use crate::boundary::service_types::ServiceType;
-use crate::boundary::{cstr, RmwError, RmwResult};
-use crate::context::Shared;
-use crate::gid::Gid;
+use crate::boundary::RmwResult;
 use crate::log::log;
-use crate::names;
 use crate::node::Node;
-use crate::qos::Qos;
-use crate::registry::{EntityKind, Entry};
+use crate::registry::EntityKind;
 use crate::topic::now_ns;
 
 /// What `rmw_take_response` reports in `rmw_service_info_t`.
@@ -30,22 +24,10 @@ pub struct ResponseHeader {
     pub received_timestamp_ns: i64,
 }
 
-/// How a request reaches one server: the vertex handle of a server in this graph (no path
-/// lookup per request), or the `/net/<peer>/...` path of one on a peer.
-enum Route {
-    Local(Vertex),
-    Remote(String),
-}
-
 pub struct Client {
-    pub ctx: Arc<Shared>,
-    pub service_name: CString,
-    pub gid: Gid,
-    /// The actual QoS of the request publisher and the response subscription.
-    pub qos: Qos,
-    pub ty: ServiceType,
-    path: String,
-    inbox: Inbox,
+    /// Its response inbox, record and QoS (the QoS of the request publisher and the response
+    /// subscription).
+    endpoint: Endpoint,
     /// The last sequence number handed out; the first request is 1.
     sequence: AtomicI64,
     /// The routes to the servers, rebuilt from the registry only after it changed.
@@ -53,7 +35,14 @@ pub struct Client {
     /// Raised by the registry on every change: the routes are stale.
     changed: Signal,
     listener: u64,
-    _entry: Entry,
+}
+
+/// What the entry points and the wait set read of a client is its endpoint's.
+impl std::ops::Deref for Client {
+    type Target = Endpoint;
+    fn deref(&self) -> &Endpoint {
+        &self.endpoint
+    }
 }
 
 impl Client {
@@ -63,43 +52,23 @@ impl Client {
         name: &str,
         qos: &ffi::rmw_qos_profile_t,
     ) -> RmwResult<Client> {
-        let ctx = node.ctx.clone();
-        ctx.check_live()?;
-        names::topic_path(name, qos.avoid_ros_namespace_conventions)?;
-        // Check that the name maps before anything is made.
-        request_path(name, Gid::default())?;
-        let qos = super::resolve_qos(qos)?;
-        let gid = ctx.gids.next();
-        let path = response_path(gid);
-        let inbox = Inbox::new(qos.subscription_ring());
-        ctx.graph.create_sink(&path, inbox.sink())?;
-        let rec = node.endpoint_record(EntityKind::Client, gid, name, &ty.name, &ty.type_hash, qos);
-        let entry = match ctx.registry.announce(rec) {
-            Ok(e) => e,
-            Err(e) => {
-                let _ = ctx.graph.remove(&path);
-                return Err(e);
-            }
-        };
+        let endpoint = Endpoint::new(
+            node,
+            EntityKind::Client,
+            ty,
+            name,
+            qos,
+            |gid| Ok(response_path(gid)),
+            None,
+        )?;
         let changed = Signal::new();
         Ok(Client {
-            service_name: cstr::owned(name, "service_name")?,
-            gid,
-            qos,
-            ty,
-            path,
-            inbox,
+            listener: endpoint.ctx.registry.add_listener(changed.clone()),
+            endpoint,
             sequence: AtomicI64::new(0),
             routes: Mutex::new(None),
-            listener: ctx.registry.add_listener(changed.clone()),
             changed,
-            ctx,
-            _entry: entry,
         })
-    }
-
-    pub fn name(&self) -> &str {
-        self.service_name.to_str().unwrap_or_default()
     }
 
     /// The routes to every server of this service with this type, here and on peers: taken
@@ -118,11 +87,8 @@ impl Client {
                 continue;
             }
             let path = request_path(name, r.gid)?;
-            match peer {
-                // A local server whose vertex is already gone is on its way out of the registry.
-                None => routes.extend(self.ctx.graph.vertex(&path).map(Route::Local)),
-                Some(peer) => routes.push(Route::Remote(names::on_peer(&peer, &path))),
-            }
+            // A local server whose vertex is already gone is on its way out of the registry.
+            routes.extend(Route::to(&self.ctx.graph, peer.as_deref(), &path));
         }
         let routes = Arc::new(routes);
         *cache = Some(routes.clone());
@@ -147,10 +113,7 @@ impl Client {
         };
         let payload = Payload::from(bytes);
         for route in self.routes()?.iter() {
-            let r = match route {
-                Route::Local(v) => v.write(payload.clone(), meta),
-                Route::Remote(path) => self.ctx.graph.write(path, payload.clone(), meta),
-            };
+            let r = route.write(&self.ctx.graph, payload.clone(), meta);
             // A server that just went is still routed to until the registry says so: its
             // request is lost, as a DDS request to a vanished reader is, and the client waits
             // (or times out) for the others.
@@ -167,15 +130,9 @@ impl Client {
 
     /// Take the oldest response into `msg`; `None` when there is none.
     pub fn take_response(&self, msg: &mut MessageMut<'_>) -> RmwResult<Option<ResponseHeader>> {
-        let Some(s) = self.inbox.pop() else {
+        let Some((s, sequence)) = self.pop("response")? else {
             return Ok(None);
         };
-        let sequence = i64::try_from(s.meta.sequence).map_err(|_| {
-            RmwError::failed(format!(
-                "response sequence number {} out of range",
-                s.meta.sequence
-            ))
-        })?;
         msg.deserialize(&self.ty.response, s.payload.as_ref())?;
         Ok(Some(ResponseHeader {
             sequence,
@@ -183,23 +140,10 @@ impl Client {
             received_timestamp_ns: s.received_timestamp_ns,
         }))
     }
-
-    pub fn readiness(&self) -> Readiness {
-        self.inbox.readiness()
-    }
-
-    pub fn is_ready(&self) -> bool {
-        !self.inbox.is_empty()
-    }
-
-    pub fn set_on_new_response(&self, cb: Option<EventCallback>) {
-        self.inbox.set_callback(cb);
-    }
 }
 
 impl Drop for Client {
     fn drop(&mut self) {
         self.ctx.registry.remove_listener(self.listener);
-        let _ = self.ctx.graph.remove(&self.path);
     }
 }

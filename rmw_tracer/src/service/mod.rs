@@ -15,6 +15,7 @@
 //! receive, and across a link carry, every request of every service `/a/...`.
 
 pub mod client;
+pub mod endpoint;
 pub mod inbox;
 pub mod server;
 

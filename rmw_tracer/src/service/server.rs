@@ -1,25 +1,19 @@
 //! A service server: its request inbox, its registry record, and how it answers.
 
 use std::collections::{HashMap, VecDeque};
-use std::ffi::CString;
-use std::sync::Arc;
 
-use libtracer_core::{Meta, Payload, Readiness, Vertex};
+use libtracer_core::{Meta, Payload};
 use parking_lot::Mutex;
 
-use super::inbox::Inbox;
+use super::endpoint::{Endpoint, Route};
 use super::{request_path, response_path};
-use crate::boundary::event_callback::EventCallback;
 use crate::boundary::message::{MessageMut, MessageRef};
 use crate::boundary::service_types::ServiceType;
-use crate::boundary::{cstr, RmwError, RmwResult};
-use crate::context::Shared;
+use crate::boundary::{RmwError, RmwResult};
 use crate::gid::Gid;
 use crate::log::log;
-use crate::names;
 use crate::node::Node;
-use crate::qos::Qos;
-use crate::registry::{EntityKind, Entry};
+use crate::registry::EntityKind;
 use crate::topic::now_ns;
 
 /// How many clients' origins a server remembers between a request and its response. Past this
@@ -36,31 +30,24 @@ pub struct RequestHeader {
 }
 
 pub struct Server {
-    pub ctx: Arc<Shared>,
-    pub service_name: CString,
-    pub gid: Gid,
-    /// The actual QoS of the request subscription and the response publisher (one profile, as
-    /// a DDS service has).
-    pub qos: Qos,
-    pub ty: ServiceType,
-    path: String,
-    inbox: Inbox,
-    /// Client gid -> the peer its requests came from (`None` = this graph).
+    /// Its request inbox, record and QoS (the QoS of the request subscription and the response
+    /// publisher).
+    endpoint: Endpoint,
+    /// Client gid -> where its answers go.
     origins: Mutex<Origins>,
-    _entry: Entry,
 }
 
-/// Where the answers to one client go: its response vertex in this graph (a handle, so an
-/// answer does no path lookup), or the `/net/<peer>/...` path of one on a peer.
-#[derive(Clone)]
-enum Reply {
-    Local(Vertex),
-    Remote(String),
+/// What the entry points and the wait set read of a server is its endpoint's.
+impl std::ops::Deref for Server {
+    type Target = Endpoint;
+    fn deref(&self) -> &Endpoint {
+        &self.endpoint
+    }
 }
 
 #[derive(Default)]
 struct Origins {
-    by_client: HashMap<Gid, Reply>,
+    by_client: HashMap<Gid, Route>,
     order: VecDeque<Gid>,
 }
 
@@ -90,12 +77,8 @@ impl Origins {
 }
 
 /// `None` for a local client whose response vertex is gone.
-fn reply_route(graph: &libtracer_core::Graph, client: Gid, origin: Option<&str>) -> Option<Reply> {
-    let path = response_path(client);
-    match origin {
-        None => graph.vertex(&path).map(Reply::Local),
-        Some(peer) => Some(Reply::Remote(names::on_peer(peer, &path))),
-    }
+fn reply_route(graph: &libtracer_core::Graph, client: Gid, origin: Option<&str>) -> Option<Route> {
+    Route::to(graph, origin, &response_path(client))
 }
 
 impl Server {
@@ -105,61 +88,33 @@ impl Server {
         name: &str,
         qos: &ffi::rmw_qos_profile_t,
     ) -> RmwResult<Server> {
-        let ctx = node.ctx.clone();
-        ctx.check_live()?;
-        // The rules of a topic name apply to a service name (rmw_validate_full_topic_name).
-        names::topic_path(name, qos.avoid_ros_namespace_conventions)?;
-        let qos = super::resolve_qos(qos)?;
-        let gid = ctx.gids.next();
-        let path = request_path(name, gid)?;
-        let inbox = Inbox::new(qos.subscription_ring());
-        ctx.graph.create_sink(&path, inbox.sink())?;
-        let made = (|| -> RmwResult<Entry> {
-            ctx.graph.set_schema(
-                &path,
-                libtracer_core::Schema {
-                    type_name: ty.request.name().to_owned(),
-                    type_hash: String::new(),
-                    definition: String::new(),
-                    encoding: "cdr".to_owned(),
-                },
-            )?;
-            let rec =
-                node.endpoint_record(EntityKind::Service, gid, name, &ty.name, &ty.type_hash, qos);
-            ctx.registry.announce(rec)
-        })();
-        let entry = match made {
-            Ok(e) => e,
-            Err(e) => {
-                let _ = ctx.graph.remove(&path);
-                return Err(e);
-            }
+        let schema = libtracer_core::Schema {
+            type_name: ty.request.name().to_owned(),
+            type_hash: String::new(),
+            definition: String::new(),
+            encoding: "cdr".to_owned(),
         };
-        Ok(Server {
-            service_name: cstr::owned(name, "service_name")?,
-            gid,
-            qos,
+        let endpoint = Endpoint::new(
+            node,
+            EntityKind::Service,
             ty,
-            path,
-            inbox,
+            name,
+            qos,
+            |gid| request_path(name, gid),
+            Some(schema),
+        )?;
+        Ok(Server {
+            endpoint,
             origins: Mutex::new(Origins::default()),
-            ctx,
-            _entry: entry,
         })
     }
 
     /// Take the oldest request into `msg`; `None` when there is none.
     pub fn take_request(&self, msg: &mut MessageMut<'_>) -> RmwResult<Option<RequestHeader>> {
-        let Some(s) = self.inbox.pop() else {
+        let Some((s, sequence)) = self.pop("request")? else {
             return Ok(None);
         };
         let client = Gid(s.meta.writer);
-        let sequence = i64::try_from(s.meta.sequence).map_err(|_| {
-            RmwError::failed(format!(
-                "request sequence number {} out of range",
-                s.meta.sequence
-            ))
-        })?;
         self.origins
             .lock()
             .remember(&self.ctx.graph, client, s.origin.as_deref());
@@ -194,15 +149,12 @@ impl Server {
             sequence,
             writer: self.gid.0,
         };
-        let sent = match &reply {
-            Reply::Local(v) => v.write(Payload::from(bytes), meta),
-            Reply::Remote(path) => self.ctx.graph.write(path, Payload::from(bytes), meta),
-        };
+        let sent = reply.write(&self.ctx.graph, Payload::from(bytes), meta);
         match sent {
             Ok(()) => Ok(()),
             // The client went (its vertex removed, or the link to its process down): the answer
             // has no taker, which rcl reports as a timeout, not as a failure of the server.
-            Err(e) if !matches!(reply, Reply::Remote(_)) || is_gone(&e) => {
+            Err(e) if !matches!(reply, Route::Remote(_)) || is_gone(&e) => {
                 self.origins.lock().forget(client);
                 log!(
                     RMW_LOG_SEVERITY_DEBUG,
@@ -223,18 +175,6 @@ impl Server {
             .find(|(_, r)| r.kind == EntityKind::Client && r.gid == client)
             .map(|(peer, _)| peer)
     }
-
-    pub fn readiness(&self) -> Readiness {
-        self.inbox.readiness()
-    }
-
-    pub fn is_ready(&self) -> bool {
-        !self.inbox.is_empty()
-    }
-
-    pub fn set_on_new_request(&self, cb: Option<EventCallback>) {
-        self.inbox.set_callback(cb);
-    }
 }
 
 fn is_gone(e: &libtracer_core::Error) -> bool {
@@ -242,10 +182,4 @@ fn is_gone(e: &libtracer_core::Error) -> bool {
         e,
         libtracer_core::Error::LinkDown(_) | libtracer_core::Error::NotFound(_)
     )
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.ctx.graph.remove(&self.path);
-    }
 }
