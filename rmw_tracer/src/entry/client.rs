@@ -53,12 +53,9 @@ pub unsafe extern "C" fn rmw_destroy_client(
     node: *mut ffi::rmw_node_t,
     client: *mut ffi::rmw_client_t,
 ) -> rmw_ret_t {
-    ffi_ret("rmw_destroy_client", || {
-        // SAFETY: rmw's contract.
-        unsafe { handle::get::<Node>(node, "node") }?;
-        // SAFETY: as above; the caller gives up the handle.
-        drop(unsafe { handle::destroy::<Client>(client, "client") }?);
-        Ok(())
+    // SAFETY: rmw's contract; the caller gives up the handle.
+    ffi_ret("rmw_destroy_client", || unsafe {
+        super::destroy_of_node::<Client>(node, client, "client")
     })
 }
 
@@ -188,10 +185,7 @@ pub unsafe extern "C" fn rmw_get_gid_for_client(
         // SAFETY: rmw's contract.
         let client = unsafe { handle::get::<Client>(client, "client") }?;
         // SAFETY: as above.
-        let out = unsafe { handle::out(gid, "gid") }?;
-        out.implementation_identifier = IDENTIFIER.as_ptr();
-        out.data = [0; ffi::RMW_GID_STORAGE_SIZE];
-        out.data[..16].copy_from_slice(&client.gid.0);
+        *unsafe { handle::out(gid, "gid") }? = crate::gid::to_rmw(client.gid);
         Ok(())
     })
 }

@@ -4,6 +4,8 @@ use std::ffi::{c_char, c_void};
 
 use ffi::rmw_ret_t;
 
+use super::allocation;
+
 use crate::boundary::message::{self, MessageRef};
 use crate::boundary::{clib, cstr, ffi_ptr, ffi_ret, handle};
 use crate::node::Node;
@@ -56,12 +58,9 @@ pub unsafe extern "C" fn rmw_destroy_publisher(
     node: *mut ffi::rmw_node_t,
     publisher: *mut ffi::rmw_publisher_t,
 ) -> rmw_ret_t {
-    ffi_ret("rmw_destroy_publisher", || {
-        // SAFETY: caller guarantee.
-        unsafe { handle::get::<Node>(node, "node") }?;
-        // SAFETY: caller guarantee.
-        drop(unsafe { handle::destroy::<Publisher>(publisher, "publisher") }?);
-        Ok(())
+    // SAFETY: caller guarantee.
+    ffi_ret("rmw_destroy_publisher", || unsafe {
+        super::destroy_of_node::<Publisher>(node, publisher, "publisher")
     })
 }
 
@@ -196,14 +195,9 @@ pub unsafe extern "C" fn rmw_init_publisher_allocation(
     _message_bounds: *const ffi::rosidl_runtime_c__Sequence__bound,
     allocation: *mut ffi::rmw_publisher_allocation_t,
 ) -> rmw_ret_t {
-    ffi_ret("rmw_init_publisher_allocation", || {
-        // SAFETY: caller guarantee.
-        unsafe { handle::input(type_support, "type_support") }?;
-        // SAFETY: caller guarantee.
-        let a = unsafe { handle::out(allocation, "allocation") }?;
-        a.implementation_identifier = IDENTIFIER.as_ptr();
-        a.data = std::ptr::null_mut();
-        Ok(())
+    // SAFETY: caller guarantee.
+    ffi_ret("rmw_init_publisher_allocation", || unsafe {
+        allocation::init(type_support, allocation)
     })
 }
 
@@ -215,13 +209,8 @@ pub unsafe extern "C" fn rmw_init_publisher_allocation(
 pub unsafe extern "C" fn rmw_fini_publisher_allocation(
     allocation: *mut ffi::rmw_publisher_allocation_t,
 ) -> rmw_ret_t {
-    ffi_ret("rmw_fini_publisher_allocation", || {
-        // SAFETY: caller guarantee.
-        let a = unsafe { handle::out(allocation, "allocation") }?;
-        // SAFETY: an initialized allocation's identifier is null or a C string.
-        unsafe { handle::check_identifier(a.implementation_identifier, "allocation") }?;
-        a.implementation_identifier = std::ptr::null();
-        a.data = std::ptr::null_mut();
-        Ok(())
+    // SAFETY: caller guarantee.
+    ffi_ret("rmw_fini_publisher_allocation", || unsafe {
+        allocation::fini(allocation)
     })
 }

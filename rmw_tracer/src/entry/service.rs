@@ -66,12 +66,9 @@ pub unsafe extern "C" fn rmw_destroy_service(
     node: *mut ffi::rmw_node_t,
     service: *mut ffi::rmw_service_t,
 ) -> rmw_ret_t {
-    ffi_ret("rmw_destroy_service", || {
-        // SAFETY: rmw's contract.
-        unsafe { handle::get::<Node>(node, "node") }?;
-        // SAFETY: as above; the caller gives up the handle.
-        drop(unsafe { handle::destroy::<Server>(service, "service") }?);
-        Ok(())
+    // SAFETY: rmw's contract; the caller gives up the handle.
+    ffi_ret("rmw_destroy_service", || unsafe {
+        super::destroy_of_node::<Server>(node, service, "service")
     })
 }
 

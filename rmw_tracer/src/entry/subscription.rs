@@ -4,6 +4,8 @@ use std::ffi::{c_char, c_void};
 
 use ffi::rmw_ret_t;
 
+use super::allocation;
+
 use crate::boundary::event_callback::EventCallback;
 use crate::boundary::{cstr, ffi_ptr, ffi_ret, handle, message};
 use crate::node::Node;
@@ -64,12 +66,9 @@ pub unsafe extern "C" fn rmw_destroy_subscription(
     node: *mut ffi::rmw_node_t,
     subscription: *mut ffi::rmw_subscription_t,
 ) -> rmw_ret_t {
-    ffi_ret("rmw_destroy_subscription", || {
-        // SAFETY: caller guarantee.
-        unsafe { handle::get::<Node>(node, "node") }?;
-        // SAFETY: caller guarantee.
-        drop(unsafe { handle::destroy::<Subscription>(subscription, "subscription") }?);
-        Ok(())
+    // SAFETY: caller guarantee.
+    ffi_ret("rmw_destroy_subscription", || unsafe {
+        super::destroy_of_node::<Subscription>(node, subscription, "subscription")
     })
 }
 
@@ -120,14 +119,9 @@ pub unsafe extern "C" fn rmw_init_subscription_allocation(
     _message_bounds: *const ffi::rosidl_runtime_c__Sequence__bound,
     allocation: *mut ffi::rmw_subscription_allocation_t,
 ) -> rmw_ret_t {
-    ffi_ret("rmw_init_subscription_allocation", || {
-        // SAFETY: caller guarantee.
-        unsafe { handle::input(type_support, "type_support") }?;
-        // SAFETY: caller guarantee.
-        let a = unsafe { handle::out(allocation, "allocation") }?;
-        a.implementation_identifier = IDENTIFIER.as_ptr();
-        a.data = std::ptr::null_mut();
-        Ok(())
+    // SAFETY: caller guarantee.
+    ffi_ret("rmw_init_subscription_allocation", || unsafe {
+        allocation::init(type_support, allocation)
     })
 }
 
@@ -139,14 +133,9 @@ pub unsafe extern "C" fn rmw_init_subscription_allocation(
 pub unsafe extern "C" fn rmw_fini_subscription_allocation(
     allocation: *mut ffi::rmw_subscription_allocation_t,
 ) -> rmw_ret_t {
-    ffi_ret("rmw_fini_subscription_allocation", || {
-        // SAFETY: caller guarantee.
-        let a = unsafe { handle::out(allocation, "allocation") }?;
-        // SAFETY: an initialized allocation's identifier is null or a C string.
-        unsafe { handle::check_identifier(a.implementation_identifier, "allocation") }?;
-        a.implementation_identifier = std::ptr::null();
-        a.data = std::ptr::null_mut();
-        Ok(())
+    // SAFETY: caller guarantee.
+    ffi_ret("rmw_fini_subscription_allocation", || unsafe {
+        allocation::fini(allocation)
     })
 }
 
