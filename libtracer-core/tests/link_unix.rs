@@ -346,3 +346,61 @@ fn ruling9_shutdown_returns_when_its_socket_file_belongs_to_another() {
     );
     drop(squatter);
 }
+
+/// A listener that never accepts and whose queue is full, as a graph stopped (SIGSTOP, a
+/// debugger) or stuck before `accept` ends up once others have kept connecting to it: a plain
+/// `connect` to it blocks forever.
+fn full_listener(path: &std::path::Path) -> (std::os::fd::OwnedFd, UnixStream) {
+    use nix::sys::socket::{bind, listen, socket, AddressFamily, Backlog, SockFlag, SockType};
+    use std::os::fd::AsRawFd;
+    let fd = socket(
+        AddressFamily::Unix,
+        SockType::Stream,
+        SockFlag::SOCK_CLOEXEC,
+        None,
+    )
+    .unwrap();
+    bind(
+        fd.as_raw_fd(),
+        &nix::sys::socket::UnixAddr::new(path).unwrap(),
+    )
+    .unwrap();
+    // Backlog 0 holds one connection; the next connect waits for an accept that never comes.
+    listen(&fd, Backlog::new(0).unwrap()).unwrap();
+    let queued = UnixStream::connect(path).unwrap();
+    (fd, queued)
+}
+
+#[test]
+fn ruling9_start_does_not_hang_on_a_graph_that_never_accepts() {
+    let dir = TempDir::new("stuck");
+    let _stuck = full_listener(&dir.path().join("stuck.sock"));
+    let cfg = TransportConfig {
+        handshake_timeout: Duration::from_millis(300),
+        ..Default::default()
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (p, c) = (dir.path().to_owned(), cfg.clone());
+    std::thread::spawn(move || {
+        let a = HostTransport::start_with(&p, "a", Recorder::new(), c.clone());
+        let taken = HostTransport::start_with(&p, "stuck", Recorder::new(), c).err();
+        let _ = tx.send((a, taken));
+    });
+    let (a, taken) = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("start hung on a listener that never accepts");
+    let a = a.expect("start succeeds without the stuck peer");
+    assert!(a.peers().is_empty());
+    assert!(
+        dir.path().join("stuck.sock").exists(),
+        "a live (if stuck) graph's socket is not taken for stale"
+    );
+    assert!(
+        matches!(taken, Some(LinkError::NameTaken(_))),
+        "a stuck graph still holds its name: {taken:?}"
+    );
+    // The newcomer itself is reachable as usual.
+    let rb = Recorder::new();
+    let _b = HostTransport::start_with(dir.path(), "b", rb.clone(), cfg).unwrap();
+    rb.wait_up("a", T);
+}

@@ -25,6 +25,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
+use nix::sys::time::{TimeVal, TimeValLike};
 use parking_lot::{Condvar, Mutex};
 
 use super::rendezvous::prepare_dir;
@@ -110,7 +111,7 @@ impl HostTransport {
         }
         prepare_dir(dir)?;
         let sock_path = dir.join(format!("{local_name}.sock"));
-        claim_name(&sock_path, local_name)?;
+        claim_name(&sock_path, local_name, cfg.handshake_timeout)?;
         let listener = UnixListener::bind(&sock_path)?;
         let sock_ino = std::fs::symlink_metadata(&sock_path)?.ino();
         let inner = Arc::new(Inner {
@@ -227,13 +228,13 @@ impl Drop for HostTransport {
 }
 
 /// Make sure `<name>.sock` is ours to bind: absent, or stale (refuses connections).
-fn claim_name(sock_path: &Path, name: &str) -> Result<(), LinkError> {
+fn claim_name(sock_path: &Path, name: &str, timeout: Duration) -> Result<(), LinkError> {
     match std::fs::symlink_metadata(sock_path) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(e.into()),
         Ok(_) => {}
     }
-    if probe_live(sock_path)? {
+    if probe_live(sock_path, timeout)? {
         return Err(LinkError::NameTaken(name.to_owned()));
     }
     match std::fs::remove_file(sock_path) {
@@ -243,11 +244,13 @@ fn claim_name(sock_path: &Path, name: &str) -> Result<(), LinkError> {
 }
 
 /// Whether a live listener is behind `path`. Refused twice, 30 ms apart, means dead: the pause
-/// covers a graph caught between bind and listen.
-fn probe_live(path: &Path) -> Result<bool, LinkError> {
+/// covers a graph caught between bind and listen. A listener whose queue stays full is alive
+/// (stopped or busy), not stale.
+fn probe_live(path: &Path, timeout: Duration) -> Result<bool, LinkError> {
     for attempt in 0..2 {
-        match UnixStream::connect(path) {
+        match connect_bounded(path, timeout) {
             Ok(_) => return Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(true),
             Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
                 if attempt == 0 {
                     std::thread::sleep(Duration::from_millis(30));
@@ -258,6 +261,26 @@ fn probe_live(path: &Path) -> Result<bool, LinkError> {
         }
     }
     Ok(false)
+}
+
+/// `connect` bounded by `timeout`. A Unix-socket connect waits (without limit, by default) while
+/// the listener's queue is full, which is where a graph that stopped accepting (SIGSTOP, a
+/// debugger, a deadlock) ends up once others have kept connecting to it; the socket's send
+/// timeout bounds that wait, and it then fails with `WouldBlock`.
+fn connect_bounded(path: &Path, timeout: Duration) -> io::Result<UnixStream> {
+    use nix::sys::socket::{connect, setsockopt, socket, sockopt, AddressFamily, SockFlag};
+    use nix::sys::socket::{SockType, UnixAddr};
+    let fd = socket(
+        AddressFamily::Unix,
+        SockType::Stream,
+        SockFlag::SOCK_CLOEXEC,
+        None,
+    )?;
+    // A zero timeval would mean no timeout at all.
+    let us = timeout.as_micros().clamp(1, i64::MAX as u128) as i64;
+    setsockopt(&fd, sockopt::SendTimeout, &TimeVal::microseconds(us))?;
+    connect(fd.as_raw_fd(), &UnixAddr::new(path)?)?;
+    Ok(UnixStream::from(fd))
 }
 
 fn peer_identity(stream: &UnixStream, name: String) -> io::Result<PeerIdentity> {
@@ -298,10 +321,10 @@ impl Inner {
             if self.table.lock().links.contains_key(peer) {
                 break;
             }
-            let stream = match UnixStream::connect(&path) {
+            let stream = match connect_bounded(&path, self.cfg.handshake_timeout) {
                 Ok(s) => s,
                 Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
-                    if let Ok(false) = probe_live(&path) {
+                    if let Ok(false) = probe_live(&path, self.cfg.handshake_timeout) {
                         let _ = std::fs::remove_file(&path);
                     }
                     break;
