@@ -5,7 +5,7 @@ mod link_support;
 
 use std::sync::Arc;
 
-use libtracer_core::link::{HostTransport, LinkError, MemoryFabric, MemoryNode};
+use libtracer_core::link::{HostTransport, LinkError, LinkHandler, MemoryFabric, MemoryNode};
 use libtracer_core::wire::{ErrorCode, Frame, MAX_FRAME};
 use libtracer_core::{Meta, Payload};
 use link_support::{Ev, Recorder, TempDir, T};
@@ -13,6 +13,7 @@ use link_support::{Ev, Recorder, TempDir, T};
 trait Fabric {
     type Node;
     fn join(&self, name: &str, h: Arc<Recorder>) -> Self::Node;
+    fn join_dyn(&self, name: &str, h: Arc<dyn LinkHandler>) -> Self::Node;
     fn raw(node: &Self::Node, peer: &str, bytes: &[u8]);
     fn peers(node: &Self::Node) -> Vec<String>;
 }
@@ -21,6 +22,9 @@ struct Mem(MemoryFabric);
 impl Fabric for Mem {
     type Node = MemoryNode;
     fn join(&self, name: &str, h: Arc<Recorder>) -> MemoryNode {
+        self.0.join(name, h).expect("join")
+    }
+    fn join_dyn(&self, name: &str, h: Arc<dyn LinkHandler>) -> MemoryNode {
         self.0.join(name, h).expect("join")
     }
     fn raw(node: &MemoryNode, peer: &str, bytes: &[u8]) {
@@ -38,6 +42,9 @@ struct Unix(TempDir);
 impl Fabric for Unix {
     type Node = HostTransport;
     fn join(&self, name: &str, h: Arc<Recorder>) -> HostTransport {
+        HostTransport::start(self.0.path(), name, h).expect("start")
+    }
+    fn join_dyn(&self, name: &str, h: Arc<dyn LinkHandler>) -> HostTransport {
         HostTransport::start(self.0.path(), name, h).expect("start")
     }
     fn raw(node: &HostTransport, peer: &str, bytes: &[u8]) {
@@ -269,6 +276,38 @@ fn leaving_node_brings_links_down<F: Fabric>(f: F) {
     assert!(rb.link("c").is_some());
 }
 
+/// A handler that panics (a bug above the link) loses that link, cleanly: the link closes, its
+/// `on_down` still runs, the peer sees it go, and the node's other links and its shutdown are
+/// unaffected. Without this the reader thread would die with the link still registered: no
+/// `on_down`, and a peer kept alive by our keepalive while nobody reads.
+fn a_panicking_handler_loses_only_that_link<F: Fabric>(f: F) {
+    let (ra, rc) = (Recorder::new(), Recorder::new());
+    let rb = Recorder::panicking_on(Frame::Ok { req: 13 });
+    let _a = f.join("a", ra.clone());
+    let b = f.join_dyn("b", rb.clone());
+    let _c = f.join("c", rc.clone());
+    let to_b = ra.wait_up("b", T);
+    rb.wait_up("a", T);
+    rb.wait_up("c", T);
+    to_b.send(&Frame::Ok { req: 13 }).unwrap();
+    assert!(
+        rb.wait_down("a", T),
+        "b's on_down for a ran after the panic"
+    );
+    assert!(ra.wait_down("b", T), "a saw the link go");
+    // b's link to c is untouched and still delivers (through b's handler, which still works).
+    rc.link("b")
+        .expect("c-b is up")
+        .send(&Frame::Ok { req: 14 })
+        .unwrap();
+    assert!(rb.wait_for(T, |e| e
+        .contains(&Ev::Frame("c".into(), Frame::Ok { req: 14 }))));
+    assert!(!F::peers(&b).contains(&"a".to_owned()));
+    assert!(ra.violations().is_empty() && rb.violations().is_empty() && rc.violations().is_empty());
+    drop(b);
+    assert!(rc.wait_down("b", T));
+}
+
 macro_rules! conformance {
     ($modname:ident, $make:expr) => {
         mod $modname {
@@ -304,6 +343,10 @@ macro_rules! conformance {
             #[test]
             fn ruling9_three_nodes_link_pairwise_once() {
                 three_nodes_link_pairwise_once($make)
+            }
+            #[test]
+            fn ruling9_a_panicking_handler_loses_only_that_link() {
+                a_panicking_handler_loses_only_that_link($make)
             }
             #[test]
             fn ruling9_leaving_node_brings_links_down() {

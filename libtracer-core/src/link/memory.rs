@@ -10,7 +10,10 @@ use std::thread::JoinHandle;
 
 use parking_lot::Mutex;
 
-use super::{own_identity, valid_node_name, Link, LinkError, LinkHandler, PeerIdentity};
+use super::{
+    handler_failed_frame, own_identity, run_callback, valid_node_name, Link, LinkError,
+    LinkHandler, PeerIdentity,
+};
 use crate::wire::{encode_parts, ErrorCode, Frame, FrameDecoder, MAX_FRAME};
 
 enum Msg {
@@ -153,9 +156,12 @@ fn run_reader(
     node: Weak<NodeInner>,
 ) {
     let dyn_link: Arc<dyn Link> = link.clone();
-    handler.on_up(dyn_link.clone());
+    let up = run_callback(|| handler.on_up(dyn_link.clone()));
+    if !up {
+        handler_failed(&link);
+    }
     let mut dec = FrameDecoder::new(MAX_FRAME);
-    'outer: while let Ok(msg) = rx.recv() {
+    'outer: while let Some(Ok(msg)) = up.then(|| rx.recv()) {
         let Msg::Bytes(bytes) = msg else { break };
         let mut input = &bytes[..];
         loop {
@@ -168,7 +174,12 @@ fn run_reader(
                     refuse(&link, "HELLO after the handshake");
                     break 'outer;
                 }
-                Ok(Some(frame)) => handler.on_frame(&dyn_link, frame),
+                Ok(Some(frame)) => {
+                    if !run_callback(|| handler.on_frame(&dyn_link, frame)) {
+                        handler_failed(&link);
+                        break 'outer;
+                    }
+                }
                 Ok(None) if input.is_empty() => break,
                 Ok(None) => {}
                 Err(e) => {
@@ -188,7 +199,12 @@ fn run_reader(
             links.remove(&link.peer.name);
         }
     }
-    handler.on_down(&dyn_link);
+    let _ = run_callback(|| handler.on_down(&dyn_link));
+}
+
+fn handler_failed(link: &MemoryLink) {
+    let _ = link.send(&handler_failed_frame());
+    link.close();
 }
 
 fn refuse(link: &MemoryLink, why: &str) {

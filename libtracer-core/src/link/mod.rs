@@ -31,6 +31,8 @@
 //! - HELLO, PING and PONG are the link's own business and never reach the handler.
 //! - A malformed frame from the peer: the link answers ERROR{malformed} and closes; other links
 //!   are unaffected.
+//! - A callback that panics loses its link, not the reader thread's duty: the link answers
+//!   ERROR{internal} and closes, and `on_down` still runs.
 //! - A callback should not block for long: it holds up that link's reader (and so its liveness
 //!   replies, though not its keepalive, which runs elsewhere).
 
@@ -106,6 +108,23 @@ pub fn valid_node_name(name: &str) -> bool {
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"_.~-".contains(&b))
+}
+
+/// Run one handler callback on a link's reader thread. A panic in it (a bug above the link) is
+/// caught, so that the link can still be closed and `on_down` still run: otherwise the reader
+/// thread would die with the link still registered, never telling the handler, and with a peer
+/// kept alive by our keepalive while nobody reads. False when the callback panicked.
+pub(crate) fn run_callback(f: impl FnOnce()) -> bool {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_ok()
+}
+
+/// What a link tells its peer before closing because its own handler failed.
+pub(crate) fn handler_failed_frame() -> Frame {
+    Frame::Error {
+        req: 0,
+        code: crate::wire::ErrorCode::Internal,
+        message: "the receiving handler failed; link closed".into(),
+    }
 }
 
 /// This process's own identity, for in-process links.

@@ -12,7 +12,7 @@ use nix::errno::Errno;
 use nix::sys::socket::{sendmsg, MsgFlags};
 use parking_lot::Mutex;
 
-use super::{Link, LinkError, LinkHandler, PeerIdentity};
+use super::{handler_failed_frame, run_callback, Link, LinkError, LinkHandler, PeerIdentity};
 use crate::wire::{encode_parts, ErrorCode, Frame, FrameDecoder, MAX_FRAME, PROTOCOL_VERSION};
 
 /// Read buffer of a link's reader (large bodies bypass it, see `FrameDecoder::body_window`).
@@ -306,15 +306,18 @@ pub(crate) fn run_reader(
 ) {
     let dyn_link: Arc<dyn Link> = link.clone();
     link.in_callback.store(true, Ordering::Relaxed);
-    handler.on_up(dyn_link.clone());
+    let up = run_callback(|| handler.on_up(dyn_link.clone()));
     link.in_callback.store(false, Ordering::Relaxed);
     link.touch_rx();
+    if !up {
+        handler_failed(&link);
+    }
     let Leftover {
         mut buf,
         mut start,
         mut end,
     } = left;
-    'outer: loop {
+    'outer: while up {
         // Drain what is buffered.
         loop {
             start += dec.push(&buf[start..end]);
@@ -360,7 +363,7 @@ pub(crate) fn run_reader(
     }
     link.close();
     on_exit(&link);
-    handler.on_down(&dyn_link);
+    let _ = run_callback(|| handler.on_down(&dyn_link));
 }
 
 /// Handle one frame; false ends the link.
@@ -382,14 +385,23 @@ fn dispatch(
         }
         frame => {
             link.in_callback.store(true, Ordering::Relaxed);
-            handler.on_frame(dyn_link, frame);
+            let ok = run_callback(|| handler.on_frame(dyn_link, frame));
             link.in_callback.store(false, Ordering::Relaxed);
+            if !ok {
+                handler_failed(link);
+                return false;
+            }
             // Whatever the peer sent while we were busy is still unread: do not count that
             // time as its silence.
             link.touch_rx();
             true
         }
     }
+}
+
+fn handler_failed(link: &UnixLink) {
+    let _ = link.send(&handler_failed_frame());
+    link.close();
 }
 
 fn malformed(link: &UnixLink, why: &str) {

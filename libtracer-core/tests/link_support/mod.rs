@@ -34,6 +34,8 @@ pub struct Recorder {
     state: Mutex<State>,
     cv: Condvar,
     pub echo: bool,
+    /// Panic in `on_frame` (after recording it) when this frame arrives: a buggy handler.
+    pub panic_on: Option<Frame>,
 }
 
 impl Recorder {
@@ -43,6 +45,12 @@ impl Recorder {
     pub fn echoing() -> Arc<Self> {
         Arc::new(Recorder {
             echo: true,
+            ..Recorder::default()
+        })
+    }
+    pub fn panicking_on(frame: Frame) -> Arc<Self> {
+        Arc::new(Recorder {
+            panic_on: Some(frame),
             ..Recorder::default()
         })
     }
@@ -129,8 +137,13 @@ impl LinkHandler for Recorder {
                 .violations
                 .push(format!("on_frame for {name} before on_up or after on_down")),
         }
+        let panic = self.panic_on.as_ref() == Some(&frame);
         s.events.push(Ev::Frame(name, frame));
         self.cv.notify_all();
+        drop(s);
+        if panic {
+            panic!("handler bug (on purpose, a test of the link's reaction)");
+        }
     }
     fn on_down(&self, link: &Arc<dyn Link>) {
         let name = link.peer().name.clone();
