@@ -298,8 +298,8 @@ pub(crate) fn refuse(stream: &UnixStream, code: ErrorCode, why: &str) {
 /// `on_down` (the transport drops the link from its table there).
 pub(crate) fn run_reader(
     link: Arc<UnixLink>,
-    mut stream: UnixStream,
-    mut dec: FrameDecoder,
+    stream: UnixStream,
+    dec: FrameDecoder,
     left: Leftover,
     handler: Arc<dyn LinkHandler>,
     on_exit: impl FnOnce(&Arc<UnixLink>),
@@ -309,28 +309,44 @@ pub(crate) fn run_reader(
     let up = run_callback(|| handler.on_up(dyn_link.clone()));
     link.in_callback.store(false, Ordering::Relaxed);
     link.touch_rx();
-    if !up {
+    if up {
+        read_frames(&link, &dyn_link, &*handler, stream, dec, left);
+    } else {
         handler_failed(&link);
     }
+    link.close();
+    on_exit(&link);
+    let _ = run_callback(|| handler.on_down(&dyn_link));
+}
+
+/// Dispatch every frame the peer sends until EOF, an error, or a frame that ends the link.
+fn read_frames(
+    link: &Arc<UnixLink>,
+    dyn_link: &Arc<dyn Link>,
+    handler: &dyn LinkHandler,
+    mut stream: UnixStream,
+    mut dec: FrameDecoder,
+    left: Leftover,
+) {
     let Leftover {
         mut buf,
         mut start,
         mut end,
     } = left;
-    'outer: while up {
+    'outer: loop {
         // Drain what is buffered.
         loop {
             start += dec.push(&buf[start..end]);
             match dec.pop() {
                 Ok(Some(frame)) => {
-                    if !dispatch(&link, &dyn_link, &*handler, frame) {
+                    if !dispatch(link, dyn_link, handler, frame) {
                         break 'outer;
                     }
                 }
                 Ok(None) if start == end => break,
                 Ok(None) => {}
                 Err(e) => {
-                    malformed(&link, &e.to_string());
+                    malformed(link, &e.to_string());
                     break 'outer;
                 }
             }
@@ -361,9 +377,6 @@ pub(crate) fn run_reader(
             Err(_) => break,
         }
     }
-    link.close();
-    on_exit(&link);
-    let _ = run_callback(|| handler.on_down(&dyn_link));
 }
 
 /// Handle one frame; false ends the link.
