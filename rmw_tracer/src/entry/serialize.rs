@@ -8,20 +8,7 @@ use ffi::rmw_ret_t;
 
 use crate::boundary::handle;
 use crate::boundary::{ffi_ret, RmwError, RmwResult};
-use crate::cdr::{CdrError, MessageType};
-
-/// How a CDR failure is reported: out of memory is `RMW_RET_BAD_ALLOC`, a type CDR cannot carry
-/// is `RMW_RET_UNSUPPORTED`, everything else (bad bytes, a message over its bounds) is
-/// `RMW_RET_ERROR` as in Fast DDS; the text names the type and field.
-pub(crate) fn cdr_error(e: CdrError) -> RmwError {
-    match e.root() {
-        CdrError::Alloc { .. } => RmwError::BadAlloc("(de)serializing a message"),
-        CdrError::UnsupportedField { .. } => RmwError::UnsupportedFeature(e.to_string()),
-        CdrError::NullTypeSupport => RmwError::Null("type_support"),
-        CdrError::NoIntrospection(_) => RmwError::invalid(e.to_string()),
-        _ => RmwError::Serialization(e.to_string()),
-    }
-}
+use crate::cdr::MessageType;
 
 thread_local! {
     /// Serialization scratch buffer, reused so that a steady stream of messages allocates nothing.
@@ -60,11 +47,11 @@ unsafe fn serialize(
     // SAFETY: caller guarantee: null or an initialized serialized message.
     let out = unsafe { handle::out(serialized_message, "serialized_message") }?;
     // SAFETY: caller guarantee on the type support.
-    let mt = unsafe { MessageType::cached(type_support) }.map_err(cdr_error)?;
+    let mt = unsafe { MessageType::cached(type_support) }?;
     SCRATCH.with(|scratch| {
         let mut buf = scratch.borrow_mut();
         // SAFETY: caller guarantee: `ros_message` is an initialized message of this type.
-        unsafe { mt.serialize(ros_message, &mut buf) }.map_err(cdr_error)?;
+        unsafe { mt.serialize(ros_message, &mut buf) }?;
         if out.buffer_capacity < buf.len() || out.buffer.is_null() {
             // SAFETY: `out` is an initialized rcutils_uint8_array_t (its allocator is valid).
             let rc = unsafe { ffi::rcutils_uint8_array_resize(out, buf.len()) };
@@ -131,9 +118,9 @@ unsafe fn deserialize(
         )
     }?;
     // SAFETY: caller guarantee on the type support.
-    let mt = unsafe { MessageType::cached(type_support) }.map_err(cdr_error)?;
+    let mt = unsafe { MessageType::cached(type_support) }?;
     // SAFETY: caller guarantee: an initialized message of this type.
-    unsafe { mt.deserialize(bytes, ros_message) }.map_err(cdr_error)
+    unsafe { mt.deserialize(bytes, ros_message) }.map_err(RmwError::from)
 }
 
 /// `rmw_get_serialized_message_size`: the largest CDR size of a message of the type. Fast DDS
@@ -166,7 +153,7 @@ unsafe fn max_size(
     // SAFETY: caller guarantee.
     let out = unsafe { handle::out(size, "size") }?;
     // SAFETY: caller guarantee on the type support.
-    let mt = unsafe { MessageType::cached(type_support) }.map_err(cdr_error)?;
+    let mt = unsafe { MessageType::cached(type_support) }?;
     match mt.max_serialized_size() {
         Some(n) => {
             *out = n;
