@@ -20,17 +20,7 @@
 #include <rosidl_runtime_c/string_functions.h>
 #include <std_msgs/msg/string.h>
 
-static int failures = 0;
-
-static void check(int cond, const char *name, const char *why) {
-  if (cond) {
-    printf("ok %s\n", name);
-  } else {
-    printf("FAIL %s: %s (error string: %s)\n", name, why, rmw_get_error_string().str);
-    failures++;
-  }
-  rmw_reset_error();
-}
+#include "common.h"
 
 static int error_contains(const char *text) {
   return strstr(rmw_get_error_string().str, text) != NULL;
@@ -354,5 +344,5 @@ int main(void) {
   check(rmw_context_fini(&ctx) == RMW_RET_OK && ctx.implementation_identifier == NULL, "context fini", "not zeroed");
   check(rmw_init_options_fini(&opts) == RMW_RET_OK, "options fini", "not ok");
   printf("done %d failures\n", failures);
-  return failures > 100 ? 100 : failures;
+  return exit_status();
 }

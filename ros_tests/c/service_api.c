@@ -25,17 +25,7 @@
 #include <std_msgs/msg/string.h>
 #include <test_msgs/srv/basic_types.h>
 
-static int failures = 0;
-
-static void check(int cond, const char *name, const char *why) {
-  if (cond) {
-    printf("ok %s\n", name);
-  } else {
-    printf("FAIL %s: %s (error string: %s)\n", name, why, rmw_get_error_string().str);
-    failures++;
-  }
-  rmw_reset_error();
-}
+#include "common.h"
 
 static const rosidl_service_type_support_t *srv_ts(void) {
   return ROSIDL_GET_SRV_TYPE_SUPPORT(test_msgs, srv, BasicTypes);
@@ -333,5 +323,5 @@ int main(void) {
   check(rmw_destroy_node(node) == RMW_RET_OK, "destroy node", "not ok");
   check(rmw_shutdown(&ctx) == RMW_RET_OK && rmw_context_fini(&ctx) == RMW_RET_OK, "shutdown", "not ok");
   rmw_init_options_fini(&opts);
-  return failures > 100 ? 100 : failures;
+  return exit_status();
 }

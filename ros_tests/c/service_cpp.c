@@ -18,17 +18,7 @@
 #include <rosidl_typesupport_introspection_c/message_introspection.h>
 #include <rosidl_typesupport_introspection_c/service_introspection.h>
 
-static int failures = 0;
-
-static void check(int cond, const char *name, const char *why) {
-  if (cond) {
-    printf("ok %s\n", name);
-  } else {
-    printf("FAIL %s: %s (error string: %s)\n", name, why, rmw_get_error_string().str);
-    failures++;
-  }
-  rmw_reset_error();
-}
+#include "common.h"
 
 /* The C++ introspection MessageMembers share the C layout (only the init/fini function types
  * differ, and both take the message and an int-sized enum), so they are read through the C
@@ -109,5 +99,5 @@ int main(void) {
             rmw_context_fini(&ctx) == RMW_RET_OK,
         "teardown", "not ok");
   rmw_init_options_fini(&opts);
-  return failures > 100 ? 100 : failures;
+  return exit_status();
 }
