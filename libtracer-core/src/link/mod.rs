@@ -46,7 +46,7 @@ pub mod transport;
 pub mod unix;
 
 pub use memory::{MemoryFabric, MemoryNode};
-pub use rendezvous::default_rendezvous_dir;
+pub use rendezvous::{default_rendezvous_dir, rendezvous_dir_in};
 pub use transport::{HostTransport, TransportConfig};
 pub use unix::UnixLink;
 

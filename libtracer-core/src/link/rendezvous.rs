@@ -23,6 +23,13 @@ pub fn default_rendezvous_dir(domain_id: u32) -> PathBuf {
             nix::unistd::geteuid().as_raw()
         )),
     };
+    rendezvous_dir_in(&base, domain_id)
+}
+
+/// The rendezvous directory of `domain_id` under `base` (not created): `<base>/domain-<id>`, the
+/// layout of the default, for a caller that moves the base (rmw_tracer's
+/// `RMW_TRACER_RENDEZVOUS_DIR`), so that domains stay apart there too.
+pub fn rendezvous_dir_in(base: &Path, domain_id: u32) -> PathBuf {
     base.join(format!("domain-{domain_id}"))
 }
 
