@@ -142,9 +142,10 @@ fn graph_config() -> Result<GraphConfig, String> {
         name: Some(format!("tracer-record-{}", std::process::id())),
         domain_id,
         discovery: Discovery::Host,
+        // The override is a base holding one directory per domain, as rmw_tracer reads it.
         rendezvous_dir: std::env::var_os("RMW_TRACER_RENDEZVOUS_DIR")
             .filter(|v| !v.is_empty())
-            .map(PathBuf::from),
+            .map(|base| libtracer_core::link::rendezvous_dir_in(&PathBuf::from(base), domain_id)),
     })
 }
 
