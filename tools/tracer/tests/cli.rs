@@ -1,5 +1,5 @@
 //! The `tracer` binary end to end on files written by tracer-mcap (issue 4 item 4): --help on
-//! every verb, info from the summary, cat filters, attachments, recover, and the verbs that
+//! every verb, info from the summary, cat filters, attachments, recover, `record --duration`, and the verbs that
 //! wait for libtracer exiting 2.
 
 use std::collections::BTreeMap;
@@ -105,12 +105,30 @@ fn help_on_every_verb() {
 
 #[test]
 fn verbs_waiting_for_libtracer_exit_2_with_a_clear_error() {
-    for verb in ["record", "graph", "bench"] {
+    for verb in ["graph", "bench"] {
         let o = tracer(&[verb]);
         assert_eq!(o.status.code(), Some(2), "{verb}");
         assert!(String::from_utf8_lossy(&o.stderr)
             .contains("needs the libtracer participant, not built yet"));
     }
+}
+
+/// `record` is a real participant now: with `--duration` it stops by itself and finishes a
+/// file that the reader opens (with nobody to record, it holds no message).
+#[test]
+fn record_with_duration_stops_and_finishes_its_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("empty.mcap");
+    let rendezvous = dir.path().join("rendezvous");
+    let o = Command::new(env!("CARGO_BIN_EXE_tracer"))
+        .args(["record", "--all", "--duration", "0.5", "-o"])
+        .arg(&out)
+        .env("RMW_TRACER_RENDEZVOUS_DIR", &rendezvous)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let info = stdout(&tracer(&["info", out.to_str().unwrap()]));
+    assert!(info.contains("messages:     0"), "{info}");
 }
 
 #[test]
