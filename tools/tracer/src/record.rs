@@ -155,6 +155,8 @@ pub fn run(a: Args) -> Result<(), String> {
     } else {
         Selection::from_patterns(a.topics.iter().map(String::as_str))
     };
+    // Configuration errors before the output file is created.
+    let cfg = graph_config()?;
     let mut opts = recorder_options();
     opts.write.compression = match a.compression.as_str() {
         "lz4" => Compression::Lz4,
@@ -167,7 +169,7 @@ pub fn run(a: Args) -> Result<(), String> {
             .map_err(|e| format!("cannot create {}: {e}", a.output.display()))?,
     );
     let fields = Fields::declare(&rec).map_err(|e| e.to_string())?;
-    let graph = Graph::new(graph_config()?).map_err(|e| format!("cannot join the graph: {e}"))?;
+    let graph = Graph::new(cfg).map_err(|e| format!("cannot join the graph: {e}"))?;
 
     let stop = Arc::new(AtomicBool::new(false));
     {
