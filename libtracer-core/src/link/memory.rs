@@ -108,6 +108,11 @@ impl MemoryFabric {
         let others: Vec<Arc<NodeInner>> = nodes.values().filter_map(Weak::upgrade).collect();
         nodes.insert(name.to_owned(), Arc::downgrade(&me));
         drop(nodes);
+        // On an error below, dropping `node` leaves the fabric and closes the links made so far.
+        let node = MemoryNode {
+            inner: me.clone(),
+            fabric: self.clone(),
+        };
         for other in others {
             let (tx_me, rx_me) = channel();
             let (tx_other, rx_other) = channel();
@@ -123,30 +128,50 @@ impl MemoryFabric {
                 to_self: tx_other,
                 closed: AtomicBool::new(false),
             });
-            spawn_reader(&me, mine, rx_me);
-            spawn_reader(&other, theirs, rx_other);
+            // A reader that cannot be started closes its link: the other end's reader (if it
+            // runs) sees the close and reports on_down, as for any link that drops.
+            if let Err(e) = spawn_reader(&me, mine.clone(), rx_me) {
+                mine.close();
+                return Err(e.into());
+            }
+            if let Err(e) = spawn_reader(&other, theirs.clone(), rx_other) {
+                theirs.close();
+                return Err(e.into());
+            }
         }
-        Ok(MemoryNode {
-            inner: me,
-            fabric: self.clone(),
-        })
+        Ok(node)
     }
 }
 
-fn spawn_reader(node: &Arc<NodeInner>, link: Arc<MemoryLink>, rx: Receiver<Msg>) {
-    node.links
-        .lock()
-        .insert(link.peer.name.clone(), link.clone());
+fn spawn_reader(
+    node: &Arc<NodeInner>,
+    link: Arc<MemoryLink>,
+    rx: Receiver<Msg>,
+) -> std::io::Result<()> {
+    // Registered before the reader runs: it unregisters the link when it ends.
+    let key = link.peer.name.clone();
+    node.links.lock().insert(key.clone(), link.clone());
     let weak = Arc::downgrade(node);
     let handler = node.handler.clone();
-    let name = format!("tracer-mem-{}", link.peer.name);
-    let handle = std::thread::Builder::new()
+    let name = format!("tracer-mem-{key}");
+    let mine = link.clone();
+    let handle = match std::thread::Builder::new()
         .name(name)
         .spawn(move || run_reader(link, rx, handler, weak))
-        .expect("spawn link reader thread");
+    {
+        Ok(h) => h,
+        Err(e) => {
+            let mut links = node.links.lock();
+            if links.get(&key).is_some_and(|l| Arc::ptr_eq(l, &mine)) {
+                links.remove(&key);
+            }
+            return Err(e);
+        }
+    };
     let mut readers = node.readers.lock();
     readers.retain(|h| !h.is_finished());
     readers.push(handle);
+    Ok(())
 }
 
 fn run_reader(

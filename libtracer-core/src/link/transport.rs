@@ -113,7 +113,16 @@ impl HostTransport {
         let sock_path = dir.join(format!("{local_name}.sock"));
         claim_name(&sock_path, local_name, cfg.handshake_timeout)?;
         let listener = UnixListener::bind(&sock_path)?;
-        let sock_ino = std::fs::symlink_metadata(&sock_path)?.ino();
+        let bound = listener
+            .try_clone()
+            .and_then(|l| Ok((l, std::fs::symlink_metadata(&sock_path)?.ino())));
+        let (wake_listener, sock_ino) = match bound {
+            Ok(x) => x,
+            Err(e) => {
+                let _ = std::fs::remove_file(&sock_path);
+                return Err(e.into());
+            }
+        };
         let inner = Arc::new(Inner {
             dir: dir.to_owned(),
             name: local_name.to_owned(),
@@ -130,34 +139,37 @@ impl HostTransport {
         let t = HostTransport {
             inner: inner.clone(),
             threads: Mutex::new(Vec::new()),
-            listener: listener.try_clone()?,
+            listener: wake_listener,
         };
+        // On an error below, dropping `t` shuts down what was started and removes the socket.
         let weak = Arc::downgrade(&inner);
-        t.spawn("tracer-accept", move || accept_loop(listener, weak));
+        t.spawn("tracer-accept", move || accept_loop(listener, weak))?;
         let weak = Arc::downgrade(&inner);
-        t.spawn("tracer-keepalive", move || keepalive_loop(weak));
-        let connects: Vec<JoinHandle<()>> = peers
-            .into_iter()
-            .map(|peer| {
-                let inner = inner.clone();
-                std::thread::Builder::new()
-                    .name(format!("tracer-connect-{peer}"))
-                    .spawn(move || inner.connect_to(&peer))
-                    .expect("spawn connect thread")
-            })
-            .collect();
+        t.spawn("tracer-keepalive", move || keepalive_loop(weak))?;
+        // One thread per peer, so that peers slow to answer (each bounded by the handshake
+        // timeout) cost one timeout in all, not one each.
+        let mut connects = Vec::new();
+        for peer in peers {
+            let (i, p) = (inner.clone(), peer.clone());
+            match std::thread::Builder::new()
+                .name(format!("tracer-connect-{peer}"))
+                .spawn(move || i.connect_to(&p))
+            {
+                Ok(h) => connects.push(h),
+                // No thread to spare: connect from this one (slower, same outcome).
+                Err(_) => inner.connect_to(&peer),
+            }
+        }
         for c in connects {
             let _ = c.join();
         }
         Ok(t)
     }
 
-    fn spawn(&self, name: &str, f: impl FnOnce() + Send + 'static) {
-        let h = std::thread::Builder::new()
-            .name(name.to_owned())
-            .spawn(f)
-            .expect("spawn transport thread");
+    fn spawn(&self, name: &str, f: impl FnOnce() + Send + 'static) -> io::Result<()> {
+        let h = std::thread::Builder::new().name(name.to_owned()).spawn(f)?;
         self.threads.lock().push(h);
+        Ok(())
     }
 
     pub fn name(&self) -> &str {
