@@ -404,3 +404,72 @@ fn ruling9_start_does_not_hang_on_a_graph_that_never_accepts() {
     let _b = HostTransport::start_with(dir.path(), "b", rb.clone(), cfg).unwrap();
     rb.wait_up("a", T);
 }
+
+#[test]
+fn ruling8_a_huge_first_frame_is_refused_before_any_handshake() {
+    let dir = TempDir::new("hugefirst");
+    let cfg = TransportConfig {
+        handshake_timeout: Duration::from_secs(20),
+        ..Default::default()
+    };
+    let a = HostTransport::start_with(dir.path(), "a", Recorder::new(), cfg).unwrap();
+    let mut s = UnixStream::connect(a.socket_path()).unwrap();
+    // A prefix announcing a 60 MiB body (a WRITE), from a peer that has not said who it is.
+    let mut prefix = (60u32 << 20).to_le_bytes().to_vec();
+    prefix.extend([1, 3]);
+    s.write_all(&prefix).unwrap();
+    // Dropped at once: no waiting (and no buffer) for the body; the handshake timeout is far.
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut buf = Vec::new();
+    let r = s.read_to_end(&mut buf);
+    assert!(r.is_ok(), "the connection was not dropped: {r:?}");
+}
+
+#[test]
+fn ruling9_handshakes_with_several_slow_peers_run_in_parallel() {
+    let dir = TempDir::new("slowpeers");
+    // Graphs that stopped (SIGSTOP, a debugger) before accepting: a connect succeeds into the
+    // queue, and no HELLO ever comes back.
+    let _stopped: Vec<UnixListener> = (0..6)
+        .map(|i| UnixListener::bind(dir.path().join(format!("stopped{i}.sock"))).unwrap())
+        .collect();
+    let cfg = TransportConfig {
+        handshake_timeout: Duration::from_secs(1),
+        ..Default::default()
+    };
+    let start = Instant::now();
+    let a = HostTransport::start_with(dir.path(), "a", Recorder::new(), cfg).unwrap();
+    let took = start.elapsed();
+    eprintln!("start with 6 silent peers took {took:?}");
+    assert!(a.peers().is_empty());
+    // One after another would be six timeouts; together it is one (plus scheduling slack).
+    assert!(took < Duration::from_secs(4), "took {took:?}");
+    for i in 0..6 {
+        assert!(dir.path().join(format!("stopped{i}.sock")).exists());
+    }
+}
+
+#[test]
+fn ruling9_a_peer_that_says_hello_then_nothing_is_dropped() {
+    let dir = TempDir::new("hellothen");
+    let r = Recorder::new();
+    let a = HostTransport::start(dir.path(), "a", r.clone()).unwrap();
+    let mut s = UnixStream::connect(a.socket_path()).unwrap();
+    s.write_all(
+        &encode(&Frame::Hello {
+            version: 1,
+            node: "mute".into(),
+            max_frame: MAX_FRAME,
+        })
+        .unwrap(),
+    )
+    .unwrap();
+    r.wait_up("mute", T);
+    // Never a byte more, socket held open: the keepalive finds the silence and drops it.
+    assert!(
+        r.wait_down("mute", Duration::from_secs(20)),
+        "a silent peer was kept"
+    );
+    assert!(a.peers().is_empty());
+    drop(s);
+}

@@ -17,6 +17,8 @@ use crate::wire::{encode_parts, ErrorCode, Frame, FrameDecoder, MAX_FRAME, PROTO
 
 /// Read buffer of a link's reader (large bodies bypass it, see `FrameDecoder::body_window`).
 pub(crate) const READ_BUF: usize = 64 * 1024;
+/// Frame bound before the HELLO exchange: a HELLO, or an ERROR with its longest message.
+const HANDSHAKE_FRAME: u32 = 8 * 1024;
 /// After a frame at least this large, the reader reads the next prefix on its own.
 const PREFIX_FIRST: usize = 32 * 1024;
 
@@ -113,6 +115,10 @@ impl UnixLink {
             return Err(LinkError::Closed(self.peer.name.clone()));
         }
         let guard = self.write_lock.lock();
+        // Closed while we waited for the lock (a blocked write timed out): fail at once.
+        if self.is_closed() {
+            return Err(LinkError::Closed(self.peer.name.clone()));
+        }
         let r = write_all2(&self.stream, head, payload);
         drop(guard);
         match r {
@@ -222,7 +228,8 @@ pub(crate) fn read_hello(
     timeout: Duration,
 ) -> Result<HelloOutcome, String> {
     let deadline = Instant::now() + timeout;
-    let mut dec = FrameDecoder::new(MAX_FRAME);
+    // Until the peer has said who it is, nothing large is accepted (nor allocated for).
+    let mut dec = FrameDecoder::new(HANDSHAKE_FRAME);
     let mut buf = vec![0u8; READ_BUF];
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -255,6 +262,7 @@ pub(crate) fn read_hello(
                 max_frame,
             })) => {
                 stream.set_read_timeout(None).map_err(|e| e.to_string())?;
+                dec.set_max_frame(MAX_FRAME);
                 if version < 1 {
                     return Err(format!("peer speaks protocol version {version}"));
                 }
