@@ -309,3 +309,23 @@ def test_a_topic_named_net_is_escaped_and_still_talks(tracer_env):
     got = result(listener)
     ok(talker)
     assert got["received"] == [[f"hello {i}" for i in range(20)]]
+
+
+def test_domains_stay_apart_under_one_rendezvous_override(tracer_env):
+    # Contexts (docs/rmw-mapping.md, "rendezvous directory"): RMW_TRACER_RENDEZVOUS_DIR is a base
+    # with one directory per domain under it (<base>/domain-<id>, the core's layout), so processes
+    # of different ROS_DOMAIN_IDs given the same override never match; one of the same domain does.
+    domain = tracer_env["ROS_DOMAIN_ID"]
+    other_domain = str(harness.fresh_domain_id())
+    assert other_domain != domain
+    other = {**tracer_env, "ROS_DOMAIN_ID": other_domain}
+    listener = started(worker("listen", tracer_env, "--topic", "/domains", "--count", "5", "--timeout", "30"))
+    stranger = worker("talk", other, "--topic", "/domains", "--count", "5", "--tag", "other", "--timeout", "3").join()
+    assert stranger.returncode == 2 and "only 0 of 1 subscriptions matched" in stranger.stdout, stranger.describe()
+    talker = worker("talk", tracer_env, "--topic", "/domains", "--count", "5")
+    got = result(listener)
+    ok(talker)
+    assert got["received"] == [[f"hello {i}" for i in range(5)]]
+    assert got["matched"] == [1]
+    base = Path(tracer_env["RMW_TRACER_RENDEZVOUS_DIR"])
+    assert (base / f"domain-{domain}").is_dir() and (base / f"domain-{other_domain}").is_dir()

@@ -2,7 +2,9 @@
 //! ids of everything made in it.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::ffi::OsStr;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -13,7 +15,8 @@ use crate::boundary::{RmwError, RmwResult};
 use crate::gid::GidSource;
 use crate::registry::{EntityKind, Entry, Record, Registry};
 
-/// Environment variable that overrides the rendezvous directory (tests isolate themselves).
+/// Environment variable that moves the base of the rendezvous directories (tests isolate
+/// themselves with it); each domain still has its own directory under it.
 pub const RENDEZVOUS_ENV: &str = "RMW_TRACER_RENDEZVOUS_DIR";
 
 /// What `rmw_init` needs from the init options, already read out of the C struct.
@@ -77,18 +80,44 @@ pub fn discovery_for(range: ffi::rmw_automatic_discovery_range_t) -> Discovery {
     }
 }
 
+/// The rendezvous directory of `domain_id` when `base` (the value of [`RENDEZVOUS_ENV`]) moves
+/// it: `<base>/domain-<id>`, the core's own layout, so that processes of different domains given
+/// the same override still never see each other (the link handshake carries no domain id).
+/// `None` (unset or empty) leaves the core's per-user default. The base is made (mode 0700) if
+/// it is missing; the core makes the domain's directory and checks that it is private.
+pub fn rendezvous_dir(base: Option<&OsStr>, domain_id: u32) -> RmwResult<Option<PathBuf>> {
+    let Some(base) = base.filter(|b| !b.is_empty()).map(Path::new) else {
+        return Ok(None);
+    };
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(base)
+        .map_err(|e| {
+            RmwError::failed(format!(
+                "{RENDEZVOUS_ENV}={}: cannot make the directory: {e}",
+                base.display()
+            ))
+        })?;
+    Ok(Some(libtracer_core::link::rendezvous_dir_in(
+        base, domain_id,
+    )))
+}
+
 impl Context {
     pub fn new(cfg: &InitConfig) -> RmwResult<Context> {
         let domain_id = resolve_domain_id(cfg.domain_id)?;
         let domain32 = u32::try_from(domain_id)
             .map_err(|_| RmwError::invalid(format!("domain id {domain_id} is out of range")))?;
-        let rendezvous_dir = std::env::var_os(RENDEZVOUS_ENV)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from);
+        let discovery = discovery_for(cfg.discovery_range);
+        let rendezvous_dir = match discovery {
+            Discovery::Off => None,
+            _ => rendezvous_dir(std::env::var_os(RENDEZVOUS_ENV).as_deref(), domain32)?,
+        };
         let graph = Graph::new(GraphConfig {
             name: None,
             domain_id: domain32,
-            discovery: discovery_for(cfg.discovery_range),
+            discovery,
             rendezvous_dir,
         })?;
         let gids = GidSource::new();
@@ -178,6 +207,34 @@ mod tests {
             discovery_for(ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SUBNET),
             Discovery::Host
         );
+    }
+
+    /// The override is a base: one directory per domain under it, made on demand.
+    #[test]
+    fn rendezvous_override_is_a_base_per_domain() {
+        use std::os::unix::fs::PermissionsExt;
+        assert!(rendezvous_dir(None, 3).unwrap().is_none());
+        assert!(rendezvous_dir(Some(OsStr::new("")), 3).unwrap().is_none());
+        let base = std::env::temp_dir().join(format!("rmw_tracer-rdv-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let nested = base.join("deeper");
+        let d3 = rendezvous_dir(Some(nested.as_os_str()), 3)
+            .unwrap()
+            .unwrap();
+        let d4 = rendezvous_dir(Some(nested.as_os_str()), 4)
+            .unwrap()
+            .unwrap();
+        assert_eq!(d3, nested.join("domain-3"));
+        assert_eq!(d4, nested.join("domain-4"));
+        assert_ne!(d3, d4);
+        let mode = std::fs::metadata(&nested).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        // A base that is a file cannot hold the domains' directories: a clear error.
+        let file = base.join("file");
+        std::fs::write(&file, b"x").unwrap();
+        let err = rendezvous_dir(Some(file.as_os_str()), 0).unwrap_err();
+        assert!(err.to_string().contains(RENDEZVOUS_ENV), "{err}");
+        std::fs::remove_dir_all(&base).unwrap();
     }
 
     #[test]
