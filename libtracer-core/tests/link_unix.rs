@@ -473,3 +473,67 @@ fn ruling9_a_peer_that_says_hello_then_nothing_is_dropped() {
     assert!(a.peers().is_empty());
     drop(s);
 }
+
+/// Ruling 9 (observers told within a second): one peer that stops reading must not stall the
+/// keepalive for the others. The keepalive PINGs every idle link; when a peer's socket buffer
+/// is full, a blocking PING would hold the keepalive thread for the whole write timeout, and no
+/// hung peer would be found meanwhile. Nor may the reader block on a PONG into that full buffer:
+/// it would stop reading, and take the peer (which keeps writing) for silent.
+#[test]
+fn ruling9_a_full_socket_does_not_stall_the_keepalive() {
+    let dir = TempDir::new("fullbuf");
+    // b: alive (it writes a PING to a every 50 ms) but never reads, so a's PINGs pile up in
+    // the socket until its buffer is full.
+    let listener = UnixListener::bind(dir.path().join("b.sock")).unwrap();
+    let b = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut dec = FrameDecoder::new(MAX_FRAME);
+        let mut buf = [0u8; 512];
+        while dec.pop().unwrap().is_none() {
+            let n = s.read(&mut buf).unwrap();
+            dec.push(&buf[..n]);
+        }
+        let hello = Frame::Hello {
+            version: 1,
+            node: "b".into(),
+            max_frame: MAX_FRAME,
+        };
+        s.write_all(&encode(&hello).unwrap()).unwrap();
+        let ping = encode(&Frame::Ping { nonce: 1 }).unwrap();
+        while s.write_all(&ping).is_ok() {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    });
+    let cfg = TransportConfig {
+        // A PING every keepalive tick (10 ms): a few hundred fill the socket buffer.
+        ping_interval: Duration::from_millis(1),
+        write_timeout: Duration::from_secs(60),
+        ..Default::default()
+    };
+    let r = Recorder::new();
+    let a = HostTransport::start_with(dir.path(), "a", r.clone(), cfg).unwrap();
+    r.wait_up("b", T);
+    // Long enough for the buffer to fill, several times over.
+    std::thread::sleep(Duration::from_secs(6));
+    // d says HELLO, then nothing: the keepalive must still find it.
+    let mut d = UnixStream::connect(a.socket_path()).unwrap();
+    d.write_all(
+        &encode(&Frame::Hello {
+            version: 1,
+            node: "d".into(),
+            max_frame: MAX_FRAME,
+        })
+        .unwrap(),
+    )
+    .unwrap();
+    r.wait_up("d", T);
+    let up = Instant::now();
+    assert!(
+        r.wait_down("d", Duration::from_secs(15)),
+        "the keepalive was stuck: silent d kept"
+    );
+    eprintln!("silent d dropped after {:?}", up.elapsed());
+    assert!(r.link("b").is_some(), "b (alive, not reading) is kept");
+    drop(a);
+    let _ = b.join();
+}

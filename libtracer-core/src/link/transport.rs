@@ -31,7 +31,7 @@ use parking_lot::{Condvar, Mutex};
 use super::rendezvous::prepare_dir;
 use super::unix::{hello, read_hello, refuse, run_reader, write_frame, HelloOutcome, UnixLink};
 use super::{valid_node_name, Link, LinkError, LinkHandler, PeerIdentity};
-use crate::wire::ErrorCode;
+use crate::wire::{ErrorCode, Frame};
 
 /// Timing of a transport. The defaults find a hung peer within one second.
 #[derive(Clone, Debug)]
@@ -514,7 +514,9 @@ fn keepalive_loop(inner: Weak<Inner>) {
             if l.peer_silent_for(dead_ms) {
                 l.close();
             } else if l.ms_since_tx() >= ping_ms {
-                l.try_ping(inner.nonce.fetch_add(1, Ordering::Relaxed));
+                l.try_send_liveness(&Frame::Ping {
+                    nonce: inner.nonce.fetch_add(1, Ordering::Relaxed),
+                });
             }
         }
     }

@@ -90,19 +90,41 @@ impl UnixLink {
         self.last_rx_ms.store(self.now_ms(), Ordering::Relaxed);
     }
 
-    /// Send a PING unless a write is in progress (then bytes are flowing, or the link is stuck
-    /// and the peer's own keepalive will notice); never blocks the keepalive thread.
-    pub(crate) fn try_ping(&self, nonce: u64) {
+    /// Send a PING (from the keepalive) or a PONG (from the reader), or skip it: these only
+    /// show the peer that we are alive, and it needs none while a write is in progress (bytes
+    /// are flowing, or the link is stuck and the peer's own keepalive will notice) or while the
+    /// socket buffer is full (the peer has bytes of ours to read already). Never blocks: the
+    /// keepalive thread serves every link, and a reader stuck on a PONG into a full buffer
+    /// would stop reading, and then take the peer for silent.
+    pub(crate) fn try_send_liveness(&self, frame: &Frame) {
         if self.is_closed() {
             return;
         }
         let Some(guard) = self.write_lock.try_lock() else {
             return;
         };
-        let Ok(enc) = encode_parts(&Frame::Ping { nonce }, self.peer_max) else {
+        let Ok(enc) = encode_parts(frame, self.peer_max) else {
             return;
         };
-        let r = write_all2(&self.stream, &enc.head, &[]);
+        let head: &[u8] = &enc.head;
+        let flags = MsgFlags::MSG_NOSIGNAL | MsgFlags::MSG_DONTWAIT;
+        let r = loop {
+            match sendmsg::<()>(
+                self.stream.as_raw_fd(),
+                &[IoSlice::new(head)],
+                &[],
+                flags,
+                None,
+            ) {
+                Err(Errno::EINTR) => continue,
+                Err(Errno::EAGAIN) => return,
+                Ok(n) if n == head.len() => break Ok(()),
+                // A few bytes fitted (a PING is one small buffer, so this is rare): the frame
+                // must be completed, or the stream would lose its framing.
+                Ok(n) => break write_all2(&self.stream, &head[n..], &[]),
+                Err(e) => break Err(io::Error::from(e)),
+            }
+        };
         drop(guard);
         match r {
             Ok(()) => self.last_tx_ms.store(self.now_ms(), Ordering::Relaxed),
@@ -396,7 +418,7 @@ fn dispatch(
 ) -> bool {
     match frame {
         Frame::Ping { nonce } => {
-            let _ = link.send(&Frame::Pong { nonce });
+            link.try_send_liveness(&Frame::Pong { nonce });
             true
         }
         Frame::Pong { .. } => true,
