@@ -22,6 +22,7 @@ import base64
 import json
 import re
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -116,20 +117,36 @@ def _check_decoded(path: Path) -> None:
     ]
 
 
-def test_talker_listener_and_tracer_record_hold_every_message_with_fields(tmp_path):
-    """Issue 4 items 3+4, "How it is shown": end-to-end recording, fields, independent readers."""
+@pytest.mark.parametrize("mode", ["topics", "subtree"])
+def test_talker_listener_and_tracer_record_hold_every_message_with_fields(tmp_path, mode):
+    """Issue 4 items 3+4, "How it is shown": end-to-end recording, fields, independent readers.
+    ``tracer record`` with one edge per (peer, topic), or one subtree edge per peer."""
     env = harness.tracer_env(tmp_path)
     talker_file, listener_file, rec_file = tmp_path / "talker.mcap", tmp_path / "listener.mcap", tmp_path / "rec.mcap"
     done = tmp_path / "done"
-    rec = harness.spawn([_tracer(), "record", "-o", rec_file, "/chatter", "/stamps"], env, timeout=120)
+    extra = ["--subtree"] if mode == "subtree" else []
+    rec = harness.spawn([_tracer(), "record", "-o", rec_file, "/chatter", "/stamps", *extra], env, timeout=120)
     listener = _worker("listen", "--count", str(N), env={**env, "RMW_TRACER_RECORD": str(listener_file),
                                                         "RMW_TRACER_RECORD_TOPICS": "/chat*,stamps"})
     assert listener.wait_for_output("ready", 60), listener.join(1).describe()
+    go = tmp_path / "go"
+    # Subscription counts are edges on the topic vertex: each listener subscription's and, per
+    # topic, tracer record's; its subtree edge sits on the talker's root and counts on none, so
+    # then the talker also waits for "go": tracer record's edges on both peers are established.
+    subs = ["--wait-subs", "2", "--extra-chatter-subs", "1"] if mode == "topics" else ["--wait-subs", "1", "--extra-chatter-subs", "1"]
     talker = _worker(
-        # Subscription counts are edges: tracer record's and each listener subscription's.
-        "talk", "--count", str(N), "--wait-subs", "2", "--extra-chatter-subs", "1", "--until", str(done),
+        "talk", "--count", str(N), *subs, "--go", str(go), "--until", str(done),
         env={**env, "RMW_TRACER_RECORD": str(talker_file), "RMW_TRACER_RECORD_TOPICS": "/chatter,/stamps"},
     )
+    if mode == "subtree":
+        deadline = time.monotonic() + 30
+        while rec.popen.poll() is None and time.monotonic() < deadline:
+            established = [l for l in "".join(rec._err).splitlines() if "established /net/" in l and "/." not in l and ":children" not in l]
+            if len(established) >= 2:
+                break
+            time.sleep(0.05)
+        assert len(established) >= 2, "".join(rec._err)
+    go.touch()
     lres = listener.join()
     assert lres.returncode == 0, lres.describe()
     got = _json_line(lres.stdout)
@@ -215,8 +232,6 @@ def test_killed_process_leaves_a_readable_data_section(tmp_path):
     env = harness.tracer_env(tmp_path, extra={"RMW_TRACER_RECORD": str(out), "RMW_TRACER_RECORD_TOPICS": "/flood"})
     p = _worker("flood", "--count", "100", "--hold", env=env)
     assert p.wait_for_output('"published"', 60)
-    import time
-
     time.sleep(2.5)  # past the recorder's 1 s idle flush
     p.kill()
     p.join(10)

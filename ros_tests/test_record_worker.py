@@ -1,9 +1,9 @@
 """The process side of the recording tests (test_record.py): rclpy programs under rmw_tracer.
 Nothing here is collected by pytest: ROS is imported only when run as a program.
 
-    talk   --count N [--wait-subs K] [--extra-chatter-subs E] --until FILE
+    talk   --count N [--wait-subs K] [--extra-chatter-subs E] [--go FILE] --until FILE
            publishes N std_msgs/String "hello <i>" on /chatter and N std_msgs/Header on /stamps
-           (stamp = 1000+i s, i*1000 ns; frame_id "f<i>") once K subscriptions match each topic (K+E on /chatter),
+           (stamp = 1000+i s, i*1000 ns; frame_id "f<i>") once K subscriptions match each topic (K+E on /chatter) and --go FILE exists,
            prints one JSON line of what it published, then spins until --until FILE exists
     listen --count N
            two subscriptions on /chatter and one on /stamps; prints "ready", collects until each
@@ -51,7 +51,10 @@ def talk(a) -> None:
     if not ok:
         print(json.dumps({"error": "no match"}), flush=True)
         sys.exit(1)
-    time.sleep(0.3)  # remote subscriptions of the listener: registry wiring settles
+    from pathlib import Path
+
+    if a.go:
+        _spin_until(node, lambda: Path(a.go).exists(), 30.0)
     for i in range(a.count):
         pc.publish(String(data=f"hello {i}"))
         h = Header()
@@ -61,8 +64,6 @@ def talk(a) -> None:
         ps.publish(h)
         time.sleep(0.002)
     print(json.dumps({"published": a.count}), flush=True)
-    from pathlib import Path
-
     _spin_until(node, lambda: Path(a.until).exists(), 60.0)
     node.destroy_node()
     rclpy.shutdown()
@@ -121,6 +122,7 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=64)
     ap.add_argument("--until", default="")
     ap.add_argument("--extra-chatter-subs", type=int, default=0)
+    ap.add_argument("--go", default="")
     ap.add_argument("--hold", action="store_true")
     ap.add_argument("--no-shutdown", action="store_true")
     a = ap.parse_args()

@@ -49,6 +49,10 @@ pub struct Args {
     /// Chunk compression.
     #[arg(long, default_value = "zstd", value_parser = ["zstd", "lz4", "none"])]
     compression: String,
+    /// One edge per peer on its whole tree (`/net/<p>`) instead of one per topic: every write
+    /// of the peer arrives on it, `Sample::suffix` names the topic, the selection filters.
+    #[arg(long)]
+    subtree: bool,
     /// Recorder queue bound in messages (messages beyond it are dropped and counted).
     #[arg(long, default_value_t = 65_536)]
     queue: usize,
@@ -62,12 +66,14 @@ enum Event {
 }
 
 /// An edge we keep wanting: a remote subscribe can fail (the peer has not made the source
-/// yet, e.g. a peer that mounted us before its own registry existed) and is retried each second.
+/// yet, e.g. a peer that mounted us before its own registry existed) and is retried every 100 ms.
 struct Wanted {
     source: String,
     sink: String,
     policy: DeliveryPolicy,
     edge: Option<Edge>,
+    /// Said once on stderr when established (tests and users wait for it).
+    announced: bool,
 }
 
 impl Wanted {
@@ -77,6 +83,7 @@ impl Wanted {
             sink,
             policy,
             edge: None,
+            announced: false,
         };
         w.ensure(graph);
         w
@@ -85,8 +92,16 @@ impl Wanted {
     /// (Re)subscribe unless the edge is pending or established.
     fn ensure(&mut self, graph: &Graph) {
         if let Some(e) = &self.edge {
-            if matches!(e.state(), EdgeState::Pending | EdgeState::Established) {
-                return;
+            match e.state() {
+                EdgeState::Pending => return,
+                EdgeState::Established => {
+                    if !self.announced {
+                        self.announced = true;
+                        eprintln!("tracer record: established {}", self.source);
+                    }
+                    return;
+                }
+                _ => {}
             }
             let _ = graph.unsubscribe(e);
         }
@@ -116,6 +131,8 @@ struct State {
     schemas: Arc<Mutex<HashMap<(String, String), SchemaInfo>>>,
     channels: HashMap<(String, String), ChannelId>,
     counts: Arc<Mutex<BTreeMap<String, u64>>>,
+    /// `--subtree`: what the per-peer sinks share.
+    subtree: Option<Arc<Subtree>>,
     peer_edges: HashMap<String, Vec<Wanted>>,
     topics: HashMap<(String, String), TopicEdge>,
     next_sink: u64,
@@ -214,7 +231,20 @@ pub fn run(a: Args) -> Result<(), String> {
         peer_edges: HashMap::new(),
         topics: HashMap::new(),
         next_sink: 1,
+        subtree: None,
     };
+    if a.subtree {
+        st.subtree = Some(Arc::new(Subtree {
+            rec: rec.clone(),
+            fields,
+            select: st.select.clone(),
+            schemas: st.schemas.clone(),
+            counts: st.counts.clone(),
+            qos: Mutex::new(HashMap::new()),
+            channels: Mutex::new(HashMap::new()),
+            unknown: AtomicU64::new(0),
+        }));
+    }
     eprintln!(
         "tracer record: recording {} to {} (Ctrl-C to stop)",
         if st.select.is_all() {
@@ -235,7 +265,7 @@ pub fn run(a: Args) -> Result<(), String> {
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
-        if last_retry.elapsed() >= Duration::from_secs(1) {
+        if last_retry.elapsed() >= Duration::from_millis(100) {
             st.retry();
             last_retry = Instant::now();
         }
@@ -260,6 +290,12 @@ pub fn run(a: Args) -> Result<(), String> {
         "  total: {} written, {} dropped",
         report.written, report.dropped
     );
+    if let Some(sub) = &st.subtree {
+        let n = sub.unknown.load(Ordering::Relaxed);
+        if n > 0 {
+            println!("  {n} writes of vertices without a :schema were not recorded");
+        }
+    }
     match report.error {
         Some(e) => Err(format!("writing {} failed: {e}", a.output.display())),
         None => Ok(()),
@@ -341,6 +377,22 @@ impl State {
                 DeliveryPolicy::new(true, 0, true),
             ));
         }
+        if let Some(sub) = &self.subtree {
+            let all_sink = format!("/.record/peers/{peer}/all");
+            let (sub, p) = (sub.clone(), peer.to_owned());
+            if self
+                .graph
+                .create_sink(&all_sink, Arc::new(move |s: &Sample| sub.on_sample(&p, s)))
+                .is_ok()
+            {
+                edges.push(Wanted::new(
+                    &self.graph,
+                    format!("/net/{peer}"),
+                    all_sink,
+                    DeliveryPolicy::RELIABLE,
+                ));
+            }
+        }
         self.peer_edges.insert(peer.to_owned(), edges);
     }
 
@@ -369,7 +421,7 @@ impl State {
         let _ = self.graph.remove(&sink);
     }
 
-    /// Every second: failed edges are made again (see [`Wanted`]).
+    /// Ten times a second: failed edges are made again (see [`Wanted`]), new ones announced.
     fn retry(&mut self) {
         for es in self.peer_edges.values_mut() {
             for e in es {
@@ -400,6 +452,15 @@ impl State {
             return;
         }
         if !r.is_publisher() || !self.select.matches(&r.topic) {
+            return;
+        }
+        if let Some(sub) = &self.subtree {
+            // The peer's subtree edge carries the data; the registry gives the offered QoS.
+            sub.qos
+                .lock()
+                .entry((peer.to_owned(), r.topic.clone()))
+                .or_default()
+                .extend(r.qos);
             return;
         }
         let key = (peer.to_owned(), r.topic.clone());
@@ -510,6 +571,115 @@ impl State {
                 eprintln!("tracer record: {}: {e}", r.topic);
                 None
             }
+        }
+    }
+}
+
+/// A channel and its type's stamp locator.
+type SubtreeChannel = (ChannelId, Option<StampLocator>);
+
+/// `--subtree`: one edge per peer on `/net/<p>`; each sample's suffix is the vertex it was
+/// written at, relative to the peer's root.
+struct Subtree {
+    rec: Arc<Recorder>,
+    fields: Fields,
+    select: Selection,
+    schemas: Arc<Mutex<HashMap<(String, String), SchemaInfo>>>,
+    counts: Arc<Mutex<BTreeMap<String, u64>>>,
+    /// (peer, topic) -> offered QoS of its publishers (from the registry).
+    qos: Mutex<HashMap<(String, String), Vec<tracer_mcap::ros2::OfferedQos>>>,
+    /// (topic, type) -> channel and the type's stamp locator.
+    channels: Mutex<HashMap<(String, String), SubtreeChannel>>,
+    /// Writes to selected vertices whose schema is unknown (not a ROS topic of rmw_tracer).
+    unknown: AtomicU64,
+}
+
+/// The ROS topic of a vertex path (rmw_tracer's mapping), `None` for its own `/.`-paths.
+fn path_topic(path: &str) -> Option<String> {
+    if let Some(rest) = path.strip_prefix("/.net") {
+        if rest.is_empty() || rest.starts_with('/') {
+            return Some(format!("/net{rest}"));
+        }
+    }
+    if path.starts_with("/.") {
+        return None;
+    }
+    Some(path.to_owned())
+}
+
+impl Subtree {
+    /// On the delivering thread: only short locks, never the disk.
+    fn on_sample(&self, peer: &str, s: &Sample) {
+        let Some(suffix) = &s.suffix else {
+            return; // a write at the peer's root itself: no topic
+        };
+        let path = format!("/{suffix}");
+        let Some(topic) = path_topic(&path) else {
+            return;
+        };
+        if !self.select.matches(&topic) {
+            return;
+        }
+        let Some(schema) = self
+            .schemas
+            .lock()
+            .get(&(peer.to_owned(), path.clone()))
+            .cloned()
+        else {
+            self.unknown.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        if schema.encoding != "cdr" {
+            self.unknown.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let key = (topic.clone(), schema.type_name.clone());
+        let (channel, stamp) = {
+            let mut ch = self.channels.lock();
+            match ch.get(&key) {
+                Some(c) => *c,
+                None => {
+                    let qos = self
+                        .qos
+                        .lock()
+                        .get(&(peer.to_owned(), topic.clone()))
+                        .cloned()
+                        .unwrap_or_default();
+                    let made = self
+                        .rec
+                        .add_schema(&schema.type_name, "ros2msg", schema.definition.as_bytes())
+                        .and_then(|sid| {
+                            self.rec
+                                .add_channel(sid, &topic, "cdr", &channel_metadata(&qos))
+                        });
+                    let Ok(c) = made else {
+                        return;
+                    };
+                    let v = (
+                        c,
+                        StampLocator::for_type(&schema.type_name, &schema.definition),
+                    );
+                    ch.insert(key, v);
+                    v
+                }
+            }
+        };
+        let route = format!("/net/{peer}{path}");
+        let values = self.fields.values(&MessageFields {
+            sensor_time: stamp.and_then(|st| st.read(s.payload.as_ref())),
+            gid: s.meta.writer,
+            sequence: s.meta.sequence,
+            route: &route,
+        });
+        if self.rec.write(
+            channel,
+            mcap_time(s.received_timestamp_ns),
+            mcap_time(s.meta.source_timestamp_ns),
+            s.meta.sequence as u32,
+            s.payload.clone(),
+            values,
+        ) {
+            *self.counts.lock().entry(topic).or_default() += 1;
         }
     }
 }
