@@ -8,18 +8,12 @@ subscription of another process as it comes and goes.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import harness
+from worker_output import json_line
 
 WORKER = Path(__file__).resolve().parent / "test_service_worker.py"
-
-
-def _json_line(out: str) -> dict:
-    lines = [l for l in out.splitlines() if l.startswith("{")]
-    assert lines, out
-    return json.loads(lines[-1])
 
 
 # Ruling: node names, topic names and types, service names, counts and endpoint info of a
@@ -34,7 +28,7 @@ def test_graph_of_another_process(tracer_env):
     talker.kill()
     talker.join(10)
     assert probe.returncode == 0, probe.describe()
-    out = _json_line(probe.stdout)
+    out = json_line(probe.stdout)
     assert ["talker", "/"] in out["nodes"] and ["probe", "/"] in out["nodes"]
     assert out["topics"]["/chatter"] == ["std_msgs/msg/String"]
     assert "/rosout" in out["topics"] and "/parameter_events" in out["topics"]
@@ -69,7 +63,7 @@ def test_matched_event_across_processes(tracer_env):
     listener.join(20)
     r = pub.join(40)
     assert r.returncode == 0, r.describe()
-    out = _json_line(r.stdout)
+    out = json_line(r.stdout)
     assert out["matched"] and out["unmatched"], out
     first, last = out["events"][0], out["events"][-1]
     # [total_count, total_count_change, current_count, current_count_change]

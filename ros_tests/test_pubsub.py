@@ -7,12 +7,12 @@ domain id. The rclpy side is test_pubsub_worker.py, the rcl side ros_tests/c/pub
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 import harness
+from worker_output import json_line
 
 HERE = Path(__file__).resolve().parent
 WORKER = HERE / "test_pubsub_worker.py"
@@ -30,9 +30,7 @@ def started(p: harness.Proc, text: str = "ready") -> harness.Proc:
 def result(p: harness.Proc) -> dict:
     r = p.join()
     assert r.returncode == 0, r.describe()
-    lines = [line for line in r.stdout.splitlines() if line.startswith("{")]
-    assert lines, r.describe()
-    return json.loads(lines[-1])
+    return json_line(r.stdout, r.describe())
 
 
 def ok(p: harness.Proc) -> harness.Result:

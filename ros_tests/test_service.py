@@ -12,14 +12,9 @@ import json
 from pathlib import Path
 
 import harness
+from worker_output import json_line
 
 WORKER = Path(__file__).resolve().parent / "test_service_worker.py"
-
-
-def _json_line(out: str) -> dict:
-    lines = [l for l in out.splitlines() if l.startswith("{")]
-    assert lines, out
-    return json.loads(lines[-1])
 
 
 def _expected(n: int) -> list:
@@ -37,9 +32,9 @@ def test_service_between_two_processes(tracer_env):
     c = client.join(60)
     s = server.join(30)
     assert c.returncode == 0, c.describe() + s.describe()
-    assert _json_line(c.stdout)["results"] == _expected(n), c.describe()
+    assert json_line(c.stdout)["results"] == _expected(n), c.describe()
     assert s.returncode == 0, s.describe()
-    assert _json_line(s.stdout)["served"] == list(range(n))
+    assert json_line(s.stdout)["served"] == list(range(n))
 
 
 # Ruling: server and client in one process (two nodes of one context) talk through the graph.
@@ -48,7 +43,7 @@ def test_service_within_one_process(tracer_env):
     r = harness.spawn_python(WORKER, ["both", "--service", "/inproc", "--count", str(n)],
                              env=tracer_env).join(60)
     assert r.returncode == 0, r.describe()
-    out = _json_line(r.stdout)
+    out = json_line(r.stdout)
     assert out["results"] == _expected(n), r.describe()
     assert out["served"] == list(range(n))
 
@@ -62,7 +57,7 @@ def test_client_waits_for_a_late_server(tracer_env):
     c = client.join(60)
     s = server.join(30)
     assert c.returncode == 0, c.describe() + s.describe()
-    assert _json_line(c.stdout)["results"] == _expected(3)
+    assert json_line(c.stdout)["results"] == _expected(3)
 
 
 # Ruling: a node's parameter services answer another process (ros2 param's path).
@@ -93,7 +88,7 @@ print(json.dumps({"names": names, "use_sim_time": vals}))
     server.kill()
     server.join(10)
     assert r.returncode == 0, r.describe()
-    out = _json_line(r.stdout)
+    out = json_line(r.stdout)
     assert "use_sim_time" in out["names"]
     assert out["use_sim_time"] == [False]
 
@@ -111,10 +106,10 @@ def test_every_server_gets_every_request(tracer_env):
                                       "--wait-servers", "2"], env=tracer_env).join(60)
     results = [s.join(30) for s in servers]
     assert c.returncode == 0, c.describe()
-    assert _json_line(c.stdout)["results"] == _expected(n)
+    assert json_line(c.stdout)["results"] == _expected(n)
     for r in results:
         assert r.returncode == 0, r.describe()
-        assert _json_line(r.stdout)["served"] == list(range(n))
+        assert json_line(r.stdout)["served"] == list(range(n))
 
 
 # Ruling: a server answers each client at its own origin (the response path comes from the
@@ -130,6 +125,6 @@ def test_one_server_two_client_processes(tracer_env):
     s = server.join(30)
     for c in outs:
         assert c.returncode == 0, c.describe()
-        assert _json_line(c.stdout)["results"] == _expected(n)
+        assert json_line(c.stdout)["results"] == _expected(n)
     assert s.returncode == 0, s.describe()
-    assert sorted(_json_line(s.stdout)["served"]) == sorted(list(range(n)) * 2)
+    assert sorted(json_line(s.stdout)["served"]) == sorted(list(range(n)) * 2)
