@@ -119,11 +119,11 @@ fn verbs_waiting_for_libtracer_exit_2_with_a_clear_error() {
 fn record_with_duration_stops_and_finishes_its_file() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("empty.mcap");
-    let rendezvous = dir.path().join("rendezvous");
     let o = Command::new(env!("CARGO_BIN_EXE_tracer"))
         .args(["record", "--all", "--duration", "0.5", "-o"])
         .arg(&out)
-        .env("RMW_TRACER_RENDEZVOUS_DIR", &rendezvous)
+        // A private base (a tempdir is mode 0700); the domain's directory is made below it.
+        .env("RMW_TRACER_RENDEZVOUS_DIR", dir.path())
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
