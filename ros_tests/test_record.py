@@ -11,7 +11,8 @@ A talker and a listener (rclpy, rmw_tracer) each run with ``RMW_TRACER_RECORD``,
   values (the schema is the type support's ros2msg text);
 * every message has the fields publish_time, publisher_gid, sequence, route, and the
   std_msgs/Header messages sensor_time = header.stamp (``tracer cat``);
-* ``tracer info`` counts match, and the channel metadata carries offered_qos_profiles;
+* ``tracer info`` counts match, and the channel metadata carries offered_qos_profiles, which
+  ``rosbags`` parses (it also lists the topics and counts);
 * a recorder queue too small for the load drops messages, counts them, says so on the rmw log
   and in the file's ``tracer.recorder`` metadata, and written + dropped = published.
 """
@@ -91,6 +92,22 @@ def _info_counts(path: Path) -> dict[str, int]:
     return counts, res.stdout
 
 
+def _check_rosbags(path: Path) -> None:
+    """rosbags opens the file, lists its topics and counts, and parses the offered QoS."""
+    from rosbags.rosbag2 import Reader
+
+    with Reader(path) as r:
+        assert {t: i.msgtype for t, i in r.topics.items()} == {
+            "/chatter": "std_msgs/msg/String", "/stamps": "std_msgs/msg/Header"}
+        counts: dict[str, int] = {}
+        for conn, _ts, _data in r.messages():
+            counts[conn.topic] = counts.get(conn.topic, 0) + 1
+        assert counts == {"/chatter": N, "/stamps": N}
+        for c in r.connections:
+            q = c.ext.offered_qos_profiles
+            assert q and all((p.reliability.name, p.depth) == ("RELIABLE", 100) for p in q), q
+
+
 def _check_fields(rows: list[dict], route_re: str) -> None:
     for row in rows:
         f = row["fields"]
@@ -164,6 +181,7 @@ def test_talker_listener_and_tracer_record_hold_every_message_with_fields(tmp_pa
 
     for path in (talker_file, listener_file, rec_file):
         _check_decoded(path)
+        _check_rosbags(path)
         counts, text = _info_counts(path)
         assert counts == {"/chatter": N, "/stamps": N}, text
         summary, meta = _channels_and_metadata(path)
