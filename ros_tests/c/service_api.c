@@ -84,11 +84,9 @@ static int has_name(const rmw_names_and_types_t *nat, const char *name, const ch
 
 int main(void) {
   rcutils_allocator_t alloc = rcutils_get_default_allocator();
-  rmw_init_options_t opts = rmw_get_zero_initialized_init_options();
-  rmw_context_t ctx = rmw_get_zero_initialized_context();
-  if (rmw_init_options_init(&opts, alloc) != RMW_RET_OK) return 100;
-  opts.enclave = rcutils_strdup("/", alloc);
-  if (rmw_init(&opts, &ctx) != RMW_RET_OK) return 100;
+  rmw_init_options_t opts;
+  rmw_context_t ctx;
+  if (init_context(&opts, &ctx) != 0) return 100;
   rmw_node_t *node = rmw_create_node(&ctx, "api", "/");
   if (node == NULL) return 100;
   rmw_qos_profile_t sq = rmw_qos_profile_services_default;

@@ -56,12 +56,9 @@ int main(void) {
   Members *req_m = sm->request_members_;
   Members *res_m = sm->response_members_;
 
-  rcutils_allocator_t alloc = rcutils_get_default_allocator();
-  rmw_init_options_t opts = rmw_get_zero_initialized_init_options();
-  rmw_context_t ctx = rmw_get_zero_initialized_context();
-  if (rmw_init_options_init(&opts, alloc) != RMW_RET_OK) return 100;
-  opts.enclave = rcutils_strdup("/", alloc);
-  if (rmw_init(&opts, &ctx) != RMW_RET_OK) return 100;
+  rmw_init_options_t opts;
+  rmw_context_t ctx;
+  if (init_context(&opts, &ctx) != 0) return 100;
   rmw_node_t *node = rmw_create_node(&ctx, "cpp", "/");
   rmw_qos_profile_t q = rmw_qos_profile_services_default;
   rmw_service_t *srv = rmw_create_service(node, ts, "/cpp/svc", &q);
