@@ -1,4 +1,4 @@
-//! The frames of wire protocol v1 as plain data. The codec is in `codec.rs`; the byte layout and the
+//! The frames of wire protocol v1 as plain data. The codec is in `codec/`; the byte layout and the
 //! rules are in docs/wire.md.
 //!
 //! ```text
