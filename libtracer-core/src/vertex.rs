@@ -236,7 +236,7 @@ impl Node {
 /// when it set one (same clock, same moment: reading the clock again costs more than the rest
 /// of the write), else the clock.
 #[inline]
-pub(crate) fn local_received(meta: &Meta) -> i64 {
+fn local_received(meta: &Meta) -> i64 {
     if meta.source_timestamp_ns != 0 {
         meta.source_timestamp_ns
     } else {
@@ -269,6 +269,22 @@ pub(crate) fn dispatch(node: &Arc<Node>, sample: Sample) {
     }
 }
 
+/// A write made in this graph at `node` (no suffix, no origin), stored and delivered by
+/// [`dispatch`]: the one data path of `Graph::write` and `Vertex::write`.
+#[inline]
+pub(crate) fn dispatch_write(node: &Arc<Node>, payload: Payload, meta: Meta) {
+    dispatch(
+        node,
+        Sample {
+            payload,
+            received_timestamp_ns: local_received(&meta),
+            meta,
+            suffix: None,
+            origin: None,
+        },
+    );
+}
+
 /// A handle on a local vertex. Cheap `Clone`; the hot path does no path lookup.
 #[derive(Clone)]
 pub struct Vertex {
@@ -294,16 +310,7 @@ impl Vertex {
     pub fn write(&self, payload: Payload, meta: Meta) -> Result<(), Error> {
         self.node.writable()?;
         self.graph.check_owner(&self.node, Rights::WRITE)?;
-        dispatch(
-            &self.node,
-            Sample {
-                payload,
-                received_timestamp_ns: local_received(&meta),
-                meta,
-                suffix: None,
-                origin: None,
-            },
-        );
+        dispatch_write(&self.node, payload, meta);
         Ok(())
     }
 

@@ -18,7 +18,7 @@ use crate::path::{valid_segment, Path};
 use crate::payload::{Meta, Payload};
 use crate::structure::{self, What};
 use crate::tree::Tree;
-use crate::vertex::{dispatch, local_received, Kind, Node, Sample, SinkFn, StreamOptions, Vertex};
+use crate::vertex::{dispatch_write, Kind, Node, Sample, SinkFn, StreamOptions, Vertex};
 use crate::wire::frame::SchemaInfo;
 
 /// `:schema`: type name, hash, definition and encoding, for tools only.
@@ -91,8 +91,8 @@ fn default_name() -> String {
     )
 }
 
-/// A path the local tree owns: no meta segment, not at or below `/net`.
-fn parse_local(path: &str) -> Result<Path, Error> {
+/// A vertex's own path: no meta segment.
+fn parse_vertex(path: &str) -> Result<Path, Error> {
     let p = Path::parse(path)?;
     if p.meta().is_some() {
         return Err(Error::InvalidPath {
@@ -100,6 +100,12 @@ fn parse_local(path: &str) -> Result<Path, Error> {
             reason: "a vertex path, not a meta child",
         });
     }
+    Ok(p)
+}
+
+/// A path the local tree owns: a vertex path, not at or below `/net`.
+fn parse_local(path: &str) -> Result<Path, Error> {
+    let p = parse_vertex(path)?;
     if p.base() == "/net" || p.base().starts_with("/net/") {
         return Err(Error::InvalidPath {
             path: path.into(),
@@ -236,16 +242,7 @@ impl Graph {
         }
         let p = parse_local(path)?;
         let node = self.inner.ensure_write(&p, who)?;
-        dispatch(
-            &node,
-            Sample {
-                payload,
-                received_timestamp_ns: local_received(&meta),
-                meta,
-                suffix: None,
-                origin: None,
-            },
-        );
+        dispatch_write(&node, payload, meta);
         Ok(())
     }
 
@@ -341,13 +338,7 @@ impl Graph {
     /// `/net` and a mount `/net/<peer>` take an ACL too: it decides who may forward writes and
     /// subscribes through that mount (they reach the peer with this graph's credentials).
     pub fn set_acl(&self, path: &str, acl: Acl) -> Result<(), Error> {
-        let p = Path::parse(path)?;
-        if p.meta().is_some() {
-            return Err(Error::InvalidPath {
-                path: path.into(),
-                reason: "a vertex path, not a meta child",
-            });
-        }
+        let p = parse_vertex(path)?;
         let n = self
             .inner
             .tree
