@@ -4,16 +4,15 @@
 //! fabric cannot fake, a scripted link that records what the graph sends.
 
 mod common;
-use common::{drain, graph, m, p};
+use common::{drain, events, graph, m, p, scripted};
 
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use libtracer_core::link::{MemoryFabric, MemoryNode};
 use libtracer_core::wire::frame::{ErrorCode, Frame};
 use libtracer_core::{
-    Acl, DeliveryPolicy, EdgeState, Error, Graph, PeerInfo, PeerLink, Principal, Rights, Role,
-    StreamOptions, StructEvent, Vertex,
+    Acl, DeliveryPolicy, Edge, EdgeState, Error, Graph, Principal, Rights, Role, StreamOptions,
+    StructEvent, Vertex,
 };
 
 const T: Duration = Duration::from_secs(10);
@@ -43,10 +42,15 @@ fn pair() -> (Graph, Graph, MemoryNode, MemoryNode, MemoryFabric) {
     (a, b, na, nb, fabric)
 }
 
-fn events(v: &Vertex) -> Vec<StructEvent> {
-    std::iter::from_fn(|| v.pop())
-        .map(|s| StructEvent::decode(s.payload.as_ref()).unwrap())
-        .collect()
+/// b's `/topic` and a's `/sub`, joined by an established edge a made over the link.
+fn remote_edge(a: &Graph, b: &Graph) -> (Vertex, Edge) {
+    b.create_stream("/topic", StreamOptions::default()).unwrap();
+    let sub = a.create_stream("/sub", StreamOptions::default()).unwrap();
+    let e = a
+        .subscribe("/net/b/topic", "/sub", DeliveryPolicy::default())
+        .unwrap();
+    e.wait_established(T).unwrap();
+    (sub, e)
 }
 
 #[test]
@@ -267,13 +271,8 @@ fn ruling_remote_children_feed() {
 #[test]
 fn ruling_edges_bound_to_a_link_go_with_it() {
     let (a, b, _na, nb, _f) = pair();
-    b.create_stream("/topic", StreamOptions::default()).unwrap();
+    let (sub, e) = remote_edge(&a, &b);
     a.create_stream("/mine", StreamOptions::default()).unwrap();
-    let sub = a.create_stream("/sub", StreamOptions::default()).unwrap();
-    let e = a
-        .subscribe("/net/b/topic", "/sub", DeliveryPolicy::default())
-        .unwrap();
-    e.wait_established(T).unwrap();
     // And b subscribes to a's vertex: a holds an edge bound to the link.
     let bsub = b.create_stream("/bsub", StreamOptions::default()).unwrap();
     b.subscribe("/net/a/mine", "/bsub", DeliveryPolicy::default())
@@ -303,12 +302,7 @@ fn ruling_edges_bound_to_a_link_go_with_it() {
 #[test]
 fn ruling_removing_a_source_closes_the_remote_edge() {
     let (a, b, _na, _nb, _f) = pair();
-    b.create_stream("/topic", StreamOptions::default()).unwrap();
-    let sub = a.create_stream("/sub", StreamOptions::default()).unwrap();
-    let e = a
-        .subscribe("/net/b/topic", "/sub", DeliveryPolicy::default())
-        .unwrap();
-    e.wait_established(T).unwrap();
+    let (sub, e) = remote_edge(&a, &b);
     b.remove("/topic").unwrap();
     eventually("consumer edge closed", || {
         matches!(e.state(), EdgeState::Closed)
@@ -319,12 +313,7 @@ fn ruling_removing_a_source_closes_the_remote_edge() {
 #[test]
 fn ruling_removing_a_target_unsubscribes_on_the_peer() {
     let (a, b, _na, _nb, _f) = pair();
-    b.create_stream("/topic", StreamOptions::default()).unwrap();
-    a.create_stream("/sub", StreamOptions::default()).unwrap();
-    let e = a
-        .subscribe("/net/b/topic", "/sub", DeliveryPolicy::default())
-        .unwrap();
-    e.wait_established(T).unwrap();
+    let (_sub, e) = remote_edge(&a, &b);
     a.remove("/sub").unwrap();
     assert!(matches!(e.state(), EdgeState::Closed));
     eventually("producer edge removed", || {
@@ -332,43 +321,12 @@ fn ruling_removing_a_target_unsubscribes_on_the_peer() {
     });
 }
 
-/// A link whose peer identity we choose, recording what the graph sends.
-struct Scripted {
-    info: PeerInfo,
-    sent: Mutex<Vec<Frame>>,
-}
-
-impl PeerLink for Scripted {
-    fn send(&self, frame: &Frame) -> Result<(), Error> {
-        self.sent.lock().unwrap().push(frame.clone());
-        Ok(())
-    }
-    fn peer(&self) -> PeerInfo {
-        self.info.clone()
-    }
-    fn close(&self) {}
-}
-
-fn scripted(g: &Graph, uid: u32, gid: u32) -> (Arc<Scripted>, libtracer_core::LinkId) {
-    let l = Arc::new(Scripted {
-        info: PeerInfo {
-            name: "peer".into(),
-            uid,
-            gid,
-            pid: 1,
-        },
-        sent: Mutex::new(Vec::new()),
-    });
-    let id = g.attach_link(l.clone()).unwrap();
-    (l, id)
-}
-
 #[test]
 fn ruling_incoming_subscribe_checked_with_peer_credentials() {
     let g = graph("g");
     g.create_stream("/s", StreamOptions::default()).unwrap();
     let stranger = g.owner().uid.wrapping_add(7);
-    let (l, id) = scripted(&g, stranger, 777);
+    let (l, id) = scripted(&g, "peer", stranger, 777);
     let sub = |req, edge| Frame::Subscribe {
         req,
         source: "/s".into(),
@@ -377,7 +335,7 @@ fn ruling_incoming_subscribe_checked_with_peer_credentials() {
     };
     g.link_frame(id, sub(1, 10));
     assert!(matches!(
-        l.sent.lock().unwrap().pop(),
+        l.pop(),
         Some(Frame::Error {
             req: 1,
             code: ErrorCode::PermissionDenied,
@@ -391,12 +349,12 @@ fn ruling_incoming_subscribe_checked_with_peer_credentials() {
     )
     .unwrap();
     g.link_frame(id, sub(2, 10));
-    assert_eq!(l.sent.lock().unwrap().pop(), Some(Frame::Ok { req: 2 }));
+    assert_eq!(l.pop(), Some(Frame::Ok { req: 2 }));
     assert_eq!(g.subscriber_count("/s"), 1);
     // The same edge id twice on one link is refused.
     g.link_frame(id, sub(3, 10));
     assert!(matches!(
-        l.sent.lock().unwrap().pop(),
+        l.pop(),
         Some(Frame::Error {
             req: 3,
             code: ErrorCode::Malformed,
@@ -405,7 +363,7 @@ fn ruling_incoming_subscribe_checked_with_peer_credentials() {
     ));
     // Deliveries go out compact, with the consumer's edge id.
     g.write("/s", p(b"d"), m(5)).unwrap();
-    match l.sent.lock().unwrap().pop() {
+    match l.pop() {
         Some(Frame::Delivery {
             edge: 10,
             meta,
@@ -425,7 +383,7 @@ fn ruling_incoming_subscribe_checked_with_peer_credentials() {
 fn ruling_incoming_write_to_missing_path_answers_not_found() {
     let g = graph("g");
     let v = g.create_value("/v").unwrap();
-    let (l, id) = scripted(&g, g.owner().uid, g.owner().gid);
+    let (l, id) = scripted(&g, "peer", g.owner().uid, g.owner().gid);
     let w = |req, path: &str| Frame::Write {
         req,
         path: path.into(),
@@ -434,7 +392,7 @@ fn ruling_incoming_write_to_missing_path_answers_not_found() {
     };
     g.link_frame(id, w(1, "/missing/deeper"));
     assert!(matches!(
-        l.sent.lock().unwrap().pop(),
+        l.pop(),
         Some(Frame::Error {
             req: 1,
             code: ErrorCode::NotFound,
@@ -443,11 +401,11 @@ fn ruling_incoming_write_to_missing_path_answers_not_found() {
     ));
     assert!(g.vertex("/missing").is_none());
     g.link_frame(id, w(2, "/v"));
-    assert_eq!(l.sent.lock().unwrap().pop(), Some(Frame::Ok { req: 2 }));
+    assert_eq!(l.pop(), Some(Frame::Ok { req: 2 }));
     assert_eq!(v.value().unwrap().origin.as_deref(), Some("peer"));
     g.link_frame(id, w(3, "bad//path"));
     assert!(matches!(
-        l.sent.lock().unwrap().pop(),
+        l.pop(),
         Some(Frame::Error {
             req: 3,
             code: ErrorCode::Malformed,
@@ -457,11 +415,11 @@ fn ruling_incoming_write_to_missing_path_answers_not_found() {
     // A stranger's write is refused by the ACL.
     let (l2, id2) = {
         g.link_down(id);
-        scripted(&g, g.owner().uid.wrapping_add(1), 1)
+        scripted(&g, "peer", g.owner().uid.wrapping_add(1), 1)
     };
     g.link_frame(id2, w(4, "/v"));
     assert!(matches!(
-        l2.sent.lock().unwrap().pop(),
+        l2.pop(),
         Some(Frame::Error {
             req: 4,
             code: ErrorCode::PermissionDenied,

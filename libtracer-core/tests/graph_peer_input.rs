@@ -3,34 +3,11 @@
 //! scripted link; every request must be answered exactly once.
 
 mod common;
-use common::graph;
-
-use std::sync::{Arc, Mutex};
+use common::{graph, scripted};
 
 use libtracer_core::wire::frame::{ErrorCode, Frame};
-use libtracer_core::{Error, Meta, Payload, PeerInfo, PeerLink, StreamOptions};
+use libtracer_core::{Meta, Payload, StreamOptions};
 use proptest::prelude::*;
-
-struct Scripted {
-    uid: u32,
-    sent: Mutex<Vec<Frame>>,
-}
-
-impl PeerLink for Scripted {
-    fn send(&self, frame: &Frame) -> Result<(), Error> {
-        self.sent.lock().unwrap().push(frame.clone());
-        Ok(())
-    }
-    fn peer(&self) -> PeerInfo {
-        PeerInfo {
-            name: "fuzz".into(),
-            uid: self.uid,
-            gid: self.uid,
-            pid: 1,
-        }
-    }
-    fn close(&self) {}
-}
 
 fn path() -> impl Strategy<Value = String> {
     prop_oneof![
@@ -105,8 +82,7 @@ proptest! {
         let g = graph("g");
         g.create_stream("/s", StreamOptions::keep_last(4)).unwrap();
         let uid = if owner { g.owner().uid } else { g.owner().uid.wrapping_add(1) };
-        let l = Arc::new(Scripted { uid, sent: Mutex::new(Vec::new()) });
-        let id = g.attach_link(l.clone()).unwrap();
+        let (l, id) = scripted(&g, "fuzz", uid, uid);
         for f in frames {
             let want = req_of(&f);
             let before = l.sent.lock().unwrap().len();

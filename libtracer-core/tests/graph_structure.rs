@@ -1,15 +1,9 @@
 //! Rulings: the structural feed (`:children[]`) and `:schema`.
 
 mod common;
-use common::{graph, m, p};
+use common::{events, graph, m, p};
 
-use libtracer_core::{DeliveryPolicy, Error, Role, Schema, StreamOptions, StructEvent, Vertex};
-
-fn events(v: &Vertex) -> Vec<StructEvent> {
-    std::iter::from_fn(|| v.pop())
-        .map(|s| StructEvent::decode(s.payload.as_ref()).unwrap())
-        .collect()
-}
+use libtracer_core::{DeliveryPolicy, Error, Role, Schema, StreamOptions, StructEvent};
 
 fn created(path: &str, role: Role) -> StructEvent {
     StructEvent::Created {

@@ -1,7 +1,13 @@
 //! Helpers shared by the graph tests.
 #![allow(dead_code)]
 
-use libtracer_core::{Graph, GraphConfig, Meta, Payload, Sample};
+use std::sync::{Arc, Mutex};
+
+use libtracer_core::wire::frame::Frame;
+use libtracer_core::{
+    Error, Graph, GraphConfig, LinkId, Meta, Payload, PeerInfo, PeerLink, Sample, StructEvent,
+    Vertex,
+};
 
 pub fn graph(name: &str) -> Graph {
     Graph::new(GraphConfig {
@@ -23,8 +29,54 @@ pub fn m(seq: u64) -> Meta {
 }
 
 /// Pop everything, as (sequence, suffix).
-pub fn drain(v: &libtracer_core::Vertex) -> Vec<(u64, Option<String>)> {
+pub fn drain(v: &Vertex) -> Vec<(u64, Option<String>)> {
     std::iter::from_fn(|| v.pop())
         .map(|s: Sample| (s.meta.sequence, s.suffix))
         .collect()
+}
+
+/// Pop everything from a structural feed's target, decoded.
+pub fn events(v: &Vertex) -> Vec<StructEvent> {
+    std::iter::from_fn(|| v.pop())
+        .map(|s| StructEvent::decode(s.payload.as_ref()).unwrap())
+        .collect()
+}
+
+/// A link whose peer identity the test chooses, recording every frame the graph sends on it.
+pub struct Scripted {
+    pub info: PeerInfo,
+    pub sent: Mutex<Vec<Frame>>,
+}
+
+impl Scripted {
+    /// The last frame the graph sent, taken off the record.
+    pub fn pop(&self) -> Option<Frame> {
+        self.sent.lock().unwrap().pop()
+    }
+}
+
+impl PeerLink for Scripted {
+    fn send(&self, frame: &Frame) -> Result<(), Error> {
+        self.sent.lock().unwrap().push(frame.clone());
+        Ok(())
+    }
+    fn peer(&self) -> PeerInfo {
+        self.info.clone()
+    }
+    fn close(&self) {}
+}
+
+/// Attach a scripted link to `g` from the peer `name` with the kernel-attested `uid` / `gid`.
+pub fn scripted(g: &Graph, name: &str, uid: u32, gid: u32) -> (Arc<Scripted>, LinkId) {
+    let l = Arc::new(Scripted {
+        info: PeerInfo {
+            name: name.into(),
+            uid,
+            gid,
+            pid: 1,
+        },
+        sent: Mutex::new(Vec::new()),
+    });
+    let id = g.attach_link(l.clone()).unwrap();
+    (l, id)
 }
