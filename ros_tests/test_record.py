@@ -157,6 +157,7 @@ def test_talker_listener_and_tracer_record_hold_every_message_with_fields(tmp_pa
     )
     if mode == "subtree":
         deadline = time.monotonic() + 30
+        established: list[str] = []
         while rec.popen.poll() is None and time.monotonic() < deadline:
             established = [l for l in "".join(rec._err).splitlines() if "established /net/" in l and "/." not in l and ":children" not in l]
             if len(established) >= 2:

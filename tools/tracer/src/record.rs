@@ -16,6 +16,7 @@
 //! SIGINT / SIGTERM or `--duration` stop it; the file is finished and a summary printed.
 
 use std::collections::{BTreeMap, HashMap};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -156,13 +157,32 @@ fn graph_config() -> Result<GraphConfig, String> {
         _ => 0,
     };
     Ok(GraphConfig {
-        name: Some(format!("tracer-record-{}", std::process::id())),
+        // The core's default name, "<hostname>-<pid>-<n>", like every rmw_tracer process (a
+        // longer one can overflow the socket path's limit in a deep rendezvous directory).
+        name: None,
         domain_id,
         discovery: Discovery::Host,
         // The override is a base holding one directory per domain, as rmw_tracer reads it.
-        rendezvous_dir: std::env::var_os("RMW_TRACER_RENDEZVOUS_DIR")
+        rendezvous_dir: match std::env::var_os("RMW_TRACER_RENDEZVOUS_DIR")
             .filter(|v| !v.is_empty())
-            .map(|base| libtracer_core::link::rendezvous_dir_in(&PathBuf::from(base), domain_id)),
+        {
+            Some(base) => {
+                // Made (0700) when missing, as rmw_tracer does, so either may start first.
+                let base = PathBuf::from(base);
+                std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(&base)
+                    .map_err(|e| {
+                        format!(
+                            "RMW_TRACER_RENDEZVOUS_DIR={}: cannot make it: {e}",
+                            base.display()
+                        )
+                    })?;
+                Some(libtracer_core::link::rendezvous_dir_in(&base, domain_id))
+            }
+            None => None,
+        },
     })
 }
 
@@ -172,8 +192,8 @@ pub fn run(a: Args) -> Result<(), String> {
     } else {
         Selection::from_patterns(a.topics.iter().map(String::as_str))
     };
-    // Configuration errors before the output file is created.
-    let cfg = graph_config()?;
+    // Configuration and graph errors before the output file is created.
+    let graph = Graph::new(graph_config()?).map_err(|e| format!("cannot join the graph: {e}"))?;
     let mut opts = recorder_options();
     opts.write.compression = match a.compression.as_str() {
         "lz4" => Compression::Lz4,
@@ -186,7 +206,6 @@ pub fn run(a: Args) -> Result<(), String> {
             .map_err(|e| format!("cannot create {}: {e}", a.output.display()))?,
     );
     let fields = Fields::declare(&rec).map_err(|e| e.to_string())?;
-    let graph = Graph::new(cfg).map_err(|e| format!("cannot join the graph: {e}"))?;
 
     let stop = Arc::new(AtomicBool::new(false));
     {
