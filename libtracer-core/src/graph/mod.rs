@@ -36,7 +36,7 @@ pub enum Discovery {
 
 #[derive(Clone, Debug, Default)]
 pub struct GraphConfig {
-    /// Node identity, a valid segment; None = "<hostname>-<pid>-<n>".
+    /// Node identity, a valid segment; None = `<hostname>-<pid>-<n>`.
     pub name: Option<String>,
     pub domain_id: u32,
     pub discovery: Discovery,
