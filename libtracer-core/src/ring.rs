@@ -3,14 +3,22 @@
 //! counts them. Push and pop are O(1) (amortised: a `VecDeque` grows, never shifts).
 //!
 //! The ring is not thread-safe by itself: each vertex keeps its ring behind its own lock, so
-//! writers and readers of different rings never share a lock.
+//! writers and readers of different rings never share a lock. It is public so that a queue
+//! outside the core with the same bounds (rmw_tracer's service inbox) uses it rather than a
+//! second copy.
 
 use std::collections::VecDeque;
 
 use crate::vertex::Sample;
 
+/// A bounded FIFO of samples: at most `depth` entries and `byte_budget` payload bytes (0 =
+/// unbounded for that bound). Overflow drops the oldest entries and counts them
+/// ([`Ring::take_dropped`]); the byte bound keeps the newest entry even when it alone is over
+/// budget.
+///
+/// Not thread-safe by itself (it takes `&mut self`): its owner keeps it behind a lock.
 #[derive(Debug, Default)]
-pub(crate) struct Ring {
+pub struct Ring {
     q: VecDeque<Sample>,
     /// 0 = unbounded.
     depth: usize,
@@ -21,7 +29,8 @@ pub(crate) struct Ring {
 }
 
 impl Ring {
-    pub(crate) fn new(depth: usize, byte_budget: usize) -> Ring {
+    /// An empty ring; 0 = unbounded for that bound.
+    pub fn new(depth: usize, byte_budget: usize) -> Ring {
         Ring {
             q: VecDeque::with_capacity(depth.clamp(1, 1024)),
             depth,
@@ -30,13 +39,13 @@ impl Ring {
         }
     }
 
-    pub(crate) fn push(&mut self, s: Sample) {
+    pub fn push(&mut self, s: Sample) {
         self.bytes += s.payload.len();
         self.q.push_back(s);
         self.trim();
     }
 
-    pub(crate) fn pop(&mut self) -> Option<Sample> {
+    pub fn pop(&mut self) -> Option<Sample> {
         let s = self.q.pop_front()?;
         self.bytes -= s.payload.len();
         Some(s)
@@ -55,21 +64,26 @@ impl Ring {
         }
     }
 
-    pub(crate) fn set_depth(&mut self, depth: usize) {
+    pub fn set_depth(&mut self, depth: usize) {
         self.depth = depth;
         self.trim();
     }
 
-    pub(crate) fn set_byte_budget(&mut self, budget: usize) {
+    pub fn set_byte_budget(&mut self, budget: usize) {
         self.byte_budget = budget;
         self.trim();
     }
 
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.q.len()
     }
 
-    pub(crate) fn bytes(&self) -> usize {
+    pub fn is_empty(&self) -> bool {
+        self.q.is_empty()
+    }
+
+    /// The payload bytes held.
+    pub fn bytes(&self) -> usize {
         self.bytes
     }
 
@@ -81,7 +95,8 @@ impl Ring {
         self.q.iter()
     }
 
-    pub(crate) fn take_dropped(&mut self) -> u64 {
+    /// Entries dropped by overflow since the last call.
+    pub fn take_dropped(&mut self) -> u64 {
         std::mem::take(&mut self.dropped)
     }
 }

@@ -321,7 +321,7 @@ impl Vertex {
         }
         let mut st = self.node.store.lock();
         let s = st.ring.pop();
-        if st.ring.len() == 0 {
+        if st.ring.is_empty() {
             self.node.ready.set(false);
         }
         s

@@ -6,10 +6,9 @@
 //! has no hook on a ring; writes at a sink are still delivered to its edges, so a recorder can
 //! subscribe to a service's requests as to any vertex.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 
-use libtracer_core::{Readiness, Sample, Signal, SinkFn, StreamOptions};
+use libtracer_core::{Readiness, Ring, Sample, Signal, SinkFn, StreamOptions};
 use parking_lot::Mutex;
 
 use crate::boundary::event_callback::EventCallback;
@@ -25,9 +24,8 @@ struct Shared {
 }
 
 struct State {
-    queue: VecDeque<Sample>,
-    bytes: usize,
-    bounds: StreamOptions,
+    /// The core's ring: the same bounds and overflow as a subscription's.
+    queue: Ring,
     /// Arrivals not yet reported to a callback (reported at once when one is set).
     unreported: usize,
     callback: Option<EventCallback>,
@@ -38,9 +36,7 @@ impl Inbox {
     pub fn new(bounds: StreamOptions) -> Inbox {
         Inbox(Arc::new(Shared {
             state: Mutex::new(State {
-                queue: VecDeque::new(),
-                bytes: 0,
-                bounds,
+                queue: Ring::new(bounds.depth, bounds.byte_budget),
                 unreported: 0,
                 callback: None,
             }),
@@ -58,22 +54,7 @@ impl Inbox {
     pub fn push(&self, s: Sample) {
         let callback = {
             let mut st = self.0.state.lock();
-            st.bytes += s.payload.len();
-            st.queue.push_back(s);
-            let State {
-                queue,
-                bytes,
-                bounds,
-                ..
-            } = &mut *st;
-            while queue.len() > 1
-                && ((bounds.depth != 0 && queue.len() > bounds.depth)
-                    || (bounds.byte_budget != 0 && *bytes > bounds.byte_budget))
-            {
-                if let Some(old) = queue.pop_front() {
-                    *bytes -= old.payload.len();
-                }
-            }
+            st.queue.push(s);
             self.0.ready.raise();
             match st.callback {
                 Some(cb) => Some(cb),
@@ -92,10 +73,7 @@ impl Inbox {
     /// The oldest queued sample.
     pub fn pop(&self) -> Option<Sample> {
         let mut st = self.0.state.lock();
-        let s = st.queue.pop_front();
-        if let Some(s) = &s {
-            st.bytes -= s.payload.len();
-        }
+        let s = st.queue.pop();
         if st.queue.is_empty() {
             self.0.ready.clear();
         }
@@ -165,6 +143,26 @@ mod tests {
         assert_eq!(inbox.pop().map(|s| s.meta.sequence), Some(4));
         assert_eq!(inbox.pop().map(|s| s.meta.sequence), Some(5));
         assert!(inbox.pop().is_none());
+    }
+
+    /// The inbox is bounded like a subscription ring (libtracer-core's `Ring`): the byte bound
+    /// keeps the newest sample even when it alone is over budget, and 0 means unbounded.
+    #[test]
+    fn byte_bound_keeps_the_newest_and_zero_is_unbounded() {
+        let inbox = Inbox::new(StreamOptions {
+            depth: 0,
+            byte_budget: 6,
+        });
+        for i in 1..=3 {
+            inbox.push(sample(i));
+        }
+        assert_eq!(inbox.len(), 1);
+        assert_eq!(inbox.pop().map(|s| s.meta.sequence), Some(3));
+        let unbounded = Inbox::new(StreamOptions::default());
+        for i in 1..=2000 {
+            unbounded.push(sample(i));
+        }
+        assert_eq!(unbounded.len(), 2000);
     }
 
     #[test]
