@@ -11,10 +11,10 @@ use std::thread::JoinHandle;
 use parking_lot::Mutex;
 
 use super::{
-    handler_failed_frame, own_identity, run_callback, valid_node_name, Link, LinkError,
-    LinkHandler, PeerIdentity,
+    close_handler_failed, close_malformed, own_identity, run_callback, valid_node_name, Link,
+    LinkError, LinkHandler, PeerIdentity,
 };
-use crate::wire::{encode_parts, ErrorCode, Frame, FrameDecoder, MAX_FRAME};
+use crate::wire::{encode_parts, Frame, FrameDecoder, MAX_FRAME};
 
 enum Msg {
     Bytes(Vec<u8>),
@@ -183,7 +183,7 @@ fn run_reader(
     let dyn_link: Arc<dyn Link> = link.clone();
     let up = run_callback(|| handler.on_up(dyn_link.clone()));
     if !up {
-        handler_failed(&link);
+        close_handler_failed(&*link);
     }
     let mut dec = FrameDecoder::new(MAX_FRAME);
     'outer: while let Some(Ok(msg)) = up.then(|| rx.recv()) {
@@ -196,19 +196,19 @@ fn run_reader(
                 }
                 Ok(Some(Frame::Pong { .. })) => {}
                 Ok(Some(Frame::Hello { .. })) => {
-                    refuse(&link, "HELLO after the handshake");
+                    close_malformed(&*link, "HELLO after the handshake");
                     break 'outer;
                 }
                 Ok(Some(frame)) => {
                     if !run_callback(|| handler.on_frame(&dyn_link, frame)) {
-                        handler_failed(&link);
+                        close_handler_failed(&*link);
                         break 'outer;
                     }
                 }
                 Ok(None) if input.is_empty() => break,
                 Ok(None) => {}
                 Err(e) => {
-                    refuse(&link, &e.to_string());
+                    close_malformed(&*link, &e.to_string());
                     break 'outer;
                 }
             }
@@ -225,21 +225,6 @@ fn run_reader(
         }
     }
     let _ = run_callback(|| handler.on_down(&dyn_link));
-}
-
-fn handler_failed(link: &MemoryLink) {
-    let _ = link.send(&handler_failed_frame());
-    link.close();
-}
-
-fn refuse(link: &MemoryLink, why: &str) {
-    let message: String = why.chars().take(200).collect();
-    let _ = link.send(&Frame::Error {
-        req: 0,
-        code: ErrorCode::Malformed,
-        message,
-    });
-    link.close();
 }
 
 impl MemoryNode {

@@ -118,13 +118,25 @@ pub(crate) fn run_callback(f: impl FnOnce()) -> bool {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_ok()
 }
 
-/// What a link tells its peer before closing because its own handler failed.
-pub(crate) fn handler_failed_frame() -> Frame {
-    Frame::Error {
+/// Close a link because its own handler failed, telling the peer why first.
+pub(crate) fn close_handler_failed(link: &dyn Link) {
+    let _ = link.send(&Frame::Error {
         req: 0,
         code: crate::wire::ErrorCode::Internal,
         message: "the receiving handler failed; link closed".into(),
-    }
+    });
+    link.close();
+}
+
+/// Close a link whose peer broke the protocol, telling the peer why first (at most 200
+/// characters of the reason).
+pub(crate) fn close_malformed(link: &dyn Link, why: &str) {
+    let _ = link.send(&Frame::Error {
+        req: 0,
+        code: crate::wire::ErrorCode::Malformed,
+        message: why.chars().take(200).collect(),
+    });
+    link.close();
 }
 
 /// This process's own identity, for in-process links.

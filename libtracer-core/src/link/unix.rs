@@ -12,7 +12,9 @@ use nix::errno::Errno;
 use nix::sys::socket::{sendmsg, MsgFlags};
 use parking_lot::Mutex;
 
-use super::{handler_failed_frame, run_callback, Link, LinkError, LinkHandler, PeerIdentity};
+use super::{
+    close_handler_failed, close_malformed, run_callback, Link, LinkError, LinkHandler, PeerIdentity,
+};
 use crate::wire::{encode_parts, ErrorCode, Frame, FrameDecoder, MAX_FRAME, PROTOCOL_VERSION};
 
 /// Read buffer of a link's reader (large bodies bypass it, see `FrameDecoder::body_window`).
@@ -342,7 +344,7 @@ pub(crate) fn run_reader(
     if up {
         read_frames(&link, &dyn_link, &*handler, stream, dec, left);
     } else {
-        handler_failed(&link);
+        close_handler_failed(&*link);
     }
     link.close();
     on_exit(&link);
@@ -376,7 +378,7 @@ fn read_frames(
                 Ok(None) if start == end => break,
                 Ok(None) => {}
                 Err(e) => {
-                    malformed(link, &e.to_string());
+                    close_malformed(&**link, &e.to_string());
                     break 'outer;
                 }
             }
@@ -423,7 +425,7 @@ fn dispatch(
         }
         Frame::Pong { .. } => true,
         Frame::Hello { .. } => {
-            malformed(link, "HELLO after the handshake");
+            close_malformed(&**link, "HELLO after the handshake");
             false
         }
         frame => {
@@ -431,7 +433,7 @@ fn dispatch(
             let ok = run_callback(|| handler.on_frame(dyn_link, frame));
             link.in_callback.store(false, Ordering::Relaxed);
             if !ok {
-                handler_failed(link);
+                close_handler_failed(&**link);
                 return false;
             }
             // Whatever the peer sent while we were busy is still unread: do not count that
@@ -440,19 +442,4 @@ fn dispatch(
             true
         }
     }
-}
-
-fn handler_failed(link: &UnixLink) {
-    let _ = link.send(&handler_failed_frame());
-    link.close();
-}
-
-fn malformed(link: &UnixLink, why: &str) {
-    let message: String = why.chars().take(200).collect();
-    let _ = link.send(&Frame::Error {
-        req: 0,
-        code: ErrorCode::Malformed,
-        message,
-    });
-    link.close();
 }
