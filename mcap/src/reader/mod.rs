@@ -227,6 +227,19 @@ impl<R: ReadAt> IndexedReader<R> {
         read_record(&self.src, offset, self.summary.file_size)
     }
 
+    /// The content of the index record at `at`, which the summary says has opcode `want`
+    /// (`what` names it for the error).
+    fn index_record_at(&self, at: u64, want: u8, what: &str) -> Result<Vec<u8>> {
+        let (opc, content) = self.record_at(at)?;
+        if opc != want {
+            return Err(McapError::Corrupt {
+                offset: at,
+                reason: format!("expected a {what} record, found opcode {opc:#04x}"),
+            });
+        }
+        Ok(content)
+    }
+
     fn plan(&self, f: &Filter, strategy: ScanStrategy) -> Result<Vec<Plan>> {
         let mut plans = Vec::new();
         for ci in &self.summary.chunk_indexes {
@@ -270,15 +283,7 @@ impl<R: ReadAt> IndexedReader<R> {
                     if !f.wants_channel(*ch) {
                         continue;
                     }
-                    let (opc, content) = self.record_at(*at)?;
-                    if opc != ext_op::FIELD_INDEX {
-                        return Err(McapError::Corrupt {
-                            offset: *at,
-                            reason: format!(
-                                "expected a Field Index record, found opcode {opc:#04x}"
-                            ),
-                        });
-                    }
+                    let content = self.index_record_at(*at, ext_op::FIELD_INDEX, "Field Index")?;
                     let fi = codec::dec_field_index(&content, at + 9)?;
                     offs.extend(
                         fi.records
@@ -287,11 +292,9 @@ impl<R: ReadAt> IndexedReader<R> {
                             .map(|(_, o)| *o),
                     );
                 }
-                if offs.is_empty() {
+                let Some(offs) = sorted_unique(offs) else {
                     continue;
-                }
-                offs.sort_unstable();
-                offs.dedup();
+                };
                 plans.push(Plan {
                     chunk: ci.clone(),
                     offsets: None,
@@ -317,13 +320,7 @@ impl<R: ReadAt> IndexedReader<R> {
             let mut offs = Vec::new();
             for ch in &wanted {
                 let at = ci.message_index_offsets[ch];
-                let (opc, content) = self.record_at(at)?;
-                if opc != op::MESSAGE_INDEX {
-                    return Err(McapError::Corrupt {
-                        offset: at,
-                        reason: format!("expected a Message Index record, found opcode {opc:#04x}"),
-                    });
-                }
+                let content = self.index_record_at(at, op::MESSAGE_INDEX, "Message Index")?;
                 let mi = codec::dec_message_index(&content, at + 9)?;
                 offs.extend(
                     mi.records
@@ -332,11 +329,9 @@ impl<R: ReadAt> IndexedReader<R> {
                         .map(|(_, o)| *o),
                 );
             }
-            if offs.is_empty() {
+            let Some(offs) = sorted_unique(offs) else {
                 continue;
-            }
-            offs.sort_unstable();
-            offs.dedup();
+            };
             plans.push(Plan {
                 chunk: ci.clone(),
                 offsets: Some(offs),
@@ -564,4 +559,14 @@ impl<R: ReadAt> IndexedReader<R> {
         }
         codec::dec_metadata(&content, mi.offset + 9)
     }
+}
+
+/// Message offsets in file order, each once; `None` when there are none (the chunk is skipped).
+fn sorted_unique(mut offsets: Vec<u64>) -> Option<Vec<u64>> {
+    if offsets.is_empty() {
+        return None;
+    }
+    offsets.sort_unstable();
+    offsets.dedup();
+    Some(offsets)
 }
