@@ -1,87 +1,155 @@
-//! Reading rmw_tracer's endpoint registry records (`/.ros/endpoints/<gid hex>`) without ROS.
+//! The endpoint registry record (`/.ros/endpoints/<gid hex>`, docs/rmw-mapping.md): the one
+//! codec of its text form. rmw_tracer encodes and decodes its registry with it, and
+//! `tracer record` reads peers' registries with it, so writer and readers cannot drift apart.
+//! No ROS: QoS travels as rmw's enum numbers ([`QosNumbers`]).
 //!
-//! The format is rmw_tracer's (`rmw_tracer/src/registry/record.rs` writes it and documents
-//! it): a first line `rmw_tracer.entity.v1`, then `key=value` lines. This reader takes what a
-//! recorder needs (kind, gid, topic, type, type hash, QoS, `gone`) and ignores the rest, as
-//! that format asks of readers. rmw_tracer's own tests decode its encoder's output with this
-//! reader, so the two cannot drift apart unnoticed.
+//! ```text
+//! rmw_tracer.entity.v1
+//! kind=publisher            (context | node | publisher | subscription | service | client)
+//! gid=<32 hex digits>
+//! node_gid=<32 hex digits>  (the node an endpoint belongs to; absent for contexts and nodes)
+//! node=<name>
+//! namespace=<namespace>
+//! enclave=<enclave>         (contexts)
+//! topic=<ROS topic or service name>
+//! type=<pkg/msg/Type>
+//! type_hash=<RIHS01_...>
+//! qos=<history,depth,reliability,durability,liveliness>
+//! ```
+//!
+//! Unknown keys are ignored (a newer rmw_tracer may add some); a record without the first line,
+//! a known `kind` or a valid `gid` is refused. A retraction is the record with `kind` and `gid`
+//! plus `gone=1`, written just before the vertex is removed, so peers learn of it without
+//! watching structure. Values never contain a newline: ROS names and type names cannot, and
+//! [`Record::encode`] refuses one.
+
+use std::fmt;
 
 use tracer_mcap::ros2::{Durability, History, Liveliness, OfferedQos, Reliability};
 
 const MAGIC: &str = "rmw_tracer.entity.v1";
 
-/// One announcement, as much of it as a recorder uses.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct EndpointRecord {
-    /// `context`, `node`, `publisher`, `subscription`, `service`, `client`.
-    pub kind: String,
-    pub gid: [u8; 16],
-    pub gone: bool,
-    pub topic: String,
-    pub type_name: String,
-    pub type_hash: String,
-    /// The offered QoS (publishers), from the `qos=` line.
-    pub qos: Option<OfferedQos>,
-}
+/// A 16-byte global id (`rmw_gid_t`'s meaningful bytes).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Gid(pub [u8; 16]);
 
-impl EndpointRecord {
-    /// `None` when the bytes are not a record (no magic line, no kind, no valid gid).
-    pub fn decode(bytes: &[u8]) -> Option<EndpointRecord> {
-        let text = std::str::from_utf8(bytes).ok()?;
-        let mut lines = text.lines();
-        if lines.next()? != MAGIC {
+impl Gid {
+    /// 32 lowercase hex digits: the segment under `/.ros/endpoints/`.
+    pub fn hex(&self) -> String {
+        let mut s = String::with_capacity(32);
+        for b in self.0 {
+            s.push_str(&format!("{b:02x}"));
+        }
+        s
+    }
+
+    pub fn from_hex(s: &str) -> Option<Gid> {
+        if s.len() != 32 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
             return None;
         }
-        let mut r = EndpointRecord::default();
-        let mut gid = None;
-        for line in lines {
-            let Some((k, v)) = line.split_once('=') else {
-                continue;
-            };
-            match k {
-                "kind" => r.kind = v.to_owned(),
-                "gid" => gid = gid_from_hex(v),
-                "gone" => r.gone = v == "1",
-                "topic" => r.topic = v.to_owned(),
-                "type" => r.type_name = v.to_owned(),
-                "type_hash" => r.type_hash = v.to_owned(),
-                "qos" => r.qos = qos_from_line(v),
-                _ => {}
-            }
+        let mut g = [0u8; 16];
+        for (i, byte) in g.iter_mut().enumerate() {
+            *byte = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()?;
         }
-        if r.kind.is_empty() {
+        Some(Gid(g))
+    }
+
+    /// The context half (bytes 0..8).
+    pub fn context_prefix(&self) -> [u8; 8] {
+        let mut p = [0u8; 8];
+        p.copy_from_slice(&self.0[..8]);
+        p
+    }
+}
+
+impl fmt::Debug for Gid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Gid({})", self.hex())
+    }
+}
+
+/// The kinds of entity in the registry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EntityKind {
+    Context,
+    Node,
+    Publisher,
+    Subscription,
+    Service,
+    Client,
+}
+
+impl EntityKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EntityKind::Context => "context",
+            EntityKind::Node => "node",
+            EntityKind::Publisher => "publisher",
+            EntityKind::Subscription => "subscription",
+            EntityKind::Service => "service",
+            EntityKind::Client => "client",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<EntityKind> {
+        Some(match s {
+            "context" => EntityKind::Context,
+            "node" => EntityKind::Node,
+            "publisher" => EntityKind::Publisher,
+            "subscription" => EntityKind::Subscription,
+            "service" => EntityKind::Service,
+            "client" => EntityKind::Client,
+            _ => return None,
+        })
+    }
+}
+
+/// The QoS of the `qos=` line: rmw's enum numbers (`rmw_qos_*_policy_e`, stable since Foxy)
+/// and the depth. Deadline, lifespan and lease are not recorded: rmw_tracer resolves them to
+/// infinite.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QosNumbers {
+    pub history: u32,
+    pub depth: usize,
+    pub reliability: u32,
+    pub durability: u32,
+    pub liveliness: u32,
+}
+
+impl QosNumbers {
+    /// `history,depth,reliability,durability,liveliness`.
+    pub fn encode(&self) -> String {
+        format!(
+            "{},{},{},{},{}",
+            self.history, self.depth, self.reliability, self.durability, self.liveliness
+        )
+    }
+
+    /// Parse [`QosNumbers::encode`]; `None` unless it is five numbers in range.
+    pub fn decode(s: &str) -> Option<QosNumbers> {
+        let v: Vec<&str> = s.split(',').collect();
+        let [h, d, r, du, l] = v[..] else {
             return None;
-        }
-        r.gid = gid?;
-        Some(r)
+        };
+        Some(QosNumbers {
+            history: h.parse().ok()?,
+            depth: d.parse().ok()?,
+            reliability: r.parse().ok()?,
+            durability: du.parse().ok()?,
+            liveliness: l.parse().ok()?,
+        })
     }
 
-    pub fn is_publisher(&self) -> bool {
-        self.kind == "publisher"
+    /// The offered profile MCAP's `ros2` metadata wants.
+    pub fn offered(&self) -> OfferedQos {
+        offered_qos(
+            u64::from(self.history),
+            self.depth as u64,
+            u64::from(self.reliability),
+            u64::from(self.durability),
+            u64::from(self.liveliness),
+        )
     }
-}
-
-fn gid_from_hex(s: &str) -> Option<[u8; 16]> {
-    if s.len() != 32 || !s.is_ascii() {
-        return None;
-    }
-    let mut g = [0u8; 16];
-    for (i, b) in g.iter_mut().enumerate() {
-        *b = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()?;
-    }
-    Some(g)
-}
-
-/// `history,depth,reliability,durability,liveliness` as rmw enum numbers.
-fn qos_from_line(s: &str) -> Option<OfferedQos> {
-    let v: Vec<u64> = s
-        .split(',')
-        .map(|x| x.parse().ok())
-        .collect::<Option<_>>()?;
-    let [h, d, r, du, l] = v[..] else {
-        return None;
-    };
-    Some(offered_qos(h, d, r, du, l))
 }
 
 /// An offered profile from rmw's enum numbers (`rmw_qos_*_policy_e`, stable since Foxy).
@@ -126,31 +194,221 @@ pub fn offered_qos(
     }
 }
 
+/// One entity as the registry knows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Record {
+    pub kind: EntityKind,
+    pub gid: Gid,
+    pub node_gid: Option<Gid>,
+    pub node_name: String,
+    pub node_namespace: String,
+    pub enclave: String,
+    /// ROS topic (or service) name, as the user gave it to rmw.
+    pub topic: String,
+    pub type_name: String,
+    pub type_hash: String,
+    pub qos: Option<QosNumbers>,
+}
+
+impl Record {
+    pub fn new(kind: EntityKind, gid: Gid) -> Record {
+        Record {
+            kind,
+            gid,
+            node_gid: None,
+            node_name: String::new(),
+            node_namespace: String::new(),
+            enclave: String::new(),
+            topic: String::new(),
+            type_name: String::new(),
+            type_hash: String::new(),
+            qos: None,
+        }
+    }
+
+    /// The text form; `None` if a value holds a newline.
+    pub fn encode(&self) -> Option<String> {
+        let mut out = format!(
+            "{MAGIC}\nkind={}\ngid={}\n",
+            self.kind.as_str(),
+            self.gid.hex()
+        );
+        let mut put = |k: &str, v: &str| -> Option<()> {
+            if v.contains('\n') {
+                return None;
+            }
+            if !v.is_empty() {
+                out.push_str(k);
+                out.push('=');
+                out.push_str(v);
+                out.push('\n');
+            }
+            Some(())
+        };
+        put(
+            "node_gid",
+            &self.node_gid.map(|g| g.hex()).unwrap_or_default(),
+        )?;
+        put("node", &self.node_name)?;
+        put("namespace", &self.node_namespace)?;
+        put("enclave", &self.enclave)?;
+        put("topic", &self.topic)?;
+        put("type", &self.type_name)?;
+        put("type_hash", &self.type_hash)?;
+        put("qos", &self.qos.map(|q| q.encode()).unwrap_or_default())?;
+        Some(out)
+    }
+
+    /// The retraction of `gid`.
+    pub fn encode_gone(kind: EntityKind, gid: Gid) -> String {
+        format!(
+            "{MAGIC}\nkind={}\ngid={}\ngone=1\n",
+            kind.as_str(),
+            gid.hex()
+        )
+    }
+}
+
+/// A decoded announcement.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Announcement {
+    Present(Box<Record>),
+    Gone(Gid),
+}
+
+/// Parse a record; `None` if it is not one.
+pub fn decode(bytes: &[u8]) -> Option<Announcement> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let mut lines = text.lines();
+    if lines.next()? != MAGIC {
+        return None;
+    }
+    let mut kind = None;
+    let mut gid = None;
+    let mut gone = false;
+    let mut r = Record::new(EntityKind::Context, Gid::default());
+    for line in lines {
+        let Some((k, v)) = line.split_once('=') else {
+            continue;
+        };
+        match k {
+            "kind" => kind = EntityKind::parse(v),
+            "gid" => gid = Gid::from_hex(v),
+            "gone" => gone = v == "1",
+            "node_gid" => r.node_gid = Gid::from_hex(v),
+            "node" => r.node_name = v.to_owned(),
+            "namespace" => r.node_namespace = v.to_owned(),
+            "enclave" => r.enclave = v.to_owned(),
+            "topic" => r.topic = v.to_owned(),
+            "type" => r.type_name = v.to_owned(),
+            "type_hash" => r.type_hash = v.to_owned(),
+            "qos" => r.qos = QosNumbers::decode(v),
+            _ => {}
+        }
+    }
+    r.kind = kind?;
+    r.gid = gid?;
+    Some(if gone {
+        Announcement::Gone(r.gid)
+    } else {
+        Announcement::Present(Box::new(r))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn gid(last: u8) -> Gid {
+        let mut g = [7u8; 16];
+        g[15] = last;
+        Gid(g)
+    }
+
+    /// Every field the encoder writes comes back from the decoder, and a retraction decodes
+    /// as one.
+    #[test]
+    fn round_trip() {
+        let mut r = Record::new(EntityKind::Publisher, gid(1));
+        r.node_gid = Some(gid(2));
+        r.node_name = "talker".into();
+        r.node_namespace = "/".into();
+        r.enclave = "/".into();
+        r.topic = "/chatter".into();
+        r.type_name = "std_msgs/msg/String".into();
+        r.type_hash = "RIHS01_abc".into();
+        r.qos = Some(QosNumbers {
+            history: 1,
+            depth: 10,
+            reliability: 1,
+            durability: 2,
+            liveliness: 1,
+        });
+        let text = r.encode().unwrap();
+        let Some(Announcement::Present(back)) = decode(text.as_bytes()) else {
+            panic!("not decoded: {text}");
+        };
+        assert_eq!(*back, r);
+        assert_eq!(
+            decode(Record::encode_gone(EntityKind::Publisher, r.gid).as_bytes()),
+            Some(Announcement::Gone(r.gid))
+        );
+        for kind in [
+            EntityKind::Context,
+            EntityKind::Node,
+            EntityKind::Subscription,
+            EntityKind::Service,
+            EntityKind::Client,
+        ] {
+            let r = Record::new(kind, gid(3));
+            let back = decode(r.encode().unwrap().as_bytes());
+            assert_eq!(back, Some(Announcement::Present(Box::new(r))));
+        }
+    }
+
+    /// What `tracer record` reads: a publisher written by hand, with a key from the future.
     #[test]
     fn decodes_a_publisher() {
         let text = "rmw_tracer.entity.v1\nkind=publisher\ngid=000102030405060708090a0b0c0d0e0f\nnode=talker\ntopic=/chatter\ntype=std_msgs/msg/String\ntype_hash=RIHS01_ab\nqos=1,7,2,1,1\nfuture=x\n";
-        let r = EndpointRecord::decode(text.as_bytes()).unwrap();
-        assert!(r.is_publisher() && !r.gone);
-        assert_eq!(r.gid[15], 15);
+        let Some(Announcement::Present(r)) = decode(text.as_bytes()) else {
+            panic!("not decoded");
+        };
+        assert_eq!(r.kind, EntityKind::Publisher);
+        assert_eq!(r.gid.0[15], 15);
         assert_eq!(r.topic, "/chatter");
-        let q = r.qos.unwrap();
+        let q = r.qos.unwrap().offered();
         assert_eq!(q.depth, 7);
+        assert_eq!(q.history, History::KeepLast);
         assert_eq!(q.reliability, Reliability::BestEffort);
         assert_eq!(q.durability, Durability::TransientLocal);
+        assert_eq!(q.liveliness, Liveliness::Automatic);
     }
 
     #[test]
-    fn refuses_non_records() {
-        assert!(EndpointRecord::decode(b"hello").is_none());
-        assert!(EndpointRecord::decode(b"rmw_tracer.entity.v1\nkind=publisher\n").is_none());
-        assert!(EndpointRecord::decode(b"rmw_tracer.entity.v1\ngid=00\n").is_none());
-        assert!(EndpointRecord::decode(&[0xff]).is_none());
-        let gone =
-            "rmw_tracer.entity.v1\nkind=publisher\ngid=000102030405060708090a0b0c0d0e0f\ngone=1\n";
-        assert!(EndpointRecord::decode(gone.as_bytes()).unwrap().gone);
+    fn refuses_garbage() {
+        assert!(decode(b"hello").is_none());
+        assert!(decode(b"rmw_tracer.entity.v1\nkind=publisher\n").is_none());
+        assert!(decode(b"rmw_tracer.entity.v1\ngid=00\n").is_none());
+        assert!(decode(
+            b"rmw_tracer.entity.v1\nkind=alien\ngid=00000000000000000000000000000000\n"
+        )
+        .is_none());
+        assert!(decode(&[0xff, 0xfe]).is_none());
+        let mut r = Record::new(EntityKind::Node, Gid::default());
+        r.node_name = "a\nb".into();
+        assert!(r.encode().is_none());
+        assert!(QosNumbers::decode("1,2,3").is_none());
+        assert!(QosNumbers::decode("1,2,3,4,x").is_none());
+        assert!(QosNumbers::decode("1,2,3,4,99999999999").is_none());
+    }
+
+    #[test]
+    fn gid_hex_round_trip() {
+        let g = gid(0xab);
+        assert_eq!(g.hex().len(), 32);
+        assert_eq!(Gid::from_hex(&g.hex()), Some(g));
+        assert_eq!(g.context_prefix(), [7u8; 8]);
+        assert_eq!(Gid::from_hex("zz"), None);
+        assert_eq!(Gid::from_hex(&"g".repeat(32)), None);
     }
 }

@@ -2,14 +2,15 @@
 //! What the two recorders share (docs/mcap.md, "Recording"): rmw_tracer's in-process
 //! recorder (`RMW_TRACER_RECORD`) and the `tracer record` participant write the same fields
 //! on every message, read `header.stamp` the same way, and select topics the same way.
-//! Nothing here needs ROS: the endpoint registry record is read from its documented text.
+//! Nothing here needs ROS. The endpoint registry record's one codec lives here too
+//! (`endpoint`): rmw_tracer writes and reads its registry with it, `tracer record` reads it.
 
 pub mod endpoint;
 pub mod fields;
 pub mod select;
 pub mod stamp;
 
-pub use endpoint::{offered_qos, EndpointRecord};
+pub use endpoint::{decode, offered_qos, Announcement, EntityKind, Gid, QosNumbers, Record};
 pub use fields::{Fields, MessageFields};
 pub use select::Selection;
 pub use stamp::StampLocator;

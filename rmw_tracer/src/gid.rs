@@ -5,47 +5,11 @@
 //! them), bytes 8..16 count the entities of that context. The context half lets a subscription
 //! tell its own context's publishers apart (`ignore_local_publications`).
 
-use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// A 16-byte global id.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
-pub struct Gid(pub [u8; 16]);
-
-impl Gid {
-    /// 32 lowercase hex digits: the segment under `/.ros/endpoints/`.
-    pub fn hex(&self) -> String {
-        let mut s = String::with_capacity(32);
-        for b in self.0 {
-            s.push_str(&format!("{b:02x}"));
-        }
-        s
-    }
-
-    pub fn from_hex(s: &str) -> Option<Gid> {
-        if s.len() != 32 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return None;
-        }
-        let mut g = [0u8; 16];
-        for (i, byte) in g.iter_mut().enumerate() {
-            *byte = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()?;
-        }
-        Some(Gid(g))
-    }
-
-    /// The context half.
-    pub fn context_prefix(&self) -> [u8; 8] {
-        let mut p = [0u8; 8];
-        p.copy_from_slice(&self.0[..8]);
-        p
-    }
-}
-
-impl fmt::Debug for Gid {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Gid({})", self.hex())
-    }
-}
+/// A 16-byte global id. The type (hex form, context half) is the endpoint registry record's,
+/// in the ROS-free `tracer_recording`; [`to_rmw`] makes the `rmw_gid_t`.
+pub use tracer_recording::Gid;
 
 /// Hands out the gids of one context.
 #[derive(Debug)]

@@ -94,7 +94,7 @@ impl Node {
         rec.topic = topic.to_owned();
         rec.type_name = type_name.to_owned();
         rec.type_hash = type_hash.to_owned();
-        rec.qos = Some(qos);
+        rec.qos = Some(qos.numbers());
         rec
     }
 }

@@ -12,6 +12,7 @@
 //! System defaults resolve to: KEEP_LAST, depth 10, RELIABLE, VOLATILE, AUTOMATIC.
 
 use libtracer_core::{DeliveryPolicy, StreamOptions};
+use tracer_recording::QosNumbers;
 
 use crate::boundary::{RmwError, RmwResult};
 
@@ -154,31 +155,28 @@ impl Qos {
         }
     }
 
-    /// One-line text for the endpoint registry.
-    pub fn encode(&self) -> String {
+    /// What the endpoint registry's `qos=` line carries (`tracer_recording::QosNumbers`).
+    pub fn numbers(&self) -> QosNumbers {
         let p = &self.profile;
-        format!(
-            "{},{},{},{},{}",
-            p.history, p.depth, p.reliability, p.durability, p.liveliness
-        )
+        QosNumbers {
+            history: p.history,
+            depth: p.depth,
+            reliability: p.reliability,
+            durability: p.durability,
+            liveliness: p.liveliness,
+        }
     }
 
-    /// Parse [`Qos::encode`].
-    pub fn decode(s: &str) -> Option<Qos> {
-        let v: Vec<u64> = s
-            .split(',')
-            .map(|x| x.parse().ok())
-            .collect::<Option<_>>()?;
-        let [history, depth, reliability, durability, liveliness] = v[..] else {
-            return None;
-        };
+    /// The profile of a registry record's [`QosNumbers`]; the policies the record does not
+    /// carry (deadline, lifespan, lease) are the resolved system default's.
+    pub fn from_numbers(n: QosNumbers) -> Qos {
         let mut p = Qos::system_default().profile;
-        p.history = u32::try_from(history).ok()?;
-        p.depth = usize::try_from(depth).ok()?;
-        p.reliability = u32::try_from(reliability).ok()?;
-        p.durability = u32::try_from(durability).ok()?;
-        p.liveliness = u32::try_from(liveliness).ok()?;
-        Some(Qos { profile: p })
+        p.history = n.history;
+        p.depth = n.depth;
+        p.reliability = n.reliability;
+        p.durability = n.durability;
+        p.liveliness = n.liveliness;
+        Qos { profile: p }
     }
 
     /// The resolved system default profile.
@@ -244,8 +242,9 @@ mod tests {
         assert_eq!(q.subscription_ring().depth, 0);
         assert_eq!(q.subscription_ring().byte_budget, KEEP_ALL_BYTE_BUDGET);
         assert_eq!(q.topic_ring().byte_budget, KEEP_ALL_BYTE_BUDGET);
-        let back = Qos::decode(&q.encode()).unwrap();
-        assert_eq!(back.encode(), q.encode());
-        assert!(Qos::decode("1,2,3").is_none());
+        let line = q.numbers().encode();
+        let back = Qos::from_numbers(QosNumbers::decode(&line).unwrap());
+        assert_eq!(back.numbers(), q.numbers());
+        assert!(QosNumbers::decode("1,2,3").is_none());
     }
 }

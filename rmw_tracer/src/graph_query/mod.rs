@@ -194,6 +194,7 @@ pub fn endpoint_infos(
             gid: r.gid.0,
             qos: r
                 .qos
+                .map(crate::qos::Qos::from_numbers)
                 .unwrap_or_else(crate::qos::Qos::system_default)
                 .profile,
         })

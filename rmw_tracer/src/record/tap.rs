@@ -8,7 +8,7 @@ use libtracer_core::{Meta, Payload, Sample};
 use tracer_mcap::recorder::ChannelId;
 use tracer_mcap::ros2::OfferedQos;
 use tracer_recording::fields::mcap_time;
-use tracer_recording::{offered_qos, StampLocator};
+use tracer_recording::StampLocator;
 
 use super::handoff::Pending;
 use super::session::{session, Session};
@@ -42,14 +42,7 @@ pub struct SubTap {
 }
 
 fn offered(q: &Qos) -> OfferedQos {
-    let p = &q.profile;
-    offered_qos(
-        u64::from(p.history),
-        p.depth as u64,
-        u64::from(p.reliability),
-        u64::from(p.durability),
-        u64::from(p.liveliness),
-    )
+    q.numbers().offered()
 }
 
 /// The tap of a new publisher, when this process records `topic`.
@@ -161,7 +154,7 @@ impl SubTap {
                     && r.topic == self.topic
                     && r.type_name == self.type_name
             })
-            .filter_map(|(_, r)| r.qos.as_ref().map(offered))
+            .filter_map(|(_, r)| r.qos.map(|n| n.offered()))
             .collect()
     }
 }

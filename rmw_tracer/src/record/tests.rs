@@ -5,7 +5,7 @@ use super::session::Window;
 use crate::gid::GidSource;
 use crate::qos::Qos;
 use crate::registry::{EntityKind, Record};
-use tracer_recording::EndpointRecord;
+use tracer_recording::{decode, Announcement};
 
 /// Ruling (issue 4, item 3): a message several subscriptions of one process take is recorded
 /// once; every new sequence number of a writer is recorded.
@@ -25,10 +25,11 @@ fn window_records_each_sequence_once() {
     assert!(w.first_time(100 + 3 * Window::SPAN - 1));
 }
 
-/// `tracer record` reads the registry with `tracer_recording::EndpointRecord`; it must read
-/// what rmw_tracer's encoder writes.
+/// rmw_tracer and `tracer record` share one codec of the registry record
+/// (`tracer_recording::endpoint`): a record made the way a node makes it, from a resolved rmw
+/// profile, decodes to the same record and to the offered QoS the recorder writes.
 #[test]
-fn endpoint_reader_reads_the_registry_encoder() {
+fn registry_records_decode_to_what_the_recorder_needs() {
     let src = GidSource::new();
     let mut r = Record::new(EntityKind::Publisher, src.next());
     r.node_gid = Some(src.next());
@@ -38,18 +39,21 @@ fn endpoint_reader_reads_the_registry_encoder() {
     r.type_name = "std_msgs/msg/String".into();
     r.type_hash = "RIHS01_abc".into();
     let q = Qos::system_default();
-    r.qos = Some(q);
+    r.qos = Some(q.numbers());
     let text = r.encode().unwrap();
-    let e = EndpointRecord::decode(text.as_bytes()).unwrap();
-    assert!(e.is_publisher() && !e.gone);
-    assert_eq!(e.gid, r.gid.0);
-    assert_eq!(e.topic, "/chatter");
-    assert_eq!(e.type_name, "std_msgs/msg/String");
-    assert_eq!(e.type_hash, "RIHS01_abc");
-    let oq = e.qos.unwrap();
+    let Some(Announcement::Present(e)) = decode(text.as_bytes()) else {
+        panic!("not decoded: {text}");
+    };
+    assert_eq!(*e, r);
+    assert_eq!(
+        Qos::from_numbers(e.qos.unwrap()).profile.depth,
+        q.profile.depth
+    );
+    let oq = e.qos.unwrap().offered();
     assert_eq!(oq.depth, q.profile.depth as u64);
+    assert_eq!(oq.history, tracer_mcap::ros2::History::KeepLast);
     assert_eq!(oq.reliability, tracer_mcap::ros2::Reliability::Reliable);
     assert_eq!(oq.durability, tracer_mcap::ros2::Durability::Volatile);
     let gone = Record::encode_gone(EntityKind::Publisher, r.gid);
-    assert!(EndpointRecord::decode(gone.as_bytes()).unwrap().gone);
+    assert_eq!(decode(gone.as_bytes()), Some(Announcement::Gone(r.gid)));
 }

@@ -14,8 +14,6 @@
 //! worker thread per context applies it, (re)wires subscriptions and raises the graph guard
 //! conditions.
 
-pub mod record;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Weak};
@@ -31,7 +29,10 @@ use crate::boundary::{RmwError, RmwResult};
 use crate::gid::Gid;
 use crate::log::log;
 use crate::names;
-pub use record::{EntityKind, Record};
+use tracer_recording::{decode, Announcement};
+/// The record's one codec is the ROS-free `tracer_recording::endpoint` (docs/rmw-mapping.md
+/// documents the format), which `tracer record` reads peers' registries with as well.
+pub use tracer_recording::{EntityKind, Record};
 
 /// Where entity records live.
 pub const ENDPOINTS: &str = "/.ros/endpoints";
@@ -441,12 +442,12 @@ impl Inner {
         let Some(p) = st.peers.get_mut(peer) else {
             return false;
         };
-        match record::decode(s.payload.as_ref()) {
-            Some(record::Announcement::Present(r)) if r.gid == gid => {
+        match decode(s.payload.as_ref()) {
+            Some(Announcement::Present(r)) if r.gid == gid => {
                 p.records.insert(gid, *r);
                 true
             }
-            Some(record::Announcement::Gone(g)) if g == gid => p.records.remove(&gid).is_some(),
+            Some(Announcement::Gone(g)) if g == gid => p.records.remove(&gid).is_some(),
             _ => {
                 log!(
                     RMW_LOG_SEVERITY_WARN,

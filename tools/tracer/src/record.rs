@@ -4,7 +4,7 @@
 //! `RMW_TRACER_RENDEZVOUS_DIR` as rmw_tracer uses them) and, for every peer that mounts:
 //! - subscribes a sink to the peer's endpoint registry `/net/<p>/.ros/endpoints` (transient
 //!   local: every record the peer has, then each new one; read with
-//!   `tracer_recording::EndpointRecord`);
+//!   `tracer_recording`'s registry record codec, rmw_tracer's own);
 //! - subscribes a sink to the peer's structural feed `/net/<p>/:children[]`, whose `Created` /
 //!   `SchemaSet` events carry each topic vertex's `:schema` (type, RIHS01 hash, `ros2msg`
 //!   definition): that is the MCAP schema;
@@ -32,7 +32,9 @@ use tracer_mcap::recorder::ChannelId;
 use tracer_mcap::ros2::channel_metadata;
 use tracer_mcap::{Compression, Recorder};
 use tracer_recording::fields::{mcap_time, recorder_options};
-use tracer_recording::{EndpointRecord, Fields, MessageFields, Selection, StampLocator};
+use tracer_recording::{
+    decode, Announcement, EntityKind, Fields, MessageFields, Record, Selection, StampLocator,
+};
 
 #[derive(Parser, Debug)]
 pub struct Args {
@@ -63,7 +65,7 @@ pub struct Args {
 enum Event {
     PeerUp(String),
     PeerDown(String),
-    Endpoint(String, EndpointRecord),
+    Endpoint(String, Announcement),
 }
 
 /// An edge we keep wanting: a remote subscribe can fail (the peer has not made the source
@@ -380,7 +382,7 @@ impl State {
             .create_sink(
                 &reg_sink,
                 Arc::new(move |s: &Sample| {
-                    if let Some(r) = EndpointRecord::decode(s.payload.as_ref()) {
+                    if let Some(r) = decode(s.payload.as_ref()) {
                         let _ = tx.lock().send(Event::Endpoint(p.clone(), r));
                     }
                 }),
@@ -452,25 +454,15 @@ impl State {
         }
     }
 
-    fn endpoint(&mut self, peer: &str, r: EndpointRecord) {
-        if r.gone {
-            let mut empty = None;
-            for (k, t) in self.topics.iter_mut() {
-                if k.0 == peer {
-                    t.publishers.retain(|g| *g != r.gid);
-                    if t.publishers.is_empty() {
-                        empty = Some(k.clone());
-                    }
-                }
+    fn endpoint(&mut self, peer: &str, a: Announcement) {
+        let r = match a {
+            Announcement::Present(r) => r,
+            Announcement::Gone(gone) => {
+                self.publisher_gone(peer, gone.0);
+                return;
             }
-            if let Some(k) = empty {
-                if let Some(t) = self.topics.remove(&k) {
-                    self.drop_edge(t);
-                }
-            }
-            return;
-        }
-        if !r.is_publisher() || !self.select.matches(&r.topic) {
+        };
+        if r.kind != EntityKind::Publisher || !self.select.matches(&r.topic) {
             return;
         }
         if let Some(sub) = &self.subtree {
@@ -479,13 +471,13 @@ impl State {
                 .lock()
                 .entry((peer.to_owned(), r.topic.clone()))
                 .or_default()
-                .extend(r.qos);
+                .extend(r.qos.map(|n| n.offered()));
             return;
         }
         let key = (peer.to_owned(), r.topic.clone());
         if let Some(t) = self.topics.get_mut(&key) {
-            if !t.publishers.contains(&r.gid) {
-                t.publishers.push(r.gid);
+            if !t.publishers.contains(&r.gid.0) {
+                t.publishers.push(r.gid.0);
             }
             return;
         }
@@ -544,9 +536,27 @@ impl State {
             key,
             TopicEdge {
                 edge,
-                publishers: vec![r.gid],
+                publishers: vec![r.gid.0],
             },
         );
+    }
+
+    /// A retraction: the publisher leaves its topics; a topic with none left loses its edge.
+    fn publisher_gone(&mut self, peer: &str, gid: [u8; 16]) {
+        let mut empty = None;
+        for (k, t) in self.topics.iter_mut() {
+            if k.0 == peer {
+                t.publishers.retain(|g| *g != gid);
+                if t.publishers.is_empty() {
+                    empty = Some(k.clone());
+                }
+            }
+        }
+        if let Some(k) = empty {
+            if let Some(t) = self.topics.remove(&k) {
+                self.drop_edge(t);
+            }
+        }
     }
 
     /// The schema of a peer's vertex; the structural feed was subscribed before the registry,
@@ -568,7 +578,7 @@ impl State {
         }
     }
 
-    fn channel(&mut self, r: &EndpointRecord, definition: &str) -> Option<ChannelId> {
+    fn channel(&mut self, r: &Record, definition: &str) -> Option<ChannelId> {
         let key = (r.topic.clone(), r.type_name.clone());
         if let Some(c) = self.channels.get(&key) {
             return Some(*c);
@@ -577,7 +587,7 @@ impl State {
             .rec
             .add_schema(&r.type_name, "ros2msg", definition.as_bytes())
             .and_then(|s| {
-                let qos: Vec<_> = r.qos.into_iter().collect();
+                let qos: Vec<_> = r.qos.map(|n| n.offered()).into_iter().collect();
                 self.rec
                     .add_channel(s, &r.topic, "cdr", &channel_metadata(&qos))
             });
