@@ -18,14 +18,7 @@
 #include <rosidl_typesupport_cpp/message_type_support.hpp>
 #include <std_msgs/msg/string.hpp>
 
-#define CHECK(call)                                                                               \
-  do {                                                                                            \
-    rcl_ret_t rc_ = (call);                                                                       \
-    if (rc_ != RCL_RET_OK) {                                                                      \
-      std::fprintf(stderr, "%s failed (%d): %s\n", #call, (int)rc_, rcl_get_error_string().str); \
-      std::exit(1);                                                                               \
-    }                                                                                             \
-  } while (0)
+#include "rcl_check.h"
 
 using Clock = std::chrono::steady_clock;
 

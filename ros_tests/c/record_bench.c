@@ -17,15 +17,7 @@
 #include <rosidl_runtime_c/primitives_sequence_functions.h>
 #include <std_msgs/msg/u_int8_multi_array.h>
 
-#define CHECK(call)                                                                  \
-  do {                                                                               \
-    rcl_ret_t rc_ = (call);                                                          \
-    if (rc_ != RCL_RET_OK) {                                                         \
-      fprintf(stderr, "%s failed (%d): %s\n", #call, (int)rc_,                       \
-              rcl_get_error_string().str);                                           \
-      exit(1);                                                                       \
-    }                                                                                \
-  } while (0)
+#include "rcl_check.h"
 
 static long long now_ns(void) {
   struct timespec ts;
