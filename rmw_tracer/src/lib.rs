@@ -29,6 +29,7 @@ mod record;
 mod registry;
 mod service;
 mod subscription;
+mod teardown;
 mod topic;
 mod waitset;
 
