@@ -40,6 +40,8 @@ pub struct Shared {
     /// What `rmw_shutdown` leaves to a thread of its own; `rmw_context_fini` waits for it.
     teardown: Teardown,
     next_ring: AtomicU64,
+    /// Large samples' shared-memory pool (`crate::shm`); None when off or unavailable.
+    pub shm: Option<crate::shm::ShmOut>,
     /// Topic vertex -> the history it retains (the largest of its transient-local publishers).
     retained: Mutex<HashMap<String, usize>>,
 }
@@ -135,6 +137,7 @@ impl Context {
                 gids,
                 domain_id,
                 enclave: cfg.enclave.clone(),
+                shm: crate::shm::ShmOut::from_env(),
                 shut_down: AtomicBool::new(false),
                 teardown,
                 next_ring: AtomicU64::new(1),
