@@ -28,7 +28,9 @@ mod qos_compat;
 mod record;
 mod registry;
 mod service;
+mod shm;
 mod subscription;
+mod teardown;
 mod topic;
 mod waitset;
 

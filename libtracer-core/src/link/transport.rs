@@ -1,6 +1,7 @@
 //! `HostTransport`: zero-configuration Unix-socket links between the graphs of one host.
 //!
-//! Formation: bind `<dir>/<name>.sock`, then connect to every other `*.sock` in the directory
+//! Formation: bind `<dir>/<name>.sock` (bound and listening under a hidden name first, then
+//! renamed, so that it is never seen before it listens), then connect to every other `*.sock` in the directory
 //! (a socket that refuses twice, 30 ms apart, belongs to a dead process and is removed). Both
 //! ends exchange HELLO. When two graphs connect to each other at once, the connection
 //! initiated by the node with the smaller name wins: an acceptor refuses an incoming
@@ -44,6 +45,12 @@ pub struct TransportConfig {
     pub handshake_timeout: Duration,
     /// A write blocked this long (the peer stopped reading) fails and closes the link.
     pub write_timeout: Duration,
+    /// Say in HELLO that we map shared-memory segments (docs/wire.md, SHM). Default: this
+    /// process can (`tracer_shm::can_map`, false with `TRACER_SHM=off`).
+    pub accept_shm: bool,
+    /// References to our shared memory one peer may hold at once; past it, samples go as
+    /// copies. Bounds what a stopped reader pins in our pool beyond its ring.
+    pub shm_refs_per_link: usize,
 }
 
 impl Default for TransportConfig {
@@ -53,6 +60,8 @@ impl Default for TransportConfig {
             dead_after: Duration::from_millis(900),
             handshake_timeout: Duration::from_secs(2),
             write_timeout: Duration::from_secs(10),
+            accept_shm: tracer_shm::can_map(),
+            shm_refs_per_link: 256,
         }
     }
 }
@@ -112,7 +121,17 @@ impl HostTransport {
         prepare_dir(dir)?;
         let sock_path = dir.join(format!("{local_name}.sock"));
         claim_name(&sock_path, local_name, cfg.handshake_timeout)?;
-        let listener = UnixListener::bind(&sock_path)?;
+        // Bound and listening under a name no scan looks at, then renamed into place, so that
+        // no peer ever finds our socket between bind and listen: it would take it for a dead
+        // one's and remove it (on a loaded machine that gap can outlast the probe's 30 ms, and
+        // we then failed to start with ENOENT). Shorter than the final name: same path limit.
+        let staging = dir.join(format!(".{local_name}.b"));
+        let _ = std::fs::remove_file(&staging);
+        let listener = UnixListener::bind(&staging)?;
+        if let Err(e) = std::fs::rename(&staging, &sock_path) {
+            let _ = std::fs::remove_file(&staging);
+            return Err(e.into());
+        }
         let bound = listener
             .try_clone()
             .and_then(|l| Ok((l, std::fs::symlink_metadata(&sock_path)?.ino())));
@@ -361,7 +380,7 @@ impl Inner {
         peer: &str,
     ) -> Result<(), Option<String>> {
         let _ = stream.set_write_timeout(Some(self.cfg.handshake_timeout));
-        write_frame(&stream, &hello(&self.name)).map_err(|_| None)?;
+        write_frame(&stream, &hello(&self.name, self.cfg.accept_shm)).map_err(|_| None)?;
         let (h, dec, left) = match read_hello(&stream, self.cfg.handshake_timeout) {
             Ok(HelloOutcome::Hello(h, dec, left)) => (h, dec, left),
             Ok(HelloOutcome::Refused(why)) => return Err(Some(why)),
@@ -375,7 +394,7 @@ impl Inner {
             );
             return Err(None);
         }
-        let id = peer_identity(&stream, h.node).map_err(|_| None)?;
+        let id = peer_identity(&stream, h.node.clone()).map_err(|_| None)?;
         let mut table = self.table.lock();
         if table.stopped || table.links.contains_key(peer) {
             // The tie-break makes the second case unreachable; keep the link that exists.
@@ -383,7 +402,7 @@ impl Inner {
             let _ = stream.shutdown(std::net::Shutdown::Both);
             return Ok(());
         }
-        self.install(&mut table, stream, id, h.max_frame, dec, left)
+        self.install(&mut table, stream, id, &h, dec, left)
             .map_err(|_| None)
     }
 
@@ -428,10 +447,10 @@ impl Inner {
             return;
         }
         // Reply while holding the table so no second connection from the peer slips in.
-        if write_frame(&stream, &hello(&self.name)).is_err() {
+        if write_frame(&stream, &hello(&self.name, self.cfg.accept_shm)).is_err() {
             return;
         }
-        let _ = self.install(&mut table, stream, id, h.max_frame, dec, left);
+        let _ = self.install(&mut table, stream, id, &h, dec, left);
     }
 
     fn install(
@@ -439,7 +458,7 @@ impl Inner {
         table: &mut Table,
         stream: UnixStream,
         id: PeerIdentity,
-        peer_max: u32,
+        hello: &super::unix::PeerHello,
         dec: crate::wire::FrameDecoder,
         left: super::unix::Leftover,
     ) -> io::Result<()> {
@@ -447,7 +466,19 @@ impl Inner {
         stream.set_read_timeout(None)?;
         let reader_stream = stream.try_clone()?;
         let name = id.name.clone();
-        let link = Arc::new(UnixLink::new(id, stream, peer_max, Instant::now()));
+        // References only to a peer that maps them and is of our own uid: a segment holds
+        // samples of every topic of this process, and another user may be granted only some.
+        let shm = super::unix::ShmSend {
+            enabled: hello.shm && id.uid == nix::unistd::geteuid().as_raw(),
+            max_out: self.cfg.shm_refs_per_link,
+        };
+        let link = Arc::new(UnixLink::new(
+            id,
+            stream,
+            hello.max_frame,
+            Instant::now(),
+            shm,
+        ));
         table.links.insert(name.clone(), link.clone());
         let handler = self.handler.clone();
         let weak = Arc::downgrade(self);
