@@ -152,7 +152,7 @@ pub fn run(a: Args) -> CliResult {
         };
         w.write_message(&header, &m.data, &fields).map_err(werr)?;
         n += 1;
-        if n % 1024 == 0 {
+        if n & 1023 == 0 {
             pb.set_position(n);
         }
         for warn in stream.take_warnings() {
