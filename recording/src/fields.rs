@@ -102,6 +102,11 @@ pub fn parse_fields_switch(v: &str) -> std::result::Result<bool, String> {
     }
 }
 
+/// Nanoseconds as MCAP wants them (a time before the epoch is 0).
+pub fn mcap_time(ns: i64) -> u64 {
+    u64::try_from(ns).unwrap_or(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,9 +128,4 @@ mod tests {
         assert_eq!(parse_fields_switch(""), Ok(false));
         assert!(parse_fields_switch("maybe").is_err());
     }
-}
-
-/// Nanoseconds as MCAP wants them (a time before the epoch is 0).
-pub fn mcap_time(ns: i64) -> u64 {
-    u64::try_from(ns).unwrap_or(0)
 }
