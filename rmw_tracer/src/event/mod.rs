@@ -198,23 +198,33 @@ impl Events {
         }
     }
 
+    /// A publication or reception at `at`. This is on the publish / take path, so it only
+    /// updates the state; a full look (registry, timer) runs only when the timer may not be
+    /// pending: the first deadline period, or a liveliness that comes back.
     fn activity(&self, writer: Option<Gid>, at: i64) {
-        {
+        let look = {
             let mut st = self.state.lock();
+            let mut look = self.deadline_ns().is_some() && st.deadline_from.is_none();
             self.restart_deadline(&mut st, at);
             match (self.end, writer) {
                 (End::Publisher, _) if self.qos.manual_liveliness() => {
+                    look |= !st.alive;
                     st.asserted_at = Some(at);
                     ASSERTED.lock().insert(self.gid, at);
                 }
                 (End::Subscription, Some(w)) => {
+                    let known = st.activity.contains_key(&w);
+                    look |= !known || st.writers.get(&w).is_some_and(|x| !x.alive);
                     let e = st.activity.entry(w).or_insert(at);
                     *e = (*e).max(at);
                 }
                 _ => {}
             }
+            look
+        };
+        if look {
+            self.refresh();
         }
-        self.refresh();
     }
 
     /// The deadline period in ns, if there is one.
