@@ -440,6 +440,7 @@ fn ruling_discovery_host_links_graphs_of_one_domain() {
         domain_id: 7,
         discovery: libtracer_core::Discovery::Host,
         rendezvous_dir: Some(dir.clone()),
+        network: None,
     };
     let a = Graph::new(cfg("ha")).unwrap();
     let b = Graph::new(cfg("hb")).unwrap();

@@ -42,6 +42,9 @@ pub struct GraphConfig {
     pub discovery: Discovery,
     /// Default: a per-user, per-domain directory (mode 0700).
     pub rendezvous_dir: Option<std::path::PathBuf>,
+    /// With `Discovery::Host`: also links to other hosts over QUIC (docs/network.md); `None`
+    /// keeps the graph on this host.
+    pub network: Option<crate::link::QuicConfig>,
 }
 
 /// One per process-level participant. Cheap `Clone`.
@@ -142,7 +145,7 @@ impl Graph {
             }),
         };
         if cfg.discovery == Discovery::Host {
-            crate::net::start_host(&g, cfg.rendezvous_dir)?;
+            crate::net::start_host(&g, cfg.rendezvous_dir, cfg.network)?;
         }
         Ok(g)
     }
