@@ -11,7 +11,7 @@
 mod link_support;
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
@@ -88,7 +88,18 @@ fn multiprocess_child() {
         std::fs::rename(&fake, &me).expect("replace our executable");
         let mut t = Proc::spawn_as(std::path::Path::new(&dir), &name, "transport");
         t.expect_line("ready");
+        // Wait for our child before we say we are done: the parent may kill us once it reads
+        // that, and an orphan whose stdout pipe has no reader any more fails writing its test
+        // summary ("io error when listing tests: ... BrokenPipe").
+        t.exit();
         println!("@@ respawned");
+        return;
+    }
+    if std::env::var("LT_MP_ROLE").as_deref() == Ok("copy") {
+        // Writes a copy of this binary for the parent to run: see `copy_of_this_binary`.
+        std::fs::copy("/proc/self/exe", std::path::Path::new(&dir).join(&name))
+            .expect("copy the test binary");
+        println!("@@ copied");
         return;
     }
     if std::env::var("LT_MP_ROLE").as_deref() == Ok("stall") {
@@ -136,7 +147,6 @@ fn multiprocess_child() {
                 }
                 Ok(format!("{}", start.elapsed().as_millis()))
             }
-            ["exit"] => break,
             _ => Ok(format!("unknown command {line}")),
         };
         let reply = reply.unwrap_or_else(|e| format!("err {e}"));
@@ -193,8 +203,8 @@ const REPLY: Duration = Duration::from_secs(60);
 const SELF_EXE: &str = "/proc/self/exe";
 
 struct Proc {
+    /// Its stdin is open until `exit`: every role reads stdin to its end, then returns.
     child: Child,
-    stdin: ChildStdin,
     /// The child's `@@ ` lines, read by a thread of their own so every wait has a deadline;
     /// disconnected when the child's stdout closes (it exited).
     lines: Receiver<String>,
@@ -225,8 +235,7 @@ impl Proc {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
-            .expect("spawn child");
-        let stdin = child.stdin.take().expect("stdin");
+            .unwrap_or_else(|e| panic!("spawn {} as {role} child {name}: {e}", exe.display()));
         let stdout = BufReader::new(child.stdout.take().expect("stdout"));
         let (tx, lines) = channel();
         std::thread::spawn(move || {
@@ -239,11 +248,7 @@ impl Proc {
                 }
             }
         });
-        Proc {
-            child,
-            stdin,
-            lines,
-        }
+        Proc { child, lines }
     }
 
     /// The child's next `@@ ` line.
@@ -258,8 +263,9 @@ impl Proc {
     }
 
     fn send(&mut self, line: &str) {
-        writeln!(self.stdin, "{line}").expect("child stdin");
-        self.stdin.flush().expect("child stdin");
+        let stdin = self.child.stdin.as_mut().expect("child stdin open");
+        writeln!(stdin, "{line}").expect("child stdin");
+        stdin.flush().expect("child stdin");
     }
 
     fn cmd(&mut self, line: &str) -> String {
@@ -276,9 +282,10 @@ impl Proc {
         assert_eq!(self.cmd(line), "ok", "{line}");
     }
 
-    /// Ask the child to drop its graph and exit, and wait for it.
+    /// Close the child's stdin, which makes it drop what it holds and return, and wait for it
+    /// to exit successfully.
     fn exit(mut self) {
-        self.send("exit");
+        drop(self.child.stdin.take());
         let deadline = Instant::now() + REPLY;
         let status = loop {
             if let Some(status) = self.child.try_wait().expect("wait") {
@@ -552,8 +559,22 @@ fn ruling9_a_write_into_a_killed_peer_is_an_error_not_sigpipe() {
 fn children_run_this_binary_even_when_its_file_is_replaced() {
     let dir = TempDir::new("respawn");
     // The child runs from a copy, which it replaces under itself: the real binary stays intact.
-    let copy = dir.path().join("copy-of-test-binary");
-    std::fs::copy("/proc/self/exe", &copy).expect("copy the test binary");
+    let copy = copy_of_this_binary(dir.path(), "copy-of-test-binary");
     let mut p = Proc::spawn_from(&copy, dir.path(), "r", "respawn");
     p.expect_line("respawned");
+    p.exit();
+}
+
+/// A copy of this test binary at `dir/name`, written by a child process and not by this one.
+///
+/// Executing a file fails with ETXTBSY while any process holds it open for writing. Had this
+/// process written the copy, a child forked meanwhile by a test on another thread would inherit
+/// the write descriptor (O_CLOEXEC closes it only at that child's exec, after the fork), and
+/// our exec of the copy could land in that window. The copier is a process of its own that
+/// forks nothing; once it has exited no descriptor of the copy is open anywhere.
+fn copy_of_this_binary(dir: &std::path::Path, name: &str) -> std::path::PathBuf {
+    let mut copier = Proc::spawn_as(dir, name, "copy");
+    copier.expect_line("copied");
+    copier.exit();
+    dir.join(name)
 }

@@ -142,16 +142,19 @@ pub fn ros2msg(root: &str, sources: &[Source]) -> Option<String> {
     Some(out)
 }
 
-/// A rosidl_runtime_c__String as text. The generated type sources count the terminating NUL in
-/// `size` (Jazzy's rosidl_generator_c), so trailing NULs are dropped.
+/// A rosidl_runtime_c__String as text: up to its NUL terminator. The generated type sources
+/// of Jazzy's rosidl_generator_c count the terminating NUL in `size` for ASCII text, but for a
+/// .msg with non-ASCII text (test_msgs/WStrings' defaults) `size` is shorter than the literal
+/// (the generator counts before escaping), which would cut the definition off mid-field. A
+/// rosidl_runtime_c__String's `data` is NUL-terminated by its invariant (`__init`, `__assign`
+/// and the generated literals all terminate it), so the NUL is the true end.
 unsafe fn rstring(s: &rosidl_runtime_c__String) -> String {
-    if s.data.is_null() || s.size == 0 {
+    if s.data.is_null() {
         return String::new();
     }
-    // SAFETY: `data` holds `size` bytes.
-    let b = unsafe { std::slice::from_raw_parts(s.data.cast::<u8>(), s.size) };
-    let end = b.iter().rposition(|&c| c != 0).map_or(0, |i| i + 1);
-    String::from_utf8_lossy(&b[..end]).into_owned()
+    // SAFETY: non-null `data` of a rosidl_runtime_c__String is a NUL-terminated C string.
+    let text = unsafe { std::ffi::CStr::from_ptr(s.data) };
+    String::from_utf8_lossy(text.to_bytes()).into_owned()
 }
 
 #[cfg(test)]

@@ -10,11 +10,14 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Map, Value};
 use tracer_mcap::{Counting, FieldRange, IndexedReader, Message, Query, ScanStrategy};
 
+use ros2msg::Schema;
+
+use crate::decoder::{decode, parse_schema};
 use crate::format::{b64, err, field_json, parse_bound, parse_time, CliResult};
 
-#[derive(Clone, Copy, clap::ValueEnum)]
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum Payload {
-    /// std_msgs/msg/String decoded to its text, anything else base64.
+    /// Decoded with the channel's ros2msg schema into `data`; base64 when it cannot be.
     Auto,
     Base64,
     Hex,
@@ -58,19 +61,6 @@ pub struct Args {
     /// Print to stderr how many bytes of the file were read.
     #[arg(long)]
     io_stats: bool,
-}
-
-/// CDR std_msgs/String: 4-byte encapsulation, uint32 length with NUL, bytes, NUL.
-fn cdr_string(d: &[u8]) -> Option<String> {
-    if d.len() < 8 || d[0] != 0 || d[1] != 1 {
-        return None;
-    }
-    let n = u32::from_le_bytes(d[4..8].try_into().ok()?) as usize;
-    let body = d.get(8..8 + n)?;
-    let (text, nul) = body.split_at(n.checked_sub(1)?);
-    (nul == [0])
-        .then(|| String::from_utf8(text.to_vec()).ok())
-        .flatten()
 }
 
 pub fn run(a: Args) -> CliResult {
@@ -122,6 +112,7 @@ pub fn run(a: Args) -> CliResult {
         .values()
         .map(|d| (d.record.id, d.record.name.clone()))
         .collect();
+    let mut decoders = Decoders::default();
     let mut stream = r.messages(&q).map_err(err(&name))?;
     let pb = ProgressBar::new(stream.chunks_left() as u64);
     pb.set_style(
@@ -134,7 +125,12 @@ pub fn run(a: Args) -> CliResult {
     while let Some(m) = stream.next() {
         let m = m.map_err(err(&name))?;
         pb.set_position(total - stream.chunks_left() as u64);
-        let line = to_json(&m, s, &names, a.payload);
+        let mut line = to_json(&m, s, &names, a.payload);
+        if a.payload == Payload::Auto {
+            let decoded = decoders.decode(&m, s, &name);
+            pb.suspend(|| decoders.report());
+            add_decoded(&mut line, &m, decoded);
+        }
         if writeln!(out, "{line}").is_err() {
             break; // stdout closed (e.g. piped into head)
         }
@@ -156,7 +152,79 @@ pub fn run(a: Args) -> CliResult {
             s.file_size
         );
     }
+    if decoders.failed > 0 {
+        return Err(format!(
+            "{name}: {} of {n} messages could not be decoded (see the warnings; their payload is in payload_base64)",
+            decoders.failed
+        ));
+    }
     Ok(())
+}
+
+/// One parsed schema per channel, or why there is none (said once).
+#[derive(Default)]
+struct Decoders {
+    channels: HashMap<u16, Result<Schema, String>>,
+    pending: Vec<String>,
+    failed: u64,
+}
+
+impl Decoders {
+    fn decode(
+        &mut self,
+        m: &Message,
+        s: &tracer_mcap::Summary,
+        file: &str,
+    ) -> Result<ros2msg::Value, ()> {
+        let ch = s.channels.get(&m.channel_id);
+        let topic = ch.map_or("?", |c| c.topic.as_str());
+        let Decoders {
+            channels,
+            pending,
+            failed,
+        } = self;
+        let schema = channels.entry(m.channel_id).or_insert_with(|| {
+            let made = match ch.map(|c| (c, s.schemas.get(&c.schema_id))) {
+                None => Err(format!("channel {} is not in the summary", m.channel_id)),
+                Some((_, None)) => Err("the channel has no schema".to_string()),
+                Some((c, Some(x))) => {
+                    parse_schema(&x.name, &x.encoding, &c.message_encoding, &x.data)
+                }
+            };
+            if let Err(e) = &made {
+                pending.push(format!("{file}: channel {} ({topic}): {e}", m.channel_id));
+            }
+            made
+        });
+        let Ok(schema) = schema else {
+            return Err(());
+        };
+        decode(schema, &m.data).map_err(|e| {
+            *failed += 1;
+            pending.push(format!(
+                "{file}: {topic}: message at log time {} (sequence {}): {e}",
+                m.log_time, m.sequence
+            ));
+        })
+    }
+
+    fn report(&mut self) {
+        for w in self.pending.drain(..) {
+            eprintln!("tracer cat: warning: {w}");
+        }
+    }
+}
+
+fn add_decoded(line: &mut Value, m: &Message, decoded: Result<ros2msg::Value, ()>) {
+    let obj = line.as_object_mut().expect("object literal");
+    match decoded {
+        Ok(v) => {
+            obj.insert("data".into(), v.to_json());
+        }
+        Err(()) => {
+            obj.insert("payload_base64".into(), json!(b64(&m.data)));
+        }
+    }
 }
 
 fn to_json(
@@ -167,9 +235,6 @@ fn to_json(
 ) -> Value {
     let ch = s.channels.get(&m.channel_id);
     let topic = ch.map_or("", |c| c.topic.as_str());
-    let schema = ch
-        .and_then(|c| s.schemas.get(&c.schema_id))
-        .map_or("", |x| x.name.as_str());
     let mut fields = Map::new();
     for (id, v) in &m.fields {
         fields.insert(
@@ -201,29 +266,7 @@ fn to_json(
         Payload::Base64 => {
             obj.insert("payload_base64".into(), json!(b64(&m.data)));
         }
-        Payload::Auto => match (schema == "std_msgs/msg/String")
-            .then(|| cdr_string(&m.data))
-            .flatten()
-        {
-            Some(text) => {
-                obj.insert("data".into(), json!({ "data": text }));
-            }
-            None => {
-                obj.insert("payload_base64".into(), json!(b64(&m.data)));
-            }
-        },
+        Payload::Auto => {} // added by the caller, which keeps the parsed schemas
     }
     o
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn cdr_string_decodes_only_well_formed() {
-        let mut v = vec![0, 1, 0, 0, 3, 0, 0, 0, b'h', b'i', 0];
-        assert_eq!(super::cdr_string(&v).as_deref(), Some("hi"));
-        v[10] = 1;
-        assert_eq!(super::cdr_string(&v), None);
-        assert_eq!(super::cdr_string(&[0, 1, 0, 0, 0, 0, 0, 0]), None);
-    }
 }

@@ -5,6 +5,7 @@
 
 mod attachments;
 mod cat;
+mod decoder;
 mod format;
 mod info;
 mod record;

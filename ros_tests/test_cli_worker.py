@@ -1,0 +1,141 @@
+"""The process side of the command-line tests (test_cli_*.py): rclpy programs under rmw_tracer.
+Nothing here is collected by pytest: ROS is imported only when run as a program.
+
+    publish
+        publishes every test_msgs sample of test_cdr_worker (each type default-constructed and
+        filled three ways) once, type T on /msgs/T, and prints one JSON line
+        {"/msgs/T": [<message as plain JSON>, ...], ...} of what it published
+    talk --type T [--topic NAME] [--count N] [--period S] [--reliability R] [--durability D]
+         [--until FILE]
+        publishes test_msgs sample(T, i) for i = 0, 1, .. every S seconds (N times, default
+        without end) until FILE exists; prints "published <i>" after each
+    node --name N [--until FILE]
+        a node with a /chatter publisher (std_msgs/String), a /chatter subscription and a
+        /srv service (test_msgs/BasicTypes), prints "ready", spins until FILE exists
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+
+def plain(v):
+    """A ROS message (rclpy's or mcap-ros2-support's) as JSON-like data: messages as dicts in
+    field order, arrays (numpy, array.array) as lists. rclpy holds a `byte` as a bytes object
+    of length 1 (an int here); mcap-ros2-support a uint8/byte array as one bytes object."""
+    if hasattr(v, "get_fields_and_field_types"):
+        return {f: _byte(getattr(v, f)) for f in v.get_fields_and_field_types()}
+    if hasattr(v, "__slots__") and not isinstance(v, (str, bytes)) and hasattr(v, "_type"):
+        return {f: plain(getattr(v, f)) for f in v.__slots__}
+    if isinstance(v, (bytes, bytearray)):
+        return list(v)
+    if hasattr(v, "tolist"):
+        return [plain(x) for x in v.tolist()]
+    if isinstance(v, (list, tuple)) or type(v).__name__ == "array":
+        return [_byte(x) for x in v]
+    if type(v).__module__ == "numpy":
+        return v.item()
+    return v
+
+
+def _byte(x):
+    return x[0] if isinstance(x, bytes) and len(x) == 1 else plain(x)
+
+
+def _qos(a):
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+    return QoSProfile(
+        depth=10,
+        reliability=ReliabilityPolicy.BEST_EFFORT if a.reliability == "best_effort" else ReliabilityPolicy.RELIABLE,
+        durability=DurabilityPolicy.TRANSIENT_LOCAL if a.durability == "transient_local" else DurabilityPolicy.VOLATILE,
+    )
+
+
+def publish(_a) -> None:
+    import rclpy
+    from rclpy.node import Node
+
+    from test_cdr_worker import TYPES, _msg_class, sample
+
+    rclpy.init()
+    node = Node("cli_publisher")
+    out = {}
+    for name in TYPES:
+        cls = _msg_class("test_msgs", name)
+        pub = node.create_publisher(cls, f"/msgs/{name}", 10)
+        msgs = [cls()] + [sample(cls, k) for k in (0, 1, 2)]
+        for m in msgs:
+            pub.publish(m)
+        out[f"/msgs/{name}"] = [plain(m) for m in msgs]
+    node.destroy_node()
+    rclpy.shutdown()
+    print(json.dumps(out), flush=True)
+
+
+def talk(a) -> None:
+    import rclpy
+    from rclpy.node import Node
+
+    from test_cdr_worker import _msg_class, sample
+
+    rclpy.init()
+    node = Node("cli_talker")
+    cls = _msg_class("test_msgs", a.type)
+    pub = node.create_publisher(cls, a.topic or f"/msgs/{a.type}", _qos(a))
+    i = 0
+    while (a.count is None or i < a.count) and not (a.until and Path(a.until).exists()):
+        pub.publish(sample(cls, i))
+        print(f"published {i}", flush=True)
+        i += 1
+        rclpy.spin_once(node, timeout_sec=a.period)
+    while a.until and not Path(a.until).exists():
+        rclpy.spin_once(node, timeout_sec=0.05)
+    node.destroy_node()
+    rclpy.shutdown()
+
+
+def node(a) -> None:
+    import rclpy
+    from rclpy.node import Node
+    from std_msgs.msg import String
+    from test_msgs.srv import BasicTypes
+
+    rclpy.init()
+    n = Node(a.name)
+    n.create_publisher(String, "/chatter", 7)
+    n.create_subscription(String, "/chatter", lambda _m: None, 5)
+    n.create_service(BasicTypes, "/srv", lambda _req, resp: resp)
+    print("ready", flush=True)
+    while not (a.until and Path(a.until).exists()):
+        rclpy.spin_once(n, timeout_sec=0.05)
+    n.destroy_node()
+    rclpy.shutdown()
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    sub = p.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("publish")
+    t = sub.add_parser("talk")
+    t.add_argument("--type", required=True)
+    t.add_argument("--topic")
+    t.add_argument("--count", type=int)
+    t.add_argument("--period", type=float, default=0.1)
+    t.add_argument("--reliability", default="reliable")
+    t.add_argument("--durability", default="volatile")
+    t.add_argument("--until")
+    n = sub.add_parser("node")
+    n.add_argument("--name", required=True)
+    n.add_argument("--until")
+    a = p.parse_args()
+    {"publish": publish, "talk": talk, "node": node}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    main()
