@@ -8,7 +8,7 @@ Nothing here is collected by pytest: ROS is imported only when run as a program.
     talk --type T [--topic NAME] [--count N] [--period S] [--reliability R] [--durability D]
          [--until FILE]
         publishes test_msgs sample(T, i) for i = 0, 1, .. every S seconds (N times, default
-        without end) until FILE exists; prints "published <i>" after each
+        without end) until FILE exists; prints {"published": i, "msg": <plain JSON>} after each
     node --name N [--until FILE]
         a node with a /chatter publisher (std_msgs/String), a /chatter subscription and a
         /srv service (test_msgs/BasicTypes), prints "ready", spins until FILE exists
@@ -89,8 +89,9 @@ def talk(a) -> None:
     pub = node.create_publisher(cls, a.topic or f"/msgs/{a.type}", _qos(a))
     i = 0
     while (a.count is None or i < a.count) and not (a.until and Path(a.until).exists()):
-        pub.publish(sample(cls, i))
-        print(f"published {i}", flush=True)
+        m = sample(cls, i)
+        pub.publish(m)
+        print(json.dumps({"published": i, "msg": plain(m)}), flush=True)
         i += 1
         rclpy.spin_once(node, timeout_sec=a.period)
     while a.until and not Path(a.until).exists():

@@ -4,55 +4,90 @@ use bytes::Bytes;
 
 /// Opaque payload bytes.
 ///
-/// Cloning is cheap (reference counted). It wraps `bytes::Bytes` so that a later shared-memory
-/// transport can hand out a borrowed view into a segment (`Bytes::from_owner` keeps the segment
-/// mapping alive) instead of a copy: the seed's `view_t`. Nothing on the data path copies a payload
-/// between a writer and the rings it is delivered to in one process.
-#[derive(Clone, Default, PartialEq, Eq)]
-pub struct Payload(Bytes);
+/// Cloning is cheap (reference counted). The bytes are a `bytes::Bytes` whichever memory holds
+/// them: the heap, a pooled frame buffer, a slot of this process's shared-memory pool
+/// ([`Payload::from_slot`]), or a read-only view of another process's slot
+/// ([`Payload::from_view`]); `Bytes::from_owner` keeps that memory alive, so rings, edges,
+/// recording and every consumer see one kind of sample. A payload from our own pool also
+/// remembers its slot, which lets a Unix-socket link send a reference instead of the bytes
+/// (docs/wire.md, SHM_DELIVERY). Nothing on the data path copies a payload between a writer and
+/// the rings it is delivered to in one process.
+#[derive(Clone, Default)]
+pub struct Payload {
+    bytes: Bytes,
+    slot: Option<tracer_shm::Slot>,
+}
 
 impl Payload {
     pub fn new(bytes: Bytes) -> Self {
-        Payload(bytes)
+        Payload { bytes, slot: None }
     }
     pub fn copy_from_slice(data: &[u8]) -> Self {
-        Payload(Bytes::copy_from_slice(data))
+        Payload::new(Bytes::copy_from_slice(data))
+    }
+    /// A filled slot of this process's shared-memory pool: the slot is free again when the
+    /// last clone of the payload (and of any `Bytes` taken from it) is gone, and every peer that
+    /// was sent a reference has released it.
+    pub fn from_slot(slot: tracer_shm::Slot) -> Self {
+        Payload {
+            bytes: Bytes::from_owner(slot.clone()),
+            slot: Some(slot),
+        }
+    }
+    /// A view of a peer's shared memory (made by the link that received the reference).
+    pub fn from_view(view: tracer_shm::View) -> Self {
+        Payload::new(Bytes::from_owner(view))
+    }
+    /// The pool slot holding these bytes, when they are in this process's shared-memory pool.
+    pub fn slot(&self) -> Option<&tracer_shm::Slot> {
+        self.slot.as_ref()
     }
     pub fn as_bytes(&self) -> &Bytes {
-        &self.0
+        &self.bytes
     }
     pub fn into_bytes(self) -> Bytes {
-        self.0
+        self.bytes
     }
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.bytes.len()
     }
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.bytes.is_empty()
     }
 }
 
+/// Equal bytes are equal payloads, wherever they live.
+impl PartialEq for Payload {
+    fn eq(&self, other: &Self) -> bool {
+        self.bytes == other.bytes
+    }
+}
+impl Eq for Payload {}
+
 impl AsRef<[u8]> for Payload {
     fn as_ref(&self) -> &[u8] {
-        &self.0
+        &self.bytes
     }
 }
 
 impl From<Vec<u8>> for Payload {
     fn from(v: Vec<u8>) -> Self {
-        Payload(Bytes::from(v))
+        Payload::new(Bytes::from(v))
     }
 }
 
 impl From<Bytes> for Payload {
     fn from(b: Bytes) -> Self {
-        Payload(b)
+        Payload::new(b)
     }
 }
 
 impl std::fmt::Debug for Payload {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Payload({} bytes)", self.0.len())
+        match &self.slot {
+            Some(s) => write!(f, "Payload({} bytes in {s:?})", self.bytes.len()),
+            None => write!(f, "Payload({} bytes)", self.bytes.len()),
+        }
     }
 }
 

@@ -262,6 +262,7 @@ fn malformed_input_closes_only_that_link<F: Fabric>(f: F) {
             version: 1,
             node: "c".into(),
             max_frame: 4096,
+            shm: false,
         })
         .unwrap(),
     );

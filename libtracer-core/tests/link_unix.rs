@@ -169,6 +169,7 @@ fn silent_peer(dir: &std::path::Path, name: &str) -> std::thread::JoinHandle<Uni
                 version: 1,
                 node: name,
                 max_frame: MAX_FRAME,
+                shm: false,
             })
             .unwrap(),
         )
@@ -232,6 +233,7 @@ fn ruling9_bad_handshakes_are_refused_without_harm() {
             version: 1,
             node: "a".into(),
             max_frame: MAX_FRAME,
+            shm: false,
         })
         .unwrap(),
     )
@@ -460,6 +462,7 @@ fn ruling9_a_peer_that_says_hello_then_nothing_is_dropped() {
             version: 1,
             node: "mute".into(),
             max_frame: MAX_FRAME,
+            shm: false,
         })
         .unwrap(),
     )
@@ -497,6 +500,7 @@ fn ruling9_a_full_socket_does_not_stall_the_keepalive() {
             version: 1,
             node: "b".into(),
             max_frame: MAX_FRAME,
+            shm: false,
         };
         s.write_all(&encode(&hello).unwrap()).unwrap();
         let ping = encode(&Frame::Ping { nonce: 1 }).unwrap();
@@ -522,6 +526,7 @@ fn ruling9_a_full_socket_does_not_stall_the_keepalive() {
             version: 1,
             node: "d".into(),
             max_frame: MAX_FRAME,
+            shm: false,
         })
         .unwrap(),
     )

@@ -24,6 +24,7 @@ fn seeds() -> Vec<Vec<u8>> {
             version: 1,
             node: "n".into(),
             max_frame: 4096,
+            shm: false,
         },
         Frame::Write {
             req: 1,

@@ -366,3 +366,147 @@ fn ruling8_unknown_error_codes_read_as_internal() {
         }
     );
 }
+
+/// The shared-memory frames (docs/wire.md, SEGMENT / SHM_DELIVERY / RELEASE) and HELLO's SHM.
+#[test]
+fn ruling8_shared_memory_frames_malformed() {
+    let edge = t(tlv::EDGE, &1u64.to_le_bytes());
+    let meta = t(tlv::META, &[0u8; 32]);
+    let shm_ref = t(tlv::SHM_REF, &[0u8; 24]);
+    let cases: Vec<(&str, Vec<u8>, DecodeError)> = vec![
+        (
+            "SEGMENT without its TLV",
+            raw(kind::SEGMENT, &[]),
+            DecodeError::MissingTlv {
+                frame: "SEGMENT",
+                tlv: "SEGMENT",
+            },
+        ),
+        (
+            "SEGMENT of 11 bytes",
+            raw(kind::SEGMENT, &t(tlv::SEGMENT, &[0u8; 11])),
+            DecodeError::BadLength {
+                tlv: "SEGMENT",
+                len: 11,
+                expected: 12,
+            },
+        ),
+        (
+            "SHM_DELIVERY without a reference",
+            raw(kind::SHM_DELIVERY, &[edge.clone(), meta.clone()].concat()),
+            DecodeError::MissingTlv {
+                frame: "SHM_DELIVERY",
+                tlv: "SHM_REF",
+            },
+        ),
+        (
+            "SHM_DELIVERY with a PAYLOAD too",
+            raw(
+                kind::SHM_DELIVERY,
+                &[
+                    edge.clone(),
+                    meta.clone(),
+                    shm_ref.clone(),
+                    t(tlv::PAYLOAD, b"x"),
+                ]
+                .concat(),
+            ),
+            DecodeError::UnexpectedTlv {
+                frame: "SHM_DELIVERY",
+                tlv: "PAYLOAD",
+            },
+        ),
+        (
+            "SHM_REF of 23 bytes",
+            raw(
+                kind::SHM_DELIVERY,
+                &[edge.clone(), meta.clone(), t(tlv::SHM_REF, &[0u8; 23])].concat(),
+            ),
+            DecodeError::BadLength {
+                tlv: "SHM_REF",
+                len: 23,
+                expected: 24,
+            },
+        ),
+        (
+            "SHM_REF in a DELIVERY",
+            raw(
+                kind::DELIVERY,
+                &[edge.clone(), meta.clone(), shm_ref].concat(),
+            ),
+            DecodeError::UnexpectedTlv {
+                frame: "DELIVERY",
+                tlv: "SHM_REF",
+            },
+        ),
+        (
+            "RELEASE of no tokens",
+            raw(kind::RELEASE, &t(tlv::TOKENS, &[])),
+            DecodeError::BadLength {
+                tlv: "TOKENS",
+                len: 0,
+                expected: 8,
+            },
+        ),
+        (
+            "RELEASE of 12 bytes",
+            raw(kind::RELEASE, &t(tlv::TOKENS, &[0u8; 12])),
+            DecodeError::BadLength {
+                tlv: "TOKENS",
+                len: 12,
+                expected: 8,
+            },
+        ),
+        (
+            "HELLO with a 2-byte SHM",
+            raw(
+                kind::HELLO,
+                &[
+                    t(tlv::VERSION, &[1]),
+                    t(tlv::NODE, b"a"),
+                    t(tlv::MAX_FRAME, &MAX_FRAME.to_le_bytes()),
+                    t(tlv::SHM, &[1, 0]),
+                ]
+                .concat(),
+            ),
+            DecodeError::BadLength {
+                tlv: "SHM",
+                len: 2,
+                expected: 1,
+            },
+        ),
+    ];
+    for (what, bytes, want) in cases {
+        assert_eq!(err(&bytes), want, "{what}");
+    }
+    // More than 1024 tokens (a longer TLV than `t` builds).
+    let mut tokens = vec![tlv::TOKENS, 0x88, 0x40];
+    tokens.extend(std::iter::repeat_n(0u8, 8 * 1025));
+    assert!(matches!(
+        err(&raw(kind::RELEASE, &tokens)),
+        DecodeError::BadLength { tlv: "TOKENS", .. }
+    ));
+    // HELLO's SHM flags: bits other than 0 are ignored, absent is false.
+    let hello = |flags: Option<u8>| {
+        let mut v = [
+            t(tlv::VERSION, &[1]),
+            t(tlv::NODE, b"a"),
+            t(tlv::MAX_FRAME, &MAX_FRAME.to_le_bytes()),
+        ]
+        .concat();
+        if let Some(f) = flags {
+            v.extend(t(tlv::SHM, &[f]));
+        }
+        match decode(&raw(kind::HELLO, &v), MAX_FRAME).unwrap().0 {
+            Frame::Hello { shm, .. } => shm,
+            f => panic!("{f:?}"),
+        }
+    };
+    assert!(!hello(None));
+    assert!(!hello(Some(0xfe)));
+    assert!(hello(Some(0x03)));
+    // The encoder refuses RELEASE of no tokens or of too many.
+    for n in [0, 1025] {
+        assert!(encode(&Frame::Release { tokens: vec![0; n] }).is_err());
+    }
+}

@@ -76,13 +76,39 @@ fn event() -> impl Strategy<Value = StructEvent> {
 
 fn frame() -> impl Strategy<Value = Frame> {
     prop_oneof![
-        (any::<u8>(), "[A-Za-z0-9_.~-]{1,40}", any::<u32>()).prop_map(
-            |(version, node, max_frame)| Frame::Hello {
+        (
+            any::<u8>(),
+            "[A-Za-z0-9_.~-]{1,40}",
+            any::<u32>(),
+            any::<bool>()
+        )
+            .prop_map(|(version, node, max_frame, shm)| Frame::Hello {
                 version,
                 node,
-                max_frame
-            }
-        ),
+                max_frame,
+                shm
+            }),
+        (any::<u32>(), any::<u64>()).prop_map(|(id, size)| Frame::Segment { id, size }),
+        (
+            any::<u64>(),
+            meta(),
+            prop::option::of(path()),
+            (any::<u32>(), any::<u64>(), any::<u32>(), any::<u64>())
+        )
+            .prop_map(|(edge, meta, suffix, (segment, offset, len, token))| {
+                Frame::ShmDelivery {
+                    edge,
+                    meta,
+                    suffix,
+                    shm: ShmRef {
+                        segment,
+                        offset,
+                        len,
+                        token,
+                    },
+                }
+            }),
+        prop::collection::vec(any::<u64>(), 1..=1024).prop_map(|tokens| Frame::Release { tokens }),
         (any::<u64>(), path(), meta(), payload()).prop_map(|(req, path, meta, payload)| {
             Frame::Write {
                 req,
@@ -182,8 +208,8 @@ proptest! {
 
     #[test]
     fn ruling8_unknown_optional_tlvs_are_skipped(f in frame(), t in 0u8..0x80, value in prop::collection::vec(any::<u8>(), 0..300)) {
-        // Skip the one optional type this version knows.
-        prop_assume!(t != 0x01);
+        // Skip the optional types this version knows (MESSAGE, and HELLO's SHM).
+        prop_assume!(t != 0x01 && t != 0x02);
         let mut bytes = encode(&f).unwrap();
         let mut extra = vec![t];
         let mut len = value.len();
@@ -209,6 +235,31 @@ fn ruling8_one_byte_fragmentation_of_every_kind() {
             version: PROTOCOL_VERSION,
             node: "robot-1".into(),
             max_frame: MAX_FRAME,
+            shm: false,
+        },
+        Frame::Hello {
+            version: PROTOCOL_VERSION,
+            node: "robot-2".into(),
+            max_frame: MAX_FRAME,
+            shm: true,
+        },
+        Frame::Segment {
+            id: 3,
+            size: 16 << 20,
+        },
+        Frame::ShmDelivery {
+            edge: 5,
+            meta: Meta::default(),
+            suffix: Some("b".into()),
+            shm: ShmRef {
+                segment: 3,
+                offset: 1 << 20,
+                len: 1 << 20,
+                token: 99,
+            },
+        },
+        Frame::Release {
+            tokens: vec![1, 2, u64::MAX],
         },
         Frame::Write {
             req: 9,

@@ -45,6 +45,8 @@ pub struct Shared {
     pub enclave: String,
     shut_down: AtomicBool,
     next_ring: AtomicU64,
+    /// Large samples' shared-memory pool (`crate::shm`); None when off or unavailable.
+    pub shm: Option<crate::shm::ShmOut>,
     /// Topic vertex -> the history it retains (the largest of its transient-local publishers).
     retained: Mutex<HashMap<String, usize>>,
 }
@@ -208,6 +210,7 @@ impl Context {
                 gids,
                 domain_id,
                 enclave: cfg.enclave.clone(),
+                shm: crate::shm::ShmOut::from_env(),
                 shut_down: AtomicBool::new(false),
                 next_ring: AtomicU64::new(1),
                 retained: Mutex::new(HashMap::new()),

@@ -28,6 +28,7 @@ mod qos_compat;
 mod record;
 mod registry;
 mod service;
+mod shm;
 mod subscription;
 mod topic;
 mod waitset;

@@ -91,20 +91,49 @@ impl Publisher {
 
     /// Serialize and write one message.
     pub fn publish(&self, msg: &MessageRef<'_>) -> RmwResult<()> {
+        if let Some(payload) = self.serialize_to_pool(msg)? {
+            return self.write(payload);
+        }
         let mut buf = Vec::with_capacity(self.size_hint.load(Ordering::Relaxed));
         msg.serialize(&self.ty.ty, &mut buf)?;
         self.size_hint.store(buf.len(), Ordering::Relaxed);
         self.publish_cdr(buf)
     }
 
+    /// A large message (the last one was at least half the threshold, and this one reaches it)
+    /// serialized straight into a shared-memory slot; None: it goes through a `Vec`.
+    fn serialize_to_pool(&self, msg: &MessageRef<'_>) -> RmwResult<Option<Payload>> {
+        let Some(shm) = &self._ctx.shm else {
+            return Ok(None);
+        };
+        if self.size_hint.load(Ordering::Relaxed) < shm.threshold / 2 {
+            return Ok(None);
+        }
+        let size = msg.serialized_size(&self.ty.ty)?;
+        self.size_hint.store(size, Ordering::Relaxed);
+        if size < shm.threshold {
+            return Ok(None);
+        }
+        // The pool full: ordinary memory, never a wait.
+        let Some(mut slot) = shm.pool.alloc(size) else {
+            return Ok(None);
+        };
+        let n = msg.serialize_into(&self.ty.ty, slot.as_mut_slice())?;
+        slot.truncate(n);
+        Ok(Some(Payload::from_slot(slot.freeze())))
+    }
+
     /// Write one message that is already CDR (`rmw_publish_serialized_message`).
     pub fn publish_cdr(&self, cdr: Vec<u8>) -> RmwResult<()> {
+        self.write(Payload::from(cdr))
+    }
+
+    fn write(&self, payload: Payload) -> RmwResult<()> {
         let meta = Meta {
             source_timestamp_ns: now_ns(),
             sequence: self.seq.fetch_add(1, Ordering::Relaxed) + 1,
             writer: self.gid.0,
         };
-        let payload = Payload::from(cdr);
         if let Some(r) = &self.record {
             r.published(&payload, &meta);
         }

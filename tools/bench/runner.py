@@ -108,8 +108,8 @@ def library_path(venv):
 
 
 def ensure_built(no_build):
-    sources = [os.path.join(HERE, f) for f in ("ping.c", "pong.c", "bench_common.c", "bench_common.h", "build")]
-    bins = [os.path.join(BIN, "bench_ping"), os.path.join(BIN, "bench_pong")]
+    sources = [os.path.join(HERE, f) for f in ("ping.c", "pong.c", "bench_common.c", "bench_common.h", "refs.c", "build")]
+    bins = [os.path.join(BIN, "bench_ping"), os.path.join(BIN, "bench_pong"), os.path.join(BIN, "bench_refs")]
     newest_src = max(os.path.getmtime(s) for s in sources)
     stale = any(not os.path.exists(b) or os.path.getmtime(b) < newest_src for b in bins)
     if stale:
@@ -219,6 +219,33 @@ def run_pair(key, size, case, args, base_env, workdir):
     return doc
 
 
+def run_refs(size, iters):
+    """The machine's references for one size (bench_refs): raw Unix-socket round trip, memcpy."""
+    out = subprocess.run([os.path.join(BIN, "bench_refs"), str(size), str(iters)], capture_output=True,
+                         text=True, timeout=300)
+    if out.returncode != 0:
+        raise BenchError(f"bench_refs {size}: {describe_rc(out.returncode)}\n{out.stderr}")
+    return json.loads(out.stdout)
+
+
+def print_refs(sizes, results, refs, keys):
+    print("references: raw Unix-socket ping-pong (two processes, no framing) and one memcpy, same run")
+    print(f"{'payload':>9} | {'socket rtt p50':>14} {'p99':>9} | {'memcpy p50':>10} | "
+          f"{'tracer/socket p50':>17} {'fastdds/socket p50':>18}")
+    for size in sizes:
+        r = refs.get(size)
+        if r is None:
+            continue
+        s50 = r["socket_rtt_us"]["p50"]
+
+        def over(key):
+            case = results.get(key, {}).get(size)
+            return fmt(ratio(case["latency_rtt_us"]["p50"], s50) if case else None, 17 if key == "tracer" else 18, 2)
+
+        print(f"{human_size(size):>9} | {s50:>14.1f} {r['socket_rtt_us']['p99']:>9.1f} | "
+              f"{r['memcpy_us']['p50']:>10.1f} | {over('tracer')} {over('fastdds')}")
+
+
 def ratio(a, b):
     if a is None or b is None or b == 0:
         return None
@@ -289,6 +316,8 @@ def main():
     ap.add_argument("--match-timeout", type=int, default=30, help="seconds to wait for matching (default: 30)")
     ap.add_argument("--pair-timeout", type=int, default=600, help="seconds one ping/pong pair may take (default: 600)")
     ap.add_argument("--no-build", action="store_true", help="do not (re)build bench_ping/bench_pong")
+    ap.add_argument("--no-refs", dest="refs", action="store_false",
+                    help="skip the raw references (Unix-socket ping-pong, memcpy) measured after each size")
     args = ap.parse_args()
 
     keys = [k.strip() for k in args.rmw.split(",") if k.strip()]
@@ -354,6 +383,7 @@ def main():
         mtime = datetime.datetime.fromtimestamp(os.path.getmtime(frozen), datetime.timezone.utc)
         tracer_info = {"path": args.tracer_lib, "sha256": digest, "mtime_utc": mtime.isoformat(timespec="seconds")}
         args.tracer_lib = frozen
+    refs = {}
     errors = []  # every failure is reported and makes the exit status 1
     fatal = False
     try:
@@ -368,6 +398,8 @@ def main():
                     errors.append(f"after measuring: {str(e).splitlines()[0]}")
                     doc = e.doc
                 results[key][size] = doc["cases"][0]
+            if args.refs:
+                refs[size] = run_refs(size, cases[size][0])
     except BenchError as e:
         print(f"bench: FAILED: {e}", file=sys.stderr)
         errors.append(str(e).splitlines()[0])
@@ -380,6 +412,9 @@ def main():
 
     print()
     print_tables(sizes, results, keys)
+    if refs:
+        print()
+        print_refs(sizes, results, refs, keys)
     if fatal:
         print("(stopped at the first failure: the table holds the pairs run before it)")
     print(f"({elapsed:.0f} s; load average {load_before[0]:.2f} before, {os.getloadavg()[0]:.2f} after; "
@@ -398,6 +433,7 @@ def main():
         "elapsed_s": round(elapsed, 1),
         "errors": errors,
         "results": {RMWS[k][1]: [results[k][s] for s in sizes if s in results[k]] for k in keys},
+        "references": [refs[s] for s in sizes if s in refs],
         "ratios_tracer_over_fastdds": [
             {
                 "size": s,

@@ -44,6 +44,12 @@ pub struct TransportConfig {
     pub handshake_timeout: Duration,
     /// A write blocked this long (the peer stopped reading) fails and closes the link.
     pub write_timeout: Duration,
+    /// Say in HELLO that we map shared-memory segments (docs/wire.md, SHM). Default: this
+    /// process can (`tracer_shm::can_map`, false with `TRACER_SHM=off`).
+    pub accept_shm: bool,
+    /// References to our shared memory one peer may hold at once; past it, samples go as
+    /// copies. Bounds what a stopped reader pins in our pool beyond its ring.
+    pub shm_refs_per_link: usize,
 }
 
 impl Default for TransportConfig {
@@ -53,6 +59,8 @@ impl Default for TransportConfig {
             dead_after: Duration::from_millis(900),
             handshake_timeout: Duration::from_secs(2),
             write_timeout: Duration::from_secs(10),
+            accept_shm: tracer_shm::can_map(),
+            shm_refs_per_link: 256,
         }
     }
 }
@@ -361,7 +369,7 @@ impl Inner {
         peer: &str,
     ) -> Result<(), Option<String>> {
         let _ = stream.set_write_timeout(Some(self.cfg.handshake_timeout));
-        write_frame(&stream, &hello(&self.name)).map_err(|_| None)?;
+        write_frame(&stream, &hello(&self.name, self.cfg.accept_shm)).map_err(|_| None)?;
         let (h, dec, left) = match read_hello(&stream, self.cfg.handshake_timeout) {
             Ok(HelloOutcome::Hello(h, dec, left)) => (h, dec, left),
             Ok(HelloOutcome::Refused(why)) => return Err(Some(why)),
@@ -375,7 +383,7 @@ impl Inner {
             );
             return Err(None);
         }
-        let id = peer_identity(&stream, h.node).map_err(|_| None)?;
+        let id = peer_identity(&stream, h.node.clone()).map_err(|_| None)?;
         let mut table = self.table.lock();
         if table.stopped || table.links.contains_key(peer) {
             // The tie-break makes the second case unreachable; keep the link that exists.
@@ -383,7 +391,7 @@ impl Inner {
             let _ = stream.shutdown(std::net::Shutdown::Both);
             return Ok(());
         }
-        self.install(&mut table, stream, id, h.max_frame, dec, left)
+        self.install(&mut table, stream, id, &h, dec, left)
             .map_err(|_| None)
     }
 
@@ -428,10 +436,10 @@ impl Inner {
             return;
         }
         // Reply while holding the table so no second connection from the peer slips in.
-        if write_frame(&stream, &hello(&self.name)).is_err() {
+        if write_frame(&stream, &hello(&self.name, self.cfg.accept_shm)).is_err() {
             return;
         }
-        let _ = self.install(&mut table, stream, id, h.max_frame, dec, left);
+        let _ = self.install(&mut table, stream, id, &h, dec, left);
     }
 
     fn install(
@@ -439,7 +447,7 @@ impl Inner {
         table: &mut Table,
         stream: UnixStream,
         id: PeerIdentity,
-        peer_max: u32,
+        hello: &super::unix::PeerHello,
         dec: crate::wire::FrameDecoder,
         left: super::unix::Leftover,
     ) -> io::Result<()> {
@@ -447,7 +455,19 @@ impl Inner {
         stream.set_read_timeout(None)?;
         let reader_stream = stream.try_clone()?;
         let name = id.name.clone();
-        let link = Arc::new(UnixLink::new(id, stream, peer_max, Instant::now()));
+        // References only to a peer that maps them and is of our own uid: a segment holds
+        // samples of every topic of this process, and another user may be granted only some.
+        let shm = super::unix::ShmSend {
+            enabled: hello.shm && id.uid == nix::unistd::geteuid().as_raw(),
+            max_out: self.cfg.shm_refs_per_link,
+        };
+        let link = Arc::new(UnixLink::new(
+            id,
+            stream,
+            hello.max_frame,
+            Instant::now(),
+            shm,
+        ));
         table.links.insert(name.clone(), link.clone());
         let handler = self.handler.clone();
         let weak = Arc::downgrade(self);

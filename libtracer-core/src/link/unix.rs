@@ -1,12 +1,21 @@
 //! A link over a Unix-domain stream socket: the HELLO handshake, the writer (caller's thread,
 //! one vectored write per frame under a per-link lock) and the reader thread.
+//!
+//! Shared memory (docs/wire.md, SEGMENT / SHM_DELIVERY / RELEASE) is this link's own business:
+//! a DELIVERY whose payload is a slot of our pool goes as a reference when the peer maps
+//! segments (and is of our uid), its segment's descriptor passed once; a reference received
+//! becomes an ordinary DELIVERY whose payload is a read-only view, released when dropped.
 
-use std::io::{self, IoSlice, Read};
-use std::os::fd::AsRawFd;
+use std::collections::{HashMap, HashSet};
+use std::io::{self, IoSlice};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
+
+use tracer_shm::fdpass::{send_with_fd, FdReceiver};
+use tracer_shm::{MapError, Mapping, Release};
 
 use nix::errno::Errno;
 use nix::sys::socket::{sendmsg, MsgFlags};
@@ -15,7 +24,10 @@ use parking_lot::Mutex;
 use super::{
     close_handler_failed, close_malformed, run_callback, Link, LinkError, LinkHandler, PeerIdentity,
 };
-use crate::wire::{encode_parts, ErrorCode, Frame, FrameDecoder, MAX_FRAME, PROTOCOL_VERSION};
+use crate::payload::Payload;
+use crate::wire::{
+    encode_parts, ErrorCode, Frame, FrameDecoder, ShmRef, MAX_FRAME, PROTOCOL_VERSION,
+};
 
 /// Read buffer of a link's reader (large bodies bypass it, see `FrameDecoder::body_window`).
 pub(crate) const READ_BUF: usize = 64 * 1024;
@@ -23,12 +35,34 @@ pub(crate) const READ_BUF: usize = 64 * 1024;
 const HANDSHAKE_FRAME: u32 = 8 * 1024;
 /// After a frame at least this large, the reader reads the next prefix on its own.
 const PREFIX_FIRST: usize = 32 * 1024;
+/// Segments a peer may announce on one link.
+const MAX_SEGMENTS: usize = 4096;
+/// Descriptors that may wait for their SEGMENT frame.
+const MAX_WAITING_FDS: usize = 8;
+
+/// How this end sends shared-memory references to the peer.
+pub(crate) struct ShmSend {
+    /// The peer maps segments (HELLO) and has our uid.
+    pub enabled: bool,
+    /// References out at once; past it, copies.
+    pub max_out: usize,
+}
+
+/// What the write lock guards: the socket's byte stream, and which segments it announced.
+#[derive(Default)]
+struct WriteState {
+    announced: HashSet<u32>,
+}
 
 /// One end of a Unix-socket link.
 pub struct UnixLink {
     peer: PeerIdentity,
     stream: UnixStream,
-    write_lock: Mutex<()>,
+    write_lock: Mutex<WriteState>,
+    shm: ShmSend,
+    /// References out to the peer, by token: each holds its sample's slot until RELEASE.
+    out: Mutex<HashMap<u64, Payload>>,
+    next_token: AtomicU64,
     /// The peer's announced frame bound: nothing larger is sent.
     peer_max: u32,
     closed: AtomicBool,
@@ -45,12 +79,16 @@ impl UnixLink {
         stream: UnixStream,
         peer_max: u32,
         epoch: Instant,
+        shm: ShmSend,
     ) -> Self {
         let now = epoch.elapsed().as_millis() as u64;
         UnixLink {
             peer,
             stream,
-            write_lock: Mutex::new(()),
+            write_lock: Mutex::new(WriteState::default()),
+            shm,
+            out: Mutex::new(HashMap::new()),
+            next_token: AtomicU64::new(1),
             peer_max,
             closed: AtomicBool::new(false),
             epoch,
@@ -67,6 +105,16 @@ impl UnixLink {
 
     pub fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
+    }
+
+    /// References to our shared memory the peer holds now (tests, diagnostics).
+    pub fn shm_refs_out(&self) -> usize {
+        self.out.lock().len()
+    }
+
+    /// Whether samples of our pool go to this peer as references.
+    pub fn sends_shm(&self) -> bool {
+        self.shm.enabled
     }
 
     fn now_ms(&self) -> u64 {
@@ -135,15 +183,23 @@ impl UnixLink {
     }
 
     fn write_parts(&self, head: &[u8], payload: &[u8]) -> Result<(), LinkError> {
+        self.locked_write(|_| write_all2(&self.stream, head, payload))
+    }
+
+    /// Run `write` under the write lock, closing the link when it fails.
+    fn locked_write(
+        &self,
+        write: impl FnOnce(&mut WriteState) -> io::Result<()>,
+    ) -> Result<(), LinkError> {
         if self.is_closed() {
             return Err(LinkError::Closed(self.peer.name.clone()));
         }
-        let guard = self.write_lock.lock();
+        let mut guard = self.write_lock.lock();
         // Closed while we waited for the lock (a blocked write timed out): fail at once.
         if self.is_closed() {
             return Err(LinkError::Closed(self.peer.name.clone()));
         }
-        let r = write_all2(&self.stream, head, payload);
+        let r = write(&mut guard);
         drop(guard);
         match r {
             Ok(()) => {
@@ -162,6 +218,109 @@ impl UnixLink {
             }
         }
     }
+}
+
+impl UnixLink {
+    /// Send a DELIVERY of a pool slot as SHM_DELIVERY (announcing its segment first, once).
+    /// `Ok(false)`: not sent, the caller sends the bytes (the peer holds `max_out` references).
+    fn send_reference(
+        &self,
+        edge: u64,
+        meta: &crate::payload::Meta,
+        suffix: &Option<String>,
+        payload: &Payload,
+        slot: &tracer_shm::Slot,
+    ) -> Result<bool, LinkError> {
+        let token = self.next_token.fetch_add(1, Ordering::Relaxed);
+        {
+            let mut out = self.out.lock();
+            if out.len() >= self.shm.max_out {
+                return Ok(false);
+            }
+            // Before the write: the peer may release it as soon as the frame is out.
+            out.insert(token, payload.clone());
+        }
+        let frame = Frame::ShmDelivery {
+            edge,
+            meta: *meta,
+            suffix: suffix.clone(),
+            shm: ShmRef {
+                segment: slot.segment().0,
+                offset: slot.offset(),
+                len: slot.len() as u32,
+                token,
+            },
+        };
+        let r = encode_parts(&frame, self.peer_max)
+            .map_err(LinkError::from)
+            .and_then(|enc| {
+                self.locked_write(|ws| {
+                    let seg = slot.segment().0;
+                    if !ws.announced.contains(&seg) {
+                        let announce = Frame::Segment {
+                            id: seg,
+                            size: slot.segment_size(),
+                        };
+                        let a = encode_parts(&announce, self.peer_max).map_err(io::Error::other)?;
+                        write_with_fd(&self.stream, &a.head, slot)?;
+                        ws.announced.insert(seg);
+                    }
+                    write_all2(&self.stream, &enc.head, &[])
+                })
+            });
+        if r.is_err() {
+            self.out.lock().remove(&token);
+        }
+        r.map(|()| true)
+    }
+
+    /// The peer returned references: their slots may be reused (once nobody else holds them).
+    /// False when a token was not out (the peer broke the protocol).
+    fn released(&self, tokens: &[u64]) -> bool {
+        let mut out = self.out.lock();
+        let mut gone = Vec::with_capacity(tokens.len());
+        let mut ok = true;
+        for t in tokens {
+            match out.remove(t) {
+                Some(p) => gone.push(p),
+                None => ok = false,
+            }
+        }
+        drop(out);
+        // The slots go back to the pool here, outside the lock.
+        drop(gone);
+        ok
+    }
+}
+
+/// A view of the peer's memory was dropped: tell the peer (if the link is still up; when it is
+/// not, the peer released everything already).
+impl Release for UnixLink {
+    fn release(&self, token: u64) {
+        if !self.is_closed() {
+            let _ = self.send(&Frame::Release {
+                tokens: vec![token],
+            });
+        }
+    }
+}
+
+/// Write a SEGMENT frame's bytes with the segment's descriptor attached to the first of them.
+fn write_with_fd(w: &UnixStream, head: &[u8], slot: &tracer_shm::Slot) -> io::Result<()> {
+    let n = loop {
+        match send_with_fd(
+            w.as_fd(),
+            &[IoSlice::new(head)],
+            slot.segment_fd(),
+            MsgFlags::MSG_NOSIGNAL,
+        ) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => break n,
+            Err(Errno::EINTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    };
+    write_all2(w, &head[n..], &[])
 }
 
 /// Write `a` then `b` completely, as few syscalls as the kernel allows: one vectored `sendmsg`
@@ -199,6 +358,19 @@ impl Link for UnixLink {
         if self.is_closed() {
             return Err(LinkError::Closed(self.peer.name.clone()));
         }
+        if let Frame::Delivery {
+            edge,
+            meta,
+            suffix,
+            payload,
+        } = frame
+        {
+            if let (true, Some(slot)) = (self.shm.enabled, payload.slot()) {
+                if self.send_reference(*edge, meta, suffix, payload, slot)? {
+                    return Ok(());
+                }
+            }
+        }
         let enc = encode_parts(frame, self.peer_max)?;
         let payload: &[u8] = enc.payload.as_deref().unwrap_or(&[]);
         self.write_parts(&enc.head, payload)
@@ -210,6 +382,10 @@ impl Link for UnixLink {
         if !self.closed.swap(true, Ordering::AcqRel) {
             // Wakes our reader (EOF) and any writer blocked on a full socket.
             let _ = self.stream.shutdown(std::net::Shutdown::Both);
+            // The peer holds nothing of ours any more (it may be dead): every slot it had goes
+            // back to the pool.
+            let out = std::mem::take(&mut *self.out.lock());
+            drop(out);
         }
     }
 }
@@ -219,19 +395,24 @@ pub(crate) struct Leftover {
     pub buf: Vec<u8>,
     pub start: usize,
     pub end: usize,
+    /// Descriptors that came with those bytes (a SEGMENT right after the peer's HELLO).
+    pub fds: Vec<OwnedFd>,
 }
 
 /// What the peer said in its HELLO.
 pub(crate) struct PeerHello {
     pub node: String,
     pub max_frame: u32,
+    pub shm: bool,
 }
 
-pub(crate) fn hello(local: &str) -> Frame {
+/// Our HELLO; `shm`: we map segments sent to us.
+pub(crate) fn hello(local: &str, shm: bool) -> Frame {
     Frame::Hello {
         version: PROTOCOL_VERSION,
         node: local.to_owned(),
         max_frame: MAX_FRAME,
+        shm,
     }
 }
 
@@ -247,14 +428,14 @@ pub(crate) enum HelloOutcome {
 }
 
 /// Read frames until the first one, within `timeout`. It must be HELLO (or ERROR: a refusal).
-pub(crate) fn read_hello(
-    mut stream: &UnixStream,
-    timeout: Duration,
-) -> Result<HelloOutcome, String> {
+pub(crate) fn read_hello(stream: &UnixStream, timeout: Duration) -> Result<HelloOutcome, String> {
     let deadline = Instant::now() + timeout;
     // Until the peer has said who it is, nothing large is accepted (nor allocated for).
     let mut dec = FrameDecoder::new(HANDSHAKE_FRAME);
     let mut buf = vec![0u8; READ_BUF];
+    // Through recvmsg: a descriptor sent right after the peer's HELLO must not be lost.
+    let mut recv = FdReceiver::default();
+    let mut fds = Vec::new();
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
@@ -263,7 +444,7 @@ pub(crate) fn read_hello(
         stream
             .set_read_timeout(Some(left))
             .map_err(|e| e.to_string())?;
-        let n = match stream.read(&mut buf) {
+        let n = match recv.recv(stream.as_fd(), &mut buf, &mut fds) {
             Ok(0) => return Err("connection closed before HELLO".into()),
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -284,6 +465,7 @@ pub(crate) fn read_hello(
                 version,
                 node,
                 max_frame,
+                shm,
             })) => {
                 stream.set_read_timeout(None).map_err(|e| e.to_string())?;
                 dec.set_max_frame(MAX_FRAME);
@@ -299,9 +481,14 @@ pub(crate) fn read_hello(
                     buf,
                     start: taken,
                     end: n,
+                    fds,
                 };
                 return Ok(HelloOutcome::Hello(
-                    PeerHello { node, max_frame },
+                    PeerHello {
+                        node,
+                        max_frame,
+                        shm,
+                    },
                     dec,
                     left,
                 ));
@@ -356,7 +543,7 @@ fn read_frames(
     link: &Arc<UnixLink>,
     dyn_link: &Arc<dyn Link>,
     handler: &dyn LinkHandler,
-    mut stream: UnixStream,
+    stream: UnixStream,
     mut dec: FrameDecoder,
     left: Leftover,
 ) {
@@ -364,14 +551,24 @@ fn read_frames(
         mut buf,
         mut start,
         mut end,
+        fds,
     } = left;
+    let mut rx = ShmReceive {
+        fds,
+        maps: HashMap::new(),
+        release: {
+            let weak: Weak<UnixLink> = Arc::downgrade(link);
+            weak
+        },
+    };
+    let mut recv = FdReceiver::default();
     'outer: loop {
         // Drain what is buffered.
         loop {
             start += dec.push(&buf[start..end]);
             match dec.pop() {
                 Ok(Some(frame)) => {
-                    if !dispatch(link, dyn_link, handler, frame) {
+                    if !dispatch(link, dyn_link, handler, &mut rx, frame) {
                         break 'outer;
                     }
                 }
@@ -386,20 +583,27 @@ fn read_frames(
         // Read more: large bodies straight into the frame buffer, the rest through `buf`. After
         // a large frame, read just the next length prefix first, so that a large body that
         // follows goes straight into its own buffer instead of through `buf`.
+        // Always recvmsg: descriptors (SEGMENT) come with the bytes.
+        let sock = stream.as_fd();
         let r = match dec.body_window() {
-            Some(w) => stream.read(w).inspect(|&n| dec.commit(n)),
+            Some(w) => recv.recv(sock, w, &mut rx.fds).inspect(|&n| dec.commit(n)),
             None => {
                 let want = if !dec.is_mid_frame() && dec.last_frame_len() >= PREFIX_FIRST {
                     crate::wire::LEN_PREFIX
                 } else {
                     buf.len()
                 };
-                stream.read(&mut buf[..want]).inspect(|&n| {
-                    start = 0;
-                    end = n;
-                })
+                recv.recv(sock, &mut buf[..want], &mut rx.fds)
+                    .inspect(|&n| {
+                        start = 0;
+                        end = n;
+                    })
             }
         };
+        if rx.fds.len() > MAX_WAITING_FDS {
+            close_malformed(&**link, "descriptors sent without SEGMENT frames");
+            break;
+        }
         match r {
             Ok(0) => break,
             Ok(_) => link.touch_rx(),
@@ -411,13 +615,101 @@ fn read_frames(
     }
 }
 
+/// The reader's shared-memory state: descriptors waiting for their SEGMENT, the peer's
+/// segments mapped (None: could not be mapped here), and the hook views release through.
+struct ShmReceive {
+    fds: Vec<OwnedFd>,
+    maps: HashMap<u32, Option<Arc<Mapping>>>,
+    release: Weak<UnixLink>,
+}
+
+impl ShmReceive {
+    /// A SEGMENT: map its descriptor. Err: the peer broke the protocol.
+    fn segment(&mut self, id: u32, size: u64) -> Result<(), String> {
+        if self.fds.is_empty() {
+            return Err(format!("SEGMENT {id} came without a descriptor"));
+        }
+        if self.maps.contains_key(&id) {
+            return Err(format!("SEGMENT {id} announced twice"));
+        }
+        if self.maps.len() >= MAX_SEGMENTS {
+            return Err(format!("more than {MAX_SEGMENTS} segments"));
+        }
+        let fd = self.fds.remove(0);
+        let map = match Mapping::map(fd, size) {
+            Ok(m) => Some(Arc::new(m)),
+            // Out of address space or map count here: its samples are released unread.
+            Err(MapError::Os(_)) => None,
+            Err(e) => return Err(format!("SEGMENT {id}: {e}")),
+        };
+        self.maps.insert(id, map);
+        Ok(())
+    }
+
+    /// An SHM_DELIVERY's payload: Ok(None) when its segment could not be mapped (released at once).
+    fn payload(&self, r: &ShmRef) -> Result<Option<Payload>, String> {
+        let map = match self.maps.get(&r.segment) {
+            None => return Err(format!("reference into unknown segment {}", r.segment)),
+            Some(None) => {
+                if let Some(l) = self.release.upgrade() {
+                    l.release(r.token);
+                }
+                return Ok(None);
+            }
+            Some(Some(m)) => m,
+        };
+        let release: Weak<dyn Release> = self.release.clone();
+        map.view(r.offset, u64::from(r.len), release, r.token)
+            .map(|v| Some(Payload::from_view(v)))
+            .ok_or_else(|| format!("reference past the end of segment {}", r.segment))
+    }
+}
+
 /// Handle one frame; false ends the link.
 fn dispatch(
     link: &Arc<UnixLink>,
     dyn_link: &Arc<dyn Link>,
     handler: &dyn LinkHandler,
+    rx: &mut ShmReceive,
     frame: Frame,
 ) -> bool {
+    let frame = match frame {
+        Frame::Segment { id, size } => {
+            return match rx.segment(id, size) {
+                Ok(()) => true,
+                Err(why) => {
+                    close_malformed(&**link, &why);
+                    false
+                }
+            };
+        }
+        Frame::Release { tokens } => {
+            if link.released(&tokens) {
+                return true;
+            }
+            close_malformed(&**link, "RELEASE of a reference that is not out");
+            return false;
+        }
+        Frame::ShmDelivery {
+            edge,
+            meta,
+            suffix,
+            shm,
+        } => match rx.payload(&shm) {
+            Ok(Some(payload)) => Frame::Delivery {
+                edge,
+                meta,
+                suffix,
+                payload,
+            },
+            Ok(None) => return true,
+            Err(why) => {
+                close_malformed(&**link, &why);
+                return false;
+            }
+        },
+        other => other,
+    };
     match frame {
         Frame::Ping { nonce } => {
             link.try_send_liveness(&Frame::Pong { nonce });

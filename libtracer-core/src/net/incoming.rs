@@ -141,7 +141,12 @@ pub(crate) fn on_frame(g: &GraphInner, id: LinkId, frame: Frame) {
         Frame::Ping { nonce } => {
             let _ = st.send(&Frame::Pong { nonce });
         }
-        Frame::Hello { .. } | Frame::Pong { .. } => {}
+        // The link's own business (handshake, liveness, shared memory): never passed up.
+        Frame::Hello { .. }
+        | Frame::Pong { .. }
+        | Frame::Segment { .. }
+        | Frame::ShmDelivery { .. }
+        | Frame::Release { .. } => {}
     }
 }
 

@@ -71,4 +71,10 @@ pub enum EncodeError {
     },
     #[error("frame would be {len} bytes, above the bound of {max} bytes")]
     FrameTooLarge { len: u64, max: u32 },
+    #[error("{field} holds {count} items; 1 to {max} are allowed")]
+    BadCount {
+        field: &'static str,
+        count: usize,
+        max: usize,
+    },
 }

@@ -78,6 +78,19 @@ pub struct SchemaInfo {
     pub definition: String,
 }
 
+/// Where a shared-memory payload is: `len` bytes at `offset` of the sender's segment `segment`,
+/// out under `token` until the receiver releases it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShmRef {
+    pub segment: u32,
+    pub offset: u64,
+    pub len: u32,
+    pub token: u64,
+}
+
+/// Most tokens in one RELEASE.
+pub const MAX_TOKENS: usize = 1024;
+
 /// One frame of wire protocol v1.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Frame {
@@ -86,6 +99,8 @@ pub enum Frame {
         version: u8,
         node: String,
         max_frame: u32,
+        /// The sender maps shared-memory segments sent to it (the optional SHM TLV, bit 0).
+        shm: bool,
     },
     /// A write addressed to `path` on the receiver (a forwarded write: the sender stripped its
     /// `/net/<peer>` prefix). Never creates on the receiver.
@@ -141,6 +156,24 @@ pub enum Frame {
     },
     Ping {
         nonce: u64,
+    },
+    /// A shared-memory segment of the sender, once per link; its descriptor travels with the
+    /// frame's first byte (SCM_RIGHTS). Link-level: never reaches a handler.
+    Segment {
+        id: u32,
+        size: u64,
+    },
+    /// A DELIVERY whose payload stays in the sender's shared memory. Link-level: the receiving
+    /// link hands its handler a `Delivery` whose payload is a view of that memory.
+    ShmDelivery {
+        edge: EdgeId,
+        meta: Meta,
+        suffix: Option<String>,
+        shm: ShmRef,
+    },
+    /// References the receiver of SHM_DELIVERY frames no longer holds. Link-level.
+    Release {
+        tokens: Vec<u64>,
     },
     Pong {
         nonce: u64,

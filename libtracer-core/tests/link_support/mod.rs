@@ -99,6 +99,11 @@ impl Recorder {
             })
             .collect()
     }
+    /// Forget the events recorded so far (and so drop the payloads they hold).
+    pub fn clear_events(&self) {
+        let gone = std::mem::take(&mut self.state.lock().events);
+        drop(gone);
+    }
     pub fn count(&self, ev: &Ev) -> usize {
         self.state.lock().events.iter().filter(|e| *e == ev).count()
     }

@@ -35,6 +35,20 @@ impl<'a> MessageRef<'a> {
     }
 }
 
+impl MessageRef<'_> {
+    /// The CDR size of the message, header included.
+    pub fn serialized_size(&self, ty: &MessageType) -> RmwResult<usize> {
+        // SAFETY: `new`'s contract: an initialized message of `ty`, unchanged meanwhile.
+        unsafe { ty.serialized_size(self.p) }.map_err(RmwError::from)
+    }
+
+    /// CDR of the message into `out`, sized by [`serialized_size`](Self::serialized_size).
+    pub fn serialize_into(&self, ty: &MessageType, out: &mut [u8]) -> RmwResult<usize> {
+        // SAFETY: `new`'s contract: an initialized message of `ty`, unchanged meanwhile.
+        unsafe { ty.serialize_into(self.p, out) }.map_err(RmwError::from)
+    }
+}
+
 /// A message to fill (take).
 pub struct MessageMut<'a> {
     p: *mut c_void,

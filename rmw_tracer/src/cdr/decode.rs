@@ -65,6 +65,15 @@ unsafe fn field(
 }
 
 unsafe fn resize(f: &Field, p: *mut c_void, n: usize) -> Result<(), CdrError> {
+    // Already that long (a message taken into again and again): keep its memory. A C
+    // sequence's resize function frees and callocs, which for a large sequence costs a fresh
+    // mapping, its page faults and its zeroing on every take, only to be overwritten.
+    if let Some(size_fn) = f.size_fn {
+        // SAFETY: the member's own size function applied to the member.
+        if unsafe { size_fn(p) } == n {
+            return Ok(());
+        }
+    }
     let ok = match f.resize_fn.expect("checked by plan::check_functions") {
         // SAFETY: the member's own resize function (fini + init of the C sequence).
         Resize::C(resize) => unsafe { resize(p, n) },

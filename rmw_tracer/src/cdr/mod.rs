@@ -228,6 +228,30 @@ impl MessageType {
         unsafe { encode::message(&self.plan, msg, &mut sink) }
     }
 
+    /// Serializes `msg` into `out`, which [`serialized_size`](Self::serialized_size) sized: no
+    /// intermediate buffer. Returns the bytes written; a message larger than `out` is an error.
+    ///
+    /// # Safety
+    /// As for [`serialize`](Self::serialize).
+    pub unsafe fn serialize_into(
+        &self,
+        msg: *const c_void,
+        out: &mut [u8],
+    ) -> Result<usize, CdrError> {
+        if msg.is_null() {
+            return Err(CdrError::BadMessage("message pointer is null"));
+        }
+        let mut sink = wire::SliceSink::with_header(out);
+        // SAFETY: forwarded contract.
+        unsafe { encode::message(&self.plan, msg, &mut sink) }?;
+        if sink.overflowed() {
+            return Err(CdrError::BadMessage(
+                "message changed size between the size pass and serialization",
+            ));
+        }
+        Ok(sink.written())
+    }
+
     /// The exact number of bytes [`serialize`](Self::serialize) writes for `msg`, header included.
     ///
     /// # Safety

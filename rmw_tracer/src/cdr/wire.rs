@@ -115,6 +115,62 @@ impl Sink for VecSink<'_> {
     }
 }
 
+/// Writes into a slice sized beforehand (a shared-memory slot) by the size pass: header, then
+/// body. Writing past the end is refused (`overflowed`), never a panic.
+pub struct SliceSink<'a> {
+    buf: &'a mut [u8],
+    pos: usize,
+    overflowed: bool,
+}
+
+impl<'a> SliceSink<'a> {
+    /// Writes the encapsulation header at the start of `buf`.
+    pub fn with_header(buf: &'a mut [u8]) -> Self {
+        let mut s = SliceSink {
+            buf,
+            pos: 0,
+            overflowed: false,
+        };
+        s.put(&HEADER_CDR_LE);
+        s
+    }
+    /// Bytes written, header included.
+    pub fn written(&self) -> usize {
+        self.pos
+    }
+    pub fn overflowed(&self) -> bool {
+        self.overflowed
+    }
+    fn take(&mut self, n: usize) -> Option<&mut [u8]> {
+        match self.buf.get_mut(self.pos..self.pos + n) {
+            Some(dst) if !self.overflowed => {
+                self.pos += n;
+                Some(dst)
+            }
+            _ => {
+                self.overflowed = true;
+                None
+            }
+        }
+    }
+}
+
+impl Sink for SliceSink<'_> {
+    fn body_pos(&self) -> usize {
+        self.pos - HEADER_LEN
+    }
+    fn zeros(&mut self, n: usize) {
+        if let Some(dst) = self.take(n) {
+            dst.fill(0);
+        }
+    }
+    fn put(&mut self, bytes: &[u8]) {
+        if let Some(dst) = self.take(bytes.len()) {
+            dst.copy_from_slice(bytes);
+        }
+    }
+}
+
 /// Counts the bytes a serialization would write.
 #[derive(Default)]
 pub struct SizeSink {

@@ -1,13 +1,16 @@
 #![forbid(unsafe_code)]
-//! `tracer`: the rmw_tracer command line. `info`, `cat`, `attachments` and `recover` work on
-//! MCAP files through tracer-mcap; `record` is a libtracer participant (record.rs); `graph`
-//! and `bench` are not built yet.
+//! `tracer`: the rmw_tracer command line (docs/cli.md). `info`, `cat`, `attachments` and
+//! `recover` work on MCAP files through tracer-mcap; `record`, `graph` and `echo` are
+//! libtracer participants of the host graph (participant.rs).
 
 mod attachments;
 mod cat;
 mod decoder;
+mod echo;
 mod format;
+mod graph;
 mod info;
+mod participant;
 mod record;
 mod recover;
 
@@ -19,7 +22,7 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "tracer",
     version,
-    about = "rmw_tracer tools: inspect, read and repair MCAP recordings"
+    about = "rmw_tracer tools: record, inspect and repair MCAP files; show the live ROS graph and its topics"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -41,15 +44,10 @@ enum Cmd {
     Recover(recover::Args),
     /// Record ROS topics to MCAP as a libtracer participant (stop with Ctrl-C).
     Record(record::Args),
-    /// Show the libtracer graph (not built yet).
-    Graph,
-    /// Benchmarks of the libtracer graph (not built yet).
-    Bench,
-}
-
-fn not_built(verb: &str) -> ExitCode {
-    eprintln!("tracer {verb}: needs the libtracer participant, not built yet");
-    ExitCode::from(2)
+    /// The ROS graph: nodes, topics, services, endpoints with QoS, and the edges between peers.
+    Graph(graph::Args),
+    /// Print the messages of a live topic, decoded from its schema (JSON or YAML-like).
+    Echo(echo::Args),
 }
 
 fn main() -> ExitCode {
@@ -60,8 +58,8 @@ fn main() -> ExitCode {
         Cmd::Attachments { cmd } => attachments::run(cmd),
         Cmd::Recover(a) => recover::run(a),
         Cmd::Record(a) => record::run(a),
-        Cmd::Graph => return not_built("graph"),
-        Cmd::Bench => return not_built("bench"),
+        Cmd::Graph(a) => graph::run(a),
+        Cmd::Echo(a) => echo::run(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,13 +1,7 @@
 //! `tracer record`: a native libtracer participant that records ROS topics to MCAP.
 //!
-//! It joins the host's graph (`Discovery::Host`, domain `ROS_DOMAIN_ID`, rendezvous directory
-//! `RMW_TRACER_RENDEZVOUS_DIR` as rmw_tracer uses them) and, for every peer that mounts:
-//! - subscribes a sink to the peer's endpoint registry `/net/<p>/.ros/endpoints` (transient
-//!   local: every record the peer has, then each new one; read with
-//!   `tracer_recording`'s registry record codec, rmw_tracer's own);
-//! - subscribes a sink to the peer's structural feed `/net/<p>/:children[]`, whose `Created` /
-//!   `SchemaSet` events carry each topic vertex's `:schema` (type, RIHS01 hash, `ros2msg`
-//!   definition): that is the MCAP schema;
+//! It is a [`Participant`] (participant.rs: the peers' endpoint registries and structural
+//! feeds, whose `:schema` of each topic vertex is the MCAP schema) and, for every peer:
 //! - for each selected topic with a publisher on that peer, one reliable edge from
 //!   `/net/<p><topic path>` into a sink that queues the sample to the recorder (the CDR payload
 //!   as it arrived, no copy). The edge goes when the peer has no publisher of the topic left.
@@ -16,25 +10,23 @@
 //! SIGINT / SIGTERM or `--duration` stop it; the file is finished and a summary printed.
 
 use std::collections::{BTreeMap, HashMap};
-use std::os::unix::fs::DirBuilderExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use libtracer_core::{
-    DeliveryPolicy, Discovery, Edge, EdgeState, Graph, GraphConfig, Sample, SchemaInfo, StructEvent,
-};
+use libtracer_core::{DeliveryPolicy, Sample};
 use parking_lot::Mutex;
 use tracer_mcap::recorder::ChannelId;
 use tracer_mcap::ros2::channel_metadata;
 use tracer_mcap::{Compression, Recorder};
 use tracer_recording::fields::{mcap_time, recorder_options};
 use tracer_recording::{
-    decode, Announcement, EntityKind, Fields, MessageFields, Record, Selection, StampLocator,
+    Announcement, EntityKind, Fields, MessageFields, Record, Selection, StampLocator,
 };
+
+use crate::participant::{path_topic, topic_path, Event, Participant, Schemas, Wanted};
 
 #[derive(Parser, Debug)]
 pub struct Args {
@@ -61,63 +53,6 @@ pub struct Args {
     queue: usize,
 }
 
-#[derive(Debug)]
-enum Event {
-    PeerUp(String),
-    PeerDown(String),
-    Endpoint(String, Announcement),
-}
-
-/// An edge we keep wanting: a remote subscribe can fail (the peer has not made the source
-/// yet, e.g. a peer that mounted us before its own registry existed) and is retried every 100 ms.
-struct Wanted {
-    source: String,
-    sink: String,
-    policy: DeliveryPolicy,
-    edge: Option<Edge>,
-    /// Said once on stderr when established (tests and users wait for it).
-    announced: bool,
-}
-
-impl Wanted {
-    fn new(graph: &Graph, source: String, sink: String, policy: DeliveryPolicy) -> Wanted {
-        let mut w = Wanted {
-            source,
-            sink,
-            policy,
-            edge: None,
-            announced: false,
-        };
-        w.ensure(graph);
-        w
-    }
-
-    /// (Re)subscribe unless the edge is pending or established.
-    fn ensure(&mut self, graph: &Graph) {
-        if let Some(e) = &self.edge {
-            match e.state() {
-                EdgeState::Pending => return,
-                EdgeState::Established => {
-                    if !self.announced {
-                        self.announced = true;
-                        eprintln!("tracer record: established {}", self.source);
-                    }
-                    return;
-                }
-                _ => {}
-            }
-            let _ = graph.unsubscribe(e);
-        }
-        self.edge = graph.subscribe(&self.source, &self.sink, self.policy).ok();
-    }
-
-    fn drop_from(self, graph: &Graph) {
-        if let Some(e) = &self.edge {
-            let _ = graph.unsubscribe(e);
-        }
-    }
-}
-
 /// One recorded (topic, type) on one peer.
 struct TopicEdge {
     edge: Wanted,
@@ -126,68 +61,16 @@ struct TopicEdge {
 }
 
 struct State {
-    graph: Graph,
+    part: Participant,
     rec: Arc<Recorder>,
     fields: Fields,
     select: Selection,
-    /// (peer, vertex path) -> schema, from the peers' structural feeds.
-    schemas: Arc<Mutex<HashMap<(String, String), SchemaInfo>>>,
     channels: HashMap<(String, String), ChannelId>,
     counts: Arc<Mutex<BTreeMap<String, u64>>>,
     /// `--subtree`: what the per-peer sinks share.
     subtree: Option<Arc<Subtree>>,
-    peer_edges: HashMap<String, Vec<Wanted>>,
     topics: HashMap<(String, String), TopicEdge>,
     next_sink: u64,
-}
-
-/// The vertex path of a ROS topic (rmw_tracer's mapping: `/net/..` lives at `/.net/..`).
-fn topic_path(topic: &str) -> String {
-    if topic == "/net" || topic.starts_with("/net/") {
-        format!("/.{}", &topic[1..])
-    } else {
-        topic.to_owned()
-    }
-}
-
-fn graph_config() -> Result<GraphConfig, String> {
-    let domain_id = match std::env::var("ROS_DOMAIN_ID") {
-        Ok(v) if !v.trim().is_empty() => v
-            .trim()
-            .parse::<u32>()
-            .map_err(|_| format!("ROS_DOMAIN_ID={v}: not a domain id"))?,
-        _ => 0,
-    };
-    Ok(GraphConfig {
-        // The core's default name, "<hostname>-<pid>-<n>", like every rmw_tracer process (a
-        // longer one can overflow the socket path's limit in a deep rendezvous directory).
-        name: None,
-        domain_id,
-        discovery: Discovery::Host,
-        // The override is a base holding one directory per domain, as rmw_tracer reads it.
-        rendezvous_dir: match std::env::var_os("RMW_TRACER_RENDEZVOUS_DIR")
-            .filter(|v| !v.is_empty())
-        {
-            Some(base) => {
-                // Made (0700) when missing, as rmw_tracer does, so either may start first.
-                let base = PathBuf::from(base);
-                std::fs::DirBuilder::new()
-                    .recursive(true)
-                    .mode(0o700)
-                    .create(&base)
-                    .map_err(|e| {
-                        format!(
-                            "RMW_TRACER_RENDEZVOUS_DIR={}: cannot make it: {e}",
-                            base.display()
-                        )
-                    })?;
-                Some(libtracer_core::link::rendezvous_dir_in(&base, domain_id))
-            }
-            None => None,
-        },
-        // This host only (the recorder does not reach other hosts yet: docs/network.md).
-        network: None,
-    })
 }
 
 pub fn run(a: Args) -> Result<(), String> {
@@ -197,7 +80,7 @@ pub fn run(a: Args) -> Result<(), String> {
         Selection::from_patterns(a.topics.iter().map(String::as_str))
     };
     // Configuration and graph errors before the output file is created.
-    let graph = Graph::new(graph_config()?).map_err(|e| format!("cannot join the graph: {e}"))?;
+    let part = Participant::join("record")?;
     let mut opts = recorder_options();
     opts.write.compression = match a.compression.as_str() {
         "lz4" => Compression::Lz4,
@@ -217,41 +100,14 @@ pub fn run(a: Args) -> Result<(), String> {
         ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst))
             .map_err(|e| format!("cannot handle SIGINT/SIGTERM: {e}"))?;
     }
-    let (tx, rx) = mpsc::channel::<Event>();
-    let watch_tx = Mutex::new(tx.clone());
-    graph
-        .create_sink(
-            "/.record/net-watch",
-            Arc::new(
-                move |s: &Sample| match StructEvent::decode(s.payload.as_ref()) {
-                    Ok(StructEvent::Created { path, .. }) if is_peer(&path) => {
-                        let _ = watch_tx.lock().send(Event::PeerUp(path));
-                    }
-                    Ok(StructEvent::Removed { path }) if is_peer(&path) => {
-                        let _ = watch_tx.lock().send(Event::PeerDown(path));
-                    }
-                    _ => {}
-                },
-            ),
-        )
-        .map_err(|e| e.to_string())?;
-    let watch = graph
-        .subscribe(
-            "/net/:children[]",
-            "/.record/net-watch",
-            DeliveryPolicy::RELIABLE,
-        )
-        .map_err(|e| format!("cannot watch /net: {e}"))?;
-
+    let schemas = part.schemas.clone();
     let mut st = State {
-        graph: graph.clone(),
+        part,
         rec: rec.clone(),
         fields,
         select,
-        schemas: Arc::new(Mutex::new(HashMap::new())),
         channels: HashMap::new(),
         counts: Arc::new(Mutex::new(BTreeMap::new())),
-        peer_edges: HashMap::new(),
         topics: HashMap::new(),
         next_sink: 1,
         subtree: None,
@@ -261,7 +117,7 @@ pub fn run(a: Args) -> Result<(), String> {
             rec: rec.clone(),
             fields,
             select: st.select.clone(),
-            schemas: st.schemas.clone(),
+            schemas,
             counts: st.counts.clone(),
             qos: Mutex::new(HashMap::new()),
             channels: Mutex::new(HashMap::new()),
@@ -283,27 +139,19 @@ pub fn run(a: Args) -> Result<(), String> {
         .map(|d| started + Duration::from_secs_f64(d.max(0.0)));
     let mut last_retry = Instant::now();
     while !stop.load(Ordering::SeqCst) && deadline.is_none_or(|d| Instant::now() < d) {
-        match rx.recv_timeout(Duration::from_millis(100)) {
-            Ok(ev) => st.handle(ev, &tx),
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        if let Some(ev) = st.part.next(Duration::from_millis(100)) {
+            st.handle(ev);
         }
         if last_retry.elapsed() >= Duration::from_millis(100) {
             st.retry();
             last_retry = Instant::now();
         }
     }
-    let _ = graph.unsubscribe(&watch);
     for (_, t) in st.topics.drain() {
-        t.edge.drop_from(&graph);
-    }
-    for (_, es) in st.peer_edges.drain() {
-        for e in es {
-            e.drop_from(&graph);
-        }
+        t.edge.drop_from(&st.part.graph);
     }
     let report = rec.finish();
-    graph.shutdown();
+    st.part.shutdown();
     let secs = started.elapsed().as_secs_f64();
     println!("recorded to {} in {secs:.1} s", a.output.display());
     for (topic, n) in st.counts.lock().iter() {
@@ -325,105 +173,40 @@ pub fn run(a: Args) -> Result<(), String> {
     }
 }
 
-/// `/net/:children[]` reports paths relative to `/net`: a peer mount is one segment.
-fn is_peer(path: &str) -> bool {
-    !path.is_empty() && !path.contains('/')
-}
-
 impl State {
-    fn handle(&mut self, ev: Event, tx: &mpsc::Sender<Event>) {
+    fn handle(&mut self, ev: Event) {
         match ev {
-            Event::PeerUp(p) => self.peer_up(&p, tx),
+            Event::PeerUp(p) => self.peer_up(&p),
             Event::PeerDown(p) => self.peer_down(&p),
             Event::Endpoint(p, r) => self.endpoint(&p, r),
         }
     }
 
-    fn peer_up(&mut self, peer: &str, tx: &mpsc::Sender<Event>) {
-        if self.peer_edges.contains_key(peer) {
+    /// The participant made the peer's feed and registry edges; `--subtree` adds its own.
+    fn peer_up(&mut self, peer: &str) {
+        let Some(sub) = &self.subtree else {
             return;
-        }
-        let mut edges = Vec::new();
-        // Schemas first, so a topic's schema is known when its publisher's record arrives.
-        let schemas = self.schemas.clone();
-        let p = peer.to_owned();
-        let feed_sink = format!("/.record/peers/{peer}/structure");
+        };
+        let all_sink = format!("/.record/peers/{peer}/all");
+        let (sub, p) = (sub.clone(), peer.to_owned());
         if self
+            .part
             .graph
-            .create_sink(
-                &feed_sink,
-                Arc::new(move |s: &Sample| {
-                    let (path, schema) = match StructEvent::decode(s.payload.as_ref()) {
-                        Ok(StructEvent::Created {
-                            path,
-                            schema: Some(schema),
-                            ..
-                        }) => (path, schema),
-                        Ok(StructEvent::SchemaSet { path, schema }) => (path, schema),
-                        _ => return,
-                    };
-                    schemas
-                        .lock()
-                        .insert((p.clone(), format!("/{path}")), schema);
-                }),
-            )
+            .create_sink(&all_sink, Arc::new(move |s: &Sample| sub.on_sample(&p, s)))
             .is_ok()
         {
-            edges.push(Wanted::new(
-                &self.graph,
-                format!("/net/{peer}/:children[]"),
-                feed_sink,
+            let w = Wanted::new(
+                &self.part.graph,
+                format!("/net/{peer}"),
+                all_sink,
                 DeliveryPolicy::RELIABLE,
-            ));
+                Some("record"),
+            );
+            self.part.add_peer_edge(peer, w);
         }
-        let reg_sink = format!("/.record/peers/{peer}/endpoints");
-        let tx = Mutex::new(tx.clone());
-        let p = peer.to_owned();
-        if self
-            .graph
-            .create_sink(
-                &reg_sink,
-                Arc::new(move |s: &Sample| {
-                    if let Some(r) = decode(s.payload.as_ref()) {
-                        let _ = tx.lock().send(Event::Endpoint(p.clone(), r));
-                    }
-                }),
-            )
-            .is_ok()
-        {
-            // Transient local: every record the peer has, then each new one. A graph that is
-            // not an rmw_tracer process (another tool) has no registry: retried, harmless.
-            edges.push(Wanted::new(
-                &self.graph,
-                format!("/net/{peer}/.ros/endpoints"),
-                reg_sink,
-                DeliveryPolicy::new(true, 0, true),
-            ));
-        }
-        if let Some(sub) = &self.subtree {
-            let all_sink = format!("/.record/peers/{peer}/all");
-            let (sub, p) = (sub.clone(), peer.to_owned());
-            if self
-                .graph
-                .create_sink(&all_sink, Arc::new(move |s: &Sample| sub.on_sample(&p, s)))
-                .is_ok()
-            {
-                edges.push(Wanted::new(
-                    &self.graph,
-                    format!("/net/{peer}"),
-                    all_sink,
-                    DeliveryPolicy::RELIABLE,
-                ));
-            }
-        }
-        self.peer_edges.insert(peer.to_owned(), edges);
     }
 
     fn peer_down(&mut self, peer: &str) {
-        for e in self.peer_edges.remove(peer).unwrap_or_default() {
-            e.drop_from(&self.graph);
-        }
-        let _ = self.graph.remove(&format!("/.record/peers/{peer}"));
         let gone: Vec<_> = self
             .topics
             .keys()
@@ -435,24 +218,18 @@ impl State {
                 self.drop_edge(t);
             }
         }
-        self.schemas.lock().retain(|(p, _), _| p != peer);
     }
 
     fn drop_edge(&self, t: TopicEdge) {
         let sink = t.edge.sink.clone();
-        t.edge.drop_from(&self.graph);
-        let _ = self.graph.remove(&sink);
+        t.edge.drop_from(&self.part.graph);
+        let _ = self.part.graph.remove(&sink);
     }
 
     /// Ten times a second: failed edges are made again (see [`Wanted`]), new ones announced.
     fn retry(&mut self) {
-        for es in self.peer_edges.values_mut() {
-            for e in es {
-                e.ensure(&self.graph);
-            }
-        }
         for t in self.topics.values_mut() {
-            t.edge.ensure(&self.graph);
+            t.edge.ensure(&self.part.graph);
         }
     }
 
@@ -484,7 +261,7 @@ impl State {
             return;
         }
         let path = topic_path(&r.topic);
-        let schema = self.wait_schema(peer, &path);
+        let schema = self.part.wait_schema(peer, &path);
         let definition = schema
             .as_ref()
             .filter(|s| s.type_name == r.type_name)
@@ -503,7 +280,7 @@ impl State {
         let topic = r.topic.clone();
         let n = Arc::new(AtomicU64::new(0));
         let route2 = route.clone();
-        let made = self.graph.create_sink(
+        let made = self.part.graph.create_sink(
             &sink,
             Arc::new(move |s: &Sample| {
                 if s.suffix.is_some() {
@@ -533,7 +310,13 @@ impl State {
             return;
         }
         eprintln!("tracer record: subscribing {route} ({})", r.type_name);
-        let edge = Wanted::new(&self.graph, route, sink, DeliveryPolicy::RELIABLE);
+        let edge = Wanted::new(
+            &self.part.graph,
+            route,
+            sink,
+            DeliveryPolicy::RELIABLE,
+            Some("record"),
+        );
         self.topics.insert(
             key,
             TopicEdge {
@@ -558,25 +341,6 @@ impl State {
             if let Some(t) = self.topics.remove(&k) {
                 self.drop_edge(t);
             }
-        }
-    }
-
-    /// The schema of a peer's vertex; the structural feed was subscribed before the registry,
-    /// so it is normally there already; wait briefly otherwise.
-    fn wait_schema(&self, peer: &str, path: &str) -> Option<SchemaInfo> {
-        let key = (peer.to_owned(), path.to_owned());
-        let until = Instant::now() + Duration::from_secs(1);
-        loop {
-            if let Some(s) = self.schemas.lock().get(&key) {
-                return Some(s.clone());
-            }
-            if Instant::now() >= until {
-                eprintln!(
-                    "tracer record: /net/{peer}{path}: no :schema, recorded without a definition"
-                );
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(10));
         }
     }
 
@@ -615,7 +379,7 @@ struct Subtree {
     rec: Arc<Recorder>,
     fields: Fields,
     select: Selection,
-    schemas: Arc<Mutex<HashMap<(String, String), SchemaInfo>>>,
+    schemas: Schemas,
     counts: Arc<Mutex<BTreeMap<String, u64>>>,
     /// (peer, topic) -> offered QoS of its publishers (from the registry).
     qos: Mutex<HashMap<(String, String), Vec<tracer_mcap::ros2::OfferedQos>>>,
@@ -623,19 +387,6 @@ struct Subtree {
     channels: Mutex<HashMap<(String, String), SubtreeChannel>>,
     /// Writes to selected vertices whose schema is unknown (not a ROS topic of rmw_tracer).
     unknown: AtomicU64,
-}
-
-/// The ROS topic of a vertex path (rmw_tracer's mapping), `None` for its own `/.`-paths.
-fn path_topic(path: &str) -> Option<String> {
-    if let Some(rest) = path.strip_prefix("/.net") {
-        if rest.is_empty() || rest.starts_with('/') {
-            return Some(format!("/net{rest}"));
-        }
-    }
-    if path.starts_with("/.") {
-        return None;
-    }
-    Some(path.to_owned())
 }
 
 impl Subtree {

@@ -182,6 +182,8 @@ pub(crate) fn hello(local: &str) -> Frame {
         version: PROTOCOL_VERSION,
         node: local.to_owned(),
         max_frame: MAX_FRAME,
+        // Shared memory never crosses a host.
+        shm: false,
     }
 }
 
@@ -255,6 +257,7 @@ pub(crate) async fn read_hello(
                 version,
                 node,
                 max_frame,
+                ..
             })) => {
                 if version < 1 {
                     return Err(format!("peer speaks protocol version {version}"));

@@ -13,7 +13,7 @@ fn allowed(k: u8) -> u32 {
     use tlv::*;
     let set = |ts: &[u8]| ts.iter().fold(0, |acc, t| acc | bit(*t));
     match k {
-        kind::HELLO => set(&[VERSION, NODE, MAX_FRAME]),
+        kind::HELLO => set(&[VERSION, NODE, MAX_FRAME, SHM]),
         kind::WRITE => set(&[REQ, PATH, META, PAYLOAD]),
         kind::SUBSCRIBE => set(&[REQ, PATH, EDGE, POLICY]),
         kind::UNSUBSCRIBE => set(&[EDGE]),
@@ -24,6 +24,9 @@ fn allowed(k: u8) -> u32 {
         kind::OK => set(&[REQ]),
         kind::ERROR => set(&[REQ, CODE, MESSAGE]),
         kind::PING | kind::PONG => set(&[NONCE]),
+        kind::SEGMENT => set(&[SEGMENT]),
+        kind::SHM_DELIVERY => set(&[EDGE, META, SUFFIX, SHM_REF]),
+        kind::RELEASE => set(&[TOKENS]),
         _ => 0,
     }
 }
@@ -50,6 +53,7 @@ pub fn decode_body(body: &Bytes) -> Result<Frame, DecodeError> {
             version: f.u8(tlv::VERSION)?,
             node: f.string(tlv::NODE, MAX_NODE)?,
             max_frame: f.u32(tlv::MAX_FRAME)?,
+            shm: f.shm_flag()?,
         },
         kind::WRITE => Frame::Write {
             req: f.u64(tlv::REQ)?,
@@ -108,6 +112,19 @@ pub fn decode_body(body: &Bytes) -> Result<Frame, DecodeError> {
         },
         kind::PONG => Frame::Pong {
             nonce: f.u64(tlv::NONCE)?,
+        },
+        kind::SEGMENT => {
+            let (id, size) = f.segment()?;
+            Frame::Segment { id, size }
+        }
+        kind::SHM_DELIVERY => Frame::ShmDelivery {
+            edge: f.u64(tlv::EDGE)?,
+            meta: f.meta()?,
+            suffix: f.opt_string(tlv::SUFFIX, MAX_PATH)?,
+            shm: f.shm_ref()?,
+        },
+        kind::RELEASE => Frame::Release {
+            tokens: f.tokens()?,
         },
         _ => return Err(DecodeError::UnknownKind(k)),
     })

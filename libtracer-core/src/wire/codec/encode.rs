@@ -5,7 +5,7 @@ use bytes::Bytes;
 use super::writer::Enc;
 use super::{kind, tlv, LEN_PREFIX, MAX_MESSAGE, MAX_NODE, MAX_PATH};
 use crate::wire::error::EncodeError;
-use crate::wire::frame::{Frame, MAX_FRAME, PROTOCOL_VERSION};
+use crate::wire::frame::{Frame, MAX_FRAME, MAX_TOKENS, PROTOCOL_VERSION};
 
 /// A frame encoded for a vectored write: `head` holds the length prefix, header and every TLV
 /// but the payload's value, which follows in `payload` (not copied).
@@ -47,10 +47,14 @@ pub fn encode_parts(frame: &Frame, max_frame: u32) -> Result<EncodedFrame, Encod
             version,
             node,
             max_frame,
+            shm,
         } => {
             e.u8(tlv::VERSION, *version);
             e.str(tlv::NODE, "NODE", node, MAX_NODE)?;
             e.u32(tlv::MAX_FRAME, *max_frame);
+            if *shm {
+                e.u8(tlv::SHM, 1);
+            }
         }
         Frame::Write {
             req,
@@ -125,6 +129,41 @@ pub fn encode_parts(frame: &Frame, max_frame: u32) -> Result<EncodedFrame, Encod
         }
         Frame::Ping { nonce } => e.u64(tlv::NONCE, *nonce),
         Frame::Pong { nonce } => e.u64(tlv::NONCE, *nonce),
+        Frame::Segment { id, size } => {
+            let mut v = [0u8; 12];
+            v[0..4].copy_from_slice(&id.to_le_bytes());
+            v[4..12].copy_from_slice(&size.to_le_bytes());
+            e.tlv(tlv::SEGMENT, &v);
+        }
+        Frame::ShmDelivery {
+            edge,
+            meta,
+            suffix,
+            shm,
+        } => {
+            e.u64(tlv::EDGE, *edge);
+            e.meta(meta);
+            if let Some(s) = suffix {
+                e.str(tlv::SUFFIX, "SUFFIX", s, MAX_PATH)?;
+            }
+            let mut v = [0u8; 24];
+            v[0..4].copy_from_slice(&shm.segment.to_le_bytes());
+            v[4..12].copy_from_slice(&shm.offset.to_le_bytes());
+            v[12..16].copy_from_slice(&shm.len.to_le_bytes());
+            v[16..24].copy_from_slice(&shm.token.to_le_bytes());
+            e.tlv(tlv::SHM_REF, &v);
+        }
+        Frame::Release { tokens } => {
+            if tokens.is_empty() || tokens.len() > MAX_TOKENS {
+                return Err(EncodeError::BadCount {
+                    field: "TOKENS",
+                    count: tokens.len(),
+                    max: MAX_TOKENS,
+                });
+            }
+            let v: Vec<u8> = tokens.iter().flat_map(|t| t.to_le_bytes()).collect();
+            e.tlv(tlv::TOKENS, &v);
+        }
     }
     let body = (e.buf.len() - LEN_PREFIX) as u64 + payload.as_ref().map_or(0, |p| p.len() as u64);
     if body > u64::from(max_frame) {
@@ -159,6 +198,9 @@ fn kind_of(frame: &Frame) -> u8 {
         Frame::Error { .. } => kind::ERROR,
         Frame::Ping { .. } => kind::PING,
         Frame::Pong { .. } => kind::PONG,
+        Frame::Segment { .. } => kind::SEGMENT,
+        Frame::ShmDelivery { .. } => kind::SHM_DELIVERY,
+        Frame::Release { .. } => kind::RELEASE,
     }
 }
 

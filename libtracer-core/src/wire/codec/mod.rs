@@ -51,8 +51,13 @@ pub mod tlv {
     pub const EVENT: u8 = 0x8D;
     pub const SUFFIX: u8 = 0x8E;
     pub const SCHEMA: u8 = 0x8F;
+    pub const SEGMENT: u8 = 0x90;
+    pub const SHM_REF: u8 = 0x91;
+    pub const TOKENS: u8 = 0x92;
     /// Optional: human-readable error text.
     pub const MESSAGE: u8 = 0x01;
+    /// Optional, in HELLO: u8 flags, bit 0 = maps shared-memory segments.
+    pub const SHM: u8 = 0x02;
     pub const MANDATORY: u8 = 0x80;
 }
 
@@ -70,6 +75,9 @@ pub mod kind {
     pub const ERROR: u8 = 0x0A;
     pub const PING: u8 = 0x0B;
     pub const PONG: u8 = 0x0C;
+    pub const SEGMENT: u8 = 0x0D;
+    pub const SHM_DELIVERY: u8 = 0x0E;
+    pub const RELEASE: u8 = 0x0F;
 }
 
 /// Bytes of a META value: source timestamp, sequence, writer id.
@@ -90,6 +98,9 @@ pub fn kind_name(k: u8) -> &'static str {
         kind::ERROR => "ERROR",
         kind::PING => "PING",
         kind::PONG => "PONG",
+        kind::SEGMENT => "SEGMENT",
+        kind::SHM_DELIVERY => "SHM_DELIVERY",
+        kind::RELEASE => "RELEASE",
         _ => "unknown frame",
     }
 }

@@ -6,7 +6,7 @@ use bytes::Bytes;
 use super::{tlv, META_LEN};
 use crate::payload::{Meta, Payload};
 use crate::wire::error::DecodeError;
-use crate::wire::frame::{ErrorCode, Role, SchemaInfo};
+use crate::wire::frame::{ErrorCode, Role, SchemaInfo, ShmRef, MAX_TOKENS};
 
 /// Read a LEB128 varint at `*pos`, advancing it. Bounded to 5 bytes and u32, shortest form only.
 pub(super) fn read_varint(buf: &[u8], pos: &mut usize) -> Result<u32, DecodeError> {
@@ -46,7 +46,7 @@ fn read_sized(buf: &[u8], pos: &mut usize, tlv: u8) -> Result<(usize, usize), De
 }
 
 /// Slot indices of the known TLVs in [`Fields`].
-const KNOWN: [(u8, &str); 16] = [
+const KNOWN: [(u8, &str); 20] = [
     (tlv::REQ, "REQ"),
     (tlv::PATH, "PATH"),
     (tlv::META, "META"),
@@ -63,6 +63,10 @@ const KNOWN: [(u8, &str); 16] = [
     (tlv::SUFFIX, "SUFFIX"),
     (tlv::SCHEMA, "SCHEMA"),
     (tlv::MESSAGE, "MESSAGE"),
+    (tlv::SEGMENT, "SEGMENT"),
+    (tlv::SHM_REF, "SHM_REF"),
+    (tlv::TOKENS, "TOKENS"),
+    (tlv::SHM, "SHM"),
 ];
 
 fn slot(t: u8) -> Option<usize> {
@@ -200,6 +204,44 @@ impl<'a> Fields<'a> {
     }
     pub(super) fn schema(&self) -> Result<Option<SchemaInfo>, DecodeError> {
         self.opt(tlv::SCHEMA).map(schema_of).transpose()
+    }
+    /// HELLO's optional SHM flags: bit 0 (others are ignored); absent is 0.
+    pub(super) fn shm_flag(&self) -> Result<bool, DecodeError> {
+        match self.opt(tlv::SHM) {
+            None => Ok(false),
+            Some(_) => Ok(self.u8(tlv::SHM)? & 1 != 0),
+        }
+    }
+    /// SEGMENT: id and size.
+    pub(super) fn segment(&self) -> Result<(u32, u64), DecodeError> {
+        let v: [u8; 12] = self.fixed(tlv::SEGMENT)?;
+        Ok((
+            u32::from_le_bytes(v[0..4].try_into().expect("4 bytes")),
+            u64::from_le_bytes(v[4..12].try_into().expect("8 bytes")),
+        ))
+    }
+    pub(super) fn shm_ref(&self) -> Result<ShmRef, DecodeError> {
+        let v: [u8; 24] = self.fixed(tlv::SHM_REF)?;
+        Ok(ShmRef {
+            segment: u32::from_le_bytes(v[0..4].try_into().expect("4 bytes")),
+            offset: u64::from_le_bytes(v[4..12].try_into().expect("8 bytes")),
+            len: u32::from_le_bytes(v[12..16].try_into().expect("4 bytes")),
+            token: u64::from_le_bytes(v[16..24].try_into().expect("8 bytes")),
+        })
+    }
+    /// TOKENS: 1..=MAX_TOKENS u64s.
+    pub(super) fn tokens(&self) -> Result<Vec<u64>, DecodeError> {
+        let v = self.req(tlv::TOKENS)?;
+        if v.is_empty() || v.len() % 8 != 0 || v.len() > 8 * MAX_TOKENS {
+            return Err(DecodeError::BadLength {
+                tlv: "TOKENS",
+                len: v.len(),
+                expected: 8,
+            });
+        }
+        Ok(v.chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+            .collect())
     }
     /// The PAYLOAD as a slice of `body` (the `Bytes` these fields were parsed from): no copy.
     pub(super) fn payload(&self, body: &Bytes) -> Result<Payload, DecodeError> {

@@ -1,0 +1,210 @@
+//! Shared-memory payloads over Unix-socket links (docs/wire.md, SEGMENT / SHM_DELIVERY /
+//! RELEASE): a pool slot travels as a reference and comes back when the reader drops it; a
+//! reader that does not map gets copies; a reader that goes away frees what it held; the
+//! per-link bound turns references into copies, never into a wait; protocol faults close.
+
+mod link_support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use libtracer_core::link::{HostTransport, TransportConfig};
+use libtracer_core::wire::{encode, Frame};
+use libtracer_core::{Meta, Payload};
+use link_support::{Ev, Recorder, TempDir, T};
+use tracer_shm::{Pool, PoolConfig};
+
+fn pool() -> Pool {
+    Pool::new(PoolConfig {
+        min_slot: 4096,
+        max_slot: 1 << 20,
+        max_bytes: 8 << 20,
+        segment_bytes: 1 << 20,
+    })
+    .expect("this machine maps memfd segments")
+}
+
+fn sample(pool: &Pool, len: usize, fill: u8) -> Payload {
+    let mut s = pool.alloc(len).expect("room in the pool");
+    s.as_mut_slice().fill(fill);
+    Payload::from_slot(s.freeze())
+}
+
+fn delivery(edge: u64, payload: Payload) -> Frame {
+    Frame::Delivery {
+        edge,
+        meta: Meta {
+            sequence: edge,
+            ..Meta::default()
+        },
+        suffix: None,
+        payload,
+    }
+}
+
+fn start(dir: &TempDir, name: &str, cfg: TransportConfig) -> (HostTransport, Arc<Recorder>) {
+    let rec = Recorder::new();
+    let t = HostTransport::start_with(dir.path(), name, rec.clone(), cfg).expect("transport");
+    (t, rec)
+}
+
+fn eventually(what: &str, f: impl Fn() -> bool) {
+    let deadline = Instant::now() + T;
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out: {what}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+fn payloads(rec: &Recorder, peer: &str) -> Vec<Payload> {
+    rec.frames_from(peer)
+        .into_iter()
+        .filter_map(|f| match f {
+            Frame::Delivery { payload, .. } => Some(payload),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_slot_travels_as_a_reference_and_is_reused_after_release() {
+    let dir = TempDir::new("shm-ref");
+    let (a, _ra) = start(&dir, "a", TransportConfig::default());
+    let (_b, rb) = start(&dir, "b", TransportConfig::default());
+    rb.wait_up("a", T);
+    let link = a.link_to("b").expect("link a->b");
+    assert!(link.sends_shm(), "same uid, b maps: references");
+    let p = pool();
+    for (i, len) in [5000usize, 70_000, 1 << 20].into_iter().enumerate() {
+        let payload = sample(&p, len, i as u8 + 1);
+        libtracer_core::link::Link::send(&*link, &delivery(i as u64, payload)).unwrap();
+    }
+    eventually("three deliveries at b", || payloads(&rb, "a").len() == 3);
+    let got = payloads(&rb, "a");
+    for (i, (g, len)) in got.iter().zip([5000usize, 70_000, 1 << 20]).enumerate() {
+        assert_eq!(g.len(), len);
+        assert!(g.as_ref().iter().all(|&x| x == i as u8 + 1), "bytes of {i}");
+        assert!(
+            g.slot().is_none(),
+            "b's payload is a view, not b's own slot"
+        );
+    }
+    // b holds views: the slots stay out of the free lists.
+    assert_eq!(link.shm_refs_out(), 3);
+    assert_eq!(p.stats().slots_in_use, 3);
+    drop(got);
+    rb.clear_events();
+    eventually("b released all", || link.shm_refs_out() == 0);
+    eventually("slots back", || p.stats().slots_in_use == 0);
+    assert!(rb.violations().is_empty(), "{:?}", rb.violations());
+}
+
+#[test]
+fn a_reader_that_does_not_map_gets_copies() {
+    let dir = TempDir::new("shm-copy");
+    let (a, _ra) = start(&dir, "a", TransportConfig::default());
+    let cfg = TransportConfig {
+        accept_shm: false,
+        ..TransportConfig::default()
+    };
+    let (_b, rb) = start(&dir, "b", cfg);
+    rb.wait_up("a", T);
+    let link = a.link_to("b").expect("link a->b");
+    assert!(!link.sends_shm());
+    let p = pool();
+    libtracer_core::link::Link::send(&*link, &delivery(1, sample(&p, 100_000, 9))).unwrap();
+    eventually("the copy at b", || payloads(&rb, "a").len() == 1);
+    assert!(payloads(&rb, "a")[0].as_ref().iter().all(|&x| x == 9));
+    assert_eq!(link.shm_refs_out(), 0);
+    assert_eq!(p.stats().slots_in_use, 0, "the copy holds no slot");
+}
+
+#[test]
+fn a_reader_that_goes_away_frees_what_it_held() {
+    let dir = TempDir::new("shm-gone");
+    let (a, _ra) = start(&dir, "a", TransportConfig::default());
+    let (b, rb) = start(&dir, "b", TransportConfig::default());
+    rb.wait_up("a", T);
+    let link = a.link_to("b").expect("link a->b");
+    let p = pool();
+    for i in 0..5 {
+        libtracer_core::link::Link::send(&*link, &delivery(i, sample(&p, 50_000, 1))).unwrap();
+    }
+    eventually("five at b", || payloads(&rb, "a").len() == 5);
+    let held = payloads(&rb, "a");
+    assert_eq!(link.shm_refs_out(), 5);
+    // b goes (a SIGKILLed reader's socket closes the same way): a frees its slots at once,
+    // while b's views stay readable.
+    drop(b);
+    eventually("a freed the slots", || p.stats().slots_in_use == 0);
+    assert!(held.iter().all(|h| h.as_ref().iter().all(|&x| x == 1)));
+}
+
+#[test]
+fn past_the_reference_bound_samples_go_as_copies() {
+    let dir = TempDir::new("shm-bound");
+    let cfg = TransportConfig {
+        shm_refs_per_link: 4,
+        ..TransportConfig::default()
+    };
+    let (a, _ra) = start(&dir, "a", cfg);
+    let (_b, rb) = start(&dir, "b", TransportConfig::default());
+    rb.wait_up("a", T);
+    let link = a.link_to("b").expect("link a->b");
+    let p = pool();
+    for i in 0..10u64 {
+        libtracer_core::link::Link::send(&*link, &delivery(i, sample(&p, 8000, i as u8))).unwrap();
+    }
+    eventually("ten at b", || payloads(&rb, "a").len() == 10);
+    assert_eq!(link.shm_refs_out(), 4, "never more than the bound out");
+    for (i, g) in payloads(&rb, "a").iter().enumerate() {
+        assert!(
+            g.as_ref().iter().all(|&x| x == i as u8),
+            "sample {i} in order"
+        );
+    }
+    assert_eq!(p.stats().slots_in_use, 4);
+}
+
+#[test]
+fn shared_memory_protocol_faults_close_the_link() {
+    let faults: Vec<(&str, Frame)> = vec![
+        (
+            "SEGMENT without a descriptor",
+            Frame::Segment { id: 1, size: 4096 },
+        ),
+        (
+            "reference into an unknown segment",
+            Frame::ShmDelivery {
+                edge: 1,
+                meta: Meta::default(),
+                suffix: None,
+                shm: libtracer_core::wire::ShmRef {
+                    segment: 7,
+                    offset: 0,
+                    len: 10,
+                    token: 1,
+                },
+            },
+        ),
+        (
+            "RELEASE of a token never sent",
+            Frame::Release { tokens: vec![42] },
+        ),
+    ];
+    for (what, frame) in faults {
+        let dir = TempDir::new("shm-fault");
+        let (a, _ra) = start(&dir, "a", TransportConfig::default());
+        let (_b, rb) = start(&dir, "b", TransportConfig::default());
+        rb.wait_up("a", T);
+        let link = a.link_to("b").expect("link a->b");
+        link.send_raw(&encode(&frame).unwrap()).unwrap();
+        assert!(rb.wait_down("a", T), "{what}: b closes the link");
+        assert!(
+            !rb.events()
+                .iter()
+                .any(|e| matches!(e, Ev::Frame(_, Frame::Delivery { .. }))),
+            "{what}: nothing reached the handler"
+        );
+    }
+}

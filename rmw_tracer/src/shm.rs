@@ -1,0 +1,55 @@
+//! Large samples go into this process's shared-memory pool (issue 8, R2; docs/rmw-mapping.md,
+//! "Shared memory"): serialized straight into a pool slot, they travel to readers of this
+//! host as references (docs/wire.md, SHM_DELIVERY) and to this process's own subscriptions as
+//! the same bytes, with no copy.
+//!
+//! `RMW_TRACER_SHM_THRESHOLD`: the smallest serialized size that goes into the pool, in bytes
+//! (default 65536; 0 or `off` turns the pool off). `RMW_TRACER_SHM_POOL_MB`: the pool's bound
+//! (default 512 MiB of segments; when it is full, samples go through ordinary memory).
+//! `TRACER_SHM=off` makes the process neither publish through a pool nor map peers' segments.
+
+use tracer_shm::{Pool, PoolConfig};
+
+const DEFAULT_THRESHOLD: usize = 64 * 1024;
+const DEFAULT_POOL_MB: usize = 512;
+
+/// The context's pool and the size from which it is used.
+pub struct ShmOut {
+    pub pool: Pool,
+    pub threshold: usize,
+}
+
+impl ShmOut {
+    /// From the environment; None when turned off or when this process cannot map.
+    pub fn from_env() -> Option<ShmOut> {
+        let threshold = match std::env::var("RMW_TRACER_SHM_THRESHOLD").as_deref() {
+            Err(_) | Ok("") => DEFAULT_THRESHOLD,
+            Ok("off") => return None,
+            Ok(v) => match v.parse::<usize>() {
+                Ok(0) => return None,
+                Ok(n) => n,
+                Err(_) => {
+                    crate::log::log!(
+                        RMW_LOG_SEVERITY_WARN,
+                        "RMW_TRACER_SHM_THRESHOLD={v} is not a byte count; using {DEFAULT_THRESHOLD}"
+                    );
+                    DEFAULT_THRESHOLD
+                }
+            },
+        };
+        let pool_mb = std::env::var("RMW_TRACER_SHM_POOL_MB")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .filter(|&n| n > 0)
+            .unwrap_or(DEFAULT_POOL_MB);
+        let defaults = PoolConfig::default();
+        let cfg = PoolConfig {
+            // A slot is at least the threshold rounded up, so small samples waste nothing.
+            min_slot: threshold.next_power_of_two().max(4096),
+            max_slot: defaults.max_slot,
+            max_bytes: pool_mb.saturating_mul(1024 * 1024),
+            segment_bytes: defaults.segment_bytes,
+        };
+        Pool::new(cfg).ok().map(|pool| ShmOut { pool, threshold })
+    }
+}

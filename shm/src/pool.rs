@@ -1,0 +1,346 @@
+//! The publisher's pool: segments cut into power-of-two slots, one free list per size, reused
+//! last-freed-first (its pages are already faulted in, here and in readers' mappings).
+
+use std::os::fd::BorrowedFd;
+use std::sync::{Arc, Mutex};
+
+use crate::segment::{Segment, SegmentId};
+
+/// Bounds of a pool.
+#[derive(Clone, Copy, Debug)]
+pub struct PoolConfig {
+    /// Smallest slot (a power of two); smaller samples still take one.
+    pub min_slot: usize,
+    /// Largest slot; a larger sample is not pooled.
+    pub max_slot: usize,
+    /// Bytes of all segments together: when reached, `alloc` returns None.
+    pub max_bytes: usize,
+    /// Target size of one segment (a segment holds at least one slot).
+    pub segment_bytes: usize,
+}
+
+impl Default for PoolConfig {
+    fn default() -> Self {
+        PoolConfig {
+            min_slot: 64 * 1024,
+            max_slot: 64 * 1024 * 1024,
+            max_bytes: 512 * 1024 * 1024,
+            segment_bytes: 16 * 1024 * 1024,
+        }
+    }
+}
+
+/// What a pool holds now.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PoolStats {
+    pub segments: usize,
+    /// Bytes of all segments.
+    pub bytes: usize,
+    /// Slots handed out and not yet returned.
+    pub slots_in_use: usize,
+    /// Bytes of those slots.
+    pub bytes_in_use: usize,
+}
+
+/// A bounded pool of shared-memory slots. Cheap `Clone`.
+#[derive(Clone)]
+pub struct Pool {
+    inner: Arc<PoolInner>,
+}
+
+struct PoolInner {
+    cfg: PoolConfig,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// Free slots per size class (index = log2(slot size / min_slot)).
+    free: Vec<Vec<(Arc<Segment>, usize)>>,
+    next_segment: u32,
+    stats: PoolStats,
+}
+
+impl Pool {
+    /// A pool, or an error when this process cannot make segments (no memfd, sealing or mmap).
+    pub fn new(cfg: PoolConfig) -> std::io::Result<Pool> {
+        if !cfg.min_slot.is_power_of_two() || cfg.max_slot < cfg.min_slot {
+            return Err(std::io::ErrorKind::InvalidInput.into());
+        }
+        if !crate::can_map() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::Unsupported,
+                "this process cannot map shared memory (or TRACER_SHM=off)",
+            ));
+        }
+        Ok(Pool {
+            inner: Arc::new(PoolInner {
+                cfg,
+                state: Mutex::new(State::default()),
+            }),
+        })
+    }
+
+    pub fn config(&self) -> PoolConfig {
+        self.inner.cfg
+    }
+
+    pub fn stats(&self) -> PoolStats {
+        self.inner.lock().stats
+    }
+
+    /// A slot of `len` bytes to fill, or None: `len` is 0 or above `max_slot`, the pool is at
+    /// `max_bytes`, or a segment could not be made. The caller then uses ordinary memory.
+    pub fn alloc(&self, len: usize) -> Option<SlotMut> {
+        let cfg = &self.inner.cfg;
+        if len == 0 || len > cfg.max_slot {
+            return None;
+        }
+        let size = len.max(cfg.min_slot).next_power_of_two();
+        let class = (size / cfg.min_slot).trailing_zeros() as usize;
+        let mut st = self.inner.lock();
+        if st.free.len() <= class {
+            st.free.resize_with(class + 1, Vec::new);
+        }
+        if st.free[class].is_empty() {
+            self.inner.grow(&mut st, class, size)?;
+        }
+        let (segment, offset) = st.free[class].pop()?;
+        st.stats.slots_in_use += 1;
+        st.stats.bytes_in_use += size;
+        drop(st);
+        Some(SlotMut(SlotInner {
+            pool: self.inner.clone(),
+            segment,
+            offset,
+            cap: size,
+            len,
+        }))
+    }
+}
+
+impl PoolInner {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// One more segment of `size`-byte slots for `class`, within `max_bytes`.
+    fn grow(&self, st: &mut State, class: usize, size: usize) -> Option<()> {
+        let room = self.cfg.max_bytes.saturating_sub(st.stats.bytes);
+        let want = (self.cfg.segment_bytes / size).clamp(1, 64) * size;
+        let seg_bytes = if want <= room {
+            want
+        } else {
+            (room / size) * size
+        };
+        if seg_bytes == 0 {
+            return None;
+        }
+        let seg = Arc::new(Segment::create(SegmentId(st.next_segment), seg_bytes).ok()?);
+        st.next_segment += 1;
+        st.stats.segments += 1;
+        st.stats.bytes += seg_bytes;
+        // Pushed high to low, so the first slot handed out is at offset 0.
+        for k in (0..seg_bytes / size).rev() {
+            st.free[class].push((seg.clone(), k * size));
+        }
+        Some(())
+    }
+
+    fn give_back(&self, segment: Arc<Segment>, offset: usize, cap: usize) {
+        let class = (cap / self.cfg.min_slot).trailing_zeros() as usize;
+        let mut st = self.lock();
+        st.stats.slots_in_use -= 1;
+        st.stats.bytes_in_use -= cap;
+        st.free[class].push((segment, offset));
+    }
+}
+
+struct SlotInner {
+    pool: Arc<PoolInner>,
+    segment: Arc<Segment>,
+    offset: usize,
+    cap: usize,
+    len: usize,
+}
+
+impl Drop for SlotInner {
+    fn drop(&mut self) {
+        self.pool
+            .give_back(self.segment.clone(), self.offset, self.cap);
+    }
+}
+
+/// A slot being filled: the only handle to it, so writing is exclusive.
+pub struct SlotMut(SlotInner);
+
+impl SlotMut {
+    pub fn len(&self) -> usize {
+        self.0.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.len == 0
+    }
+    /// Shorten the sample (a serializer that wrote less than it reserved).
+    pub fn truncate(&mut self, len: usize) {
+        self.0.len = self.0.len.min(len);
+    }
+    /// The sample's bytes, to fill. Memory reused from an earlier sample keeps its old bytes:
+    /// write all of it.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: the range is inside the segment (the pool cut it there), and this `SlotMut` is
+        // the only handle to the slot: it left the free list in `alloc` and no `Slot` exists yet.
+        unsafe { self.0.segment.bytes_mut(self.0.offset, self.0.len) }
+    }
+    /// Done writing: an immutable sample that can be shared.
+    pub fn freeze(self) -> Slot {
+        Slot(Arc::new(self.0))
+    }
+}
+
+/// A filled slot. Cheap `Clone`; the slot is free again when the last clone is dropped.
+#[derive(Clone)]
+pub struct Slot(Arc<SlotInner>);
+
+impl Slot {
+    pub fn segment(&self) -> SegmentId {
+        self.0.segment.id
+    }
+    /// Size of the slot's segment (announced with its descriptor).
+    pub fn segment_size(&self) -> u64 {
+        self.0.segment.size() as u64
+    }
+    /// The segment's descriptor, to pass to a reader once.
+    pub fn segment_fd(&self) -> BorrowedFd<'_> {
+        self.0.segment.fd()
+    }
+    pub fn offset(&self) -> u64 {
+        self.0.offset as u64
+    }
+    pub fn len(&self) -> usize {
+        self.0.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.len == 0
+    }
+}
+
+impl AsRef<[u8]> for Slot {
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY: inside the segment; the writer (`SlotMut`) was consumed by `freeze`, and the
+        // slot is not on the free list (so not rewritten) while this `Slot` lives.
+        unsafe { self.0.segment.bytes(self.0.offset, self.0.len) }
+    }
+}
+
+impl std::fmt::Debug for Slot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Slot(segment {}, offset {}, {} bytes)",
+            self.0.segment.id.0, self.0.offset, self.0.len
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pool(max_bytes: usize) -> Pool {
+        Pool::new(PoolConfig {
+            min_slot: 4096,
+            max_slot: 1 << 20,
+            max_bytes,
+            segment_bytes: 64 * 1024,
+        })
+        .expect("memfd works here")
+    }
+
+    #[test]
+    fn a_slot_is_reused_once_every_clone_is_gone() {
+        let p = pool(1 << 20);
+        let mut s = p.alloc(5000).unwrap();
+        s.as_mut_slice().fill(7);
+        let a = s.freeze();
+        let b = a.clone();
+        assert_eq!(a.as_ref(), &[7u8; 5000][..]);
+        assert_eq!(p.stats().slots_in_use, 1);
+        drop(a);
+        assert_eq!(p.stats().slots_in_use, 1);
+        let (seg, off) = (b.segment(), b.offset());
+        drop(b);
+        assert_eq!(p.stats().slots_in_use, 0);
+        let again = p.alloc(6000).unwrap().freeze();
+        assert_eq!((again.segment(), again.offset()), (seg, off));
+    }
+
+    #[test]
+    fn the_pool_is_bounded() {
+        let p = pool(64 * 1024);
+        let held: Vec<Slot> = (0..8).map(|_| p.alloc(8192).unwrap().freeze()).collect();
+        assert!(p.alloc(1).is_none());
+        assert!(p.alloc(2 << 20).is_none(), "above max_slot");
+        assert_eq!(p.stats().bytes, 64 * 1024);
+        drop(held);
+        assert!(p.alloc(8192).is_some());
+    }
+
+    #[test]
+    fn a_reader_maps_the_segment_read_only_and_sees_the_bytes() {
+        let p = pool(1 << 20);
+        let mut s = p.alloc(10_000).unwrap();
+        for (i, b) in s.as_mut_slice().iter_mut().enumerate() {
+            *b = i as u8;
+        }
+        let s = s.freeze();
+        let fd = s.segment_fd().try_clone_to_owned().unwrap();
+        let m = Arc::new(crate::Mapping::map(fd, s.segment_size()).unwrap());
+        struct Count(std::sync::atomic::AtomicU64);
+        impl crate::Release for Count {
+            fn release(&self, token: u64) {
+                self.0
+                    .fetch_add(token, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+        let c = Arc::new(Count(Default::default()));
+        let weak: std::sync::Weak<dyn crate::Release> = Arc::downgrade(&c) as _;
+        let v = m.view(s.offset(), s.len() as u64, weak.clone(), 5).unwrap();
+        assert_eq!(v.as_ref(), s.as_ref());
+        assert!(m.view(s.segment_size() - 1, 2, weak, 1).is_none());
+        drop(v);
+        assert_eq!(c.0.load(std::sync::atomic::Ordering::Relaxed), 5);
+        // A writable mapping of the sealed descriptor is refused.
+        let fd = s.segment_fd();
+        // SAFETY: a mapping we only try to create (and unmap) in this test.
+        let w = unsafe {
+            nix::sys::mman::mmap(
+                None,
+                std::num::NonZeroUsize::new(4096).unwrap(),
+                nix::sys::mman::ProtFlags::PROT_WRITE,
+                nix::sys::mman::MapFlags::MAP_SHARED,
+                fd,
+                0,
+            )
+        };
+        assert!(w.is_err(), "F_SEAL_FUTURE_WRITE refuses writable mappings");
+    }
+
+    #[test]
+    fn an_unsealed_or_wrongly_sized_descriptor_is_refused() {
+        let fd =
+            nix::sys::memfd::memfd_create(c"t", nix::sys::memfd::MemFdCreateFlag::empty()).unwrap();
+        nix::unistd::ftruncate(&fd, 8192).unwrap();
+        assert!(matches!(
+            crate::Mapping::map(fd.try_clone().unwrap(), 8192),
+            Err(crate::MapError::NotSealed)
+        ));
+        let p = pool(1 << 20);
+        let s = p.alloc(100).unwrap().freeze();
+        let fd = s.segment_fd().try_clone_to_owned().unwrap();
+        assert!(matches!(
+            crate::Mapping::map(fd, s.segment_size() + 4096),
+            Err(crate::MapError::SizeMismatch { .. })
+        ));
+    }
+}
