@@ -50,6 +50,8 @@ pub struct QuicLink {
     peer_ended: AtomicBool,
     handler: Arc<dyn LinkHandler>,
     owner: Weak<Inner>,
+    /// The close task: what was written reaches the peer before the connection goes.
+    linger: parking_lot::Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 impl QuicLink {
@@ -77,7 +79,13 @@ impl QuicLink {
             peer_ended: AtomicBool::new(false),
             handler,
             owner,
+            linger: parking_lot::Mutex::new(None),
         }
+    }
+
+    /// The close task, once `close` has run (the transport's shutdown waits for it).
+    pub(crate) fn take_linger(&self) -> Option<tokio::task::JoinHandle<()>> {
+        self.linger.lock().take()
     }
 
     /// Write `bytes` as they are (tests use it to send malformed input).
@@ -164,7 +172,7 @@ impl Link for QuicLink {
         self.closing.send_replace(true);
         let send = self.send.clone();
         let conn = self.conn.clone();
-        self.rt.spawn(async move {
+        let task = self.rt.spawn(async move {
             let linger = async {
                 let mut s = send.lock().await;
                 if s.finish().is_ok() {
@@ -174,6 +182,7 @@ impl Link for QuicLink {
             let _ = tokio::time::timeout(LINGER, linger).await;
             conn.close(0u32.into(), b"link closed");
         });
+        *self.linger.lock() = Some(task);
     }
 }
 

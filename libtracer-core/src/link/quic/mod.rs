@@ -264,10 +264,18 @@ impl QuicTransport {
             t.links.values().cloned().collect()
         };
         self.stop.send_replace(true);
-        for l in links {
+        for l in &links {
             use super::Link;
             l.close();
         }
+        // What each link had written reaches its peer before the endpoint goes (the close
+        // tasks are bounded by their linger): a sample whose publish returned is not lost.
+        let lingering: Vec<_> = links.iter().filter_map(|l| l.take_linger()).collect();
+        let _ = runtime::block_on(&self.inner.rt, async move {
+            for t in lingering {
+                let _ = t.await;
+            }
+        });
         if !runtime::on_dispatcher() {
             let deadline = Instant::now() + Duration::from_secs(3);
             let mut t = self.inner.table.lock();
