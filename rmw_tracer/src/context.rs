@@ -14,6 +14,7 @@ use parking_lot::Mutex;
 use crate::boundary::{RmwError, RmwResult};
 use crate::gid::GidSource;
 use crate::registry::{EntityKind, Entry, Record, Registry};
+use crate::teardown::Teardown;
 
 /// Environment variable that moves the base of the rendezvous directories (tests isolate
 /// themselves with it); each domain still has its own directory under it.
@@ -36,6 +37,8 @@ pub struct Shared {
     pub domain_id: usize,
     pub enclave: String,
     shut_down: AtomicBool,
+    /// What `rmw_shutdown` leaves to a thread of its own; `rmw_context_fini` waits for it.
+    teardown: Teardown,
     next_ring: AtomicU64,
     /// Large samples' shared-memory pool (`crate::shm`); None when off or unavailable.
     pub shm: Option<crate::shm::ShmOut>,
@@ -126,6 +129,7 @@ impl Context {
         let mut rec = Record::new(EntityKind::Context, gids.context_gid());
         rec.enclave = cfg.enclave.clone();
         let (registry, entry) = Registry::start(graph.clone(), rec)?;
+        let teardown = Teardown::start(graph.clone());
         Ok(Context {
             shared: Arc::new(Shared {
                 graph,
@@ -135,6 +139,7 @@ impl Context {
                 enclave: cfg.enclave.clone(),
                 shm: crate::shm::ShmOut::from_env(),
                 shut_down: AtomicBool::new(false),
+                teardown,
                 next_ring: AtomicU64::new(1),
                 retained: Mutex::new(HashMap::new()),
             }),
@@ -144,20 +149,27 @@ impl Context {
 }
 
 impl Shared {
+    /// `rmw_shutdown`: mark the context shut down and return at once (a second call is a
+    /// no-op); the links close and the recording finishes on the teardown thread
+    /// (`teardown.rs` says why).
     pub fn shutdown(&self) -> RmwResult<()> {
-        if self.shut_down.swap(true, Ordering::SeqCst) {
-            return Err(RmwError::invalid("context is already shut down"));
+        if !self.shut_down.swap(true, Ordering::SeqCst) {
+            self.teardown.request();
         }
-        // Peers see us go at once; entities can still be destroyed (in-process) afterwards.
-        self.graph.shutdown();
         Ok(())
+    }
+
+    /// Wait until the teardown that `shutdown` started is done (`rmw_context_fini`).
+    pub fn finish_teardown(&self) {
+        self.teardown.finish();
     }
 
     pub fn is_shut_down(&self) -> bool {
         self.shut_down.load(Ordering::SeqCst)
     }
 
-    /// Fail if the context was shut down (no new entities then).
+    /// Fail if the context was shut down (no new nodes then, as with Fast DDS; every other
+    /// entity can still be made, used and destroyed).
     pub fn check_live(&self) -> RmwResult<()> {
         if self.is_shut_down() {
             Err(RmwError::invalid("context has been shut down"))

@@ -30,6 +30,7 @@ mod registry;
 mod service;
 mod shm;
 mod subscription;
+mod teardown;
 mod topic;
 mod waitset;
 

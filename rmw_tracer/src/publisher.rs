@@ -41,8 +41,8 @@ impl Publisher {
         topic: &str,
         qos: &ffi::rmw_qos_profile_t,
     ) -> RmwResult<Publisher> {
+        // Made after rmw_shutdown too, as with Fast DDS (only nodes are refused then).
         let ctx = node.ctx.clone();
-        ctx.check_live()?;
         let path = names::topic_path(topic, qos.avoid_ros_namespace_conventions)?;
         let qos = Qos::resolve(qos, End::Publisher)?;
         let ring = qos.topic_ring();

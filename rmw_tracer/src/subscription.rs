@@ -1,7 +1,7 @@
 //! Subscriptions: a target ring `/.ros/sub/<n>` sized by the QoS depth, fed by an edge from the
 //! local topic vertex and (wired by the registry) one from each peer that publishes the topic.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::CString;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -84,8 +84,8 @@ impl Subscription {
         qos: &ffi::rmw_qos_profile_t,
         ignore_local_publications: bool,
     ) -> RmwResult<Subscription> {
+        // Made after rmw_shutdown too, as with Fast DDS (only nodes are refused then).
         let ctx = node.ctx.clone();
-        ctx.check_live()?;
         let path = names::topic_path(topic, qos.avoid_ros_namespace_conventions)?;
         let qos = Qos::resolve(qos, End::Subscription)?;
         // The topic vertex exists before any publisher, so a local publisher that comes later
@@ -110,7 +110,7 @@ impl Subscription {
             type_name: ty.type_name.clone(),
             target: ring_path,
             policy: qos.delivery(),
-            remote: Mutex::new(Default::default()),
+            remote: Mutex::new(Some(BTreeMap::new())),
         });
         let gid = ctx.gids.next();
         let rec = node.endpoint_record(

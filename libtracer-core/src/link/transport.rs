@@ -1,6 +1,7 @@
 //! `HostTransport`: zero-configuration Unix-socket links between the graphs of one host.
 //!
-//! Formation: bind `<dir>/<name>.sock`, then connect to every other `*.sock` in the directory
+//! Formation: bind `<dir>/<name>.sock` (bound and listening under a hidden name first, then
+//! renamed, so that it is never seen before it listens), then connect to every other `*.sock` in the directory
 //! (a socket that refuses twice, 30 ms apart, belongs to a dead process and is removed). Both
 //! ends exchange HELLO. When two graphs connect to each other at once, the connection
 //! initiated by the node with the smaller name wins: an acceptor refuses an incoming
@@ -120,7 +121,17 @@ impl HostTransport {
         prepare_dir(dir)?;
         let sock_path = dir.join(format!("{local_name}.sock"));
         claim_name(&sock_path, local_name, cfg.handshake_timeout)?;
-        let listener = UnixListener::bind(&sock_path)?;
+        // Bound and listening under a name no scan looks at, then renamed into place, so that
+        // no peer ever finds our socket between bind and listen: it would take it for a dead
+        // one's and remove it (on a loaded machine that gap can outlast the probe's 30 ms, and
+        // we then failed to start with ENOENT). Shorter than the final name: same path limit.
+        let staging = dir.join(format!(".{local_name}.b"));
+        let _ = std::fs::remove_file(&staging);
+        let listener = UnixListener::bind(&staging)?;
+        if let Err(e) = std::fs::rename(&staging, &sock_path) {
+            let _ = std::fs::remove_file(&staging);
+            return Err(e.into());
+        }
         let bound = listener
             .try_clone()
             .and_then(|l| Ok((l, std::fs::symlink_metadata(&sock_path)?.ino())));

@@ -67,6 +67,14 @@ pub unsafe fn c_ref<'a, H: Handle>(p: *const H::C, arg: &'static str) -> RmwResu
     }
     // SAFETY: non-null and, by the caller's guarantee, a live `H::C`.
     let c = unsafe { &*p };
+    // A zero-initialized struct (never made, or already finalized) is a bad argument, not
+    // another implementation's handle: rmw documents INVALID_ARGUMENT for a zero context.
+    if H::identifier(c).is_null() && H::data(c).is_null() {
+        return Err(RmwError::invalid(format!(
+            "{} `{arg}` is zero-initialized",
+            H::WHAT
+        )));
+    }
     // SAFETY: the identifier field of a live handle is null or a C string (set by its rmw).
     unsafe { check_identifier(H::identifier(c), H::WHAT) }?;
     Ok(c)

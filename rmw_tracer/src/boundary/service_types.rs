@@ -12,6 +12,9 @@ use crate::cdr::{type_info::format_hash, MessageType};
 
 const INTROSPECTION_C: &CStr = c"rosidl_typesupport_introspection_c";
 const INTROSPECTION_CPP: &CStr = c"rosidl_typesupport_introspection_cpp";
+/// The dispatchers rcl passes (their request/response handles are dispatchers too).
+const DISPATCH_C: &CStr = c"rosidl_typesupport_c";
+const DISPATCH_CPP: &CStr = c"rosidl_typesupport_cpp";
 
 /// The request and response types of a service type, and its name and hash.
 #[derive(Clone, Debug)]
@@ -45,8 +48,17 @@ pub unsafe fn resolve(ts: *const rosidl_service_type_support_t) -> RmwResult<Ser
         }
     }
     // The caller's own handle last: a dispatcher's request/response handles are dispatchers
-    // too, which the CDR module resolves itself.
-    handles.push(ts);
+    // too, which the CDR module resolves itself. Only a handle of a type support we know: one
+    // with a bogus identifier is refused even if its request/response handles would resolve.
+    // SAFETY: `ts` is a valid handle; its identifier is null or a static C string.
+    let id = unsafe { (*ts).typesupport_identifier };
+    // SAFETY: as above.
+    let known = !id.is_null()
+        && [INTROSPECTION_C, INTROSPECTION_CPP, DISPATCH_C, DISPATCH_CPP]
+            .contains(&unsafe { CStr::from_ptr(id) });
+    if known {
+        handles.push(ts);
+    }
     for h in handles {
         // SAFETY: `h` is a valid service handle (the caller's or one the dispatcher returned).
         let (req, res) = unsafe { ((*h).request_typesupport, (*h).response_typesupport) };
@@ -77,9 +89,16 @@ pub unsafe fn resolve(ts: *const rosidl_service_type_support_t) -> RmwResult<Ser
             response,
         });
     }
-    Err(RmwError::invalid(
-        "service type support offers no introspection type support for its request and response",
-    ))
+    Err(RmwError::invalid(if known {
+        "service type support offers no introspection type support for its request and response"
+            .to_owned()
+    } else {
+        format!(
+            "unknown service type support identifier `{}`",
+            // SAFETY: `id` is null or a static C string of the handle.
+            unsafe { super::cstr::lossy(id) }
+        )
+    }))
 }
 
 /// A message handle we may pass on: non-null with an identifier (an introspection handle's

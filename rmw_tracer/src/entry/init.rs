@@ -130,8 +130,8 @@ pub unsafe extern "C" fn rmw_init(
     })
 }
 
-/// `rmw_shutdown`: no new entities; peers are told at once. Existing entities can still be
-/// destroyed.
+/// `rmw_shutdown`: no new nodes (other entities, as with Fast DDS, can still be made and
+/// used); returns at once, the links close in the background. A second call is a no-op.
 ///
 /// # Safety
 /// `context` is null or a live context.
@@ -140,9 +140,7 @@ pub unsafe extern "C" fn rmw_shutdown(context: *mut ffi::rmw_context_t) -> rmw_r
     ffi_ret("rmw_shutdown", || {
         // SAFETY: caller guarantee.
         let ctx = unsafe { handle::get::<Context>(context, "context") }?;
-        ctx.shared.shutdown()?;
-        crate::record::context_shutdown();
-        Ok(())
+        ctx.shared.shutdown()
     })
 }
 
@@ -158,6 +156,7 @@ pub unsafe extern "C" fn rmw_context_fini(context: *mut ffi::rmw_context_t) -> r
         if !ctx.shared.is_shut_down() {
             return Err(RmwError::invalid("context has not been shut down"));
         }
+        ctx.shared.finish_teardown();
         // SAFETY: checked above; nothing else holds a reference now.
         let c = unsafe { handle::out(context, "context") }?;
         // SAFETY: `c.options` was filled by init_options_copy in rmw_init.

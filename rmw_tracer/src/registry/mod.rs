@@ -55,8 +55,9 @@ pub struct SubscriptionLink {
     /// The subscription's target ring.
     pub target: String,
     pub policy: DeliveryPolicy,
-    /// One edge per peer that has a matching publisher.
-    pub remote: Mutex<BTreeMap<String, RemoteEdge>>,
+    /// One edge per peer that has a matching publisher; `None` once the subscription is going
+    /// away, so that the worker, which may still hold the link, wires nothing more into it.
+    pub remote: Mutex<Option<BTreeMap<String, RemoteEdge>>>,
 }
 
 /// An edge from a peer's topic vertex into a local subscription.
@@ -66,9 +67,9 @@ pub struct RemoteEdge {
 }
 
 impl SubscriptionLink {
-    /// Drop every remote edge (the subscription is going away).
+    /// Drop every remote edge for good (the subscription is going away).
     pub fn disconnect(&self, graph: &Graph) {
-        for (_, e) in std::mem::take(&mut *self.remote.lock()) {
+        for (_, e) in self.remote.lock().take().unwrap_or_default() {
             let _ = graph.unsubscribe(&e.edge);
         }
     }
@@ -78,6 +79,7 @@ impl SubscriptionLink {
         self.remote
             .lock()
             .iter()
+            .flatten()
             .filter(|(_, e)| matches!(e.edge.state(), EdgeState::Established))
             .map(|(p, _)| p.clone())
             .collect()
@@ -473,6 +475,9 @@ impl Inner {
             .map(|(n, _)| n.as_str())
             .collect();
         let mut remote = sub.remote.lock();
+        let Some(remote) = remote.as_mut() else {
+            return; // the subscription is going away
+        };
         remote.retain(|peer, e| {
             let dead = matches!(e.edge.state(), EdgeState::Failed(_) | EdgeState::Closed);
             let keep = wanted.contains(peer.as_str()) && !(dead && e.made.elapsed() >= RETRY);
@@ -495,6 +500,11 @@ impl Inner {
                             made: Instant::now(),
                         },
                     );
+                }
+                // The peer left: its records go when its mount's removal is handled, and the
+                // edge with them. Not worth a warning (a process exiting is no fault).
+                Err(e) if !self.graph.peers().iter().any(|p| p == peer) => {
+                    log!(RMW_LOG_SEVERITY_DEBUG, "cannot subscribe {source}: {e}")
                 }
                 Err(e) => log!(RMW_LOG_SEVERITY_WARN, "cannot subscribe {source}: {e}"),
             }

@@ -75,8 +75,8 @@ impl Endpoint {
         path_of: impl FnOnce(Gid) -> RmwResult<String>,
         schema: Option<Schema>,
     ) -> RmwResult<Endpoint> {
+        // Made after rmw_shutdown too, as with Fast DDS (only nodes are refused then).
         let ctx = node.ctx.clone();
-        ctx.check_live()?;
         // The rules of a topic name apply to a service name (rmw_validate_full_topic_name).
         names::topic_path(name, qos.avoid_ros_namespace_conventions)?;
         // Check that the name maps to request paths (a server's own, a client's servers')

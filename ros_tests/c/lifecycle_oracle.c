@@ -1,0 +1,274 @@
+/* What the rmw API answers around rmw_shutdown and for arguments of the wrong kind, printed as
+ * one "case <name> rc=<rmw_ret_t or ptr/null> err=<0|1>" line per call, so that the pytest driver
+ * runs it once on rmw_tracer and once on Fast DDS (the oracle) and compares the lines.
+ * `err` says whether the call left an rmw error string set; it is reset after every case.
+ *
+ * Nothing here asserts by itself: the driver holds the expected values and the comparison. The
+ * program exits 0 unless it could not even make the context it needs.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <rcutils/allocator.h>
+#include <rcutils/strdup.h>
+#include <rmw/error_handling.h>
+#include <rmw/get_node_info_and_types.h>
+#include <rmw/rmw.h>
+#include <rosidl_runtime_c/string_functions.h>
+#include <std_msgs/msg/string.h>
+#include <test_msgs/srv/basic_types.h>
+
+#include "common.h"
+
+static const rosidl_message_type_support_t *string_ts(void) {
+  return ROSIDL_GET_MSG_TYPE_SUPPORT(std_msgs, msg, String);
+}
+
+static const rosidl_service_type_support_t *srv_ts(void) {
+  return ROSIDL_GET_SRV_TYPE_SUPPORT(test_msgs, srv, BasicTypes);
+}
+
+static void report_rc(const char *name, rmw_ret_t rc) {
+  printf("case %s rc=%d err=%d\n", name, (int)rc, rmw_error_is_set() ? 1 : 0);
+  rmw_reset_error();
+}
+
+static void report_ptr(const char *name, const void *p) {
+  printf("case %s rc=%s err=%d\n", name, p ? "ptr" : "null", rmw_error_is_set() ? 1 : 0);
+  rmw_reset_error();
+}
+
+static void report_bool(const char *name, bool b) {
+  printf("case %s rc=%s err=%d\n", name, b ? "true" : "false", rmw_error_is_set() ? 1 : 0);
+  rmw_reset_error();
+}
+
+/* A call that crashes Fast DDS (it does not check every pointer), made in a forked child so
+ * that it is reported as "rc=crash" and the run goes on. Only for such calls: a forked child of
+ * a threaded process can hang on a lock another thread held at the fork (alarm() ends it). */
+#define ISOLATED(report, name, expr)                 \
+  do {                                               \
+    fflush(stdout);                                  \
+    pid_t pid_ = fork();                             \
+    if (pid_ == 0) {                                 \
+      alarm(10);                                     \
+      report(name, expr);                            \
+      fflush(stdout);                                \
+      _exit(0);                                      \
+    }                                                \
+    int st_ = 0;                                     \
+    waitpid(pid_, &st_, 0);                          \
+    if (!WIFEXITED(st_) || WEXITSTATUS(st_) != 0) {  \
+      printf("case %s rc=crash err=0\n", name);      \
+    }                                                \
+  } while (0)
+#define ISO_RC(name, expr) ISOLATED(report_rc, name, expr)
+
+/* A handle that claims another implementation: the identifier check must refuse it. */
+static const char *const FOREIGN = "rmw_foreign_impl";
+
+int main(void) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  rmw_init_options_t opts;
+  rmw_context_t ctx;
+  if (init_context(&opts, &ctx) != 0) {
+    printf("init failed: %s\n", rmw_get_error_string().str);
+    return 1;
+  }
+  rmw_reset_error();
+  rmw_qos_profile_t qos = rmw_qos_profile_default;
+  rmw_publisher_options_t popts = rmw_get_default_publisher_options();
+  rmw_subscription_options_t sopts = rmw_get_default_subscription_options();
+  rmw_node_t *node = rmw_create_node(&ctx, "oracle", "/");
+  report_ptr("create node", node);
+  rmw_publisher_t *pub = rmw_create_publisher(node, string_ts(), "/oracle/topic", &qos, &popts);
+  report_ptr("create publisher", pub);
+  rmw_subscription_t *sub = rmw_create_subscription(node, string_ts(), "/oracle/topic", &qos, &sopts);
+  report_ptr("create subscription", sub);
+  rmw_service_t *srv = rmw_create_service(node, srv_ts(), "/oracle/srv", &qos);
+  report_ptr("create service", srv);
+  rmw_client_t *cli = rmw_create_client(node, srv_ts(), "/oracle/srv", &qos);
+  report_ptr("create client", cli);
+
+  /* --- null and zero-initialized arguments, bogus type supports, foreign handles --- */
+  rmw_context_t zero_ctx = rmw_get_zero_initialized_context();
+  report_rc("shutdown null", rmw_shutdown(NULL));
+  report_rc("shutdown zero context", rmw_shutdown(&zero_ctx));
+  report_rc("context fini null", rmw_context_fini(NULL));
+  report_rc("context fini zero context", rmw_context_fini(&zero_ctx));
+  report_ptr("create node null context", rmw_create_node(NULL, "x", "/"));
+  report_ptr("create node zero context", rmw_create_node(&zero_ctx, "x", "/"));
+  report_ptr("create node null name", rmw_create_node(&ctx, NULL, "/"));
+  report_ptr("create node null namespace", rmw_create_node(&ctx, "x", NULL));
+  rosidl_message_type_support_t bogus_ts = *string_ts();
+  bogus_ts.typesupport_identifier = "bogus_typesupport";
+  bogus_ts.func = get_message_typesupport_handle_function;
+  report_ptr("create publisher bogus type support",
+             rmw_create_publisher(node, &bogus_ts, "/oracle/bogus", &qos, &popts));
+  report_ptr("create subscription bogus type support",
+             rmw_create_subscription(node, &bogus_ts, "/oracle/bogus", &qos, &sopts));
+  rosidl_service_type_support_t bogus_srv = *srv_ts();
+  bogus_srv.typesupport_identifier = "bogus_typesupport";
+  bogus_srv.func = get_service_typesupport_handle_function;
+  report_ptr("create service bogus type support", rmw_create_service(node, &bogus_srv, "/oracle/bogus", &qos));
+  report_ptr("create client bogus type support", rmw_create_client(node, &bogus_srv, "/oracle/bogus", &qos));
+  report_ptr("create publisher null type support", rmw_create_publisher(node, NULL, "/oracle/x", &qos, &popts));
+  report_ptr("create publisher null topic", rmw_create_publisher(node, string_ts(), NULL, &qos, &popts));
+  report_ptr("create publisher null qos", rmw_create_publisher(node, string_ts(), "/oracle/x", NULL, &popts));
+  report_ptr("create publisher null options", rmw_create_publisher(node, string_ts(), "/oracle/x", &qos, NULL));
+  report_ptr("create subscription null options", rmw_create_subscription(node, string_ts(), "/oracle/x", &qos, NULL));
+  report_ptr("create service null name", rmw_create_service(node, srv_ts(), NULL, &qos));
+  report_ptr("create client null qos", rmw_create_client(node, srv_ts(), "/oracle/x", NULL));
+  report_ptr("create guard condition null context", rmw_create_guard_condition(NULL));
+  report_ptr("create wait set null context", rmw_create_wait_set(NULL, 1));
+
+  if (node && pub && sub && srv && cli) {
+    const char *saved_node = node->implementation_identifier;
+    node->implementation_identifier = FOREIGN;
+    report_ptr("create publisher foreign node", rmw_create_publisher(node, string_ts(), "/oracle/x", &qos, &popts));
+    report_rc("destroy node foreign", rmw_destroy_node(node));
+    node->implementation_identifier = saved_node;
+    const char *saved_pub = pub->implementation_identifier;
+    pub->implementation_identifier = FOREIGN;
+    std_msgs__msg__String m;
+    std_msgs__msg__String__init(&m);
+    report_rc("publish foreign publisher", rmw_publish(pub, &m, NULL));
+    report_rc("destroy publisher foreign", rmw_destroy_publisher(node, pub));
+    pub->implementation_identifier = saved_pub;
+    report_rc("publish null message", rmw_publish(pub, NULL, NULL));
+    report_rc("publish null publisher", rmw_publish(NULL, &m, NULL));
+    bool taken = false;
+    report_rc("take null taken", rmw_take(sub, &m, NULL, NULL));
+    report_rc("take null message", rmw_take(sub, NULL, &taken, NULL));
+    const char *saved_sub = sub->implementation_identifier;
+    sub->implementation_identifier = FOREIGN;
+    report_rc("take foreign subscription", rmw_take(sub, &m, &taken, NULL));
+    sub->implementation_identifier = saved_sub;
+    report_rc("destroy publisher null node", rmw_destroy_publisher(NULL, pub));
+    report_rc("destroy publisher null", rmw_destroy_publisher(node, NULL));
+    report_rc("destroy subscription null", rmw_destroy_subscription(node, NULL));
+    report_rc("destroy service null", rmw_destroy_service(node, NULL));
+    report_rc("destroy client null", rmw_destroy_client(node, NULL));
+    report_rc("destroy wait set null", rmw_destroy_wait_set(NULL));
+    report_rc("destroy guard condition null", rmw_destroy_guard_condition(NULL));
+    report_rc("destroy node null", rmw_destroy_node(NULL));
+    ISO_RC("trigger guard condition null", rmw_trigger_guard_condition(NULL));
+    size_t n = 0;
+    report_rc("count matched null publisher", rmw_publisher_count_matched_subscriptions(NULL, &n));
+    report_rc("count matched null count", rmw_publisher_count_matched_subscriptions(pub, NULL));
+    rmw_qos_profile_t actual;
+    report_rc("publisher actual qos null", rmw_publisher_get_actual_qos(pub, NULL));
+    report_rc("subscription actual qos null", rmw_subscription_get_actual_qos(NULL, &actual));
+    rmw_gid_t gid;
+    memset(&gid, 0, sizeof gid);
+    report_rc("gid for publisher null", rmw_get_gid_for_publisher(NULL, &gid));
+    report_rc("gid for publisher null gid", rmw_get_gid_for_publisher(pub, NULL));
+    report_rc("gid for publisher", rmw_get_gid_for_publisher(pub, &gid));
+    bool eq = false;
+    report_rc("compare gids null", rmw_compare_gids_equal(NULL, &gid, &eq));
+    report_rc("compare gids null result", rmw_compare_gids_equal(&gid, &gid, NULL));
+    int64_t seq = 0;
+    test_msgs__srv__BasicTypes_Request req;
+    test_msgs__srv__BasicTypes_Request__init(&req);
+    report_rc("send request null sequence", rmw_send_request(cli, &req, NULL));
+    report_rc("send request null request", rmw_send_request(cli, NULL, &seq));
+    report_rc("send request null client", rmw_send_request(NULL, &req, &seq));
+    rmw_service_info_t info;
+    report_rc("take request null header", rmw_take_request(srv, NULL, &req, &taken));
+    report_rc("take request null taken", rmw_take_request(srv, &info, &req, NULL));
+    report_rc("take response null header", rmw_take_response(cli, NULL, &req, &taken));
+    test_msgs__srv__BasicTypes_Response resp;
+    test_msgs__srv__BasicTypes_Response__init(&resp);
+    rmw_request_id_t rid;
+    memset(&rid, 0, sizeof rid);
+    report_rc("send response null header", rmw_send_response(srv, NULL, &resp));
+    report_rc("send response null response", rmw_send_response(srv, &rid, NULL));
+    report_rc("send response null service", rmw_send_response(NULL, &rid, &resp));
+    bool avail = false;
+    report_rc("server is available null node", rmw_service_server_is_available(NULL, cli, &avail));
+    report_rc("server is available null result", rmw_service_server_is_available(node, cli, NULL));
+    rmw_names_and_types_t nt = rmw_get_zero_initialized_names_and_types();
+    rcutils_allocator_t alloc = rcutils_get_default_allocator();
+    report_rc("publisher names by node null node",
+              rmw_get_publisher_names_and_types_by_node(NULL, &alloc, "oracle", "/", false, &nt));
+    report_rc("publisher names by node unknown node",
+              rmw_get_publisher_names_and_types_by_node(node, &alloc, "nobody", "/", false, &nt));
+    report_rc("publisher names by node bad name",
+              rmw_get_publisher_names_and_types_by_node(node, &alloc, "bad name", "/", false, &nt));
+    size_t count = 0;
+    report_rc("count publishers null topic", rmw_count_publishers(node, NULL, &count));
+    report_rc("count publishers bad topic", rmw_count_publishers(node, "bad topic", &count));
+    report_rc("count publishers null count", rmw_count_publishers(node, "/oracle/topic", NULL));
+
+    /* --- after rmw_shutdown: which entities can still be made, used and destroyed --- */
+    report_rc("shutdown", rmw_shutdown(&ctx));
+    report_rc("shutdown again", rmw_shutdown(&ctx));
+    rmw_node_t *late_node = rmw_create_node(&ctx, "late", "/");
+    report_ptr("after shutdown: create node", late_node);
+    rmw_publisher_t *late_pub = rmw_create_publisher(node, string_ts(), "/oracle/late", &qos, &popts);
+    report_ptr("after shutdown: create publisher", late_pub);
+    rmw_subscription_t *late_sub = rmw_create_subscription(node, string_ts(), "/oracle/late", &qos, &sopts);
+    report_ptr("after shutdown: create subscription", late_sub);
+    rmw_service_t *late_srv = rmw_create_service(node, srv_ts(), "/oracle/late_srv", &qos);
+    report_ptr("after shutdown: create service", late_srv);
+    rmw_client_t *late_cli = rmw_create_client(node, srv_ts(), "/oracle/late_srv", &qos);
+    report_ptr("after shutdown: create client", late_cli);
+    rmw_guard_condition_t *gc = rmw_create_guard_condition(&ctx);
+    report_ptr("after shutdown: create guard condition", gc);
+    rmw_wait_set_t *ws = rmw_create_wait_set(&ctx, 4);
+    report_ptr("after shutdown: create wait set", ws);
+    if (gc) report_rc("after shutdown: trigger guard condition", rmw_trigger_guard_condition(gc));
+    if (gc && ws) {
+      void *slots[1] = {gc->data};
+      rmw_guard_conditions_t gcs = {1, slots};
+      rmw_time_t zero = {0, 0};
+      report_rc("after shutdown: wait", rmw_wait(NULL, &gcs, NULL, NULL, NULL, ws, &zero));
+    }
+    rosidl_runtime_c__String__assign(&m.data, "after shutdown");
+    report_rc("after shutdown: publish", rmw_publish(pub, &m, NULL));
+    taken = false;
+    report_rc("after shutdown: take", rmw_take(sub, &m, &taken, NULL));
+    report_rc("after shutdown: count matched", rmw_publisher_count_matched_subscriptions(pub, &n));
+    report_rc("after shutdown: count publishers", rmw_count_publishers(node, "/oracle/topic", &count));
+    rcutils_string_array_t names = rcutils_get_zero_initialized_string_array();
+    rcutils_string_array_t nss = rcutils_get_zero_initialized_string_array();
+    rmw_ret_t rc = rmw_get_node_names(node, &names, &nss);
+    report_rc("after shutdown: node names", rc);
+    if (rc == RMW_RET_OK) {
+      rcutils_string_array_fini(&names);
+      rcutils_string_array_fini(&nss);
+    }
+    report_rc("after shutdown: send request", rmw_send_request(cli, &req, &seq));
+    report_rc("after shutdown: server is available", rmw_service_server_is_available(node, cli, &avail));
+    report_rc("after shutdown: graph guard condition",
+              rmw_node_get_graph_guard_condition(node) ? RMW_RET_OK : RMW_RET_ERROR);
+    if (ws) report_rc("after shutdown: destroy wait set", rmw_destroy_wait_set(ws));
+    if (gc) report_rc("after shutdown: destroy guard condition", rmw_destroy_guard_condition(gc));
+    if (late_cli) report_rc("after shutdown: destroy late client", rmw_destroy_client(node, late_cli));
+    if (late_srv) report_rc("after shutdown: destroy late service", rmw_destroy_service(node, late_srv));
+    if (late_sub) report_rc("after shutdown: destroy late subscription", rmw_destroy_subscription(node, late_sub));
+    if (late_pub) report_rc("after shutdown: destroy late publisher", rmw_destroy_publisher(node, late_pub));
+    if (late_node) report_rc("after shutdown: destroy late node", rmw_destroy_node(late_node));
+    report_rc("after shutdown: destroy client", rmw_destroy_client(node, cli));
+    report_rc("after shutdown: destroy service", rmw_destroy_service(node, srv));
+    report_rc("after shutdown: destroy subscription", rmw_destroy_subscription(node, sub));
+    report_rc("after shutdown: destroy publisher", rmw_destroy_publisher(node, pub));
+    report_rc("after shutdown: destroy node", rmw_destroy_node(node));
+    test_msgs__srv__BasicTypes_Request__fini(&req);
+    test_msgs__srv__BasicTypes_Response__fini(&resp);
+    std_msgs__msg__String__fini(&m);
+  } else {
+    report_rc("shutdown", rmw_shutdown(&ctx));
+  }
+  report_rc("context fini", rmw_context_fini(&ctx));
+  report_bool("context zeroed", ctx.implementation_identifier == NULL && ctx.impl == NULL);
+  report_rc("context fini again", rmw_context_fini(&ctx));
+  report_rc("shutdown after fini", rmw_shutdown(&ctx));
+  report_rc("options fini", rmw_init_options_fini(&opts));
+  printf("done\n");
+  return 0;
+}

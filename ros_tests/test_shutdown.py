@@ -1,0 +1,181 @@
+"""Ctrl-C and shutdown as rclpy expects (issue 9, "Shutdown and Ctrl-C"): real rclpy processes in
+the ROS demos' pattern (shutdown_node.py) stopped by SIGINT at many moments after they spin,
+publishers and subscribers, single- and multi-threaded executors, a launch-style process group,
+twenty nodes at random moments; each must exit 0 with nothing on stderr. And the rmw API around rmw_shutdown, and for bad arguments, called from C
+(c/lifecycle_oracle.c) on rmw_tracer and on Fast DDS, compared call by call."""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+import harness
+
+HERE = Path(__file__).resolve().parent
+NODE = HERE / "shutdown_node.py"
+SPIN_TIMEOUT = 60.0
+
+
+def _start(env, args, netns=None) -> harness.Proc:
+    return harness.spawn([harness.venv_python(), NODE, *args], env, netns=netns, timeout=120)
+
+
+def _sigint_at(procs: list[harness.Proc], delays: list[float]) -> list[harness.Result]:
+    """Wait until every process spins, then SIGINT each at its delay after that moment."""
+    for p in procs:
+        assert p.wait_for_output("spinning", timeout=SPIN_TIMEOUT), \
+            p.join(timeout=0).describe() if p.popen.poll() is not None else "never spun"
+    t0 = time.monotonic()
+    for delay, p in sorted(zip(delays, procs), key=lambda dp: dp[0]):
+        time.sleep(max(0.0, t0 + delay - time.monotonic()))
+        p.terminate()
+    return harness.join_all(procs, timeout=90)
+
+
+# Races inside rclpy itself, which no middleware can prevent and Fast DDS shows as well (3 in 100
+# demo nodes of the twenty-node run on Fast DDS, 0 in 100 on rmw_tracer, measured on 2 cores):
+# a SIGINT that lands while Python code of the executor runs. Each is named by its text; a
+# process whose stderr has one of them and nothing of ours is excused, nothing else is.
+RCLPY_RACES = {
+    # rcl_publish's own context check, from a timer callback already running on a
+    # MultiThreadedExecutor worker when the signal thread shut the context down (no rmw call).
+    "Failed to publish: publisher's context is invalid",
+    # KeyboardInterrupt raised inside pybind11's argument conversion of rclpy's take_message.
+    "Unable to convert call argument",
+    # rclpy's Task interrupted between creating its coroutine and storing its result.
+    "'Task' object has no attribute '_exception'",
+    # A MultiThreadedExecutor worker still in a callback when the main thread's destroy_node()
+    # asked for the entity's destruction.
+    "cannot use Destroyable because destruction was requested",
+}
+# What would be ours (or the race of rmw_shutdown against rclpy's try_shutdown, rclpy#1352):
+# never excused.
+# (Our log lines start "[rmw_tracer]", our error strings "rmw_tracer: "; the venv's path holds
+# "rmw_tracer/", so the bare word cannot be the mark.)
+OURS = ("[rmw_tracer]", "rmw_tracer: ", "rmw_create", "rmw_destroy", "rmw_wait", "rmw_shutdown",
+        "rcl_shutdown already called", "error state is being overwritten", "has been shut down",
+        "failed to initialize wait set")
+
+
+def _excused(r: harness.Result) -> bool:
+    return (any(race in r.stderr for race in RCLPY_RACES)
+            and not any(mark in r.stderr for mark in OURS) and not r.timed_out)
+
+
+def _assert_clean(results: list[harness.Result], what: str) -> None:
+    """Exit status 0, no traceback, nothing at all on stderr, for every process (but for the
+    races of rclpy itself above, which are counted and printed)."""
+    bad = [r for r in results if r.timed_out or r.returncode != 0 or r.stderr.strip()]
+    excused = [r for r in bad if _excused(r)]
+    for r in excused:
+        print(f"{what}: excused rclpy race:\n{r.describe()}")
+    bad = [r for r in bad if r not in excused]
+    assert not bad, f"{what}: {len(bad)} of {len(results)} not clean:\n" + \
+        "\n".join(r.describe() for r in bad)
+
+
+KINDS = [("pub", "single"), ("pub", "multi"), ("sub", "single"), ("sub", "multi")]
+MOMENTS = [0.0, 0.005, 0.02, 0.08, 0.3]
+
+
+@pytest.mark.parametrize("role,executor", KINDS, ids=[f"{r}-{e}" for r, e in KINDS])
+def test_sigint_at_many_moments(tracer_env, role, executor):
+    # Five nodes of one kind, each stopped at another moment after it spins, while a partner
+    # (publishing and subscribing) keeps data flowing to and from them; the partner goes last.
+    nodes = [_start(tracer_env, [role, executor, f"{role}_{executor}_{i}"]) for i in range(len(MOMENTS))]
+    partner = _start(tracer_env, ["both", "single", "partner"])
+    results = _sigint_at(nodes + [partner], MOMENTS + [MOMENTS[-1] + 0.2])
+    _assert_clean(results, f"{role}/{executor}")
+
+
+def test_sigint_to_a_launch_style_process_group(tracer_env):
+    # As Ctrl-C in the terminal of `ros2 launch`: one SIGINT to the group reaches the launcher
+    # and its four children (publishers, subscriptions, both executors) at once.
+    launcher = _start(tracer_env, ["launch", "4"])
+    (res,) = _sigint_at([launcher], [0.1])
+    _assert_clean([res], "launch group")
+    codes = [int(n) for n in re.findall(r"^child \d+ exit (-?\d+)$", res.stdout, re.M)]
+    assert len(codes) == 4, res.describe()
+    assert codes == [0] * 4 or _excused(res), res.describe()
+
+
+def _twenty_at_random(env) -> None:
+    seed = random.randrange(1 << 30)
+    rng = random.Random(seed)
+    kinds = [KINDS[i % len(KINDS)] if i < 8 else rng.choice(KINDS + [("both", "multi")]) for i in range(20)]
+    procs = [_start(env, [role, ex, f"n{i}_{role}_{ex}"]) for i, (role, ex) in enumerate(kinds)]
+    delays = [rng.uniform(0.0, 1.0) for _ in procs]
+    _assert_clean(_sigint_at(procs, delays), f"20 nodes, seed {seed}")
+
+
+def test_twenty_nodes_sigint_at_random_moments(tracer_env):
+    # Fast DDS is no oracle here: run the same way it is not clean either (measured, 100 nodes
+    # in 5 runs: 3 with one of the rclpy races above, and a multi-threaded node that hung past
+    # 90 s in another run), so its run cannot be asserted on; the rmw calls around shutdown are
+    # compared with it one by one below instead.
+    _twenty_at_random(tracer_env)
+
+
+# --- the rmw API around shutdown and for bad arguments, rmw_tracer against Fast DDS -----------
+
+# Where rmw_tracer answers otherwise than Fast DDS, with the reason (docs/rmw-mapping.md,
+# "Errors and threads"): the rmw header documents the code we return, or Fast DDS returns null
+# without saying why.
+DEVIATIONS = {
+    # rmw.h: "RMW_RET_INVALID_ARGUMENT if `wait_set` is NULL" (Fast DDS: RMW_RET_ERROR).
+    "destroy wait set null": "rc=11 err=1",
+    # rmw.h: "RMW_RET_INVALID_ARGUMENT if guard_condition is null" (Fast DDS: RMW_RET_ERROR).
+    "destroy guard condition null": "rc=11 err=1",
+    "trigger guard condition null": "rc=11 err=1",  # Fast DDS crashes
+    # rmw.h: INVALID_ARGUMENT for a null node / is_available (Fast DDS: RMW_RET_ERROR).
+    "server is available null node": "rc=11 err=1",
+    "server is available null result": "rc=11 err=1",
+    # Fast DDS returns null / the code without an error string; we always say why.
+    "create node null name": "rc=null err=1",
+    "create node null namespace": "rc=null err=1",
+    "publisher names by node unknown node": "rc=203 err=1",
+}
+
+# What the header says, whatever Fast DDS does: checked on rmw_tracer.
+EXPECTED = {
+    "shutdown null": "rc=11 err=1",
+    "shutdown zero context": "rc=11 err=1",
+    "context fini zero context": "rc=11 err=1",
+    "create publisher bogus type support": "rc=null err=1",
+    "create subscription bogus type support": "rc=null err=1",
+    "create service bogus type support": "rc=null err=1",
+    "create client bogus type support": "rc=null err=1",
+    "publish foreign publisher": "rc=12 err=1",
+    "shutdown": "rc=0 err=0",
+    "shutdown again": "rc=0 err=0",
+    "after shutdown: create node": "rc=null err=1",
+    "after shutdown: create publisher": "rc=ptr err=0",
+    "after shutdown: create wait set": "rc=ptr err=0",
+    "after shutdown: wait": "rc=0 err=0",
+    "after shutdown: publish": "rc=0 err=0",
+    "context fini": "rc=0 err=0",
+    "context fini again": "rc=11 err=1",
+}
+
+
+def _cases(res: harness.Result) -> dict[str, str]:
+    assert res.returncode == 0 and res.stdout.rstrip().endswith("done"), res.describe()
+    return dict(re.findall(r"^case (.+?) (rc=\S+ err=\d)$", res.stdout, re.M))
+
+
+def test_rmw_lifecycle_and_arguments_match_fastdds(tmp_path, tracer_env, fastdds_env, netns):
+    exe = harness.compile_c(HERE / "c" / "lifecycle_oracle.c", tmp_path / "lifecycle_oracle",
+                            msgs=("std_msgs", "test_msgs"))
+    ours = _cases(harness.run([exe], tracer_env, timeout=60))
+    theirs = _cases(harness.run([exe], fastdds_env, netns=netns, timeout=60))
+    assert ours.keys() == theirs.keys() and len(ours) >= 90, (sorted(ours), sorted(theirs))
+    assert {k: ours[k] for k in EXPECTED} == EXPECTED
+    differ = {k: (ours[k], theirs[k]) for k in ours if ours[k] != theirs[k]}
+    undocumented = {k: v for k, v in differ.items() if DEVIATIONS.get(k) != v[0]}
+    assert undocumented == {}, "rmw_tracer (left) differs from Fast DDS (right) without a reason"
+    # A deviation that Fast DDS stopped having is stale: keep the table true.
+    assert sorted(differ) == sorted(DEVIATIONS), sorted(set(DEVIATIONS) - set(differ))
