@@ -35,6 +35,18 @@ def _published(proc: harness.Proc) -> list[dict]:
     return [json.loads(l)["msg"] for l in proc.output_so_far().splitlines() if l.startswith('{"published"')]
 
 
+def _was_published(proc: harness.Proc, pred, timeout: float = 10.0) -> bool:
+    """Whether the talker printed a message matching ``pred``; its line may reach us after
+    the message reached tracer echo, so wait for it a while."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if any(pred(m) for m in _published(proc)):
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+
+
 def _graph(env, *args) -> subprocess.CompletedProcess:
     return subprocess.run([tracer(), "graph", *args], env=env, capture_output=True, text=True, timeout=60)
 
@@ -146,7 +158,7 @@ def test_echo_prints_a_live_topic_decoded_from_its_schema(tmp_path):
         res = _echo(env, "/msgs/MultiNested", "--once", "--json").join()
         assert res.returncode == 0, res.describe()
         got = json.loads(res.stdout.strip())
-        assert got in _published(talker), got
+        assert _was_published(talker, lambda m: m == got), got
         res = _echo(env, "msgs/MultiNested", "--once").join()
         assert res.returncode == 0, res.describe()
         assert res.stdout.rstrip().endswith("---") and "array_of_arrays:\n- bool_values: [" in res.stdout, res.stdout
@@ -154,7 +166,7 @@ def test_echo_prints_a_live_topic_decoded_from_its_schema(tmp_path):
                     "--field", "array_of_arrays.1.int32_values").join()
         assert res.returncode == 0, res.describe()
         ints = json.loads(res.stdout)
-        assert ints in [m["array_of_arrays"][1]["int32_values"] for m in _published(talker)]
+        assert _was_published(talker, lambda m: m["array_of_arrays"][1]["int32_values"] == ints), ints
         res = _echo(env, "/msgs/MultiNested", "--once", "--field", "no.such").join()
         assert res.returncode == 1 and 'no field "no.such" in test_msgs/MultiNested' in res.stderr, res.describe()
         # A closed stdout (`| head -1`) ends it quietly.

@@ -2,7 +2,7 @@
 //! live in a source vertex's `:subscribers[]` (data) or `:children[]` (structure) lists.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, RwLock};
@@ -248,6 +248,37 @@ pub(crate) enum Target {
 /// node's store sequence, sample).
 type Buffered = Vec<(usize, u64, Sample)>;
 
+/// What a transient-local replay contained: for each node of the replayed subtree, the store
+/// sequence its snapshot was taken at. A write stored at or before that sequence was in the
+/// snapshot (or overwritten before it), so the replay stands for it.
+///
+/// Nodes are known by address, as writes name them (`dispatch`). The `Weak` keeps a removed
+/// node's allocation, so no node made later at the same address can be mistaken for it, while
+/// its contents are freed as usual.
+pub(crate) struct Replayed(Vec<(usize, u64, Weak<Node>)>);
+
+impl Replayed {
+    /// `(node, store sequence)` of each snapshot taken.
+    pub(crate) fn new(captured: Vec<(&Arc<Node>, u64)>) -> Replayed {
+        let mut v: Vec<_> = captured
+            .into_iter()
+            .map(|(n, seq)| (Arc::as_ptr(n) as usize, seq, Arc::downgrade(n)))
+            .collect();
+        v.sort_unstable_by_key(|&(n, _, _)| n);
+        Replayed(v)
+    }
+
+    /// True if the write `seq` stored at `node` is covered by the replay. Sequence 0 is a write
+    /// that stored nothing (a sink, a mount): no snapshot holds it.
+    fn covers(&self, node: usize, seq: u64) -> bool {
+        seq != 0
+            && match self.0.binary_search_by_key(&node, |&(n, _, _)| n) {
+                Ok(i) => seq <= self.0[i].1,
+                Err(_) => false,
+            }
+    }
+}
+
 /// An edge as stored on its source.
 pub(crate) struct EdgeRec {
     pub(crate) id: EdgeId,
@@ -258,6 +289,9 @@ pub(crate) struct EdgeRec {
     pub(crate) handle: Option<Weak<EdgeShared>>,
     replaying: AtomicBool,
     buffer: Mutex<Buffered>,
+    /// Set once a transient-local replay was taken; consulted by every later delivery, since a
+    /// writer may have stored before the snapshot and reach this edge only after the replay.
+    replayed: OnceLock<Replayed>,
 }
 
 impl EdgeRec {
@@ -277,6 +311,7 @@ impl EdgeRec {
             handle,
             replaying: AtomicBool::new(replaying),
             buffer: Mutex::new(Vec::new()),
+            replayed: OnceLock::new(),
         })
     }
 
@@ -297,7 +332,8 @@ impl EdgeRec {
         }
     }
 
-    /// Deliver one live write made at `from` (its store sequence `seq`).
+    /// Deliver one live write made at `from` (its store sequence `seq`), unless a
+    /// transient-local replay of this edge already delivered it.
     #[inline]
     pub(crate) fn deliver(&self, sample: Sample, from: usize, seq: u64) {
         if self.replaying.load(Ordering::Acquire) {
@@ -306,6 +342,11 @@ impl EdgeRec {
                 b.push((from, seq, sample));
                 return;
             }
+        }
+        // A writer that stored before the snapshot but was slow to reach this edge arrives
+        // here after the replay, which already held its write.
+        if self.replayed.get().is_some_and(|r| r.covers(from, seq)) {
+            return;
         }
         self.send(sample);
     }
@@ -328,10 +369,11 @@ impl EdgeRec {
     }
 
     /// End a transient-local replay: deliver what was buffered meanwhile, minus the writes the
-    /// replay already contained (`captured(node)` = the store sequence the snapshot saw).
+    /// replay already contained, and remember what it contained for writes still on their way.
     /// The buffer lock is not held while sending, so a sink target that writes back into the
     /// source cannot deadlock; what it writes meanwhile is buffered and sent in the next round.
-    pub(crate) fn finish_replay(&self, captured: impl Fn(usize) -> u64) {
+    pub(crate) fn finish_replay(&self, replayed: Replayed) {
+        let replayed = self.replayed.get_or_init(|| replayed);
         loop {
             let batch = {
                 let mut b = self.buffer.lock();
@@ -342,7 +384,7 @@ impl EdgeRec {
                 std::mem::take(&mut *b)
             };
             for (from, seq, s) in batch {
-                if seq > captured(from) {
+                if !replayed.covers(from, seq) {
                     self.send(s);
                 }
             }

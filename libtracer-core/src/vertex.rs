@@ -246,7 +246,8 @@ fn local_received(meta: &Meta) -> i64 {
 
 /// A local write at `node`: store it, then deliver it to the edges of `node` and of each
 /// ancestor. The store comes first so that a transient-local snapshot taken after a new edge was
-/// inserted always contains every write that did not see that edge.
+/// inserted always contains every write that did not see that edge; a write the snapshot holds
+/// that sees the edge only after the replay is dropped by the edge (`EdgeRec::deliver`).
 #[inline]
 pub(crate) fn dispatch(node: &Arc<Node>, sample: Sample) {
     let from = Arc::as_ptr(node) as usize;

@@ -165,6 +165,40 @@ fn ruling_transient_local_replay_races_with_writers_without_loss_or_duplicates()
     assert_eq!(got, (0..20000).collect::<Vec<u64>>());
 }
 
+/// The race behind the test above, made certain: a writer stores its sample, and only then,
+/// after the replay has finished, reaches the new edge. Here the writer is held between the two
+/// by a sink on its own edge (run on the writing thread), which subscribes the transient-local
+/// edge on the parent; the parent's edges are walked after it returns. The replay holds the
+/// sample, so the late live delivery must not send it again.
+#[test]
+fn ruling_transient_local_replay_is_not_doubled_by_a_writer_that_reaches_the_edge_late() {
+    let g = graph("g");
+    let src = g.create_stream("/a/r", StreamOptions::default()).unwrap();
+    let dst = g.create_stream("/d", StreamOptions::default()).unwrap();
+    // Taken on the first call, so the sink does not keep the graph alive.
+    let once = Mutex::new(Some(g.clone()));
+    g.create_sink(
+        "/hook",
+        Arc::new(move |_: &Sample| {
+            if let Some(g) = once.lock().unwrap().take() {
+                g.subscribe(
+                    "/a",
+                    "/d",
+                    DeliveryPolicy::RELIABLE.with_transient_local(true),
+                )
+                .unwrap();
+            }
+        }),
+    )
+    .unwrap();
+    g.subscribe("/a/r", "/hook", DeliveryPolicy::RELIABLE)
+        .unwrap();
+    src.write(p(b"x"), m(1)).unwrap();
+    assert_eq!(drain(&dst), vec![(1, Some("r".into()))]);
+    src.write(p(b"x"), m(2)).unwrap();
+    assert_eq!(drain(&dst), vec![(2, Some("r".into()))]);
+}
+
 #[test]
 fn ruling_sink_runs_on_the_delivering_thread() {
     let g = graph("g");

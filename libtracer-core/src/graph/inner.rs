@@ -1,13 +1,12 @@
 //! The machinery behind `Graph`: access checks, tree changes (with their structural events),
 //! removal with edge clean-up, and edge attachment (transient-local replay, feed snapshots).
 
-use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
 use super::GraphInner;
 use crate::acl::{permits, Credentials, Rights};
-use crate::edge::{EdgeRec, EdgeState, Target};
+use crate::edge::{EdgeRec, EdgeState, Replayed, Target};
 use crate::error::Error;
 use crate::path::{relative, Path};
 use crate::structure::{self, What};
@@ -198,7 +197,9 @@ impl GraphInner {
     /// Insert a data edge on `source`; a transient-local one first replays the retained history
     /// of `source` and its descendants (tree order, each oldest first), then goes live. Writes
     /// that race with the replay are buffered by the edge and delivered after it, minus those
-    /// the snapshot already held, so nothing is lost or doubled.
+    /// the snapshot already held, so nothing is lost or doubled; a write stored before the
+    /// snapshot that reaches the edge only after the replay is dropped there too
+    /// (`EdgeRec::deliver`).
     pub(crate) fn attach_data_edge(&self, source: &Arc<Node>, rec: Arc<EdgeRec>) {
         source.edges.insert(rec.clone());
         if !rec.policy.is_transient_local() {
@@ -208,10 +209,10 @@ impl GraphInner {
             let _g = self.tree.lock();
             self.tree.subtree(source, true)
         };
-        let mut captured: HashMap<usize, u64> = HashMap::with_capacity(nodes.len());
+        let mut captured = Vec::with_capacity(nodes.len());
         for n in &nodes {
             let (seq, hist) = n.history();
-            captured.insert(Arc::as_ptr(n) as usize, seq);
+            captured.push((n, seq));
             let suffix = if Arc::ptr_eq(n, source) {
                 None
             } else {
@@ -222,7 +223,7 @@ impl GraphInner {
                 rec.send(s);
             }
         }
-        rec.finish_replay(|p| captured.get(&p).copied().unwrap_or(0));
+        rec.finish_replay(Replayed::new(captured));
     }
 
     /// Insert a `:children[]` edge: first a `Created` for every existing descendant (tree order),

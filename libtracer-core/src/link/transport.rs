@@ -1,8 +1,8 @@
 //! `HostTransport`: zero-configuration Unix-socket links between the graphs of one host.
 //!
-//! Formation: bind `<dir>/<name>.sock` (bound and listening under a hidden name first, then
-//! renamed, so that it is never seen before it listens), then connect to every other `*.sock` in the directory
-//! (a socket that refuses twice, 30 ms apart, belongs to a dead process and is removed). Both
+//! Formation: bind and listen, then publish the socket as `<dir>/<name>.sock`, so that a socket
+//! under that name is always listening; then connect to every other `*.sock` in the directory
+//! (a socket that refuses belongs to a dead process and is removed). Both
 //! ends exchange HELLO. When two graphs connect to each other at once, the connection
 //! initiated by the node with the smaller name wins: an acceptor refuses an incoming
 //! connection when it already has a link to that peer, or when it is itself connecting to that
@@ -121,17 +121,7 @@ impl HostTransport {
         prepare_dir(dir)?;
         let sock_path = dir.join(format!("{local_name}.sock"));
         claim_name(&sock_path, local_name, cfg.handshake_timeout)?;
-        // Bound and listening under a name no scan looks at, then renamed into place, so that
-        // no peer ever finds our socket between bind and listen: it would take it for a dead
-        // one's and remove it (on a loaded machine that gap can outlast the probe's 30 ms, and
-        // we then failed to start with ENOENT). Shorter than the final name: same path limit.
-        let staging = dir.join(format!(".{local_name}.b"));
-        let _ = std::fs::remove_file(&staging);
-        let listener = UnixListener::bind(&staging)?;
-        if let Err(e) = std::fs::rename(&staging, &sock_path) {
-            let _ = std::fs::remove_file(&staging);
-            return Err(e.into());
-        }
+        let listener = bind_listening(dir, &sock_path, local_name)?;
         let bound = listener
             .try_clone()
             .and_then(|l| Ok((l, std::fs::symlink_metadata(&sock_path)?.ino())));
@@ -274,24 +264,45 @@ fn claim_name(sock_path: &Path, name: &str, timeout: Duration) -> Result<(), Lin
     }
 }
 
-/// Whether a live listener is behind `path`. Refused twice, 30 ms apart, means dead: the pause
-/// covers a graph caught between bind and listen. A listener whose queue stays full is alive
+/// Bind and listen under a name of our own in `dir`, then hard-link the socket to
+/// `<name>.sock` and drop the first name. A socket found under `<name>.sock` is therefore always
+/// listening: one caught between `bind` and `listen` (which refuses connections) would look
+/// stale to a graph starting at the same moment, and be removed under us. The link fails if the
+/// name was taken meanwhile, as a bind would.
+fn bind_listening(dir: &Path, sock_path: &Path, name: &str) -> Result<UnixListener, LinkError> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    // Not `*.sock`, so never scanned; short, whatever the node name's length (sun_path is
+    // 108 bytes).
+    let tmp = dir.join(format!(
+        ".{}-{}.bind",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    // Only a dead process of our pid can have left this name.
+    let _ = std::fs::remove_file(&tmp);
+    let listener = UnixListener::bind(&tmp)?;
+    let linked = std::fs::hard_link(&tmp, sock_path);
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => Ok(listener),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            Err(LinkError::NameTaken(name.to_owned()))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Whether a live listener is behind `path`. Refused means dead: a graph publishes its socket
+/// only once it listens (`bind_listening`). A listener whose queue stays full is alive
 /// (stopped or busy), not stale.
 fn probe_live(path: &Path, timeout: Duration) -> Result<bool, LinkError> {
-    for attempt in 0..2 {
-        match connect_bounded(path, timeout) {
-            Ok(_) => return Ok(true),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(true),
-            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
-                if attempt == 0 {
-                    std::thread::sleep(Duration::from_millis(30));
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
-            Err(e) => return Err(e.into()),
-        }
+    match connect_bounded(path, timeout) {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => Ok(false),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e.into()),
     }
-    Ok(false)
 }
 
 /// `connect` bounded by `timeout`. A Unix-socket connect waits (without limit, by default) while

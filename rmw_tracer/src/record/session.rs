@@ -5,6 +5,7 @@
 //!   no recording, and nothing on the data path but one `Option` test.
 //! - `RMW_TRACER_RECORD_TOPICS=<name|glob>,...`: only these topics (default: all).
 //! - `RMW_TRACER_RECORD_COMPRESSION=zstd|lz4|none` (default zstd).
+//! - `RMW_TRACER_RECORD_FIELDS=on|off` (default on): off writes a plain file, no message fields.
 //! - `RMW_TRACER_RECORD_QUEUE=<messages>` and `RMW_TRACER_RECORD_QUEUE_BYTES=<bytes>`: the
 //!   recorder's queue bounds (default 65 536 messages, 256 MiB of payload). Tiny values show
 //!   the counted drops.
@@ -24,7 +25,7 @@ use parking_lot::{Mutex, RwLock};
 use tracer_mcap::recorder::ChannelId;
 use tracer_mcap::ros2::{channel_metadata, OfferedQos};
 use tracer_mcap::{Compression, Recorder};
-use tracer_recording::{Fields, Selection};
+use tracer_recording::Selection;
 
 use super::handoff::Handoff;
 
@@ -35,6 +36,7 @@ pub const TOPICS_ENV: &str = "RMW_TRACER_RECORD_TOPICS";
 pub const COMPRESSION_ENV: &str = "RMW_TRACER_RECORD_COMPRESSION";
 pub const QUEUE_ENV: &str = "RMW_TRACER_RECORD_QUEUE";
 pub const QUEUE_BYTES_ENV: &str = "RMW_TRACER_RECORD_QUEUE_BYTES";
+pub const FIELDS_ENV: &str = "RMW_TRACER_RECORD_FIELDS";
 
 pub struct Session {
     rec: Arc<Recorder>,
@@ -120,7 +122,11 @@ fn open_from_env() -> Option<Arc<Session>> {
 
 impl Session {
     pub fn open(path: PathBuf) -> Result<Session, String> {
-        let mut opts = tracer_recording::fields::recorder_options();
+        let plain = tracer_recording::fields::parse_fields_switch(
+            &std::env::var(FIELDS_ENV).unwrap_or_default(),
+        )
+        .map_err(|e| format!("{FIELDS_ENV}={e}"))?;
+        let mut opts = tracer_recording::fields::recorder_options(plain);
         if let Some(c) = std::env::var(COMPRESSION_ENV)
             .ok()
             .filter(|c| !c.is_empty())
@@ -152,7 +158,8 @@ impl Session {
         }
         let (max_messages, max_bytes) = (opts.max_queued_messages, opts.max_queued_bytes);
         let rec = Arc::new(Recorder::create(&path, opts).map_err(|e| e.to_string())?);
-        let fields = Fields::declare(&rec).map_err(|e| e.to_string())?;
+        let fields =
+            tracer_recording::fields::fields_for(&rec, plain).map_err(|e| e.to_string())?;
         let handoff = Handoff::start(rec.clone(), fields, max_messages, max_bytes)
             .map_err(|e| format!("cannot start the record thread: {e}"))?;
         let select = Selection::parse(&std::env::var(TOPICS_ENV).unwrap_or_default());

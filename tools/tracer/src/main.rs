@@ -5,6 +5,7 @@
 
 mod attachments;
 mod cat;
+mod convert;
 mod decoder;
 mod echo;
 mod format;
@@ -42,6 +43,8 @@ enum Cmd {
     },
     /// Rebuild the summary and indexes of a file whose writer died.
     Recover(recover::Args),
+    /// Rewrite a file; --plain: without message fields, true publish times, for any MCAP tool.
+    Convert(convert::Args),
     /// Record ROS topics to MCAP as a libtracer participant (stop with Ctrl-C).
     Record(record::Args),
     /// The ROS graph: nodes, topics, services, endpoints with QoS, and the edges between peers.
@@ -57,6 +60,7 @@ fn main() -> ExitCode {
         Cmd::Cat(a) => cat::run(a),
         Cmd::Attachments { cmd } => attachments::run(cmd),
         Cmd::Recover(a) => recover::run(a),
+        Cmd::Convert(a) => convert::run(a),
         Cmd::Record(a) => record::run(a),
         Cmd::Graph(a) => graph::run(a),
         Cmd::Echo(a) => echo::run(a),

@@ -16,16 +16,18 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
+use indicatif::{ProgressBar, ProgressStyle};
 use libtracer_core::{DeliveryPolicy, Sample};
 use parking_lot::Mutex;
 use tracer_mcap::recorder::ChannelId;
 use tracer_mcap::ros2::channel_metadata;
 use tracer_mcap::{Compression, Recorder};
-use tracer_recording::fields::{mcap_time, recorder_options};
+use tracer_recording::fields::{fields_for, mcap_time, recorder_options};
 use tracer_recording::{
     Announcement, EntityKind, Fields, MessageFields, Record, Selection, StampLocator,
 };
 
+use crate::format::size;
 use crate::participant::{path_topic, topic_path, Event, Participant, Schemas, Wanted};
 
 #[derive(Parser, Debug)]
@@ -48,9 +50,58 @@ pub struct Args {
     /// of the peer arrives on it, `Sample::suffix` names the topic, the selection filters.
     #[arg(long)]
     subtree: bool,
+    /// A plain file: no message fields (publish_time is the MCAP message's own), for tools
+    /// that do not know the message-fields extension.
+    #[arg(long)]
+    plain: bool,
     /// Recorder queue bound in messages (messages beyond it are dropped and counted).
     #[arg(long, default_value_t = 65_536)]
     queue: usize,
+}
+
+/// The live status line on a terminal (indicatif draws nothing when stderr is not one):
+/// topics, messages and their rate over the last second, bytes, drops.
+struct Status {
+    pb: ProgressBar,
+    last: Instant,
+    last_count: u64,
+    rate: f64,
+}
+
+impl Status {
+    fn new() -> Status {
+        let pb = ProgressBar::new_spinner();
+        if let Ok(style) = ProgressStyle::with_template("{spinner} {elapsed} {msg}") {
+            pb.set_style(style);
+        }
+        Status {
+            pb,
+            last: Instant::now(),
+            last_count: 0,
+            rate: 0.0,
+        }
+    }
+
+    fn update(&mut self, st: &State) {
+        if self.pb.is_hidden() || self.last.elapsed() < Duration::from_millis(250) {
+            return;
+        }
+        let (topics, count) = {
+            let c = st.counts.lock();
+            (c.len(), c.values().sum::<u64>())
+        };
+        let dt = self.last.elapsed().as_secs_f64();
+        self.rate = 0.5 * self.rate + 0.5 * (count - self.last_count) as f64 / dt;
+        self.last = Instant::now();
+        self.last_count = count;
+        self.pb.set_message(format!(
+            "{topics} topics, {count} messages ({:.0}/s), {}, {} dropped",
+            self.rate,
+            size(st.bytes.load(Ordering::Relaxed)),
+            st.rec.dropped()
+        ));
+        self.pb.tick();
+    }
 }
 
 /// One recorded (topic, type) on one peer.
@@ -67,6 +118,8 @@ struct State {
     select: Selection,
     channels: HashMap<(String, String), ChannelId>,
     counts: Arc<Mutex<BTreeMap<String, u64>>>,
+    /// Payload bytes queued to the recorder (for the status line).
+    bytes: Arc<AtomicU64>,
     /// `--subtree`: what the per-peer sinks share.
     subtree: Option<Arc<Subtree>>,
     topics: HashMap<(String, String), TopicEdge>,
@@ -81,7 +134,7 @@ pub fn run(a: Args) -> Result<(), String> {
     };
     // Configuration and graph errors before the output file is created.
     let part = Participant::join("record")?;
-    let mut opts = recorder_options();
+    let mut opts = recorder_options(a.plain);
     opts.write.compression = match a.compression.as_str() {
         "lz4" => Compression::Lz4,
         "none" => Compression::None,
@@ -92,7 +145,7 @@ pub fn run(a: Args) -> Result<(), String> {
         Recorder::create(&a.output, opts)
             .map_err(|e| format!("cannot create {}: {e}", a.output.display()))?,
     );
-    let fields = Fields::declare(&rec).map_err(|e| e.to_string())?;
+    let fields = fields_for(&rec, a.plain).map_err(|e| e.to_string())?;
 
     let stop = Arc::new(AtomicBool::new(false));
     {
@@ -108,6 +161,7 @@ pub fn run(a: Args) -> Result<(), String> {
         select,
         channels: HashMap::new(),
         counts: Arc::new(Mutex::new(BTreeMap::new())),
+        bytes: Arc::new(AtomicU64::new(0)),
         topics: HashMap::new(),
         next_sink: 1,
         subtree: None,
@@ -119,6 +173,7 @@ pub fn run(a: Args) -> Result<(), String> {
             select: st.select.clone(),
             schemas,
             counts: st.counts.clone(),
+            bytes: st.bytes.clone(),
             qos: Mutex::new(HashMap::new()),
             channels: Mutex::new(HashMap::new()),
             unknown: AtomicU64::new(0),
@@ -138,6 +193,7 @@ pub fn run(a: Args) -> Result<(), String> {
         .duration
         .map(|d| started + Duration::from_secs_f64(d.max(0.0)));
     let mut last_retry = Instant::now();
+    let mut status = Status::new();
     while !stop.load(Ordering::SeqCst) && deadline.is_none_or(|d| Instant::now() < d) {
         if let Some(ev) = st.part.next(Duration::from_millis(100)) {
             st.handle(ev);
@@ -146,7 +202,9 @@ pub fn run(a: Args) -> Result<(), String> {
             st.retry();
             last_retry = Instant::now();
         }
+        status.update(&st);
     }
+    status.pb.finish_and_clear();
     for (_, t) in st.topics.drain() {
         t.edge.drop_from(&st.part.graph);
     }
@@ -278,7 +336,7 @@ impl State {
         let stamp = StampLocator::for_type(&r.type_name, &definition);
         let counts = self.counts.clone();
         let topic = r.topic.clone();
-        let n = Arc::new(AtomicU64::new(0));
+        let n = self.bytes.clone();
         let route2 = route.clone();
         let made = self.part.graph.create_sink(
             &sink,
@@ -300,7 +358,7 @@ impl State {
                     s.payload.clone(),
                     values,
                 ) {
-                    n.fetch_add(1, Ordering::Relaxed);
+                    n.fetch_add(s.payload.as_ref().len() as u64, Ordering::Relaxed);
                     *counts.lock().entry(topic.clone()).or_default() += 1;
                 }
             }),
@@ -381,6 +439,7 @@ struct Subtree {
     select: Selection,
     schemas: Schemas,
     counts: Arc<Mutex<BTreeMap<String, u64>>>,
+    bytes: Arc<AtomicU64>,
     /// (peer, topic) -> offered QoS of its publishers (from the registry).
     qos: Mutex<HashMap<(String, String), Vec<tracer_mcap::ros2::OfferedQos>>>,
     /// (topic, type) -> channel and the type's stamp locator.
@@ -461,6 +520,8 @@ impl Subtree {
             s.payload.clone(),
             values,
         ) {
+            self.bytes
+                .fetch_add(s.payload.as_ref().len() as u64, Ordering::Relaxed);
             *self.counts.lock().entry(topic).or_default() += 1;
         }
     }
