@@ -173,8 +173,17 @@ impl Net {
         self.next_req.fetch_add(1, Ordering::Relaxed) + 1
     }
 
+    /// The peers whose mount `/net/<peer>` exists. `attach` registers a link before it mounts
+    /// (so a subscribe prompted by the mount's `Created` event finds the link); a peer listed
+    /// here can be subscribed through at once.
     pub(crate) fn peers(&self) -> Vec<String> {
-        let mut v: Vec<String> = self.by_name.read().keys().cloned().collect();
+        let mut v: Vec<String> = self
+            .by_name
+            .read()
+            .iter()
+            .filter(|(_, st)| st.mount.lock().is_some())
+            .map(|(name, _)| name.clone())
+            .collect();
         v.sort();
         v
     }

@@ -41,6 +41,9 @@ pub unsafe extern "C" fn rmw_init_options_copy(
     ffi_ret("rmw_init_options_copy", || {
         // SAFETY: caller guarantee.
         let s = unsafe { handle::input(src, "src") }?;
+        if s.implementation_identifier.is_null() {
+            return Err(RmwError::invalid("expected initialized src"));
+        }
         // SAFETY: the identifier of initialized options is null or a C string.
         unsafe { handle::check_identifier(s.implementation_identifier, "init options") }?;
         if std::ptr::eq(src, dst) {
@@ -70,6 +73,10 @@ pub unsafe extern "C" fn rmw_init_options_fini(
     ffi_ret("rmw_init_options_fini", || {
         // SAFETY: caller guarantee.
         let o = unsafe { handle::out(init_options, "init_options") }?;
+        // Zero-initialized (never initialized, or finalized already): a bad argument.
+        if o.implementation_identifier.is_null() {
+            return Err(RmwError::invalid("expected initialized init_options"));
+        }
         // SAFETY: as above.
         unsafe { handle::check_identifier(o.implementation_identifier, "init options") }?;
         // SAFETY: initialized options with our identifier.
