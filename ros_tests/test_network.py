@@ -202,3 +202,60 @@ def test_without_static_peers_nothing_leaves_the_host(tmp_path, hosts):
     r = listener.join()
     assert t.returncode == 2 and "only 0 of 1 subscriptions matched" in t.stdout, t.describe()
     assert json_line(r.stdout, r.describe())["received"] == [[]]
+
+
+WATCH = r"""
+import json, sys, time
+import rclpy
+from rclpy.node import Node
+
+rclpy.init()
+node = Node("watcher")
+def present():
+    return "talker" in [n for n, _ in node.get_node_names_and_namespaces()]
+def wait(pred, timeout):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return time.monotonic()
+        rclpy.spin_once(node, timeout_sec=0.02)
+    return None
+out = {"seen": wait(present, 60)}
+print("seen", flush=True)
+out["gone"] = wait(lambda: not present(), 30)
+print("gone", flush=True)
+out["back"] = wait(present, 60)
+print(json.dumps(out), flush=True)
+node.destroy_node()
+rclpy.shutdown()
+"""
+
+
+def test_a_vanished_host_leaves_the_graph_and_comes_back_after_the_cut(tmp_path, hosts):
+    # Issue 7: "a host that vanishes (cable pulled) leaves the graph within 3 s; after a
+    # partition heals, links come back by themselves". The cable is host a's veth, down 5 s.
+    envs = tracer_envs(tmp_path)
+    talker = harness.spawn_python(SERVICE, ["talker", "--topic", "/chatter", "--node", "talker",
+                                            "--timeout", "90"], env=envs["a"], netns=hosts.host("a"),
+                                  timeout=120)
+    assert talker.wait_for_output("ready", 60), talker.join(1).describe()
+    watcher = harness.spawn_python(WATCH, env=envs["b"], netns=hosts.host("b"), timeout=120)
+    try:
+        assert watcher.wait_for_output("seen", 60), watcher.join(1).describe()
+        cut = time.monotonic()
+        hosts.link(False)
+        assert watcher.wait_for_output("gone", 30), watcher.join(1).describe()
+        time.sleep(max(0.0, cut + 5.0 - time.monotonic()))
+        healed = time.monotonic()
+        hosts.link(True)
+        w = watcher.join(60)
+    finally:
+        talker.kill()
+        talker.join(10)
+    assert w.returncode == 0, w.describe()
+    out = json_line(w.stdout, w.describe())
+    gone_after = out["gone"] - cut
+    back_after = out["back"] - healed
+    print(f"left the graph {gone_after:.2f} s after the cut, back {back_after:.2f} s after the heal")
+    assert gone_after <= 3.0, (gone_after, w.describe())
+    assert out["back"] is not None and back_after < 15, (back_after, w.describe())

@@ -94,7 +94,7 @@ impl QuicConfig {
             static_peers: Vec::new(),
             poll_interval: Duration::from_secs(1),
             role_retry: Duration::from_millis(500),
-            idle_timeout: Duration::from_millis(2500),
+            idle_timeout: Duration::from_millis(2000),
             keep_alive: Duration::from_millis(300),
             handshake_timeout: Duration::from_secs(2),
             write_timeout: Duration::from_secs(10),
