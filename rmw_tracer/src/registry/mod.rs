@@ -590,9 +590,13 @@ impl Inner {
                         },
                     );
                 }
-                // The peer left: its records go when its mount's removal is handled, and the
-                // edge with them. Not worth a warning (a process exiting is no fault).
-                Err(e) if !self.graph.peers().iter().any(|p| p == peer) => {
+                // The peer is leaving (its link closed) or has left: its records go when its
+                // mount's removal is handled, and the edge with them. Not worth a warning (a
+                // process exiting is no fault).
+                Err(e)
+                    if matches!(e, libtracer_core::Error::LinkDown(_))
+                        || !self.graph.peers().iter().any(|p| p == peer) =>
+                {
                     log!(RMW_LOG_SEVERITY_DEBUG, "cannot subscribe {source}: {e}")
                 }
                 Err(e) => log!(RMW_LOG_SEVERITY_WARN, "cannot subscribe {source}: {e}"),
