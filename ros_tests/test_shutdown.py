@@ -48,6 +48,8 @@ RCLPY_RACES = {
     "Unable to convert call argument",
     # rclpy's Task interrupted between creating its coroutine and storing its result.
     "'Task' object has no attribute '_exception'",
+    # The same Task interrupted before its handler coroutine ever ran (seen once in tools/test).
+    "coroutine 'Executor._make_handler.<locals>.handler' was never awaited",
     # A MultiThreadedExecutor worker still in a callback when the main thread's destroy_node()
     # asked for the entity's destruction.
     "cannot use Destroyable because destruction was requested",
