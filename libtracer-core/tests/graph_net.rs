@@ -463,3 +463,47 @@ fn ruling_discovery_host_links_graphs_of_one_domain() {
     drop(a);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `Graph::new_with` runs its setup before discovery: a graph already in the directory, which
+/// mounts the newcomer as soon as the link is up, finds what the setup made (a subscription to
+/// it is never refused with `NotFound` for having come too early).
+#[test]
+fn new_with_makes_its_vertices_before_any_peer_can_mount_it() {
+    let dir = std::env::temp_dir().join(format!(
+        "tracer-graph-new-with-{}-{}",
+        std::process::id(),
+        Instant::now().elapsed().as_nanos()
+    ));
+    let cfg = |name: &str| libtracer_core::GraphConfig {
+        name: Some(name.into()),
+        domain_id: 7,
+        discovery: libtracer_core::Discovery::Host,
+        rendezvous_dir: Some(dir.clone()),
+    };
+    let a = Graph::new(cfg("wa")).unwrap();
+    let (b, peers_during_setup) = Graph::new_with(cfg("wb"), |g| {
+        let v = g.create_value("/ready")?;
+        v.write(p(b"here"), m(1))?;
+        Ok::<_, libtracer_core::Error>(g.peers())
+    })
+    .unwrap();
+    assert!(peers_during_setup.is_empty(), "{peers_during_setup:?}");
+    eventually("linked", || a.peers() == ["wb"]);
+    let sub = a.create_stream("/sub", StreamOptions::default()).unwrap();
+    a.subscribe("/net/wb/ready", "/sub", DeliveryPolicy::new(true, 0, true))
+        .unwrap()
+        .wait_established(T)
+        .unwrap();
+    eventually("the retained value replayed", || sub.len() == 1);
+    // A setup that fails leaves nothing behind: no socket, so the name is free again.
+    let failed = Graph::new_with(cfg("wc"), |_| {
+        Err::<(), _>(libtracer_core::Error::NotFound("/x".into()))
+    });
+    assert!(failed.is_err());
+    assert!(!dir.join("wc.sock").exists());
+    drop(sub);
+    b.shutdown();
+    a.shutdown();
+    drop((a, b));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -108,8 +108,9 @@ def library_path(venv):
 
 
 def ensure_built(no_build):
-    sources = [os.path.join(HERE, f) for f in ("ping.c", "pong.c", "bench_common.c", "bench_common.h", "refs.c", "build")]
-    bins = [os.path.join(BIN, "bench_ping"), os.path.join(BIN, "bench_pong"), os.path.join(BIN, "bench_refs")]
+    sources = [os.path.join(HERE, f) for f in ("ping.c", "pong.c", "bench_common.c", "bench_common.h", "refs.c",
+                                               "discovery.c", "build")]
+    bins = [os.path.join(BIN, b) for b in ("bench_ping", "bench_pong", "bench_refs", "bench_discovery")]
     newest_src = max(os.path.getmtime(s) for s in sources)
     stale = any(not os.path.exists(b) or os.path.getmtime(b) < newest_src for b in bins)
     if stale:

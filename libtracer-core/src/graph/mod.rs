@@ -117,18 +117,30 @@ fn parse_local(path: &str) -> Result<Path, Error> {
 
 impl Graph {
     pub fn new(cfg: GraphConfig) -> Result<Graph, Error> {
+        Graph::new_with(cfg, |_| Ok::<(), Error>(())).map(|(g, ())| g)
+    }
+
+    /// As [`Graph::new`], running `setup` on the graph before discovery starts, so that what it
+    /// makes (vertices, sinks, local edges) is there before any peer can mount this graph. A
+    /// peer that mounts us at once and subscribes to a vertex we were about to make would
+    /// otherwise be refused with `NotFound`, and learn of it only when it tried again.
+    pub fn new_with<T, E: From<Error>>(
+        cfg: GraphConfig,
+        setup: impl FnOnce(&Graph) -> Result<T, E>,
+    ) -> Result<(Graph, T), E> {
         let name = match cfg.name {
             Some(n) if valid_segment(&n) => n,
             Some(n) => {
                 return Err(Error::InvalidPath {
                     path: n,
                     reason: "graph name must be a valid segment",
-                })
+                }
+                .into())
             }
             None => default_name(),
         };
         let tree = Tree::new();
-        let (net_node, _) = tree.create(&Path::parse("/net")?);
+        let (net_node, _) = tree.create(&Path::parse("/net").map_err(E::from)?);
         drop(net_node);
         let g = Graph {
             inner: Arc::new(GraphInner {
@@ -141,10 +153,11 @@ impl Graph {
                 net: Net::default(),
             }),
         };
+        let made = setup(&g)?;
         if cfg.discovery == Discovery::Host {
-            crate::net::start_host(&g, cfg.rendezvous_dir)?;
+            crate::net::start_host(&g, cfg.rendezvous_dir).map_err(E::from)?;
         }
-        Ok(g)
+        Ok((g, made))
     }
 
     pub fn name(&self) -> &str {
