@@ -73,3 +73,33 @@ def test_small_messages_and_a_disabled_pool_stay_off_shared_memory(tracer_env):
         assert got["received"] == got["expected"]
         assert got["shm_maps"] == []
         assert finish(talker)["shm_maps"] == []
+
+
+def _recorded_digests(path: Path) -> list[str]:
+    """The UInt8MultiArray messages of an MCAP file, decoded by mcap-ros2-support, as the
+    "<len>:<sha256>" digests big-listen reports."""
+    import hashlib
+
+    from mcap.reader import make_reader
+    from mcap_ros2.decoder import DecoderFactory
+
+    with open(path, "rb") as f:
+        r = make_reader(f, decoder_factories=[DecoderFactory()], validate_crcs=True)
+        return [f"{len(bytes(m.data))}:{hashlib.sha256(bytes(m.data)).hexdigest()}"
+                for _s, _c, _m, m in r.iter_decoded_messages(topics=["/shm"])]
+
+
+def test_shared_memory_samples_are_recorded_like_any_other(tracer_env, tmp_path):
+    # RMW_TRACER_RECORD in both processes: the publisher records its pool slots, the subscriber
+    # the views of them it was sent; both files hold the exact messages.
+    pub_file, sub_file = tmp_path / "pub.mcap", tmp_path / "sub.mcap"
+    listener = listen(dict(tracer_env, RMW_TRACER_RECORD=str(sub_file), RMW_TRACER_RECORD_TOPICS="/shm"),
+                      300_000, 8)
+    talker = talk(dict(tracer_env, RMW_TRACER_RECORD=str(pub_file), RMW_TRACER_RECORD_TOPICS="/shm"),
+                  300_000, 8, subs=1)
+    got = finish(listener)
+    assert got["received"] == got["expected"]
+    assert got["shm_maps"] == ["r--s"]
+    finish(talker)
+    assert _recorded_digests(sub_file) == got["expected"]
+    assert _recorded_digests(pub_file) == got["expected"]

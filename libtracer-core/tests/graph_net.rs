@@ -440,6 +440,7 @@ fn ruling_discovery_host_links_graphs_of_one_domain() {
         domain_id: 7,
         discovery: libtracer_core::Discovery::Host,
         rendezvous_dir: Some(dir.clone()),
+        network: None,
     };
     let a = Graph::new(cfg("ha")).unwrap();
     let b = Graph::new(cfg("hb")).unwrap();
@@ -479,6 +480,7 @@ fn new_with_makes_its_vertices_before_any_peer_can_mount_it() {
         domain_id: 7,
         discovery: libtracer_core::Discovery::Host,
         rendezvous_dir: Some(dir.clone()),
+        network: None,
     };
     let a = Graph::new(cfg("wa")).unwrap();
     let (b, peers_during_setup) = Graph::new_with(cfg("wb"), |g| {

@@ -26,6 +26,7 @@ fn graph(dir: &std::path::Path, name: &str) -> Graph {
         domain_id: 0,
         discovery: Discovery::Host,
         rendezvous_dir: Some(dir.to_owned()),
+        network: None,
     })
     .expect("graph")
 }
@@ -38,9 +39,16 @@ fn eventually(what: &str, mut f: impl FnMut() -> bool) {
     }
 }
 
-/// Sample `i`: SIZE bytes, each `i`.
+/// Sample `i`: SIZE bytes, each `i`. Waits for a slot: samples on their way to the child (not
+/// yet dropped by its ring) hold theirs, and a busy machine may let the writes run ahead of it;
+/// a reader that kept every sample would exhaust the pool, and this waits in vain.
 fn sample(pool: &Pool, i: u8) -> Payload {
-    let mut s = pool.alloc(SIZE).expect("room in the pool");
+    let mut slot = None;
+    eventually("room in the pool", || {
+        slot = pool.alloc(SIZE);
+        slot.is_some()
+    });
+    let mut s = slot.expect("room in the pool");
     s.as_mut_slice().fill(i);
     Payload::from_slot(s.freeze())
 }

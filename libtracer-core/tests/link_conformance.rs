@@ -1,17 +1,22 @@
 //! Ruling 9 (links): one conformance suite for every `Link` implementation — the in-process
-//! fabric and the Unix-socket host transport — checking the seam the graph builds on.
+//! fabric, the Unix-socket host transport and the QUIC transport — checking the seam the graph
+//! builds on.
 
 mod link_support;
 
 use std::sync::Arc;
 
-use libtracer_core::link::{HostTransport, LinkError, LinkHandler, MemoryFabric, MemoryNode};
+use libtracer_core::link::{
+    HostTransport, LinkError, LinkHandler, MemoryFabric, MemoryNode, QuicTransport,
+};
 use libtracer_core::wire::{ErrorCode, Frame, MAX_FRAME};
 use libtracer_core::{Meta, Payload};
 use link_support::{Ev, Recorder, TempDir, T};
 
 trait Fabric {
     type Node;
+    /// Whether the peer's pid is attested (same host); QUIC peers report 0.
+    const ATTESTS_PID: bool = true;
     fn join(&self, name: &str, h: Arc<Recorder>) -> Self::Node;
     fn join_dyn(&self, name: &str, h: Arc<dyn LinkHandler>) -> Self::Node;
     fn raw(node: &Self::Node, peer: &str, bytes: &[u8]);
@@ -58,6 +63,46 @@ impl Fabric for Unix {
     }
 }
 
+/// QUIC nodes on loopback: each registers in one rendezvous directory, the first holds the
+/// host role on a free port, and every node has that directory as its static peer.
+struct Quic {
+    dir: TempDir,
+    port: u16,
+}
+impl Quic {
+    fn new() -> Quic {
+        Quic {
+            dir: TempDir::new("quic-conf"),
+            port: link_support::free_udp_port(),
+        }
+    }
+}
+impl Fabric for Quic {
+    type Node = QuicTransport;
+    const ATTESTS_PID: bool = false;
+    fn join(&self, name: &str, h: Arc<Recorder>) -> QuicTransport {
+        self.join_dyn(name, h)
+    }
+    fn join_dyn(&self, name: &str, h: Arc<dyn LinkHandler>) -> QuicTransport {
+        QuicTransport::start(
+            self.dir.path(),
+            name,
+            h,
+            link_support::loopback_quic(self.port),
+        )
+        .expect("start")
+    }
+    fn raw(node: &QuicTransport, peer: &str, bytes: &[u8]) {
+        node.link_to(peer)
+            .expect("live link")
+            .send_raw(bytes)
+            .expect("raw send");
+    }
+    fn peers(node: &QuicTransport) -> Vec<String> {
+        node.peers()
+    }
+}
+
 fn write(seq: u64, payload: Payload) -> Frame {
     Frame::Write {
         req: seq,
@@ -79,7 +124,9 @@ fn links_come_up_both_ways<F: Fabric>(f: F) {
     assert_eq!(to_b.peer().name, "b");
     assert_eq!(to_a.peer().name, "a");
     // Same process: the identity is ours, whatever the transport says it from.
-    assert_eq!(to_b.peer().pid, std::process::id());
+    if F::ATTESTS_PID {
+        assert_eq!(to_b.peer().pid, std::process::id());
+    }
     assert_eq!(to_b.peer().uid, nix::unistd::getuid().as_raw());
     assert_eq!(to_b.peer().gid, nix::unistd::getgid().as_raw());
     assert_eq!(F::peers(&a), vec!["b"]);
@@ -359,3 +406,4 @@ macro_rules! conformance {
 
 conformance!(memory, Mem(MemoryFabric::new()));
 conformance!(unix, Unix(TempDir::new("conf")));
+conformance!(quic, Quic::new());

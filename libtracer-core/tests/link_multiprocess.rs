@@ -33,6 +33,7 @@ fn host_graph(dir: &std::path::Path, name: &str) -> Graph {
         domain_id: 0,
         discovery: Discovery::Host,
         rendezvous_dir: Some(dir.to_owned()),
+        network: None,
     })
     .expect("graph with host discovery")
 }

@@ -208,3 +208,27 @@ fn shared_memory_protocol_faults_close_the_link() {
         );
     }
 }
+
+#[test]
+fn views_outlive_the_publisher_and_its_pool() {
+    let dir = TempDir::new("shm-pubgone");
+    let (a, _ra) = start(&dir, "a", TransportConfig::default());
+    let (_b, rb) = start(&dir, "b", TransportConfig::default());
+    rb.wait_up("a", T);
+    let link = a.link_to("b").expect("link a->b");
+    let p = pool();
+    for i in 0..3 {
+        libtracer_core::link::Link::send(&*link, &delivery(i, sample(&p, 300_000, 7))).unwrap();
+    }
+    eventually("three at b", || payloads(&rb, "a").len() == 3);
+    let held = payloads(&rb, "a");
+    rb.clear_events();
+    // The publisher's link, transport and pool all go: b's views map the segments on their own.
+    drop(link);
+    drop(a);
+    drop(p);
+    assert!(rb.wait_down("a", T));
+    assert!(held
+        .iter()
+        .all(|h| h.len() == 300_000 && h.as_ref().iter().all(|&x| x == 7)));
+}

@@ -15,7 +15,12 @@
 //! type=<pkg/msg/Type>
 //! type_hash=<RIHS01_...>
 //! qos=<history,depth,reliability,durability,liveliness>
+//! qos_times=<deadline,lifespan,lease>   (nanoseconds each, `inf` = infinite; absent = all infinite)
+//! asserted=<ns since the epoch>         (a MANUAL_BY_TOPIC publisher's last rmw_publisher_assert_liveliness)
 //! ```
+//!
+//! A record is rewritten (same gid, same vertex) when `asserted` changes: that is how an
+//! assertion without a publication reaches the subscriptions of other processes.
 //!
 //! Unknown keys are ignored (a newer rmw_tracer may add some); a record without the first line,
 //! a known `kind` or a valid `gid` is refused. A retraction is the record with `kind` and `gid`
@@ -25,7 +30,7 @@
 
 use std::fmt;
 
-use tracer_mcap::ros2::{Durability, History, Liveliness, OfferedQos, Reliability};
+use tracer_mcap::ros2::{Durability, History, Liveliness, OfferedQos, QosDuration, Reliability};
 
 const MAGIC: &str = "rmw_tracer.entity.v1";
 
@@ -104,9 +109,10 @@ impl EntityKind {
     }
 }
 
-/// The QoS of the `qos=` line: rmw's enum numbers (`rmw_qos_*_policy_e`, stable since Foxy)
-/// and the depth. Deadline, lifespan and lease are not recorded: rmw_tracer resolves them to
-/// infinite.
+/// The QoS of the `qos=` and `qos_times=` lines: rmw's enum numbers (`rmw_qos_*_policy_e`,
+/// stable since Foxy), the depth, and the deadline, lifespan and liveliness lease in
+/// nanoseconds ([`INFINITE_NS`] = infinite). A record of an older rmw_tracer has no
+/// `qos_times=` line: its times are infinite, which is what that rmw_tracer resolved them to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QosNumbers {
     pub history: u32,
@@ -114,7 +120,13 @@ pub struct QosNumbers {
     pub reliability: u32,
     pub durability: u32,
     pub liveliness: u32,
+    pub deadline_ns: u64,
+    pub lifespan_ns: u64,
+    pub lease_ns: u64,
 }
+
+/// An infinite deadline, lifespan or lease in [`QosNumbers`] (`inf` in the text).
+pub const INFINITE_NS: u64 = u64::MAX;
 
 impl QosNumbers {
     /// `history,depth,reliability,durability,liveliness`.
@@ -125,7 +137,8 @@ impl QosNumbers {
         )
     }
 
-    /// Parse [`QosNumbers::encode`]; `None` unless it is five numbers in range.
+    /// Parse [`QosNumbers::encode`]; `None` unless it is five numbers in range. The times
+    /// are infinite until [`QosNumbers::decode_times`] sets them.
     pub fn decode(s: &str) -> Option<QosNumbers> {
         let v: Vec<&str> = s.split(',').collect();
         let [h, d, r, du, l] = v[..] else {
@@ -137,23 +150,81 @@ impl QosNumbers {
             reliability: r.parse().ok()?,
             durability: du.parse().ok()?,
             liveliness: l.parse().ok()?,
+            deadline_ns: INFINITE_NS,
+            lifespan_ns: INFINITE_NS,
+            lease_ns: INFINITE_NS,
         })
+    }
+
+    /// `deadline,lifespan,lease`; `None` when all three are infinite (the line is left out,
+    /// so records read the same by an older reader).
+    pub fn encode_times(&self) -> Option<String> {
+        let t = [self.deadline_ns, self.lifespan_ns, self.lease_ns];
+        if t.iter().all(|&n| n == INFINITE_NS) {
+            return None;
+        }
+        let one = |n: u64| {
+            if n == INFINITE_NS {
+                "inf".to_owned()
+            } else {
+                n.to_string()
+            }
+        };
+        Some(format!("{},{},{}", one(t[0]), one(t[1]), one(t[2])))
+    }
+
+    /// Set the times from [`QosNumbers::encode_times`]; false (and nothing set) if malformed.
+    pub fn decode_times(&mut self, s: &str) -> bool {
+        let one = |v: &str| -> Option<u64> {
+            match v {
+                "inf" => Some(INFINITE_NS),
+                _ => v.parse().ok().filter(|&n| n != INFINITE_NS),
+            }
+        };
+        let v: Vec<&str> = s.split(',').collect();
+        let [d, l, e] = v[..] else {
+            return false;
+        };
+        let (Some(d), Some(l), Some(e)) = (one(d), one(l), one(e)) else {
+            return false;
+        };
+        self.deadline_ns = d;
+        self.lifespan_ns = l;
+        self.lease_ns = e;
+        true
     }
 
     /// The offered profile MCAP's `ros2` metadata wants.
     pub fn offered(&self) -> OfferedQos {
-        offered_qos(
-            u64::from(self.history),
-            self.depth as u64,
-            u64::from(self.reliability),
-            u64::from(self.durability),
-            u64::from(self.liveliness),
-        )
+        OfferedQos {
+            deadline: duration(self.deadline_ns),
+            lifespan: duration(self.lifespan_ns),
+            liveliness_lease_duration: duration(self.lease_ns),
+            ..offered_qos(
+                u64::from(self.history),
+                self.depth as u64,
+                u64::from(self.reliability),
+                u64::from(self.durability),
+                u64::from(self.liveliness),
+            )
+        }
     }
 }
 
-/// An offered profile from rmw's enum numbers (`rmw_qos_*_policy_e`, stable since Foxy).
-/// Deadline, lifespan and lease are infinite: that is what rmw_tracer resolves them to.
+/// A [`QosNumbers`] time as MCAP's `ros2` duration.
+fn duration(ns: u64) -> QosDuration {
+    if ns == INFINITE_NS {
+        QosDuration::INFINITE
+    } else {
+        QosDuration {
+            sec: ns / 1_000_000_000,
+            nsec: ns % 1_000_000_000,
+        }
+    }
+}
+
+/// An offered profile from rmw's enum numbers (`rmw_qos_*_policy_e`, stable since Foxy), with
+/// infinite deadline, lifespan and lease ([`QosNumbers::offered`] sets the recorded ones).
 pub fn offered_qos(
     history: u64,
     depth: u64,
@@ -208,6 +279,8 @@ pub struct Record {
     pub type_name: String,
     pub type_hash: String,
     pub qos: Option<QosNumbers>,
+    /// The last liveliness assertion of a manual-liveliness publisher, ns since the epoch.
+    pub asserted_ns: Option<i64>,
 }
 
 impl Record {
@@ -223,6 +296,7 @@ impl Record {
             type_name: String::new(),
             type_hash: String::new(),
             qos: None,
+            asserted_ns: None,
         }
     }
 
@@ -256,6 +330,14 @@ impl Record {
         put("type", &self.type_name)?;
         put("type_hash", &self.type_hash)?;
         put("qos", &self.qos.map(|q| q.encode()).unwrap_or_default())?;
+        put(
+            "qos_times",
+            &self.qos.and_then(|q| q.encode_times()).unwrap_or_default(),
+        )?;
+        put(
+            "asserted",
+            &self.asserted_ns.map(|n| n.to_string()).unwrap_or_default(),
+        )?;
         Some(out)
     }
 
@@ -287,6 +369,7 @@ pub fn decode(bytes: &[u8]) -> Option<Announcement> {
     let mut gid = None;
     let mut gone = false;
     let mut r = Record::new(EntityKind::Context, Gid::default());
+    let mut times = None;
     for line in lines {
         let Some((k, v)) = line.split_once('=') else {
             continue;
@@ -303,8 +386,15 @@ pub fn decode(bytes: &[u8]) -> Option<Announcement> {
             "type" => r.type_name = v.to_owned(),
             "type_hash" => r.type_hash = v.to_owned(),
             "qos" => r.qos = QosNumbers::decode(v),
+            "qos_times" => times = Some(v),
+            "asserted" => r.asserted_ns = v.parse().ok(),
             _ => {}
         }
+    }
+    // Applied after the loop: the keys may come in any order. A malformed line leaves the
+    // times infinite (what an older rmw_tracer offered), like an unknown key.
+    if let (Some(q), Some(t)) = (r.qos.as_mut(), times) {
+        q.decode_times(t);
     }
     r.kind = kind?;
     r.gid = gid?;
@@ -342,9 +432,17 @@ mod tests {
             depth: 10,
             reliability: 1,
             durability: 2,
-            liveliness: 1,
+            liveliness: 3,
+            deadline_ns: 250_000_000,
+            lifespan_ns: INFINITE_NS,
+            lease_ns: 2_000_000_000,
         });
+        r.asserted_ns = Some(1_700_000_000_000_000_000);
         let text = r.encode().unwrap();
+        assert!(
+            text.contains("\nqos_times=250000000,inf,2000000000\n"),
+            "{text}"
+        );
         let Some(Announcement::Present(back)) = decode(text.as_bytes()) else {
             panic!("not decoded: {text}");
         };
@@ -382,6 +480,43 @@ mod tests {
         assert_eq!(q.reliability, Reliability::BestEffort);
         assert_eq!(q.durability, Durability::TransientLocal);
         assert_eq!(q.liveliness, Liveliness::Automatic);
+        assert_eq!(q.deadline, QosDuration::INFINITE);
+    }
+
+    /// `qos_times=` sets the deadline, lifespan and lease (before or after `qos=`); a
+    /// malformed one leaves them infinite; all-infinite times write no line.
+    #[test]
+    fn qos_times() {
+        let base =
+            "rmw_tracer.entity.v1\nkind=subscription\ngid=000102030405060708090a0b0c0d0e0f\n";
+        let text = format!("{base}qos_times=1500000000,inf,7\nqos=1,7,2,1,3\n");
+        let Some(Announcement::Present(r)) = decode(text.as_bytes()) else {
+            panic!("not decoded");
+        };
+        let q = r.qos.unwrap();
+        assert_eq!(
+            (q.deadline_ns, q.lifespan_ns, q.lease_ns),
+            (1_500_000_000, INFINITE_NS, 7)
+        );
+        let o = q.offered();
+        assert_eq!((o.deadline.sec, o.deadline.nsec), (1, 500_000_000));
+        assert_eq!(o.lifespan, QosDuration::INFINITE);
+        for bad in [
+            "1,2",
+            "x,1,2",
+            "1,2,3,4",
+            "-1,2,3",
+            "18446744073709551615,1,1",
+        ] {
+            let text = format!("{base}qos=1,7,2,1,3\nqos_times={bad}\n");
+            let Some(Announcement::Present(r)) = decode(text.as_bytes()) else {
+                panic!("not decoded");
+            };
+            assert_eq!(r.qos.unwrap().deadline_ns, INFINITE_NS, "{bad}");
+        }
+        let mut r = Record::new(EntityKind::Publisher, gid(4));
+        r.qos = QosNumbers::decode("1,7,2,1,1");
+        assert!(!r.encode().unwrap().contains("qos_times"));
     }
 
     #[test]

@@ -10,7 +10,9 @@ pub mod fields;
 pub mod select;
 pub mod stamp;
 
-pub use endpoint::{decode, offered_qos, Announcement, EntityKind, Gid, QosNumbers, Record};
+pub use endpoint::{
+    decode, offered_qos, Announcement, EntityKind, Gid, QosNumbers, Record, INFINITE_NS,
+};
 pub use fields::{Fields, MessageFields};
 pub use select::Selection;
 pub use stamp::StampLocator;

@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
+use libtracer_core::link::quic::DIRECTORY_PORT_BASE;
+use libtracer_core::link::QuicConfig;
 use libtracer_core::{Discovery, Graph, GraphConfig};
 use parking_lot::Mutex;
 
@@ -19,6 +21,10 @@ use crate::teardown::Teardown;
 /// Environment variable that moves the base of the rendezvous directories (tests isolate
 /// themselves with it); each domain still has its own directory under it.
 pub const RENDEZVOUS_ENV: &str = "RMW_TRACER_RENDEZVOUS_DIR";
+/// Moves the base of the host directory ports: domain `d` is `<base> + d` (docs/network.md).
+pub const PORT_BASE_ENV: &str = "RMW_TRACER_PORT_BASE";
+/// Binds the network endpoints to one address instead of every interface.
+pub const BIND_ENV: &str = "RMW_TRACER_BIND";
 
 /// What `rmw_init` needs from the init options, already read out of the C struct.
 #[derive(Clone, Debug)]
@@ -27,6 +33,8 @@ pub struct InitConfig {
     pub domain_id: usize,
     pub enclave: String,
     pub discovery_range: ffi::rmw_automatic_discovery_range_t,
+    /// `discovery_options.static_peers` (rcl fills them from `ROS_STATIC_PEERS`).
+    pub static_peers: Vec<String>,
 }
 
 /// Everything made in a context shares this (nodes outlive neither it nor their graph).
@@ -66,23 +74,90 @@ pub fn resolve_domain_id(requested: usize) -> RmwResult<usize> {
     }
 }
 
-/// How a graph finds peers: OFF keeps it in-process; everything else (localhost, subnet,
-/// system default) is same-host discovery, since rmw_tracer never leaves the host. NOT_SET
-/// (a caller that is not rcl) reads `ROS_AUTOMATIC_DISCOVERY_RANGE` as rcl would.
+/// The range in effect: NOT_SET (a caller that is not rcl) reads
+/// `ROS_AUTOMATIC_DISCOVERY_RANGE` as rcl would.
+fn effective_range(
+    range: ffi::rmw_automatic_discovery_range_t,
+) -> ffi::rmw_automatic_discovery_range_t {
+    if range != ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_NOT_SET {
+        return range;
+    }
+    match std::env::var("ROS_AUTOMATIC_DISCOVERY_RANGE").as_deref() {
+        Ok("OFF") => ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_OFF,
+        Ok("LOCALHOST") => ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_LOCALHOST,
+        Ok("SUBNET") => ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SUBNET,
+        _ => ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SYSTEM_DEFAULT,
+    }
+}
+
+/// How a graph finds peers on its host: OFF keeps it in-process; everything else uses the
+/// Unix-socket rendezvous (the network, if on, comes in addition: [`network_for`]).
 pub fn discovery_for(range: ffi::rmw_automatic_discovery_range_t) -> Discovery {
-    let range = if range == ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_NOT_SET {
-        match std::env::var("ROS_AUTOMATIC_DISCOVERY_RANGE").as_deref() {
-            Ok("OFF") => ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_OFF,
-            _ => ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SYSTEM_DEFAULT,
-        }
-    } else {
-        range
-    };
-    if range == ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_OFF {
+    if effective_range(range) == ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_OFF {
         Discovery::Off
     } else {
         Discovery::Host
     }
+}
+
+/// Whether, and how, the graph reaches other hosts (docs/network.md section 2): never with
+/// OFF; with static peers whatever the range; with SUBNET (reachable by others). LOCALHOST and
+/// the system default (= LOCALHOST) without static peers keep everything on this host. NOT_SET
+/// (a caller that is not rcl) reads `ROS_STATIC_PEERS` (`;`-separated) itself.
+pub fn network_for(
+    range: ffi::rmw_automatic_discovery_range_t,
+    static_peers: &[String],
+    domain_id: u32,
+) -> RmwResult<Option<QuicConfig>> {
+    let mut peers: Vec<String> = static_peers
+        .iter()
+        .map(|p| p.trim().to_owned())
+        .filter(|p| !p.is_empty())
+        .collect();
+    if range == ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_NOT_SET && peers.is_empty() {
+        if let Ok(v) = std::env::var("ROS_STATIC_PEERS") {
+            peers = v
+                .split(';')
+                .map(|p| p.trim().to_owned())
+                .filter(|p| !p.is_empty())
+                .collect();
+        }
+    }
+    let range = effective_range(range);
+    if range == ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_OFF
+        || (range != ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SUBNET && peers.is_empty())
+    {
+        return Ok(None);
+    }
+    let mut cfg = QuicConfig::for_domain(domain_id);
+    let base = match std::env::var(PORT_BASE_ENV) {
+        Ok(v) if !v.trim().is_empty() => v
+            .trim()
+            .parse::<u16>()
+            .map_err(|_| RmwError::invalid(format!("{PORT_BASE_ENV}={v}: not a UDP port")))?,
+        _ => DIRECTORY_PORT_BASE,
+    };
+    cfg.directory_port = u16::try_from(domain_id)
+        .ok()
+        .and_then(|d| base.checked_add(d))
+        .ok_or_else(|| {
+            RmwError::invalid(format!(
+                "{PORT_BASE_ENV}={base} + domain {domain_id} is past the last UDP port"
+            ))
+        })?;
+    if let Ok(v) = std::env::var(BIND_ENV) {
+        if !v.trim().is_empty() {
+            cfg.bind = v
+                .trim()
+                .parse()
+                .map_err(|_| RmwError::invalid(format!("{BIND_ENV}={v}: not an IP address")))?;
+        }
+    }
+    cfg.static_peers = peers;
+    cfg.log = Some(Arc::new(|m: &str| {
+        crate::log::log!(RMW_LOG_SEVERITY_WARN, "{m}");
+    }));
+    Ok(Some(cfg))
 }
 
 /// The rendezvous directory of `domain_id` when `base` (the value of [`RENDEZVOUS_ENV`]) moves
@@ -119,6 +194,7 @@ impl Context {
             Discovery::Off => None,
             _ => rendezvous_dir(std::env::var_os(RENDEZVOUS_ENV).as_deref(), domain32)?,
         };
+        let network = network_for(cfg.discovery_range, &cfg.static_peers, domain32)?;
         let gids = GidSource::new();
         let mut rec = Record::new(EntityKind::Context, gids.context_gid());
         rec.enclave = cfg.enclave.clone();
@@ -132,6 +208,7 @@ impl Context {
                 domain_id: domain32,
                 discovery,
                 rendezvous_dir,
+                network,
             },
             |g| Registry::start(g.clone(), rec),
         )?;
@@ -256,6 +333,21 @@ mod tests {
         let err = rendezvous_dir(Some(file.as_os_str()), 0).unwrap_err();
         assert!(err.to_string().contains(RENDEZVOUS_ENV), "{err}");
         std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    /// Nothing leaves the host unless asked: static peers (any range but OFF) or SUBNET.
+    #[test]
+    fn network_only_when_asked() {
+        let peers = vec!["192.0.2.2".to_owned(), " ".to_owned()];
+        let on = |range, peers: &[String]| network_for(range, peers, 3).unwrap();
+        assert!(on(ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_OFF, &peers).is_none());
+        assert!(on(ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_LOCALHOST, &[]).is_none());
+        assert!(on(ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SYSTEM_DEFAULT, &[]).is_none());
+        let c = on(ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_LOCALHOST, &peers).unwrap();
+        assert_eq!(c.static_peers, vec!["192.0.2.2"]);
+        assert_eq!(c.directory_port, DIRECTORY_PORT_BASE + 3);
+        let s = on(ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SUBNET, &[]).unwrap();
+        assert!(s.static_peers.is_empty());
     }
 
     #[test]

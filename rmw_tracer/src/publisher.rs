@@ -1,7 +1,7 @@
 //! Publishers: a topic stream vertex, written with CDR payloads.
 
 use std::ffi::CString;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use libtracer_core::{Meta, Payload, Vertex};
@@ -29,6 +29,10 @@ pub struct Publisher {
     size_hint: AtomicUsize,
     /// QoS event state (`crate::event`).
     pub events: Arc<crate::event::Events>,
+    /// Our registry record (what `Registry::unmatched_edges` matches subscriptions against).
+    rec: crate::registry::Record,
+    /// When `assert_liveliness` last rewrote the record (ns since the epoch; 0 = never).
+    last_reannounce: AtomicI64,
     _entry: Entry,
     /// `RMW_TRACER_RECORD`: set when this process records the topic.
     record: Option<crate::record::PubTap>,
@@ -66,12 +70,16 @@ impl Publisher {
             &ty.type_hash,
             qos,
         );
-        let entry = ctx.registry.announce(rec)?;
+        let entry = ctx.registry.announce(rec.clone())?;
         let events = crate::event::Events::new(
             ctx.clone(),
-            crate::event::End::Publisher,
-            topic,
-            &ty.type_name,
+            crate::event::Endpoint {
+                end: crate::event::End::Publisher,
+                gid,
+                topic,
+                type_name: &ty.type_name,
+                qos,
+            },
             None,
         );
         Ok(Publisher {
@@ -84,6 +92,8 @@ impl Publisher {
             seq: AtomicU64::new(0),
             size_hint: AtomicUsize::new(64),
             _ctx: ctx,
+            rec,
+            last_reannounce: AtomicI64::new(0),
             _entry: entry,
             record,
         })
@@ -138,19 +148,38 @@ impl Publisher {
             r.published(&payload, &meta);
         }
         self.vertex.write(payload, meta)?;
+        self.events.on_publish();
         Ok(())
+    }
+
+    /// `rmw_publisher_assert_liveliness`: what a publication does for MANUAL_BY_TOPIC
+    /// liveliness, without one. Subscriptions in this process see it at once; those of other
+    /// processes through our registry record's `asserted=` line, rewritten at most four times
+    /// per lease (often enough to keep a subscription's view alive, rare enough not to load
+    /// the registry).
+    pub fn assert_liveliness(&self) -> RmwResult<()> {
+        self.events.on_assert();
+        let (true, Some(lease)) = (self.qos.manual_liveliness(), self.qos.lease()) else {
+            return Ok(());
+        };
+        let now = now_ns();
+        let quarter = (lease.as_nanos() / 4).min(i64::MAX as u128) as i64;
+        let last = self.last_reannounce.load(Ordering::Relaxed);
+        if last != 0 && now.saturating_sub(last) < quarter {
+            return Ok(());
+        }
+        self.last_reannounce.store(now, Ordering::Relaxed);
+        let mut rec = self.rec.clone();
+        rec.asserted_ns = Some(now);
+        self._ctx.registry.reannounce(&rec)
     }
 
     /// Subscriptions that receive what this publisher writes: the edges on the topic vertex
     /// (local subscriptions, and remote ones that wired themselves to it, which they do only to
-    /// publishers of their own type), less the local subscriptions of another type, whose edge
-    /// is there but which never take our messages.
+    /// publishers they match), less those that never take our messages (another type or an
+    /// incompatible QoS: `Registry::unmatched_edges`).
     pub fn matched_subscriptions(&self) -> usize {
-        let topic = self.topic.to_string_lossy();
-        let other_type = self
-            ._ctx
-            .registry
-            .local_subscriptions_of_other_type(&topic, &self.ty.type_name);
-        self.vertex.subscriber_count().saturating_sub(other_type)
+        let unmatched = self._ctx.registry.unmatched_edges(&self.rec);
+        self.vertex.subscriber_count().saturating_sub(unmatched)
     }
 }

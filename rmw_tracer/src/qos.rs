@@ -6,13 +6,18 @@
 //! | history KEEP_ALL | the ring has no depth bound, only a byte budget ([`KEEP_ALL_BYTE_BUDGET`]) |
 //! | reliability | the edge's delivery policy (reliable / best effort) |
 //! | durability TRANSIENT_LOCAL | the publisher's topic stream retains its last `depth` samples, and a transient-local subscription's edges replay them first |
-//! | deadline, lifespan, liveliness lease | not offered: reported as infinite |
-//! | liveliness | reported AUTOMATIC |
+//! | deadline | kept; emulated by the per-process timer (`crate::event::timer`) against publish / receive times |
+//! | lifespan | kept; a subscription drops samples older than the publisher's lifespan at take |
+//! | liveliness AUTOMATIC / MANUAL_BY_TOPIC (MANUAL_BY_NODE kept, asserted like MANUAL_BY_TOPIC) | kept; emulated (`crate::event`) |
+//! | liveliness lease | kept; emulated with the liveliness kind |
 //!
-//! System defaults resolve to: KEEP_LAST, depth 10, RELIABLE, VOLATILE, AUTOMATIC.
+//! System defaults resolve to: KEEP_LAST, depth 10, RELIABLE, VOLATILE, AUTOMATIC, and infinite
+//! deadline, lifespan and lease (an unspecified or BEST_AVAILABLE time is infinite).
+
+use std::time::Duration;
 
 use libtracer_core::{DeliveryPolicy, StreamOptions};
-use tracer_recording::QosNumbers;
+use tracer_recording::{QosNumbers, INFINITE_NS};
 
 use crate::boundary::{RmwError, RmwResult};
 
@@ -30,10 +35,43 @@ pub enum End {
     Subscription,
 }
 
-const INFINITE: ffi::rmw_time_t = ffi::rmw_time_t {
+pub const INFINITE: ffi::rmw_time_t = ffi::rmw_time_t {
     sec: 9_223_372_036,
     nsec: 854_775_807,
 };
+
+/// A requested time in nanoseconds, or [`INFINITE_NS`] for "unspecified" (0), infinite and
+/// BEST_AVAILABLE (which rmw spells as one nanosecond less than infinite).
+pub fn time_ns(t: &ffi::rmw_time_t) -> u64 {
+    let infinite_ns = INFINITE.sec * 1_000_000_000 + INFINITE.nsec;
+    if t.sec == 0 && t.nsec == 0 {
+        return INFINITE_NS;
+    }
+    match t
+        .sec
+        .checked_mul(1_000_000_000)
+        .and_then(|n| n.checked_add(t.nsec))
+    {
+        Some(n) if n < infinite_ns - 1 => n,
+        _ => INFINITE_NS,
+    }
+}
+
+/// The `rmw_time_t` of [`time_ns`].
+pub fn time_of(ns: u64) -> ffi::rmw_time_t {
+    if ns == INFINITE_NS {
+        INFINITE
+    } else {
+        ffi::rmw_time_t {
+            sec: ns / 1_000_000_000,
+            nsec: ns % 1_000_000_000,
+        }
+    }
+}
+
+fn duration_of(ns: u64) -> Option<Duration> {
+    (ns != INFINITE_NS).then(|| Duration::from_nanos(ns))
+}
 
 /// A resolved profile: every policy has a concrete value.
 #[derive(Clone, Copy, Debug)]
@@ -91,21 +129,37 @@ impl Qos {
         p.liveliness = match req.liveliness {
             ffi::RMW_QOS_POLICY_LIVELINESS_SYSTEM_DEFAULT
             | ffi::RMW_QOS_POLICY_LIVELINESS_AUTOMATIC
-            | ffi::RMW_QOS_POLICY_LIVELINESS_BEST_AVAILABLE
-            | ffi::RMW_QOS_POLICY_LIVELINESS_MANUAL_BY_NODE
-            | ffi::RMW_QOS_POLICY_LIVELINESS_MANUAL_BY_TOPIC => {
+            | ffi::RMW_QOS_POLICY_LIVELINESS_BEST_AVAILABLE => {
                 ffi::RMW_QOS_POLICY_LIVELINESS_AUTOMATIC
             }
+            l @ (ffi::RMW_QOS_POLICY_LIVELINESS_MANUAL_BY_NODE
+            | ffi::RMW_QOS_POLICY_LIVELINESS_MANUAL_BY_TOPIC) => l,
             other => {
                 return Err(RmwError::invalid(format!(
                     "unknown QoS liveliness policy {other}"
                 )))
             }
         };
-        p.deadline = INFINITE;
-        p.lifespan = INFINITE;
-        p.liveliness_lease_duration = INFINITE;
+        p.deadline = time_of(time_ns(&req.deadline));
+        p.lifespan = time_of(time_ns(&req.lifespan));
+        p.liveliness_lease_duration = time_of(time_ns(&req.liveliness_lease_duration));
         Ok(Qos { profile: p })
+    }
+
+    /// The deadline period; `None` when infinite.
+    pub fn deadline(&self) -> Option<Duration> {
+        duration_of(time_ns(&self.profile.deadline))
+    }
+
+    /// The liveliness lease; `None` when infinite.
+    pub fn lease(&self) -> Option<Duration> {
+        duration_of(time_ns(&self.profile.liveliness_lease_duration))
+    }
+
+    /// MANUAL_BY_TOPIC or MANUAL_BY_NODE: liveliness is asserted by publications and
+    /// `rmw_publisher_assert_liveliness`, not by the process being alive.
+    pub fn manual_liveliness(&self) -> bool {
+        self.profile.liveliness != ffi::RMW_QOS_POLICY_LIVELINESS_AUTOMATIC
     }
 
     pub fn reliable(&self) -> bool {
@@ -164,11 +218,13 @@ impl Qos {
             reliability: p.reliability,
             durability: p.durability,
             liveliness: p.liveliness,
+            deadline_ns: time_ns(&p.deadline),
+            lifespan_ns: time_ns(&p.lifespan),
+            lease_ns: time_ns(&p.liveliness_lease_duration),
         }
     }
 
-    /// The profile of a registry record's [`QosNumbers`]; the policies the record does not
-    /// carry (deadline, lifespan, lease) are the resolved system default's.
+    /// The profile of a registry record's [`QosNumbers`].
     pub fn from_numbers(n: QosNumbers) -> Qos {
         let mut p = Qos::system_default().profile;
         p.history = n.history;
@@ -176,6 +232,9 @@ impl Qos {
         p.reliability = n.reliability;
         p.durability = n.durability;
         p.liveliness = n.liveliness;
+        p.deadline = time_of(n.deadline_ns);
+        p.lifespan = time_of(n.lifespan_ns);
+        p.liveliness_lease_duration = time_of(n.lease_ns);
         Qos { profile: p }
     }
 
@@ -245,6 +304,15 @@ mod tests {
         let line = q.numbers().encode();
         let back = Qos::from_numbers(QosNumbers::decode(&line).unwrap());
         assert_eq!(back.numbers(), q.numbers());
+        req.deadline = ffi::rmw_time_t { sec: 1, nsec: 5 };
+        req.liveliness = ffi::RMW_QOS_POLICY_LIVELINESS_MANUAL_BY_TOPIC;
+        let q = Qos::resolve(&req, End::Publisher).unwrap();
+        assert_eq!(q.deadline(), Some(Duration::from_nanos(1_000_000_005)));
+        assert!(q.manual_liveliness());
+        assert_eq!(q.profile.lifespan.sec, INFINITE.sec);
+        let mut n = QosNumbers::decode(&q.numbers().encode()).unwrap();
+        assert!(n.decode_times(&q.numbers().encode_times().unwrap()));
+        assert_eq!(Qos::from_numbers(n).numbers(), q.numbers());
         assert!(QosNumbers::decode("1,2,3").is_none());
     }
 }

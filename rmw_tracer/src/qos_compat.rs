@@ -1,72 +1,221 @@
-//! `rmw_qos_profile_check_compatible` for rmw_tracer: whether a publisher and a subscription
-//! with these profiles communicate, and what the subscription asks for that it will not get.
+//! QoS compatibility: the DDS request/offer rules rmw_tracer applies between a publisher and a
+//! subscription (`docs/rmw-mapping.md`, QoS), and `rmw_qos_profile_check_compatible`.
 //!
-//! rmw documents the outcome as "compatible if they can communicate". rmw_tracer wires every
-//! subscription to every publisher of its topic and type whatever their profiles (reliability
-//! and durability are the subscription's own edge policy; `docs/rmw-mapping.md`, QoS), so no
-//! pair of profiles is an ERROR. A WARNING names what is requested and not delivered:
+//! Two questions with one set of rules:
 //!
-//! - a policy that is UNKNOWN on either side (rmw: compatibility cannot be determined);
-//! - a transient-local subscription of a volatile publisher (the publisher offers no history);
-//! - a deadline, a liveliness lease or MANUAL_BY_TOPIC liveliness on the subscription
-//!   (rmw_tracer offers none of them and reports them as infinite / automatic).
-//!
-//! System-default policies are not a warning: rmw_tracer resolves them to concrete values.
+//! - [`incompatible`]: do two *resolved* endpoint profiles match? This decides whether a
+//!   subscription takes a publisher's samples, whether they count as matched, and raises the
+//!   `*_INCOMPATIBLE_QOS` events. The rules are DDS's: the offer must be at least what is
+//!   requested for reliability (BEST_EFFORT < RELIABLE), durability (VOLATILE <
+//!   TRANSIENT_LOCAL), deadline (the offered period no longer than the requested one),
+//!   liveliness kind (AUTOMATIC < MANUAL_BY_NODE < MANUAL_BY_TOPIC) and lease (the offered
+//!   lease no longer than the requested one).
+//! - [`check`]: what rmw documents for two *requested* profiles, which may hold SYSTEM_DEFAULT,
+//!   UNKNOWN and unspecified times: ERROR for a pair that cannot communicate; otherwise
+//!   WARNING where a system-default or unknown policy leaves the outcome open; OK. The verdicts
+//!   are those of the DDS implementations (rmw_dds_common, which Fast DDS answers with), so a
+//!   tool such as `ros2 doctor` says the same under either; `docs/rmw-mapping.md` has the table.
 
-/// The verdict and its reasons, in rmw's `WARNING: ...;` form.
+use crate::qos::{time_ns, Qos};
+
+/// The policy Fast DDS reports as "last" when several are incompatible: the one with the
+/// highest DDS policy id (reliability 11 > liveliness 8 > deadline 4 > durability 2).
+/// Liveliness kind and lease are both the DDS LIVELINESS policy, reported as such.
+pub fn incompatible(offered: &Qos, requested: &Qos) -> Option<ffi::rmw_qos_policy_kind_t> {
+    let (o, r) = (&offered.profile, &requested.profile);
+    if !offered.reliable() && requested.reliable() {
+        return Some(ffi::RMW_QOS_POLICY_RELIABILITY);
+    }
+    let rank = |l| match l {
+        ffi::RMW_QOS_POLICY_LIVELINESS_MANUAL_BY_TOPIC => 2,
+        ffi::RMW_QOS_POLICY_LIVELINESS_MANUAL_BY_NODE => 1,
+        _ => 0,
+    };
+    if rank(o.liveliness) < rank(r.liveliness)
+        || time_ns(&o.liveliness_lease_duration) > time_ns(&r.liveliness_lease_duration)
+    {
+        return Some(ffi::RMW_QOS_POLICY_LIVELINESS);
+    }
+    if time_ns(&o.deadline) > time_ns(&r.deadline) {
+        return Some(ffi::RMW_QOS_POLICY_DEADLINE);
+    }
+    if !offered.transient_local() && requested.transient_local() {
+        return Some(ffi::RMW_QOS_POLICY_DURABILITY);
+    }
+    None
+}
+
+/// rmw's spelling of a policy kind, for logs (`rmw_qos_policy_kind_to_str`'s names).
+pub fn policy_name(kind: ffi::rmw_qos_policy_kind_t) -> &'static str {
+    match kind {
+        ffi::RMW_QOS_POLICY_RELIABILITY => "RELIABILITY",
+        ffi::RMW_QOS_POLICY_DURABILITY => "DURABILITY",
+        ffi::RMW_QOS_POLICY_DEADLINE => "DEADLINE",
+        ffi::RMW_QOS_POLICY_LIVELINESS => "LIVELINESS",
+        _ => "INVALID",
+    }
+}
+
+/// A requested time that is rmw's "unspecified" default (`RMW_QOS_DEADLINE_DEFAULT`,
+/// `RMW_QOS_LIVELINESS_LEASE_DURATION_DEFAULT`: zero).
+fn unspecified(t: &ffi::rmw_time_t) -> bool {
+    t.sec == 0 && t.nsec == 0
+}
+
+/// Whether `a` is shorter than `b`, comparing the two fields as rmw_time_t values.
+fn shorter(a: &ffi::rmw_time_t, b: &ffi::rmw_time_t) -> bool {
+    (a.sec, a.nsec) < (b.sec, b.nsec)
+}
+
+fn reliability_name(r: ffi::rmw_qos_reliability_policy_t) -> &'static str {
+    match r {
+        ffi::RMW_QOS_POLICY_RELIABILITY_SYSTEM_DEFAULT => "system_default",
+        ffi::RMW_QOS_POLICY_RELIABILITY_RELIABLE => "reliable",
+        ffi::RMW_QOS_POLICY_RELIABILITY_BEST_EFFORT => "best_effort",
+        ffi::RMW_QOS_POLICY_RELIABILITY_BEST_AVAILABLE => "best_available",
+        _ => "unknown",
+    }
+}
+
+fn durability_name(d: ffi::rmw_qos_durability_policy_t) -> &'static str {
+    match d {
+        ffi::RMW_QOS_POLICY_DURABILITY_SYSTEM_DEFAULT => "system_default",
+        ffi::RMW_QOS_POLICY_DURABILITY_TRANSIENT_LOCAL => "transient_local",
+        ffi::RMW_QOS_POLICY_DURABILITY_VOLATILE => "volatile",
+        ffi::RMW_QOS_POLICY_DURABILITY_BEST_AVAILABLE => "best_available",
+        _ => "unknown",
+    }
+}
+
+fn liveliness_name(l: ffi::rmw_qos_liveliness_policy_t) -> &'static str {
+    match l {
+        ffi::RMW_QOS_POLICY_LIVELINESS_SYSTEM_DEFAULT => "system_default",
+        ffi::RMW_QOS_POLICY_LIVELINESS_AUTOMATIC => "automatic",
+        ffi::RMW_QOS_POLICY_LIVELINESS_MANUAL_BY_TOPIC => "manual_by_topic",
+        ffi::RMW_QOS_POLICY_LIVELINESS_BEST_AVAILABLE => "best_available",
+        _ => "unknown",
+    }
+}
+
+/// The verdict on two requested profiles and its reasons (each `ERROR: ...;` or
+/// `WARNING: ...;`, errors first), as rmw documents `rmw_qos_profile_check_compatible`.
 pub fn check(
     publisher: &ffi::rmw_qos_profile_t,
     subscription: &ffi::rmw_qos_profile_t,
 ) -> (ffi::rmw_qos_compatibility_type_t, Vec<String>) {
-    let mut why = Vec::new();
-    let mut warn = |s: &str| why.push(format!("WARNING: {s};"));
-    if publisher.reliability == ffi::RMW_QOS_POLICY_RELIABILITY_UNKNOWN {
-        warn("Publisher reliability is unknown");
-    }
-    if subscription.reliability == ffi::RMW_QOS_POLICY_RELIABILITY_UNKNOWN {
-        warn("Subscription reliability is unknown");
-    }
-    if publisher.durability == ffi::RMW_QOS_POLICY_DURABILITY_UNKNOWN {
-        warn("Publisher durability is unknown");
-    }
-    if subscription.durability == ffi::RMW_QOS_POLICY_DURABILITY_UNKNOWN {
-        warn("Subscription durability is unknown");
-    }
-    if publisher.liveliness == ffi::RMW_QOS_POLICY_LIVELINESS_UNKNOWN {
-        warn("Publisher liveliness is unknown");
-    }
-    if subscription.liveliness == ffi::RMW_QOS_POLICY_LIVELINESS_UNKNOWN {
-        warn("Subscription liveliness is unknown");
-    }
-    if publisher.durability == ffi::RMW_QOS_POLICY_DURABILITY_VOLATILE
-        && subscription.durability == ffi::RMW_QOS_POLICY_DURABILITY_TRANSIENT_LOCAL
+    let (p, s) = (publisher, subscription);
+    let mut errors = Vec::new();
+    let mut error = |why: &str| errors.push(format!("ERROR: {why};"));
+    if p.reliability == ffi::RMW_QOS_POLICY_RELIABILITY_BEST_EFFORT
+        && s.reliability == ffi::RMW_QOS_POLICY_RELIABILITY_RELIABLE
     {
-        warn(
-            "Volatile publisher and transient local subscription: the publisher offers no history",
-        );
+        error("Best effort publisher and reliable subscription");
     }
-    if is_set(&subscription.deadline) {
-        warn("Subscription has a deadline, which rmw_tracer does not offer");
+    if p.durability == ffi::RMW_QOS_POLICY_DURABILITY_VOLATILE
+        && s.durability == ffi::RMW_QOS_POLICY_DURABILITY_TRANSIENT_LOCAL
+    {
+        error("Volatile publisher and transient local subscription");
     }
-    if is_set(&subscription.liveliness_lease_duration) {
-        warn("Subscription has a liveliness lease duration, which rmw_tracer does not offer");
+    match (unspecified(&p.deadline), unspecified(&s.deadline)) {
+        (true, false) => error("Subscription has a deadline, but publisher does not"),
+        (false, false) if shorter(&s.deadline, &p.deadline) => {
+            error("Subscription deadline is less than publisher deadline")
+        }
+        _ => {}
     }
-    if subscription.liveliness == ffi::RMW_QOS_POLICY_LIVELINESS_MANUAL_BY_TOPIC {
-        warn("Subscription's liveliness is manual by topic, which rmw_tracer does not offer");
+    if p.liveliness == ffi::RMW_QOS_POLICY_LIVELINESS_AUTOMATIC
+        && s.liveliness == ffi::RMW_QOS_POLICY_LIVELINESS_MANUAL_BY_TOPIC
+    {
+        error("Publisher's liveliness is automatic and subscription's is manual by topic");
     }
-    let verdict = if why.is_empty() {
-        ffi::RMW_QOS_COMPATIBILITY_OK
-    } else {
-        ffi::RMW_QOS_COMPATIBILITY_WARNING
-    };
-    (verdict, why)
-}
+    let (pl, sl) = (&p.liveliness_lease_duration, &s.liveliness_lease_duration);
+    match (unspecified(pl), unspecified(sl)) {
+        (true, false) => {
+            error("Subscription has a liveliness lease duration, but publisher does not")
+        }
+        (false, false) if shorter(sl, pl) => {
+            error("Subscription liveliness lease duration is less than publisher")
+        }
+        _ => {}
+    }
+    if !errors.is_empty() {
+        return (ffi::RMW_QOS_COMPATIBILITY_ERROR, errors);
+    }
 
-/// A duration other than "unspecified" (0) and "infinite".
-fn is_set(t: &ffi::rmw_time_t) -> bool {
-    let unspecified = t.sec == 0 && t.nsec == 0;
-    let infinite = t.sec >= 9_223_372_036 && (t.sec > 9_223_372_036 || t.nsec >= 854_775_807);
-    !unspecified && !infinite
+    // No error: a system-default or unknown policy may still decide it.
+    let mut warnings = Vec::new();
+    let mut warn = |why: String| warnings.push(format!("WARNING: {why};"));
+    let open_r = |r| {
+        r == ffi::RMW_QOS_POLICY_RELIABILITY_SYSTEM_DEFAULT
+            || r == ffi::RMW_QOS_POLICY_RELIABILITY_UNKNOWN
+    };
+    let (pr, sr) = (p.reliability, s.reliability);
+    if open_r(pr) && open_r(sr) {
+        warn(format!(
+            "Publisher reliability is {} and subscription reliability is {}",
+            reliability_name(pr),
+            reliability_name(sr)
+        ));
+    } else if open_r(pr) && sr == ffi::RMW_QOS_POLICY_RELIABILITY_RELIABLE {
+        warn(format!(
+            "Reliable subscription, but publisher is {}",
+            reliability_name(pr)
+        ));
+    } else if pr == ffi::RMW_QOS_POLICY_RELIABILITY_BEST_EFFORT && open_r(sr) {
+        warn(format!(
+            "Best effort publisher, but subscription is {}",
+            reliability_name(sr)
+        ));
+    }
+    let open_d = |d| {
+        d == ffi::RMW_QOS_POLICY_DURABILITY_SYSTEM_DEFAULT
+            || d == ffi::RMW_QOS_POLICY_DURABILITY_UNKNOWN
+    };
+    let (pd, sd) = (p.durability, s.durability);
+    if open_d(pd) && open_d(sd) {
+        warn(format!(
+            "Publisher durability is {} and subscription durability is {}",
+            durability_name(pd),
+            durability_name(sd)
+        ));
+    } else if open_d(pd) && sd == ffi::RMW_QOS_POLICY_DURABILITY_TRANSIENT_LOCAL {
+        warn(format!(
+            "Transient local subscription, but publisher is {}",
+            durability_name(pd)
+        ));
+    } else if pd == ffi::RMW_QOS_POLICY_DURABILITY_VOLATILE && open_d(sd) {
+        warn(format!(
+            "Volatile publisher, but subscription is {}",
+            durability_name(sd)
+        ));
+    }
+    let open_l = |l| {
+        l == ffi::RMW_QOS_POLICY_LIVELINESS_SYSTEM_DEFAULT
+            || l == ffi::RMW_QOS_POLICY_LIVELINESS_UNKNOWN
+    };
+    let (pv, sv) = (p.liveliness, s.liveliness);
+    if open_l(pv) && open_l(sv) {
+        warn(format!(
+            "Publisher liveliness is {} and subscription liveliness is {}",
+            liveliness_name(pv),
+            liveliness_name(sv)
+        ));
+    } else if open_l(pv) && sv == ffi::RMW_QOS_POLICY_LIVELINESS_MANUAL_BY_TOPIC {
+        warn(format!(
+            "Subscription's liveliness is manual by topic, but publisher's is {}",
+            liveliness_name(pv)
+        ));
+    } else if pv == ffi::RMW_QOS_POLICY_LIVELINESS_AUTOMATIC && open_l(sv) {
+        warn(format!(
+            "Publisher's liveliness is automatic, but subscription's is {}",
+            liveliness_name(sv)
+        ));
+    }
+    if warnings.is_empty() {
+        (ffi::RMW_QOS_COMPATIBILITY_OK, warnings)
+    } else {
+        (ffi::RMW_QOS_COMPATIBILITY_WARNING, warnings)
+    }
 }
 
 /// Write `reasons` into `buf` as a C string, truncated to fit (always NUL-terminated when
@@ -84,39 +233,136 @@ pub fn write_reason(buf: &mut [u8], reasons: &[String]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::qos::Qos;
+    use crate::qos::End;
 
-    fn default() -> ffi::rmw_qos_profile_t {
-        Qos::system_default().profile
+    /// A fully specified profile: reliable, volatile, automatic, no times.
+    fn full() -> ffi::rmw_qos_profile_t {
+        let mut p = Qos::system_default().profile;
+        p.deadline = ffi::rmw_time_t { sec: 0, nsec: 0 };
+        p.lifespan = ffi::rmw_time_t { sec: 0, nsec: 0 };
+        p.liveliness_lease_duration = ffi::rmw_time_t { sec: 0, nsec: 0 };
+        p
     }
 
-    // Ruling (rmw_qos_profile_check_compatible: compatible = can communicate): every pair that
-    // rmw_tracer wires is OK or a WARNING, never an ERROR.
+    fn resolved(p: &ffi::rmw_qos_profile_t, end: End) -> Qos {
+        Qos::resolve(p, end).unwrap()
+    }
+
     #[test]
-    fn best_effort_publisher_and_reliable_subscription_communicate() {
-        let mut p = default();
+    fn fully_specified_profile_is_ok_with_itself() {
+        assert_eq!(
+            check(&full(), &full()),
+            (ffi::RMW_QOS_COMPATIBILITY_OK, vec![])
+        );
+    }
+
+    #[test]
+    fn errors_come_with_their_reasons() {
+        let mut p = full();
         p.reliability = ffi::RMW_QOS_POLICY_RELIABILITY_BEST_EFFORT;
-        let s = default();
-        assert_eq!(check(&p, &s), (ffi::RMW_QOS_COMPATIBILITY_OK, vec![]));
-        let mut sys = default();
-        sys.reliability = ffi::RMW_QOS_POLICY_RELIABILITY_SYSTEM_DEFAULT;
-        sys.durability = ffi::RMW_QOS_POLICY_DURABILITY_SYSTEM_DEFAULT;
-        assert_eq!(check(&sys, &sys).0, ffi::RMW_QOS_COMPATIBILITY_OK);
+        let mut s = full();
+        s.durability = ffi::RMW_QOS_POLICY_DURABILITY_TRANSIENT_LOCAL;
+        let (v, why) = check(&p, &s);
+        assert_eq!(v, ffi::RMW_QOS_COMPATIBILITY_ERROR);
+        assert_eq!(
+            why,
+            vec![
+                "ERROR: Best effort publisher and reliable subscription;".to_owned(),
+                "ERROR: Volatile publisher and transient local subscription;".to_owned()
+            ]
+        );
+        let mut s = full();
+        s.deadline = ffi::rmw_time_t { sec: 1, nsec: 0 };
+        assert_eq!(check(&full(), &s).0, ffi::RMW_QOS_COMPATIBILITY_ERROR);
+        let mut p = full();
+        p.deadline = ffi::rmw_time_t { sec: 2, nsec: 0 };
+        assert_eq!(check(&p, &s).0, ffi::RMW_QOS_COMPATIBILITY_ERROR);
+        p.deadline = ffi::rmw_time_t { sec: 1, nsec: 0 };
+        assert_eq!(check(&p, &s).0, ffi::RMW_QOS_COMPATIBILITY_OK);
     }
 
     #[test]
-    fn warnings_name_what_is_not_delivered() {
-        let p = default();
-        let mut s = default();
-        s.durability = ffi::RMW_QOS_POLICY_DURABILITY_TRANSIENT_LOCAL;
-        s.deadline = ffi::rmw_time_t { sec: 1, nsec: 0 };
-        let (v, why) = check(&p, &s);
+    fn system_default_publisher_and_reliable_subscription_warn() {
+        let mut p = full();
+        p.reliability = ffi::RMW_QOS_POLICY_RELIABILITY_SYSTEM_DEFAULT;
+        let (v, why) = check(&p, &full());
         assert_eq!(v, ffi::RMW_QOS_COMPATIBILITY_WARNING);
-        assert_eq!(why.len(), 2, "{why:?}");
-        assert!(why[0].starts_with("WARNING: Volatile publisher"));
-        let mut u = default();
-        u.reliability = ffi::RMW_QOS_POLICY_RELIABILITY_UNKNOWN;
-        assert_eq!(check(&u, &default()).0, ffi::RMW_QOS_COMPATIBILITY_WARNING);
+        assert_eq!(
+            why,
+            vec!["WARNING: Reliable subscription, but publisher is system_default;".to_owned()]
+        );
+        let mut s = full();
+        s.reliability = ffi::RMW_QOS_POLICY_RELIABILITY_BEST_EFFORT;
+        assert_eq!(check(&p, &s).0, ffi::RMW_QOS_COMPATIBILITY_OK);
+    }
+
+    #[test]
+    fn resolved_profiles_match_by_the_dds_rules() {
+        let be = {
+            let mut p = full();
+            p.reliability = ffi::RMW_QOS_POLICY_RELIABILITY_BEST_EFFORT;
+            p
+        };
+        let pub_be = resolved(&be, End::Publisher);
+        let sub_rel = resolved(&full(), End::Subscription);
+        assert_eq!(
+            incompatible(&pub_be, &sub_rel),
+            Some(ffi::RMW_QOS_POLICY_RELIABILITY)
+        );
+        assert_eq!(
+            incompatible(
+                &resolved(&full(), End::Publisher),
+                &resolved(&be, End::Subscription)
+            ),
+            None
+        );
+        let mut tl = full();
+        tl.durability = ffi::RMW_QOS_POLICY_DURABILITY_TRANSIENT_LOCAL;
+        let sub_tl = resolved(&tl, End::Subscription);
+        assert_eq!(
+            incompatible(&resolved(&full(), End::Publisher), &sub_tl),
+            Some(ffi::RMW_QOS_POLICY_DURABILITY)
+        );
+        // Both reliability and durability: reliability is reported.
+        let mut be_tl = tl;
+        be_tl.reliability = ffi::RMW_QOS_POLICY_RELIABILITY_RELIABLE;
+        assert_eq!(
+            incompatible(&pub_be, &resolved(&be_tl, End::Subscription)),
+            Some(ffi::RMW_QOS_POLICY_RELIABILITY)
+        );
+        let mut dl = full();
+        dl.deadline = ffi::rmw_time_t { sec: 1, nsec: 0 };
+        let sub_dl = resolved(&dl, End::Subscription);
+        assert_eq!(
+            incompatible(&resolved(&full(), End::Publisher), &sub_dl),
+            Some(ffi::RMW_QOS_POLICY_DEADLINE)
+        );
+        assert_eq!(incompatible(&resolved(&dl, End::Publisher), &sub_dl), None);
+        let mut manual = full();
+        manual.liveliness = ffi::RMW_QOS_POLICY_LIVELINESS_MANUAL_BY_TOPIC;
+        assert_eq!(
+            incompatible(
+                &resolved(&full(), End::Publisher),
+                &resolved(&manual, End::Subscription)
+            ),
+            Some(ffi::RMW_QOS_POLICY_LIVELINESS)
+        );
+        assert_eq!(
+            incompatible(
+                &resolved(&manual, End::Publisher),
+                &resolved(&full(), End::Subscription)
+            ),
+            None
+        );
+        let mut lease = full();
+        lease.liveliness_lease_duration = ffi::rmw_time_t { sec: 1, nsec: 0 };
+        assert_eq!(
+            incompatible(
+                &resolved(&full(), End::Publisher),
+                &resolved(&lease, End::Subscription)
+            ),
+            Some(ffi::RMW_QOS_POLICY_LIVELINESS)
+        );
     }
 
     #[test]
@@ -126,5 +372,8 @@ mod tests {
         assert_eq!(&buf, b"WARNING\0");
         let mut empty: [u8; 0] = [];
         write_reason(&mut empty, &["x".to_owned()]);
+        let mut buf = [0xffu8; 4];
+        write_reason(&mut buf, &[]);
+        assert_eq!(buf[0], 0);
     }
 }

@@ -21,7 +21,8 @@ use crate::names;
 use crate::node::Node;
 use crate::qos::{End, Qos};
 use crate::registry::{EntityKind, Entry, SubscriptionLink};
-use crate::topic::TopicType;
+use crate::topic::{now_ns, TopicType};
+use tracer_recording::INFINITE_NS;
 
 /// What a take found, for `rmw_message_info_t`.
 #[derive(Clone, Copy, Debug)]
@@ -56,13 +57,23 @@ pub struct Subscription {
     ignore_local: bool,
     notifier: Arc<Notifier>,
     notifier_thread: Mutex<Option<JoinHandle<()>>>,
-    /// Local writers seen so far and whether their type is ours (see `take_sample`).
-    local_writers: Mutex<HashMap<[u8; 16], bool>>,
+    /// Known writers seen so far: whether we take their samples, and their lifespan (see
+    /// `take_sample`).
+    writers: Mutex<HashMap<[u8; 16], Writer>>,
     /// QoS event state (`crate::event`); it owns the ring's drop counter.
     pub events: Arc<crate::event::Events>,
     _entry: Entry,
     /// `RMW_TRACER_RECORD`: set when this process records the topic.
     record: Option<crate::record::SubTap>,
+}
+
+/// What a subscription knows of one writer of its topic.
+#[derive(Clone, Copy)]
+struct Writer {
+    /// Its type is ours and its QoS meets ours (DDS would have matched them).
+    takes: bool,
+    /// Its lifespan in ns (`INFINITE_NS`: none).
+    lifespan_ns: u64,
 }
 
 /// The longest an arrival can go unreported by the on-new-message notifier.
@@ -110,6 +121,7 @@ impl Subscription {
             type_name: ty.type_name.clone(),
             target: ring_path,
             policy: qos.delivery(),
+            qos,
             remote: Mutex::new(Some(BTreeMap::new())),
         });
         let gid = ctx.gids.next();
@@ -124,12 +136,24 @@ impl Subscription {
         let entry = ctx.registry.announce(rec)?;
         ctx.registry.add_subscription(&link);
         let ring = target.clone();
+        let newest = target.clone();
         let events = crate::event::Events::new(
             ctx.clone(),
-            crate::event::End::Subscription,
-            topic,
-            &ty.type_name,
-            Some(Arc::new(move || ring.take_dropped())),
+            crate::event::Endpoint {
+                end: crate::event::End::Subscription,
+                gid,
+                topic,
+                type_name: &ty.type_name,
+                qos,
+            },
+            Some(crate::event::RingProbe {
+                dropped: Arc::new(move || ring.take_dropped()),
+                newest: Arc::new(move || {
+                    newest
+                        .value()
+                        .map(|s| (s.meta.writer, s.received_timestamp_ns))
+                }),
+            }),
         );
         Ok(Subscription {
             events,
@@ -142,16 +166,17 @@ impl Subscription {
             ignore_local: ignore_local_publications,
             notifier: Arc::new(Notifier::default()),
             notifier_thread: Mutex::new(None),
-            local_writers: Mutex::new(HashMap::new()),
+            writers: Mutex::new(HashMap::new()),
             ctx,
             _entry: entry,
             record,
         })
     }
 
-    /// The oldest deliverable sample, or `None` when the ring is empty. Writes to nested topics
-    /// (a sample with a suffix) and, with `ignore_local_publications`, this context's own
-    /// publications are dropped here.
+    /// The oldest deliverable sample, or `None` when the ring is empty. Dropped here: writes
+    /// to nested topics (a sample with a suffix); with `ignore_local_publications`, this
+    /// context's own publications; samples of writers DDS would not have matched with us
+    /// (`writer`); and samples older than their writer's lifespan.
     pub fn take_sample(&self) -> Option<Sample> {
         loop {
             let s = self.target.pop()?;
@@ -162,15 +187,21 @@ impl Subscription {
             if s.suffix.is_some() {
                 continue;
             }
-            if s.origin.is_none() {
-                if self.ignore_local
-                    && Gid(s.meta.writer).context_prefix() == self.ctx.gids.prefix()
-                {
-                    continue;
-                }
-                if !self.local_writer_matches(&s.meta.writer) {
-                    continue;
-                }
+            if s.origin.is_none()
+                && self.ignore_local
+                && Gid(s.meta.writer).context_prefix() == self.ctx.gids.prefix()
+            {
+                continue;
+            }
+            let w = self.writer(&s);
+            if !w.takes {
+                continue;
+            }
+            self.events.on_sample(&s);
+            if w.lifespan_ns != INFINITE_NS
+                && now_ns().saturating_sub(s.meta.source_timestamp_ns).max(0) as u64 > w.lifespan_ns
+            {
+                continue;
             }
             if let Some(r) = &self.record {
                 r.received(&s);
@@ -179,21 +210,31 @@ impl Subscription {
         }
     }
 
-    /// The local edge delivers every write to the topic vertex, whatever its type; DDS would
-    /// not match a publisher of another type, so neither does a take. (Remote edges are only
-    /// made to publishers of our type.) A writer that is not a known local publisher (a tool
-    /// writing the vertex directly) is taken as it comes.
-    fn local_writer_matches(&self, writer: &[u8; 16]) -> bool {
-        let mut seen = self.local_writers.lock();
-        if let Some(ok) = seen.get(writer) {
-            return *ok;
+    /// What we know of the writer of `s`. An edge delivers every write to its topic vertex
+    /// (the local one every local write, a remote one every write on that peer), whatever the
+    /// writer's type and QoS; DDS would not match a publisher of another type or an
+    /// incompatible QoS, so neither does a take. A writer with no record (a tool writing the
+    /// vertex directly, or a remote publisher whose record has not arrived yet) is taken as it
+    /// comes, and looked up again next time.
+    fn writer(&self, s: &Sample) -> Writer {
+        let mut seen = self.writers.lock();
+        if let Some(w) = seen.get(&s.meta.writer) {
+            return *w;
         }
-        let ok = match self.ctx.registry.local_publisher_type(&Gid(*writer)) {
-            Some(t) => t == self.ty.type_name,
-            None => return true,
+        let Some(r) = self.ctx.registry.record(&Gid(s.meta.writer)) else {
+            return Writer {
+                takes: true,
+                lifespan_ns: INFINITE_NS,
+            };
         };
-        seen.insert(*writer, ok);
-        ok
+        let w = Writer {
+            takes: r.kind == EntityKind::Publisher
+                && r.type_name == self.ty.type_name
+                && crate::registry::incompatible_with(&r, &self.qos).is_none(),
+            lifespan_ns: r.qos.map_or(INFINITE_NS, |q| q.lifespan_ns),
+        };
+        seen.insert(s.meta.writer, w);
+        w
     }
 
     /// Take one message into `msg`; `None` when there was none.

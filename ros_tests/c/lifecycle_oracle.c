@@ -11,12 +11,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rcutils/allocator.h>
 #include <rcutils/strdup.h>
 #include <rmw/error_handling.h>
 #include <rmw/get_node_info_and_types.h>
+#include <rmw/get_topic_names_and_types.h>
+#include <rmw/names_and_types.h>
 #include <rmw/rmw.h>
 #include <rosidl_runtime_c/string_functions.h>
 #include <std_msgs/msg/string.h>
@@ -203,6 +206,99 @@ int main(void) {
     report_rc("count publishers null topic", rmw_count_publishers(node, NULL, &count));
     report_rc("count publishers bad topic", rmw_count_publishers(node, "bad topic", &count));
     report_rc("count publishers null count", rmw_count_publishers(node, "/oracle/topic", NULL));
+
+    /* --- init and init options --- */
+    rmw_init_options_t zero_opts = rmw_get_zero_initialized_init_options();
+    rmw_context_t c2 = rmw_get_zero_initialized_context();
+    report_rc("init zero options", rmw_init(&zero_opts, &c2));
+    report_rc("init initialized context", rmw_init(&opts, &ctx));
+    report_rc("init null options", rmw_init(NULL, &c2));
+    report_rc("init options init twice", rmw_init_options_init(&opts, rcutils_get_default_allocator()));
+    rcutils_allocator_t bad_alloc = rcutils_get_zero_initialized_allocator();
+    rmw_init_options_t o3 = rmw_get_zero_initialized_init_options();
+    report_rc("init options bad allocator", rmw_init_options_init(&o3, bad_alloc));
+    report_rc("init options copy null", rmw_init_options_copy(NULL, &o3));
+    report_rc("init options copy into initialized", rmw_init_options_copy(&opts, &opts));
+    report_rc("init options fini zero", rmw_init_options_fini(&o3));
+    rmw_init_options_t o4 = rmw_get_zero_initialized_init_options();
+    report_rc("init options copy zero src", rmw_init_options_copy(&o3, &o4));
+    report_rc("context fini before shutdown", rmw_context_fini(&ctx));
+    report_ptr("create node invalid name", rmw_create_node(&ctx, "bad name", "/"));
+    report_ptr("create node invalid namespace", rmw_create_node(&ctx, "x", "no_slash"));
+    report_ptr("create publisher invalid topic", rmw_create_publisher(node, string_ts(), "bad topic", &qos, &popts));
+    report_ptr("create service invalid name", rmw_create_service(node, srv_ts(), "bad name", &qos));
+
+    /* --- take, wait, graph queries --- */
+    rmw_message_info_t minfo = rmw_get_zero_initialized_message_info();
+    report_rc("take with info null info", rmw_take_with_info(sub, &m, &taken, NULL, NULL));
+    report_rc("take with info null taken", rmw_take_with_info(sub, &m, NULL, &minfo, NULL));
+    rmw_wait_set_t *ws0 = rmw_create_wait_set(&ctx, 1);
+    rmw_time_t zero_t = {0, 0};
+    report_rc("wait null wait set", rmw_wait(NULL, NULL, NULL, NULL, NULL, NULL, &zero_t));
+    if (ws0) {
+      const char *saved_ws = ws0->implementation_identifier;
+      ws0->implementation_identifier = FOREIGN;
+      report_rc("wait foreign wait set", rmw_wait(NULL, NULL, NULL, NULL, NULL, ws0, &zero_t));
+      report_rc("destroy wait set foreign", rmw_destroy_wait_set(ws0));
+      ws0->implementation_identifier = saved_ws;
+      report_rc("wait empty", rmw_wait(NULL, NULL, NULL, NULL, NULL, ws0, &zero_t));
+      report_rc("destroy wait set", rmw_destroy_wait_set(ws0));
+    }
+    rcutils_string_array_t nn = rcutils_get_zero_initialized_string_array();
+    rcutils_string_array_t ns = rcutils_get_zero_initialized_string_array();
+    report_rc("node names null names", rmw_get_node_names(node, NULL, &ns));
+    report_rc("node names null node", rmw_get_node_names(NULL, &nn, &ns));
+    if (rcutils_string_array_init(&nn, 1, &alloc) == RCUTILS_RET_OK) {
+      report_rc("node names non-zero array", rmw_get_node_names(node, &nn, &ns));
+      rcutils_string_array_fini(&nn);
+    }
+    rmw_names_and_types_t tnt = rmw_get_zero_initialized_names_and_types();
+    report_rc("topic names null allocator", rmw_get_topic_names_and_types(node, NULL, false, &tnt));
+    report_rc("topic names null out", rmw_get_topic_names_and_types(node, &alloc, false, NULL));
+    rmw_ret_t trc = rmw_get_topic_names_and_types(node, &alloc, false, &tnt);
+    report_rc("topic names", trc);
+    if (trc == RMW_RET_OK) {
+      report_rc("topic names non-zero out", rmw_get_topic_names_and_types(node, &alloc, false, &tnt));
+      report_rc("names and types fini", rmw_names_and_types_fini(&tnt));
+    }
+    rmw_serialized_message_t ser = rmw_get_zero_initialized_serialized_message();
+    ISO_RC("serialize null message", rmw_serialize(NULL, string_ts(), &ser));
+    ISO_RC("serialize null type support", rmw_serialize(&m, NULL, &ser));
+    ISO_RC("serialize null out", rmw_serialize(&m, string_ts(), NULL));
+    ISO_RC("deserialize null message", rmw_deserialize(NULL, string_ts(), &m));
+
+    /* --- a response to a client that is gone --- */
+    rmw_client_t *gone = rmw_create_client(node, srv_ts(), "/oracle/srv", &qos);
+    report_ptr("create second client", gone);
+    if (gone) {
+      for (int i = 0; i < 200; i++) {  /* matched both ways before the request */
+        bool up = false;
+        if (rmw_service_server_is_available(node, gone, &up) == RMW_RET_OK && up) break;
+        struct timespec d = {0, 10 * 1000 * 1000};
+        nanosleep(&d, NULL);
+      }
+      rmw_reset_error();
+      report_rc("send request", rmw_send_request(gone, &req, &seq));
+      bool got = false;
+      rmw_wait_set_t *wsr = rmw_create_wait_set(&ctx, 1);
+      for (int i = 0; i < 200 && !got; i++) {
+        void *slot[1] = {srv->data};
+        rmw_services_t ss = {1, slot};
+        rmw_time_t t10 = {0, 10 * 1000 * 1000};
+        if (rmw_wait(NULL, NULL, &ss, NULL, NULL, wsr, &t10) == RMW_RET_OK && slot[0]) {
+          rmw_take_request(srv, &info, &req, &got);
+        }
+      }
+      rmw_reset_error();
+      if (wsr) rmw_destroy_wait_set(wsr);
+      report_bool("request taken", got);
+      report_rc("destroy second client", rmw_destroy_client(node, gone));
+      if (got) {
+        struct timespec d = {0, 100 * 1000 * 1000};
+        nanosleep(&d, NULL);  /* let the client's going reach the server's side */
+        report_rc("send response to a client that is gone", rmw_send_response(srv, &info.request_id, &resp));
+      }
+    }
 
     /* --- after rmw_shutdown: which entities can still be made, used and destroyed --- */
     report_rc("shutdown", rmw_shutdown(&ctx));

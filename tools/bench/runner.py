@@ -108,9 +108,9 @@ def library_path(venv):
 
 
 def ensure_built(no_build):
-    sources = [os.path.join(HERE, f) for f in ("ping.c", "pong.c", "bench_common.c", "bench_common.h", "refs.c",
-                                               "discovery.c", "build")]
-    bins = [os.path.join(BIN, b) for b in ("bench_ping", "bench_pong", "bench_refs", "bench_discovery")]
+    sources = [os.path.join(HERE, f) for f in ("ping.c", "pong.c", "intra.c", "bench_common.c", "bench_common.h",
+                                               "refs.c", "discovery.c", "build")]
+    bins = [os.path.join(BIN, b) for b in ("bench_ping", "bench_pong", "bench_intra", "bench_refs", "bench_discovery")]
     newest_src = max(os.path.getmtime(s) for s in sources)
     stale = any(not os.path.exists(b) or os.path.getmtime(b) < newest_src for b in bins)
     if stale:
@@ -140,10 +140,9 @@ def tail(path, lines=30):
         return ""
 
 
-def run_pair(key, size, case, args, base_env, workdir):
-    """One bench_pong + bench_ping pair for one rmw and one size; returns ping's JSON document."""
-    lat_iters, lat_warmup, burst, rounds = case
-    impl, ident = RMWS[key]
+def rmw_env(key, args, base_env, workdir):
+    """The environment of a benchmark process on rmw `key`, and its rendezvous dir (tracer)."""
+    impl, _ = RMWS[key]
     env = dict(base_env)
     env["RMW_IMPLEMENTATION"] = impl
     env.pop("LD_PRELOAD", None)
@@ -157,6 +156,32 @@ def run_pair(key, size, case, args, base_env, workdir):
         # Outside a private namespace Fast DDS must not look beyond this host; inside one it keeps
         # every default, as a ROS user would have it.
         env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    return env, rendezvous
+
+
+def run_intra(key, size, iters, args, base_env, workdir):
+    """bench_intra (one process: publisher and subscription of one context) on rmw `key`."""
+    env, rendezvous = rmw_env(key, args, base_env, workdir)
+    json_path = os.path.join(workdir, f"intra-{key}-{size}.json")
+    cmd = [os.path.join(BIN, "bench_intra"), "--size", str(size), "--iters", str(iters), "--json", json_path]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.pair_timeout, cwd=workdir)
+    if out.returncode != 0:
+        raise BenchError(f"bench_intra {key} {human_size(size)}: {describe_rc(out.returncode)}\n{out.stdout}{out.stderr}")
+    print("  " + out.stdout.strip(), file=sys.stderr)
+    with open(json_path) as f:
+        doc = json.load(f)
+    if doc.get("rmw") != RMWS[key][1]:
+        raise BenchError(f"bench_intra {key} reported rmw '{doc.get('rmw')}'")
+    if rendezvous:
+        shutil.rmtree(rendezvous, ignore_errors=True)
+    return doc
+
+
+def run_pair(key, size, case, args, base_env, workdir):
+    """One bench_pong + bench_ping pair for one rmw and one size; returns ping's JSON document."""
+    lat_iters, lat_warmup, burst, rounds = case
+    ident = RMWS[key][1]
+    env, rendezvous = rmw_env(key, args, base_env, workdir)
     tag = f"{key}-{size}"
     json_path = os.path.join(workdir, f"{tag}.json")
     pong_log = os.path.join(workdir, f"{tag}-pong.log")
@@ -317,6 +342,8 @@ def main():
     ap.add_argument("--match-timeout", type=int, default=30, help="seconds to wait for matching (default: 30)")
     ap.add_argument("--pair-timeout", type=int, default=600, help="seconds one ping/pong pair may take (default: 600)")
     ap.add_argument("--no-build", action="store_true", help="do not (re)build bench_ping/bench_pong")
+    ap.add_argument("--no-intra", dest="intra", action="store_false",
+                    help="skip the intra-process 64 B round trip (bench_intra) measured after the sizes")
     ap.add_argument("--no-refs", dest="refs", action="store_false",
                     help="skip the raw references (Unix-socket ping-pong, memcpy) measured after each size")
     args = ap.parse_args()
@@ -385,6 +412,7 @@ def main():
         tracer_info = {"path": args.tracer_lib, "sha256": digest, "mtime_utc": mtime.isoformat(timespec="seconds")}
         args.tracer_lib = frozen
     refs = {}
+    intra = {}
     errors = []  # every failure is reported and makes the exit status 1
     fatal = False
     try:
@@ -401,6 +429,10 @@ def main():
                 results[key][size] = doc["cases"][0]
             if args.refs:
                 refs[size] = run_refs(size, cases[size][0])
+        if args.intra:
+            for key in keys:
+                print(f"bench: {key} intra-process 64 B", file=sys.stderr)
+                intra[key] = run_intra(key, 64, max(100, int(10000 * args.scale)), args, base_env, workdir)
     except BenchError as e:
         print(f"bench: FAILED: {e}", file=sys.stderr)
         errors.append(str(e).splitlines()[0])
@@ -416,6 +448,15 @@ def main():
     if refs:
         print()
         print_refs(sizes, results, refs, keys)
+    if intra:
+        print()
+        print("intra-process: publisher and subscription of one context, two threads, 64 B round trip")
+        for key in keys:
+            if key in intra:
+                r = intra[key]["rtt_us"]
+                print(f"  {key:>8}: p50 {r['p50']:8.1f} us  p99 {r['p99']:8.1f} us  min {r['min']:6.1f} us")
+        if "tracer" in intra and "fastdds" in intra:
+            print(f"  ratio tracer/fastdds p50 {ratio(intra['tracer']['rtt_us']['p50'], intra['fastdds']['rtt_us']['p50']):.2f}")
     if fatal:
         print("(stopped at the first failure: the table holds the pairs run before it)")
     print(f"({elapsed:.0f} s; load average {load_before[0]:.2f} before, {os.getloadavg()[0]:.2f} after; "
@@ -435,6 +476,7 @@ def main():
         "errors": errors,
         "results": {RMWS[k][1]: [results[k][s] for s in sizes if s in results[k]] for k in keys},
         "references": [refs[s] for s in sizes if s in refs],
+        "intra_process": {RMWS[k][1]: intra[k] for k in keys if k in intra},
         "ratios_tracer_over_fastdds": [
             {
                 "size": s,

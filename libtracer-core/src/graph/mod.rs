@@ -42,6 +42,9 @@ pub struct GraphConfig {
     pub discovery: Discovery,
     /// Default: a per-user, per-domain directory (mode 0700).
     pub rendezvous_dir: Option<std::path::PathBuf>,
+    /// With `Discovery::Host`: also links to other hosts over QUIC (docs/network.md); `None`
+    /// keeps the graph on this host.
+    pub network: Option<crate::link::QuicConfig>,
 }
 
 /// One per process-level participant. Cheap `Clone`.
@@ -155,7 +158,7 @@ impl Graph {
         };
         let made = setup(&g)?;
         if cfg.discovery == Discovery::Host {
-            crate::net::start_host(&g, cfg.rendezvous_dir).map_err(E::from)?;
+            crate::net::start_host(&g, cfg.rendezvous_dir, cfg.network).map_err(E::from)?;
         }
         Ok((g, made))
     }

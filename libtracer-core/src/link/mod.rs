@@ -41,11 +41,13 @@ use std::sync::Arc;
 use crate::wire::{EncodeError, Frame};
 
 pub mod memory;
+pub mod quic;
 pub mod rendezvous;
 pub mod transport;
 pub mod unix;
 
 pub use memory::{MemoryFabric, MemoryNode};
+pub use quic::{QuicConfig, QuicLink, QuicTransport};
 pub use rendezvous::{default_rendezvous_dir, rendezvous_dir_in};
 pub use transport::{HostTransport, TransportConfig};
 pub use unix::UnixLink;

@@ -1,5 +1,6 @@
 //! Binds the graph to the link layer: a `LinkHandler` that turns a transport's links into
-//! mounts, and `Discovery::Host` = a `HostTransport` in the rendezvous directory.
+//! mounts, and `Discovery::Host` = a `HostTransport` in the rendezvous directory (plus a
+//! `QuicTransport` to other hosts when the network is on).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
@@ -9,7 +10,9 @@ use parking_lot::Mutex;
 use super::{attach, detach, on_frame, LinkId, PeerInfo, PeerLink};
 use crate::error::Error;
 use crate::graph::{Graph, GraphInner};
-use crate::link::{default_rendezvous_dir, HostTransport, Link, LinkError, LinkHandler};
+use crate::link::{
+    default_rendezvous_dir, HostTransport, Link, LinkError, LinkHandler, QuicConfig, QuicTransport,
+};
 use crate::wire::frame::Frame;
 
 fn link_error(e: LinkError) -> Error {
@@ -94,11 +97,21 @@ impl LinkHandler for GraphHandler {
     }
 }
 
-/// `Discovery::Host`: join the rendezvous directory (default: per user, per domain, 0700).
-pub(crate) fn start_host(g: &Graph, dir: Option<std::path::PathBuf>) -> Result<(), Error> {
+/// `Discovery::Host`: join the rendezvous directory (default: per user, per domain, 0700);
+/// with `network`, reach other hosts over QUIC too (both transports feed one handler, so a
+/// remote graph is mounted like a local one).
+pub(crate) fn start_host(
+    g: &Graph,
+    dir: Option<std::path::PathBuf>,
+    network: Option<QuicConfig>,
+) -> Result<(), Error> {
     let dir = dir.unwrap_or_else(|| default_rendezvous_dir(g.inner.domain_id));
     let handler = GraphHandler::new(&g.inner);
-    let t = HostTransport::start(&dir, &g.inner.name, handler).map_err(link_error)?;
-    g.inner.net.set_host(Box::new(t));
+    let t = HostTransport::start(&dir, &g.inner.name, handler.clone()).map_err(link_error)?;
+    g.inner.net.add_transport(Box::new(t));
+    if let Some(cfg) = network {
+        let q = QuicTransport::start(&dir, &g.inner.name, handler, cfg).map_err(link_error)?;
+        g.inner.net.add_transport(Box::new(q));
+    }
     Ok(())
 }

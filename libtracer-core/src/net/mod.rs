@@ -157,7 +157,8 @@ pub(crate) struct Net {
     /// Error replies to fire-and-forget requests (forwarded writes), for diagnostics.
     remote_errors: AtomicU64,
     last_remote_error: Mutex<Option<Error>>,
-    host: Mutex<Option<Box<dyn Send + Sync>>>,
+    /// The transports feeding this graph (dropped = stopped).
+    transports: Mutex<Vec<Box<dyn Send + Sync>>>,
 }
 
 impl Net {
@@ -173,14 +174,23 @@ impl Net {
         self.next_req.fetch_add(1, Ordering::Relaxed) + 1
     }
 
+    /// The peers whose mount `/net/<peer>` exists. `attach` registers a link before it mounts
+    /// (so a subscribe prompted by the mount's `Created` event finds the link); a peer listed
+    /// here can be subscribed through at once.
     pub(crate) fn peers(&self) -> Vec<String> {
-        let mut v: Vec<String> = self.by_name.read().keys().cloned().collect();
+        let mut v: Vec<String> = self
+            .by_name
+            .read()
+            .iter()
+            .filter(|(_, st)| st.mount.lock().is_some())
+            .map(|(name, _)| name.clone())
+            .collect();
         v.sort();
         v
     }
 
-    pub(crate) fn set_host(&self, h: Box<dyn Send + Sync>) {
-        *self.host.lock() = Some(h);
+    pub(crate) fn add_transport(&self, t: Box<dyn Send + Sync>) {
+        self.transports.lock().push(t);
     }
 
     pub(crate) fn link_ids(&self) -> Vec<LinkId> {
@@ -198,8 +208,8 @@ impl Net {
     pub(crate) fn shutdown(&self) {
         // Taken out first: the transport's shutdown runs every link's on_down, which must not
         // find this lock held.
-        let host = self.host.lock().take();
-        drop(host);
+        let transports = std::mem::take(&mut *self.transports.lock());
+        drop(transports);
         let links: Vec<_> = self.by_key.read().values().cloned().collect();
         for l in links {
             l.link.close();

@@ -199,3 +199,24 @@ impl Drop for TempDir {
 }
 
 pub const T: Duration = Duration::from_secs(5);
+
+/// A UDP port on loopback that was free a moment ago.
+pub fn free_udp_port() -> u16 {
+    std::net::UdpSocket::bind("127.0.0.1:0")
+        .and_then(|s| s.local_addr())
+        .expect("bind a UDP port on loopback")
+        .port()
+}
+
+/// A QUIC transport configuration on loopback, with the directory on `port` as the one static
+/// peer, and fast polling so that tests do not wait.
+pub fn loopback_quic(port: u16) -> libtracer_core::link::QuicConfig {
+    let mut c = libtracer_core::link::QuicConfig::for_domain(0);
+    c.bind = std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
+    c.directory_port = port;
+    c.static_peers = vec![format!("127.0.0.1:{port}")];
+    c.poll_interval = Duration::from_millis(100);
+    c.role_retry = Duration::from_millis(100);
+    c.initial_wait = Duration::from_secs(3);
+    c
+}

@@ -8,22 +8,21 @@ use ffi::rmw_ret_t;
 use crate::boundary::event_callback::EventCallback;
 use crate::boundary::handle::{self, Handle};
 use crate::boundary::{ffi_bool, ffi_ret, RmwError, RmwResult};
-use crate::event::{classify, End, EventHandle, Events, Kind, Waitable};
+use crate::event::{classify, CountStatus, End, EventHandle, Events, Kind, Waitable};
 use crate::publisher::Publisher;
 use crate::subscription::Subscription;
 use crate::IDENTIFIER;
 
-/// The end and kind of `t` for an endpoint of `end`, or why not.
+/// The kind of `t` for an endpoint of `end`, or why not.
 fn kind_for(t: ffi::rmw_event_type_t, end: End) -> RmwResult<Kind> {
     match classify(t) {
-        (None, _) => Err(RmwError::invalid(format!("{t} is not an rmw event type"))),
-        (Some(e), _) if e != end => Err(RmwError::invalid(format!(
+        None => Err(RmwError::invalid(format!("{t} is not an rmw event type"))),
+        Some((e, _)) if e != end => Err(RmwError::invalid(format!(
             "event type {t} belongs to a {}, not a {}",
             name(e),
             name(end)
         ))),
-        (_, None) => Err(RmwError::UnsupportedFeature(format!("event type {t}"))),
-        (_, Some(k)) => Ok(k),
+        Some((_, k)) => Ok(k),
     }
 }
 
@@ -42,8 +41,7 @@ fn fill(ev: &mut ffi::rmw_event_t, data: *mut c_void, t: ffi::rmw_event_type_t) 
     ev.event_type = t;
 }
 
-/// `rmw_publisher_event_init`: PUBLICATION_MATCHED and OFFERED_QOS_INCOMPATIBLE;
-/// `RMW_RET_UNSUPPORTED` for the deadline, liveliness and incompatible-type events.
+/// `rmw_publisher_event_init`: any publisher event type (`crate::event`).
 ///
 /// # Safety
 /// `rmw_event` is null or a live, zero-initialized event; `publisher` null or live.
@@ -67,9 +65,7 @@ pub unsafe extern "C" fn rmw_publisher_event_init(
     })
 }
 
-/// `rmw_subscription_event_init`: SUBSCRIPTION_MATCHED, MESSAGE_LOST and
-/// REQUESTED_QOS_INCOMPATIBLE; `RMW_RET_UNSUPPORTED` for the deadline, liveliness and
-/// incompatible-type events.
+/// `rmw_subscription_event_init`: any subscription event type (`crate::event`).
 ///
 /// # Safety
 /// `rmw_event` is null or a live, zero-initialized event; `subscription` null or live.
@@ -97,13 +93,12 @@ pub unsafe extern "C" fn rmw_subscription_event_init(
 ///
 /// # Safety
 /// `ev` is null or an event initialized by `rmw_*_event_init` whose endpoint is alive.
-unsafe fn resolve<'a>(ev: *const ffi::rmw_event_t) -> RmwResult<(&'a Arc<Events>, Kind)> {
+unsafe fn resolve<'a>(ev: *const ffi::rmw_event_t) -> RmwResult<(&'a Arc<Events>, Kind, End)> {
     // SAFETY: forwarded caller guarantee.
     let c = unsafe { handle::c_ref::<EventHandle>(ev, "event_handle") }?;
-    let (end, kind) = classify(c.event_type);
-    let (Some(end), Some(kind)) = (end, kind) else {
+    let Some((end, kind)) = classify(c.event_type) else {
         return Err(RmwError::invalid(format!(
-            "event of unsupported type {}",
+            "event of unknown type {}",
             c.event_type
         )));
     };
@@ -119,11 +114,34 @@ unsafe fn resolve<'a>(ev: *const ffi::rmw_event_t) -> RmwResult<(&'a Arc<Events>
             &s.events
         }
     };
-    Ok((events, kind))
+    Ok((events, kind, end))
 }
 
-/// `rmw_take_event`: the status of a matched or lost-message event (`taken` false when
-/// nothing changed since the last take); an incompatible-QoS event is never taken.
+/// The caller's `event_info`: where `rmw_take_event` writes the status of the event's type.
+struct StatusOut(*mut c_void);
+
+impl StatusOut {
+    /// # Safety
+    /// `info` is null or points to a writable status struct of the event's type (rmw's
+    /// contract), and [`StatusOut::put`] is only called with that type.
+    unsafe fn new(info: *mut c_void) -> StatusOut {
+        StatusOut(info)
+    }
+
+    fn put<T>(&self, value: T) -> RmwResult<()> {
+        // SAFETY: `new`'s contract: the pointer is null (refused) or a writable `T`.
+        let out = unsafe { handle::out(self.0.cast::<T>(), "event_info") }?;
+        *out = value;
+        Ok(())
+    }
+}
+
+fn count(c: CountStatus) -> (i32, i32) {
+    (c.total_count, c.total_count_change)
+}
+
+/// `rmw_take_event`: the status of the event's type (`taken` false when nothing changed
+/// since the last take).
 ///
 /// # Safety
 /// `event_handle` is null or initialized; `event_info` is null or points to the status
@@ -136,46 +154,79 @@ pub unsafe extern "C" fn rmw_take_event(
 ) -> rmw_ret_t {
     ffi_ret("rmw_take_event", || {
         // SAFETY: rmw's contract on every argument.
-        let (events, kind) = unsafe { resolve(event_handle) }?;
+        let (events, kind, end) = unsafe { resolve(event_handle) }?;
         // SAFETY: as above.
         let taken = unsafe { handle::out(taken, "taken") }?;
         if event_info.is_null() {
             return Err(RmwError::Null("event_info"));
         }
         *taken = false;
-        match kind {
-            Kind::Matched => {
-                // SAFETY: a matched event's info is an `rmw_matched_status_t` (rmw's contract).
-                let out = unsafe {
-                    handle::out(event_info.cast::<ffi::rmw_matched_status_t>(), "event_info")
-                }?;
-                if let Some(s) = events.take_matched() {
-                    *out = ffi::rmw_matched_status_t {
-                        total_count: s.total_count,
-                        total_count_change: s.total_count_change,
-                        current_count: s.current_count,
-                        current_count_change: s.current_count_change,
-                    };
-                    *taken = true;
-                }
-            }
-            Kind::MessageLost => {
-                // SAFETY: a lost-message event's info is an `rmw_message_lost_status_t`.
-                let out = unsafe {
-                    handle::out(
-                        event_info.cast::<ffi::rmw_message_lost_status_t>(),
-                        "event_info",
-                    )
-                }?;
-                if let Some(s) = events.take_lost() {
-                    *out = ffi::rmw_message_lost_status_t {
-                        total_count: s.total_count,
-                        total_count_change: s.total_count_change,
-                    };
-                    *taken = true;
-                }
-            }
-            Kind::QosIncompatible => {}
+        // SAFETY: rmw's contract: `event_info` is the status struct of the event's type, and
+        // each arm below writes the struct of its own type.
+        let out = unsafe { StatusOut::new(event_info) };
+        let done = match (kind, end) {
+            (Kind::Matched, _) => events.take_matched().map(|s| {
+                out.put(ffi::rmw_matched_status_t {
+                    total_count: s.total_count,
+                    total_count_change: s.total_count_change,
+                    current_count: s.current_count,
+                    current_count_change: s.current_count_change,
+                })
+            }),
+            (Kind::MessageLost, _) => events.take_lost().map(|s| {
+                out.put(ffi::rmw_message_lost_status_t {
+                    total_count: s.total_count,
+                    total_count_change: s.total_count_change,
+                })
+            }),
+            (Kind::QosIncompatible, _) => events.take_qos_incompatible().map(|s| {
+                let (total_count, total_count_change) = count(s.count);
+                out.put(ffi::rmw_qos_incompatible_event_status_t {
+                    total_count,
+                    total_count_change,
+                    last_policy_kind: s.last_policy_kind,
+                })
+            }),
+            (Kind::TypeIncompatible, _) => events.take_type_incompatible().map(|s| {
+                let (total_count, total_count_change) = count(s);
+                out.put(ffi::rmw_incompatible_type_status_t {
+                    total_count,
+                    total_count_change,
+                })
+            }),
+            (Kind::DeadlineMissed, End::Publisher) => events.take_deadline_missed().map(|s| {
+                let (total_count, total_count_change) = count(s);
+                out.put(ffi::rmw_offered_deadline_missed_status_t {
+                    total_count,
+                    total_count_change,
+                })
+            }),
+            (Kind::DeadlineMissed, End::Subscription) => events.take_deadline_missed().map(|s| {
+                let (total_count, total_count_change) = count(s);
+                out.put(ffi::rmw_requested_deadline_missed_status_t {
+                    total_count,
+                    total_count_change,
+                })
+            }),
+            (Kind::Liveliness, End::Publisher) => events.take_liveliness_lost().map(|s| {
+                let (total_count, total_count_change) = count(s);
+                out.put(ffi::rmw_liveliness_lost_status_t {
+                    total_count,
+                    total_count_change,
+                })
+            }),
+            (Kind::Liveliness, End::Subscription) => events.take_liveliness_changed().map(|s| {
+                out.put(ffi::rmw_liveliness_changed_status_t {
+                    alive_count: s.alive_count,
+                    not_alive_count: s.not_alive_count,
+                    alive_count_change: s.alive_count_change,
+                    not_alive_count_change: s.not_alive_count_change,
+                })
+            }),
+        };
+        if let Some(r) = done {
+            r?;
+            *taken = true;
         }
         Ok(())
     })
@@ -194,7 +245,7 @@ pub unsafe extern "C" fn rmw_event_set_callback(
 ) -> rmw_ret_t {
     ffi_ret("rmw_event_set_callback", || {
         // SAFETY: rmw's contract.
-        let (events, kind) = unsafe { resolve(event.cast_const()) }?;
+        let (events, kind, _) = unsafe { resolve(event.cast_const()) }?;
         // SAFETY: as above.
         let cb = unsafe { EventCallback::new(callback, user_data) };
         events.set_callback(kind, cb)
@@ -224,6 +275,6 @@ pub(super) unsafe fn waitable<'a>(p: *mut c_void) -> RmwResult<Option<Waitable<'
         return Ok(None);
     }
     // SAFETY: forwarded caller guarantee.
-    let (events, kind) = unsafe { resolve(p.cast::<ffi::rmw_event_t>()) }?;
+    let (events, kind, _) = unsafe { resolve(p.cast::<ffi::rmw_event_t>()) }?;
     Ok(Some(Waitable { events, kind }))
 }

@@ -2,7 +2,7 @@
 
 use ffi::rmw_ret_t;
 
-use crate::boundary::{clib, cstr, ffi_ret, handle, RmwError};
+use crate::boundary::{clib, cstr, ffi_ret, handle, RmwError, RmwResult};
 use crate::context::{Context, InitConfig};
 use crate::IDENTIFIER;
 
@@ -41,6 +41,9 @@ pub unsafe extern "C" fn rmw_init_options_copy(
     ffi_ret("rmw_init_options_copy", || {
         // SAFETY: caller guarantee.
         let s = unsafe { handle::input(src, "src") }?;
+        if s.implementation_identifier.is_null() {
+            return Err(RmwError::invalid("expected initialized src"));
+        }
         // SAFETY: the identifier of initialized options is null or a C string.
         unsafe { handle::check_identifier(s.implementation_identifier, "init options") }?;
         if std::ptr::eq(src, dst) {
@@ -70,6 +73,10 @@ pub unsafe extern "C" fn rmw_init_options_fini(
     ffi_ret("rmw_init_options_fini", || {
         // SAFETY: caller guarantee.
         let o = unsafe { handle::out(init_options, "init_options") }?;
+        // Zero-initialized (never initialized, or finalized already): a bad argument.
+        if o.implementation_identifier.is_null() {
+            return Err(RmwError::invalid("expected initialized init_options"));
+        }
         // SAFETY: as above.
         unsafe { handle::check_identifier(o.implementation_identifier, "init options") }?;
         // SAFETY: initialized options with our identifier.
@@ -107,10 +114,13 @@ pub unsafe extern "C" fn rmw_init(
         let mut copied = clib::zero_init_options();
         // SAFETY: `o` is initialized options with our identifier.
         unsafe { clib::init_options_copy(o, &mut copied) }?;
+        // SAFETY: initialized options: `static_peers` holds `static_peers_count` entries.
+        let static_peers = unsafe { static_peers(&o.discovery_options) }?;
         let ctx = match Context::new(&InitConfig {
             domain_id: o.domain_id,
             enclave: enclave.to_owned(),
             discovery_range: o.discovery_options.automatic_discovery_range,
+            static_peers,
         }) {
             Ok(ctx) => ctx,
             Err(e) => {
@@ -128,6 +138,35 @@ pub unsafe extern "C" fn rmw_init(
         crate::record::context_started();
         Ok(())
     })
+}
+
+/// The static peers of discovery options, each a NUL-terminated string in its fixed array.
+///
+/// # Safety
+/// `d.static_peers` is null with a zero count, or points to `d.static_peers_count` entries.
+unsafe fn static_peers(d: &ffi::rmw_discovery_options_t) -> RmwResult<Vec<String>> {
+    if d.static_peers_count == 0 {
+        return Ok(Vec::new());
+    }
+    if d.static_peers.is_null() {
+        return Err(RmwError::invalid(
+            "discovery_options.static_peers is null with a non-zero count",
+        ));
+    }
+    // SAFETY: caller guarantee: `static_peers_count` initialized entries.
+    let entries = unsafe { std::slice::from_raw_parts(d.static_peers, d.static_peers_count) };
+    entries
+        .iter()
+        .map(|e| {
+            let bytes: Vec<u8> = e.peer_address.iter().map(|&c| c as u8).collect();
+            let end = bytes
+                .iter()
+                .position(|&b| b == 0)
+                .ok_or_else(|| RmwError::invalid("a static peer address is not NUL-terminated"))?;
+            String::from_utf8(bytes[..end].to_vec())
+                .map_err(|_| RmwError::invalid("a static peer address is not UTF-8"))
+        })
+        .collect()
 }
 
 /// `rmw_shutdown`: no new nodes (other entities, as with Fast DDS, can still be made and

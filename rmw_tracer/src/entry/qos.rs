@@ -8,8 +8,8 @@ use ffi::rmw_ret_t;
 use super::unsupported;
 use crate::boundary::{ffi_bool, ffi_const_ptr, ffi_ptr, ffi_ret};
 
-/// `rmw_qos_profile_check_compatible`: OK or WARNING by rmw_tracer's own matching rules
-/// (`crate::qos_compat`); never ERROR, since rmw_tracer matches endpoints whatever their QoS.
+/// `rmw_qos_profile_check_compatible`: OK, WARNING or ERROR as rmw documents, with the reasons
+/// (`crate::qos_compat::check`; the same verdicts as the DDS implementations).
 ///
 /// # Safety
 /// `compatibility` is null or live; `reason` is null or `reason_size` writable bytes.
@@ -40,15 +40,22 @@ pub unsafe extern "C" fn rmw_qos_profile_check_compatible(
     })
 }
 
-/// `rmw_publisher_assert_liveliness`: not built yet; returns `RMW_RET_UNSUPPORTED` and sets the error string.
+/// `rmw_publisher_assert_liveliness`: asserts a MANUAL_BY_TOPIC publisher's liveliness, as a
+/// publication does (`crate::event`); a no-op for an AUTOMATIC one.
 ///
 /// # Safety
-/// Callable with any arguments: none is dereferenced.
+/// `publisher` is null or a live publisher.
 #[no_mangle]
 pub unsafe extern "C" fn rmw_publisher_assert_liveliness(
-    _publisher: *const ffi::rmw_publisher_t,
+    publisher: *const ffi::rmw_publisher_t,
 ) -> rmw_ret_t {
-    ffi_ret("rmw_publisher_assert_liveliness", unsupported)
+    ffi_ret("rmw_publisher_assert_liveliness", || {
+        // SAFETY: rmw's contract.
+        let p = unsafe {
+            crate::boundary::handle::get::<crate::publisher::Publisher>(publisher, "publisher")
+        }?;
+        p.assert_liveliness()
+    })
 }
 
 /// `rmw_publisher_wait_for_all_acked`: not built yet; returns `RMW_RET_UNSUPPORTED` and sets the error string.

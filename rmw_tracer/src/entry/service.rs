@@ -106,8 +106,8 @@ pub unsafe extern "C" fn rmw_take_request(
     })
 }
 
-/// `rmw_send_response`: answer the client named in `request_header`. `RMW_RET_TIMEOUT` when that
-/// client is gone (rcl and rclcpp report it as a failed response without raising).
+/// `rmw_send_response`: answer the client named in `request_header`. A client that has gone
+/// gets nothing (`RMW_RET_OK`, as Fast DDS); one never known here is `RMW_RET_TIMEOUT`.
 ///
 /// # Safety
 /// Pointers are null or valid; `ros_response` is an initialized response message.

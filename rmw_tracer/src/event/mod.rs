@@ -1,64 +1,87 @@
-//! QoS events of publishers and subscriptions (R3): what rmw_tracer can report truthfully.
+//! QoS events of publishers and subscriptions: all eleven rmw event types, by local emulation
+//! (seed 003's ruling: no wire surface for QoS; docs/rmw-mapping.md, Events).
 //!
-//! | event | state |
+//! | event | from |
 //! |---|---|
-//! | PUBLICATION_MATCHED / SUBSCRIPTION_MATCHED | from the endpoint registry: the endpoints of the other kind on the same topic with the same type, here and on every peer |
+//! | PUBLICATION_MATCHED / SUBSCRIPTION_MATCHED | the endpoint registry: the endpoints of the other kind on the topic with the same type and a compatible QoS, here and on every peer |
 //! | MESSAGE_LOST | samples the subscription ring dropped on overflow |
-//! | OFFERED / REQUESTED_QOS_INCOMPATIBLE | supported, never raised: rmw_tracer matches endpoints whatever their QoS (`crate::qos_compat` never answers ERROR) |
-//! | deadline, liveliness, incompatible type | `RMW_RET_UNSUPPORTED` (no deadline or liveliness is offered; a type mismatch is not detected as an event) |
+//! | OFFERED / REQUESTED_QOS_INCOMPATIBLE | the registry: endpoints of the other kind and same type whose QoS does not match (`crate::qos_compat::incompatible`) |
+//! | PUBLISHER / SUBSCRIPTION_INCOMPATIBLE_TYPE | the registry: endpoints of the other kind on the topic with another type |
+//! | OFFERED_DEADLINE_MISSED | each deadline period that passes without a publication |
+//! | REQUESTED_DEADLINE_MISSED | each deadline period that passes without a sample arriving |
+//! | LIVELINESS_LOST | a MANUAL_BY_TOPIC publisher whose lease passes without a publication or `rmw_publisher_assert_liveliness` |
+//! | LIVELINESS_CHANGED | matched publishers with a lease: AUTOMATIC ones are alive while their record is (the process, and for a peer its link); manual ones while their publications (and, in this process, assertions) come within the lease |
+//!
+//! Counts are kept lazily: every look (a wait, a take, the timer) brings them up to date from
+//! the registry and the clocks. Readiness is one signal per endpoint, raised by the registry on
+//! every change and by the process's timer thread (`timer`) when a deadline or a lease falls
+//! due.
 //!
 //! An `rmw_event_t` is the caller's and librmw's `rmw_event_fini` only clears it, so an event
 //! owns nothing: its `data` is the publisher's or subscription's object, and the state of its
 //! events lives here, inside that object ([`Events`]).
 
-use std::collections::BTreeSet;
+mod status;
+mod timer;
+
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use libtracer_core::{Readiness, Signal, Waiter};
+use libtracer_core::{Readiness, Sample, Signal, Waiter};
 use parking_lot::Mutex;
 
 use crate::boundary::event_callback::EventCallback;
 use crate::boundary::{RmwError, RmwResult};
 use crate::context::Shared;
 use crate::gid::Gid;
-use crate::registry::EntityKind;
+use crate::log::log;
+use crate::qos::Qos;
+use crate::registry::{self, EntityKind, Record};
+use crate::topic::now_ns;
+use tracer_recording::INFINITE_NS;
 
-/// The event kinds rmw_tracer offers.
+use status::{key, State, WriterLiveliness};
+pub use status::{
+    CountStatus, IncompatibleStatus, LivelinessChangedStatus, LostStatus, MatchedStatus,
+};
+
+/// The event kinds rmw_tracer offers: every rmw event type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     Matched,
     MessageLost,
     QosIncompatible,
+    TypeIncompatible,
+    DeadlineMissed,
+    /// LIVELINESS_LOST (publishers) and LIVELINESS_CHANGED (subscriptions).
+    Liveliness,
 }
 
-/// Which end an event type belongs to, and what rmw_tracer does with it: `None` = unsupported.
-pub fn classify(t: ffi::rmw_event_type_t) -> (Option<End>, Option<Kind>) {
-    match t {
-        ffi::RMW_EVENT_PUBLICATION_MATCHED => (Some(End::Publisher), Some(Kind::Matched)),
-        ffi::RMW_EVENT_OFFERED_QOS_INCOMPATIBLE => {
-            (Some(End::Publisher), Some(Kind::QosIncompatible))
-        }
-        ffi::RMW_EVENT_LIVELINESS_LOST
-        | ffi::RMW_EVENT_OFFERED_DEADLINE_MISSED
-        | ffi::RMW_EVENT_PUBLISHER_INCOMPATIBLE_TYPE => (Some(End::Publisher), None),
-        ffi::RMW_EVENT_SUBSCRIPTION_MATCHED => (Some(End::Subscription), Some(Kind::Matched)),
-        ffi::RMW_EVENT_MESSAGE_LOST => (Some(End::Subscription), Some(Kind::MessageLost)),
-        ffi::RMW_EVENT_REQUESTED_QOS_INCOMPATIBLE => {
-            (Some(End::Subscription), Some(Kind::QosIncompatible))
-        }
-        ffi::RMW_EVENT_LIVELINESS_CHANGED
-        | ffi::RMW_EVENT_REQUESTED_DEADLINE_MISSED
-        | ffi::RMW_EVENT_SUBSCRIPTION_INCOMPATIBLE_TYPE => (Some(End::Subscription), None),
-        _ => (None, None),
-    }
+/// Which end an event type belongs to and its kind; `None` for a value that is no event type.
+pub fn classify(t: ffi::rmw_event_type_t) -> Option<(End, Kind)> {
+    use End::{Publisher as P, Subscription as S};
+    Some(match t {
+        ffi::RMW_EVENT_PUBLICATION_MATCHED => (P, Kind::Matched),
+        ffi::RMW_EVENT_OFFERED_QOS_INCOMPATIBLE => (P, Kind::QosIncompatible),
+        ffi::RMW_EVENT_LIVELINESS_LOST => (P, Kind::Liveliness),
+        ffi::RMW_EVENT_OFFERED_DEADLINE_MISSED => (P, Kind::DeadlineMissed),
+        ffi::RMW_EVENT_PUBLISHER_INCOMPATIBLE_TYPE => (P, Kind::TypeIncompatible),
+        ffi::RMW_EVENT_SUBSCRIPTION_MATCHED => (S, Kind::Matched),
+        ffi::RMW_EVENT_MESSAGE_LOST => (S, Kind::MessageLost),
+        ffi::RMW_EVENT_REQUESTED_QOS_INCOMPATIBLE => (S, Kind::QosIncompatible),
+        ffi::RMW_EVENT_LIVELINESS_CHANGED => (S, Kind::Liveliness),
+        ffi::RMW_EVENT_REQUESTED_DEADLINE_MISSED => (S, Kind::DeadlineMissed),
+        ffi::RMW_EVENT_SUBSCRIPTION_INCOMPATIBLE_TYPE => (S, Kind::TypeIncompatible),
+        _ => return None,
+    })
 }
 
 /// `rmw_event_type_is_supported`.
 pub fn is_supported(t: ffi::rmw_event_type_t) -> bool {
-    classify(t).1.is_some()
+    classify(t).is_some()
 }
 
 /// The kind of endpoint an event belongs to.
@@ -68,162 +91,402 @@ pub enum End {
     Subscription,
 }
 
-/// `rmw_matched_status_t`, as Rust.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct MatchedStatus {
-    pub total_count: usize,
-    pub total_count_change: usize,
-    pub current_count: usize,
-    pub current_count_change: i32,
-}
-
-/// `rmw_message_lost_status_t`, as Rust.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct LostStatus {
-    pub total_count: usize,
-    pub total_count_change: usize,
-}
-
-#[derive(Default)]
-struct State {
-    /// The matched endpoints at the last take.
-    taken: BTreeSet<Gid>,
-    /// Every endpoint ever matched (the total count).
-    ever: BTreeSet<Gid>,
-    total_at_take: usize,
-    lost_total: u64,
-    lost_pending: u64,
-    /// The matched set the notifier last told a callback about (`None`: not yet; the first
-    /// look compares with the set last taken, so a change not taken yet is the backlog).
-    notified_matched: Option<BTreeSet<Gid>>,
-    /// Lost messages already told to a callback and not yet taken.
-    told_lost: u64,
-    callbacks: Callbacks,
-}
-
-#[derive(Default, Clone, Copy)]
-struct Callbacks {
-    matched: Option<EventCallback>,
-    lost: Option<EventCallback>,
+/// What an endpoint's events need to know of it.
+pub struct Endpoint<'a> {
+    pub end: End,
+    pub gid: Gid,
+    pub topic: &'a str,
+    pub type_name: &'a str,
+    pub qos: Qos,
 }
 
 /// Drains a subscription ring's drop counter (`Vertex::take_dropped`).
 pub type LostCounter = Arc<dyn Fn() -> u64 + Send + Sync>;
 
+/// What a subscription's events read from its ring.
+pub struct RingProbe {
+    pub dropped: LostCounter,
+    /// The writer and reception time of the newest sample waiting, if any.
+    pub newest: Arc<dyn Fn() -> Option<([u8; 16], i64)> + Send + Sync>,
+}
+
+/// Assertions of this process's manual-liveliness publishers (gid -> last assertion, ns since
+/// the epoch): a subscription in the same process sees an assertion without a sample.
+static ASSERTED: Mutex<BTreeMap<Gid, i64>> = parking_lot::const_mutex(BTreeMap::new());
+
 /// The event state of one publisher or subscription.
 pub struct Events {
     ctx: Arc<Shared>,
     end: End,
-    lost: Option<LostCounter>,
+    gid: Gid,
     topic: String,
     type_name: String,
-    /// Raised by the registry on every change (registered on the first matched event).
+    qos: Qos,
+    probe: Option<RingProbe>,
+    me: Weak<Events>,
+    timer_id: u64,
+    /// Raised by the registry on every change (registered on the first event init) and by the
+    /// timer.
     signal: Signal,
     listener: Mutex<Option<u64>>,
+    /// Publications / receptions matter (a deadline, a manual liveliness, or a subscription
+    /// tracking manual writers): the hot path does nothing when this is false.
+    timed: AtomicBool,
     state: Mutex<State>,
     notifier: Mutex<Option<(Arc<AtomicBool>, JoinHandle<()>)>>,
 }
 
 impl Events {
-    /// `lost`: the subscription ring's drop counter (publishers lose nothing).
-    pub fn new(
-        ctx: Arc<Shared>,
-        end: End,
-        topic: &str,
-        type_name: &str,
-        lost: Option<LostCounter>,
-    ) -> Arc<Events> {
-        Arc::new(Events {
+    pub fn new(ctx: Arc<Shared>, ep: Endpoint<'_>, probe: Option<RingProbe>) -> Arc<Events> {
+        let timed = ep.qos.deadline().is_some()
+            || (ep.end == End::Publisher && ep.qos.manual_liveliness() && ep.qos.lease().is_some());
+        Arc::new_cyclic(|me| Events {
             ctx,
-            end,
-            lost,
-            topic: topic.to_owned(),
-            type_name: type_name.to_owned(),
+            end: ep.end,
+            gid: ep.gid,
+            topic: ep.topic.to_owned(),
+            type_name: ep.type_name.to_owned(),
+            qos: ep.qos,
+            probe,
+            me: me.clone(),
+            timer_id: timer::new_id(),
             signal: Signal::new(),
             listener: Mutex::new(None),
+            timed: AtomicBool::new(timed),
             state: Mutex::new(State::default()),
             notifier: Mutex::new(None),
         })
     }
 
-    /// Prepare an event of `kind` (`rmw_*_event_init`).
-    pub fn init(&self, kind: Kind) {
-        if kind == Kind::Matched {
-            let mut l = self.listener.lock();
-            if l.is_none() {
-                *l = Some(self.ctx.registry.add_listener(self.signal.clone()));
-                // The first look: what is matched already counts as a change to report.
-                self.signal.raise();
-            }
+    /// Prepare an event of `kind` (`rmw_*_event_init`): from now on registry changes wake
+    /// it, and a deadline or lease is watched by the timer.
+    pub fn init(&self, _kind: Kind) {
+        let mut l = self.listener.lock();
+        if l.is_none() {
+            *l = Some(self.ctx.registry.add_listener(self.signal.clone()));
+            // The first look: what is matched already counts as a change to report.
+            self.signal.raise();
+        }
+        drop(l);
+        self.refresh();
+    }
+
+    /// A publication: restarts the deadline period and asserts a manual liveliness.
+    pub fn on_publish(&self) {
+        if self.timed.load(Ordering::Relaxed) {
+            self.activity(None, now_ns());
         }
     }
 
-    /// The endpoints of the other kind on this topic with this type, here and on every peer.
-    fn matched_now(&self) -> BTreeSet<Gid> {
+    /// `rmw_publisher_assert_liveliness`.
+    pub fn on_assert(&self) {
+        if self.qos.manual_liveliness() {
+            let now = now_ns();
+            ASSERTED.lock().insert(self.gid, now);
+            let mut st = self.state.lock();
+            st.asserted_at = Some(now);
+            drop(st);
+            self.refresh();
+        }
+    }
+
+    /// A sample taken by the subscription: a reception for the deadline, and an assertion
+    /// of its writer's manual liveliness.
+    pub fn on_sample(&self, s: &Sample) {
+        if self.timed.load(Ordering::Relaxed) {
+            self.activity(Some(Gid(s.meta.writer)), s.received_timestamp_ns);
+        }
+    }
+
+    fn activity(&self, writer: Option<Gid>, at: i64) {
+        {
+            let mut st = self.state.lock();
+            self.restart_deadline(&mut st, at);
+            match (self.end, writer) {
+                (End::Publisher, _) if self.qos.manual_liveliness() => {
+                    st.asserted_at = Some(at);
+                    ASSERTED.lock().insert(self.gid, at);
+                }
+                (End::Subscription, Some(w)) => {
+                    let e = st.activity.entry(w).or_insert(at);
+                    *e = (*e).max(at);
+                }
+                _ => {}
+            }
+        }
+        self.refresh();
+    }
+
+    /// The deadline period in ns, if there is one.
+    fn deadline_ns(&self) -> Option<i64> {
+        let d = self.qos.deadline()?;
+        Some((d.as_nanos().min(i64::MAX as u128) as i64).max(1))
+    }
+
+    /// Count the deadline periods that ended before `until` since the watched one began
+    /// (each period without a publication or reception is one miss, as in Fast DDS, whose
+    /// deadline timer starts with the first sample and restarts after each miss).
+    fn count_deadline(&self, st: &mut State, until: i64) {
+        let (Some(d), Some(from)) = (self.deadline_ns(), st.deadline_from) else {
+            return;
+        };
+        if until >= from.saturating_add(d) {
+            let n = (until - from) / d;
+            st.deadline_missed.total += n as u64;
+            st.deadline_from = Some(from + n * d);
+        }
+    }
+
+    /// A publication or reception at `at`: count what was missed before it, then watch a new
+    /// period from it.
+    fn restart_deadline(&self, st: &mut State, at: i64) {
+        if self.deadline_ns().is_none() {
+            return;
+        }
+        if st.deadline_from.is_some_and(|from| at <= from) {
+            return;
+        }
+        self.count_deadline(st, at);
+        st.deadline_from = Some(at);
+    }
+
+    /// Bring every status up to date; schedule the timer for the next deadline or lease.
+    fn refresh(&self) {
+        let registered = self.listener.lock().is_some();
         let other = match self.end {
             End::Publisher => EntityKind::Subscription,
             End::Subscription => EntityKind::Publisher,
         };
-        self.ctx
-            .registry
-            .snapshot()
-            .into_iter()
-            .filter(|(_, r)| {
-                r.kind == other && r.topic == self.topic && r.type_name == self.type_name
-            })
-            .map(|(_, r)| r.gid)
-            .collect()
+        let records = if registered {
+            self.ctx.registry.on_topic(other, &self.topic)
+        } else {
+            Vec::new()
+        };
+        let now = now_ns();
+        let newest = self.probe.as_ref().and_then(|p| (p.newest)());
+        let mut st = self.state.lock();
+        if registered {
+            self.refresh_matching(&mut st, &records);
+        }
+        if let (End::Subscription, Some((w, at))) = (self.end, newest) {
+            // A sample waiting in the ring arrived: a reception, and its writer's activity.
+            self.restart_deadline(&mut st, at);
+            if let Some(e) = st.activity.get_mut(&Gid(w)) {
+                *e = (*e).max(at);
+            }
+        }
+        self.count_deadline(&mut st, now);
+        let mut due: Option<i64> = match (self.deadline_ns(), st.deadline_from) {
+            (Some(d), Some(from)) => Some(from.saturating_add(d)),
+            _ => None,
+        };
+        match self.end {
+            End::Publisher => {
+                if let (true, Some(lease)) = (self.qos.manual_liveliness(), self.qos.lease()) {
+                    let lease = lease.as_nanos() as i64;
+                    if let Some(at) = st.asserted_at {
+                        let holds = now < at.saturating_add(lease);
+                        if st.alive && !holds {
+                            st.liveliness_lost.total += 1;
+                        }
+                        st.alive = holds;
+                        if holds {
+                            due = min_due(due, at.saturating_add(lease));
+                        }
+                    }
+                }
+            }
+            End::Subscription => {
+                if registered {
+                    let d = self.refresh_writers(&mut st, &records, now);
+                    if let Some(d) = d {
+                        due = min_due(due, d);
+                    }
+                }
+            }
+        }
+        drop(st);
+        // Only an endpoint with an event wants waking; without one its counts stay lazy.
+        if let (true, Some(due)) = (registered, due) {
+            let wait = Duration::from_nanos(due.saturating_sub(now).max(0) as u64);
+            timer::schedule(self.timer_id, Instant::now() + wait, self.me.clone());
+        }
     }
 
-    /// Whether the matched set differs from the one last taken. Lowers the registry signal
-    /// first, so that a change racing with this look raises it again.
-    fn matched_changed(&self) -> bool {
-        self.signal.clear();
-        let now = self.matched_now();
-        let mut st = self.state.lock();
-        st.ever.extend(now.iter().copied());
-        let changed = now != st.taken;
-        if changed {
-            self.signal.raise();
+    /// Matched, incompatible-QoS and incompatible-type endpoints from the registry.
+    fn refresh_matching(&self, st: &mut State, records: &[(Option<String>, Record)]) {
+        let mut matched = BTreeSet::new();
+        for (_, r) in records {
+            if r.type_name != self.type_name {
+                if st.bad_type_seen.insert(r.gid) {
+                    st.incompatible_type.total += 1;
+                }
+                continue;
+            }
+            let policy = match self.end {
+                End::Publisher => registry::incompatible_sub(&self.qos, r),
+                End::Subscription => registry::incompatible_with(r, &self.qos),
+            };
+            match policy {
+                None => {
+                    matched.insert(r.gid);
+                }
+                Some(p) => {
+                    if st.incompatible_seen.insert(r.gid) {
+                        st.incompatible_qos.total += 1;
+                        st.last_policy = p;
+                        self.log_incompatible(r, p);
+                    }
+                }
+            }
         }
-        changed
+        st.ever.extend(matched.iter().copied());
+        st.matched = matched;
+    }
+
+    /// Once per pair, in rmw_tracer's own log (INFO: rclpy's default event handler logs the
+    /// user-facing warning when it takes the event, as it does with Fast DDS).
+    fn log_incompatible(&self, other: &Record, p: ffi::rmw_qos_policy_kind_t) {
+        let (what, them) = match self.end {
+            End::Publisher => ("requesting", "subscription"),
+            End::Subscription => ("offering", "publisher"),
+        };
+        log!(
+            RMW_LOG_SEVERITY_INFO,
+            "{}: {them} {:?} of node {} is {what} incompatible QoS, no messages flow between it and {:?}. Last incompatible policy: {}",
+            self.topic,
+            other.gid,
+            other.node_name,
+            self.gid,
+            crate::qos_compat::policy_name(p)
+        );
+    }
+
+    /// LIVELINESS_CHANGED: the matched publishers with a finite lease. Returns when the next
+    /// lease of an alive manual writer ends.
+    fn refresh_writers(
+        &self,
+        st: &mut State,
+        records: &[(Option<String>, Record)],
+        now: i64,
+    ) -> Option<i64> {
+        let mut due = None;
+        let mut tracked = BTreeSet::new();
+        let mut manual_writers = false;
+        for (_, r) in records {
+            if !st.matched.contains(&r.gid) {
+                continue;
+            }
+            let Some(q) = r.qos else { continue };
+            if q.lease_ns == INFINITE_NS {
+                continue;
+            }
+            tracked.insert(r.gid);
+            let manual = q.liveliness != ffi::RMW_QOS_POLICY_LIVELINESS_AUTOMATIC;
+            let alive = if manual {
+                manual_writers = true;
+                // A sample, an assertion in this process, or one in the writer's record.
+                let asserted = ASSERTED.lock().get(&r.gid).copied();
+                let last = st
+                    .activity
+                    .get(&r.gid)
+                    .copied()
+                    .max(asserted)
+                    .max(r.asserted_ns);
+                match last {
+                    Some(t) => {
+                        let end = t.saturating_add(q.lease_ns.min(i64::MAX as u64) as i64);
+                        if now < end {
+                            due = min_due(due, end);
+                        }
+                        Some(now < end)
+                    }
+                    // Not asserted yet: neither alive nor not alive.
+                    None => None,
+                }
+            } else {
+                Some(true)
+            };
+            let Some(alive) = alive else { continue };
+            match st.writers.insert(r.gid, WriterLiveliness { alive }) {
+                Some(w) if w.alive == alive => {}
+                _ => st.liveliness_changes.total += 1,
+            }
+        }
+        let gone: Vec<Gid> = st
+            .writers
+            .keys()
+            .filter(|g| !tracked.contains(g))
+            .copied()
+            .collect();
+        for g in gone {
+            st.writers.remove(&g);
+            st.activity.remove(&g);
+            st.liveliness_changes.total += 1;
+        }
+        if manual_writers {
+            self.timed.store(true, Ordering::Relaxed);
+        }
+        due
     }
 
     fn poll_lost(&self) -> bool {
-        let n = self.lost.as_ref().map_or(0, |f| f());
+        let n = self.probe.as_ref().map_or(0, |p| (p.dropped)());
         let mut st = self.state.lock();
         st.lost_pending += n;
         st.lost_total += n;
         st.lost_pending > 0
     }
 
-    /// Readiness source of an event in `rmw_wait` (`None`: looked at whenever the wait wakes).
-    pub fn readiness(&self, kind: Kind) -> Option<Readiness> {
+    /// Whether an event of `kind` waits to be taken (`st` is up to date).
+    fn pending(&self, kind: Kind, st: &State) -> bool {
         match kind {
-            Kind::Matched => Some(self.signal.readiness()),
-            // Drops happen while the ring is full, so the subscription itself is ready then;
-            // the ring's readiness would stay raised after the loss is taken.
-            Kind::MessageLost | Kind::QosIncompatible => None,
+            Kind::Matched => st.matched != st.taken || st.total_at_take != st.ever.len(),
+            Kind::MessageLost => st.lost_pending > 0,
+            Kind::QosIncompatible => st.incompatible_qos.pending(),
+            Kind::TypeIncompatible => st.incompatible_type.pending(),
+            Kind::DeadlineMissed => st.deadline_missed.pending(),
+            Kind::Liveliness => match self.end {
+                End::Publisher => st.liveliness_lost.pending(),
+                End::Subscription => st.liveliness_changes.pending(),
+            },
         }
     }
 
-    /// Whether an event of `kind` waits to be taken.
-    pub fn is_ready(&self, kind: Kind) -> bool {
+    /// Readiness source of an event in `rmw_wait` (`None`: looked at whenever the wait wakes).
+    pub fn readiness(&self, kind: Kind) -> Option<Readiness> {
         match kind {
-            Kind::Matched => self.matched_changed(),
-            Kind::MessageLost => self.poll_lost(),
-            Kind::QosIncompatible => false,
+            // Drops happen while the ring is full, so the subscription itself is ready then;
+            // the ring's readiness would stay raised after the loss is taken.
+            Kind::MessageLost => None,
+            _ => Some(self.signal.readiness()),
         }
+    }
+
+    /// Whether an event of `kind` waits to be taken. Lowers the signal first, so that a
+    /// change racing with this look raises it again, and raises it again while the event
+    /// waits (so a wait over it returns until it is taken).
+    pub fn is_ready(&self, kind: Kind) -> bool {
+        if kind == Kind::MessageLost {
+            return self.poll_lost();
+        }
+        self.signal.clear();
+        self.refresh();
+        let ready = self.pending(kind, &self.state.lock());
+        if ready {
+            self.signal.raise();
+        }
+        ready
     }
 
     /// Take the matched status; `None` when nothing changed since the last take.
     pub fn take_matched(&self) -> Option<MatchedStatus> {
-        let now = self.matched_now();
+        self.refresh();
         let mut st = self.state.lock();
-        st.ever.extend(now.iter().copied());
-        if now == st.taken && st.total_at_take == st.ever.len() {
+        if !self.pending(Kind::Matched, &st) {
             return None;
         }
+        let now = st.matched.clone();
         let status = MatchedStatus {
             total_count: st.ever.len(),
             total_count_change: st.ever.len() - st.total_at_take,
@@ -251,29 +514,83 @@ impl Events {
         Some(s)
     }
 
-    /// `rmw_event_set_callback`. Matched and lost-message callbacks are called from a
-    /// notifier thread (woken by the registry, and every 100 ms for the ring's drop counter)
-    /// with the number of events not yet told; an incompatible-QoS callback is kept and never
-    /// called, as its event never happens.
-    pub fn set_callback(self: &Arc<Self>, kind: Kind, cb: Option<EventCallback>) -> RmwResult<()> {
-        if kind == Kind::QosIncompatible {
-            return Ok(());
+    /// Take the incompatible-QoS status.
+    pub fn take_qos_incompatible(&self) -> Option<IncompatibleStatus> {
+        self.refresh();
+        let mut st = self.state.lock();
+        let count = st.incompatible_qos.take()?;
+        Some(IncompatibleStatus {
+            count,
+            last_policy_kind: st.last_policy,
+        })
+    }
+
+    /// Take the incompatible-type status.
+    pub fn take_type_incompatible(&self) -> Option<CountStatus> {
+        self.refresh();
+        self.state.lock().incompatible_type.take()
+    }
+
+    /// Take the deadline-missed status.
+    pub fn take_deadline_missed(&self) -> Option<CountStatus> {
+        self.refresh();
+        self.state.lock().deadline_missed.take()
+    }
+
+    /// Take the liveliness-lost status (publishers).
+    pub fn take_liveliness_lost(&self) -> Option<CountStatus> {
+        self.refresh();
+        self.state.lock().liveliness_lost.take()
+    }
+
+    /// Take the liveliness-changed status (subscriptions).
+    pub fn take_liveliness_changed(&self) -> Option<LivelinessChangedStatus> {
+        self.refresh();
+        let mut st = self.state.lock();
+        st.liveliness_changes.take()?;
+        let (alive, not_alive) = st.alive_counts();
+        let s = LivelinessChangedStatus {
+            alive_count: alive,
+            not_alive_count: not_alive,
+            alive_count_change: alive - st.alive_at_take,
+            not_alive_count_change: not_alive - st.not_alive_at_take,
+        };
+        st.alive_at_take = alive;
+        st.not_alive_at_take = not_alive;
+        Some(s)
+    }
+
+    /// The timer fired: bring the counts up to date, wake waits on a pending event and tell
+    /// the callbacks.
+    fn on_timer(&self) {
+        self.refresh();
+        let pending = {
+            let st = self.state.lock();
+            self.pending(Kind::DeadlineMissed, &st) || self.pending(Kind::Liveliness, &st)
+        };
+        if pending {
+            self.signal.raise();
         }
+        self.notify_once();
+    }
+
+    /// `rmw_event_set_callback`. Callbacks are called from a notifier thread per endpoint
+    /// (woken by the registry and the timer, and every 100 ms for the ring's drop counter)
+    /// with the number of events not yet told.
+    pub fn set_callback(self: &Arc<Self>, kind: Kind, cb: Option<EventCallback>) -> RmwResult<()> {
         self.stop_notifier();
         {
             let mut st = self.state.lock();
-            match kind {
-                Kind::Matched => {
-                    st.callbacks.matched = cb;
-                    st.notified_matched = None;
-                }
-                Kind::MessageLost => st.callbacks.lost = cb,
-                Kind::QosIncompatible => {}
+            match cb {
+                Some(cb) => st.callbacks.insert(key(kind), cb),
+                None => st.callbacks.remove(&key(kind)),
+            };
+            if kind == Kind::Matched {
+                st.notified_matched = None;
             }
-        }
-        let cbs = self.state.lock().callbacks;
-        if cbs.matched.is_none() && cbs.lost.is_none() {
-            return Ok(());
+            if st.callbacks.is_empty() {
+                return Ok(());
+            }
         }
         let stop = Arc::new(AtomicBool::new(false));
         // A weak reference: the thread must not keep its owner alive (Drop stops it).
@@ -301,46 +618,62 @@ impl Events {
                 break;
             }
             let Some(e) = me.upgrade() else { break };
+            e.signal.clear();
             e.notify_once();
         }
     }
 
     /// One round of the notifier: tell the callbacks what they have not heard of.
     fn notify_once(&self) {
+        self.refresh();
+        let mut calls: Vec<(EventCallback, usize)> = Vec::new();
+        let lost_cb = self
+            .state
+            .lock()
+            .callbacks
+            .get(&key(Kind::MessageLost))
+            .copied();
+        if lost_cb.is_some() {
+            self.poll_lost();
+        }
         {
-            let cbs = self.state.lock().callbacks;
-            if let Some(cb) = cbs.matched {
-                self.signal.clear();
-                let now = self.matched_now();
-                // Every change of the matched set the callback has not heard of is one event.
-                let changed = {
-                    let mut st = self.state.lock();
-                    let seen = st
-                        .notified_matched
-                        .take()
-                        .unwrap_or_else(|| st.taken.clone());
-                    let changed = now != seen;
-                    st.notified_matched = Some(now);
-                    changed
-                };
-                if changed {
-                    cb.call(1);
-                }
-            } else {
-                self.signal.clear();
-            }
-            if let Some(cb) = cbs.lost {
-                self.poll_lost();
-                let n = {
-                    let mut st = self.state.lock();
-                    let tell = st.lost_pending.saturating_sub(st.told_lost);
-                    st.told_lost += tell;
-                    tell
+            let mut st = self.state.lock();
+            let cbs = st.callbacks.clone();
+            for (k, cb) in cbs {
+                let n = match k {
+                    k if k == key(Kind::Matched) => {
+                        // Every change of the matched set the callback has not heard of is one
+                        // event.
+                        let seen = st
+                            .notified_matched
+                            .take()
+                            .unwrap_or_else(|| st.taken.clone());
+                        let now = st.matched.clone();
+                        let changed = now != seen;
+                        st.notified_matched = Some(now);
+                        u64::from(changed)
+                    }
+                    k if k == key(Kind::MessageLost) => {
+                        let tell = st.lost_pending.saturating_sub(st.told_lost);
+                        st.told_lost += tell;
+                        tell
+                    }
+                    k if k == key(Kind::QosIncompatible) => st.incompatible_qos.untold(),
+                    k if k == key(Kind::TypeIncompatible) => st.incompatible_type.untold(),
+                    k if k == key(Kind::DeadlineMissed) => st.deadline_missed.untold(),
+                    _ => match self.end {
+                        End::Publisher => st.liveliness_lost.untold(),
+                        End::Subscription => st.liveliness_changes.untold(),
+                    },
                 };
                 if n > 0 {
-                    cb.call(n as usize);
+                    calls.push((cb, n as usize));
                 }
             }
+        }
+        // Called without our locks held: a callback may take the event at once.
+        for (cb, n) in calls {
+            cb.call(n);
         }
     }
 
@@ -356,9 +689,17 @@ impl Events {
     }
 }
 
+fn min_due(a: Option<i64>, b: i64) -> Option<i64> {
+    Some(a.map_or(b, |a| a.min(b)))
+}
+
 impl Drop for Events {
     fn drop(&mut self) {
         self.stop_notifier();
+        timer::cancel(self.timer_id);
+        if self.end == End::Publisher {
+            ASSERTED.lock().remove(&self.gid);
+        }
         if let Some(id) = self.listener.lock().take() {
             self.ctx.registry.remove_listener(id);
         }
@@ -389,38 +730,31 @@ impl Waitable<'_> {
 mod tests {
     use super::*;
 
-    // Ruling (brief R3): matched and lost are offered, incompatible QoS is offered and never
-    // fires, deadline / liveliness / incompatible type are unsupported.
+    // Ruling (issue 9): every rmw event type is supported, each on its own end.
     #[test]
     fn what_is_supported() {
         for t in [
             ffi::RMW_EVENT_PUBLICATION_MATCHED,
-            ffi::RMW_EVENT_SUBSCRIPTION_MATCHED,
-            ffi::RMW_EVENT_MESSAGE_LOST,
             ffi::RMW_EVENT_OFFERED_QOS_INCOMPATIBLE,
-            ffi::RMW_EVENT_REQUESTED_QOS_INCOMPATIBLE,
+            ffi::RMW_EVENT_LIVELINESS_LOST,
+            ffi::RMW_EVENT_OFFERED_DEADLINE_MISSED,
+            ffi::RMW_EVENT_PUBLISHER_INCOMPATIBLE_TYPE,
         ] {
             assert!(is_supported(t), "{t}");
+            assert_eq!(classify(t).unwrap().0, End::Publisher);
         }
         for t in [
+            ffi::RMW_EVENT_SUBSCRIPTION_MATCHED,
+            ffi::RMW_EVENT_MESSAGE_LOST,
+            ffi::RMW_EVENT_REQUESTED_QOS_INCOMPATIBLE,
             ffi::RMW_EVENT_LIVELINESS_CHANGED,
-            ffi::RMW_EVENT_LIVELINESS_LOST,
             ffi::RMW_EVENT_REQUESTED_DEADLINE_MISSED,
-            ffi::RMW_EVENT_OFFERED_DEADLINE_MISSED,
             ffi::RMW_EVENT_SUBSCRIPTION_INCOMPATIBLE_TYPE,
-            ffi::RMW_EVENT_PUBLISHER_INCOMPATIBLE_TYPE,
-            ffi::RMW_EVENT_INVALID,
-            99,
         ] {
-            assert!(!is_supported(t), "{t}");
+            assert!(is_supported(t), "{t}");
+            assert_eq!(classify(t).unwrap().0, End::Subscription);
         }
-        assert_eq!(
-            classify(ffi::RMW_EVENT_MESSAGE_LOST).0,
-            Some(End::Subscription)
-        );
-        assert_eq!(
-            classify(ffi::RMW_EVENT_PUBLICATION_MATCHED).0,
-            Some(End::Publisher)
-        );
+        assert!(!is_supported(ffi::RMW_EVENT_INVALID));
+        assert!(!is_supported(99));
     }
 }

@@ -8,7 +8,8 @@
 //!
 //! The registry also wires subscriptions to remote publishers: a local subscription on topic
 //! `T` gets an edge from `/net/<p>/T` for each peer `<p>` that has a publisher on `T` with the
-//! same type, made when that publisher appears and removed when it goes.
+//! same type and a compatible QoS (`crate::qos_compat`), made when that publisher appears and
+//! removed when it goes.
 //!
 //! Sinks run on the delivering thread and must not block, so they only queue what arrived; one
 //! worker thread per context applies it, (re)wires subscriptions and raises the graph guard
@@ -29,6 +30,8 @@ use crate::boundary::{RmwError, RmwResult};
 use crate::gid::Gid;
 use crate::log::log;
 use crate::names;
+use crate::qos::Qos;
+use crate::qos_compat;
 use tracer_recording::{decode, Announcement};
 /// The record's one codec is the ROS-free `tracer_recording::endpoint` (docs/rmw-mapping.md
 /// documents the format), which `tracer record` reads peers' registries with as well.
@@ -55,6 +58,8 @@ pub struct SubscriptionLink {
     /// The subscription's target ring.
     pub target: String,
     pub policy: DeliveryPolicy,
+    /// The subscription's resolved QoS: publishers whose offer does not meet it are not wired.
+    pub qos: Qos,
     /// One edge per peer that has a matching publisher; `None` once the subscription is going
     /// away, so that the worker, which may still hold the link, wires nothing more into it.
     pub remote: Mutex<Option<BTreeMap<String, RemoteEdge>>>,
@@ -139,6 +144,33 @@ fn record_path(gid: Gid) -> String {
     format!("{ENDPOINTS}/{}", gid.hex())
 }
 
+/// The resolved QoS a record carries (`None` for a record without a `qos=` line).
+pub fn record_qos(r: &Record) -> Option<Qos> {
+    r.qos.map(Qos::from_numbers)
+}
+
+/// The policy that keeps publisher record `publisher` from matching a subscription with
+/// `requested`; `None` when they match (a record without QoS matches, as it always did).
+pub fn incompatible_with(
+    publisher: &Record,
+    requested: &Qos,
+) -> Option<ffi::rmw_qos_policy_kind_t> {
+    qos_compat::incompatible(&record_qos(publisher)?, requested)
+}
+
+/// The policy that keeps a publisher with `offered` from matching subscription record `sub`.
+pub fn incompatible_sub(offered: &Qos, sub: &Record) -> Option<ffi::rmw_qos_policy_kind_t> {
+    qos_compat::incompatible(offered, &record_qos(sub)?)
+}
+
+/// A publisher record that a subscription of `type_name` with `requested` takes from.
+fn delivers_to(r: &Record, topic: &str, type_name: &str, requested: &Qos) -> bool {
+    r.kind == EntityKind::Publisher
+        && r.topic == topic
+        && r.type_name == type_name
+        && incompatible_with(r, requested).is_none()
+}
+
 impl Registry {
     /// Start the registry of `graph`, announcing the context itself with `context`.
     pub fn start(graph: Graph, context: Record) -> RmwResult<(Registry, Entry)> {
@@ -203,6 +235,21 @@ impl Registry {
         Registry::announce_in(&self.inner, rec)
     }
 
+    /// Rewrite the record of an announced entity (a liveliness assertion: `asserted=`).
+    pub fn reannounce(&self, rec: &Record) -> RmwResult<()> {
+        let text = rec
+            .encode()
+            .ok_or_else(|| RmwError::invalid("a name contains a newline"))?;
+        let path = record_path(rec.gid);
+        self.inner
+            .graph
+            .write(&path, Payload::from(text.into_bytes()), Meta::default())
+            .map_err(|e| RmwError::failed(format!("cannot write {path}: {e}")))?;
+        self.inner.state.lock().local.insert(rec.gid, rec.clone());
+        self.inner.notify();
+        Ok(())
+    }
+
     /// Wire `sub` to every matching remote publisher, now and whenever one appears.
     pub fn add_subscription(&self, sub: &Arc<SubscriptionLink>) {
         let mut st = self.inner.state.lock();
@@ -235,14 +282,42 @@ impl Registry {
         out
     }
 
-    /// Publishers on `topic` with `type_name` that deliver into `sub`: the local ones and
-    /// those of peers whose edge into it is established.
+    /// The records of `kind` on `topic`, here (`None`) and on every peer.
+    pub fn on_topic(&self, kind: EntityKind, topic: &str) -> Vec<(Option<String>, Record)> {
+        let st = self.inner.state.lock();
+        let on = |r: &&Record| r.kind == kind && r.topic == topic;
+        let mut out: Vec<_> = st
+            .local
+            .values()
+            .filter(on)
+            .map(|r| (None, r.clone()))
+            .collect();
+        for (p, peer) in &st.peers {
+            out.extend(
+                peer.records
+                    .values()
+                    .filter(on)
+                    .map(|r| (Some(p.clone()), r.clone())),
+            );
+        }
+        out
+    }
+
+    /// The record of entity `gid`, local or on a peer.
+    pub fn record(&self, gid: &Gid) -> Option<Record> {
+        let st = self.inner.state.lock();
+        if let Some(r) = st.local.get(gid) {
+            return Some(r.clone());
+        }
+        st.peers.values().find_map(|p| p.records.get(gid).cloned())
+    }
+
+    /// Publishers on `topic` with `type_name` and a compatible QoS that deliver into `sub`:
+    /// the local ones and those of peers whose edge into it is established.
     pub fn matched_publishers(&self, sub: &SubscriptionLink) -> usize {
         let peers = sub.established_peers();
         let st = self.inner.state.lock();
-        let is_match = |r: &Record| {
-            r.kind == EntityKind::Publisher && r.topic == sub.topic && r.type_name == sub.type_name
-        };
+        let is_match = |r: &Record| delivers_to(r, &sub.topic, &sub.type_name, &sub.qos);
         let local = st.local.values().filter(|r| is_match(r)).count();
         let remote: usize = peers
             .iter()
@@ -252,24 +327,40 @@ impl Registry {
         local + remote
     }
 
-    /// Local subscriptions on `topic` whose type is not `type_name`.
-    pub fn local_subscriptions_of_other_type(&self, topic: &str, type_name: &str) -> usize {
+    /// Edges on the topic vertex of local publisher `publisher` that do not take its samples:
+    /// local subscriptions on the topic of another type or an incompatible QoS (the local edge
+    /// is there whatever they are), and remote subscriptions that wired themselves to this
+    /// process for another local publisher of the topic (a peer wires to a process that has
+    /// one publisher it matches) but do not match this one.
+    pub fn unmatched_edges(&self, publisher: &Record) -> usize {
+        let Some(offered) = record_qos(publisher) else {
+            return 0;
+        };
         let st = self.inner.state.lock();
-        st.local
+        let takes = |s: &Record| {
+            s.type_name == publisher.type_name && incompatible_sub(&offered, s).is_none()
+        };
+        let is_sub = |r: &&Record| r.kind == EntityKind::Subscription && r.topic == publisher.topic;
+        let local = st
+            .local
             .values()
-            .filter(|r| {
-                r.kind == EntityKind::Subscription && r.topic == topic && r.type_name != type_name
+            .filter(is_sub)
+            .filter(|s| !takes(s))
+            .count();
+        let remote = st
+            .peers
+            .values()
+            .flat_map(|p| p.records.values())
+            .filter(is_sub)
+            .filter(|s| !takes(s))
+            .filter(|s| {
+                let Some(q) = record_qos(s) else { return false };
+                st.local
+                    .values()
+                    .any(|p| delivers_to(p, &s.topic, &s.type_name, &q))
             })
-            .count()
-    }
-
-    /// The type of the local publisher `gid`, if it is one.
-    pub fn local_publisher_type(&self, gid: &Gid) -> Option<String> {
-        let st = self.inner.state.lock();
-        st.local
-            .get(gid)
-            .filter(|r| r.kind == EntityKind::Publisher)
-            .map(|r| r.type_name.clone())
+            .count();
+        local + remote
     }
 
     /// Stop the worker (context teardown).
@@ -466,11 +557,9 @@ impl Inner {
             .peers
             .iter()
             .filter(|(_, p)| {
-                p.records.values().any(|r| {
-                    r.kind == EntityKind::Publisher
-                        && r.topic == sub.topic
-                        && r.type_name == sub.type_name
-                })
+                p.records
+                    .values()
+                    .any(|r| delivers_to(r, &sub.topic, &sub.type_name, &sub.qos))
             })
             .map(|(n, _)| n.as_str())
             .collect();
@@ -501,9 +590,13 @@ impl Inner {
                         },
                     );
                 }
-                // The peer left: its records go when its mount's removal is handled, and the
-                // edge with them. Not worth a warning (a process exiting is no fault).
-                Err(e) if !self.graph.peers().iter().any(|p| p == peer) => {
+                // The peer is leaving (its link closed) or has left: its records go when its
+                // mount's removal is handled, and the edge with them. Not worth a warning (a
+                // process exiting is no fault).
+                Err(e)
+                    if matches!(e, libtracer_core::Error::LinkDown(_))
+                        || !self.graph.peers().iter().any(|p| p == peer) =>
+                {
                     log!(RMW_LOG_SEVERITY_DEBUG, "cannot subscribe {source}: {e}")
                 }
                 Err(e) => log!(RMW_LOG_SEVERITY_WARN, "cannot subscribe {source}: {e}"),

@@ -95,6 +95,8 @@ pub fn graph_config() -> Result<GraphConfig, String> {
             }
             None => None,
         },
+        // This host only (the recorder does not reach other hosts yet: docs/network.md).
+        network: None,
     })
 }
 

@@ -1,0 +1,382 @@
+//! The host directory: who the members of a host are and on which UDP port each has its link
+//! endpoint. Each member registers `<dir>/<name>.quic` (`<port> <pid>`); the holder of the host
+//! role (an exclusive `flock` on `<dir>/net-role.lock`) answers queries on the domain's
+//! well-known port; each static peer has a task that asks its directory and connects.
+//!
+//! A query is one bidirectional stream (ALPN `libtracer-dir/1`): the client writes `members\n`
+//! and finishes; the holder answers one line `<name> <port>\n` per live member and finishes.
+//! This is the QUIC adapter's own exchange, not a libtracer frame (docs/network.md).
+
+use std::fs::{File, OpenOptions};
+use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use nix::errno::Errno;
+use nix::fcntl::{Flock, FlockArg};
+use tokio::sync::Semaphore;
+
+use super::{new_endpoint, tls, Inner};
+use crate::link::{valid_node_name, LinkError};
+
+const REQUEST: &[u8] = b"members\n";
+/// Bound on a directory answer (a host of thousands of members fits).
+const MAX_ANSWER: usize = 256 * 1024;
+/// Directory queries answered at once; more are refused.
+const MAX_QUERIES: usize = 64;
+/// Backoff of a static peer that cannot be reached: from the first value, doubling, to the last.
+const BACKOFF: (Duration, Duration) = (Duration::from_millis(250), Duration::from_secs(2));
+
+/// The host role, while held: the lock and the directory's endpoint.
+pub(crate) struct Holder {
+    _lock: Flock<File>,
+    endpoint: quinn::Endpoint,
+}
+
+impl Holder {
+    pub(crate) fn close(self) {
+        self.endpoint.close(0u32.into(), b"role given up");
+    }
+}
+
+/// Register this member: `<dir>/<name>.quic` holding `<port> <pid>`, written whole (rename).
+pub(crate) fn register(dir: &Path, name: &str, port: u16) -> Result<PathBuf, LinkError> {
+    let path = dir.join(format!("{name}.quic"));
+    let tmp = dir.join(format!(".{name}.quic.tmp"));
+    std::fs::write(&tmp, format!("{port} {}\n", std::process::id()))?;
+    std::fs::rename(&tmp, &path)?;
+    Ok(path)
+}
+
+/// Remove our entry (only if it is still ours: a newer process may have taken the name).
+pub(crate) fn unregister(path: &Path) {
+    if let Ok(s) = std::fs::read_to_string(path) {
+        if parse_entry(&s).is_some_and(|(_, pid)| pid == std::process::id()) {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+fn parse_entry(s: &str) -> Option<(u16, u32)> {
+    let mut it = s.split_ascii_whitespace();
+    let port = it.next()?.parse().ok()?;
+    let pid = it.next()?.parse().ok()?;
+    Some((port, pid))
+}
+
+fn alive(pid: u32) -> bool {
+    let Ok(pid) = i32::try_from(pid) else {
+        return false;
+    };
+    !matches!(
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
+        Err(Errno::ESRCH)
+    )
+}
+
+/// The live members registered in `dir`; entries of dead processes are removed.
+pub(crate) fn members(dir: &Path) -> Vec<(String, u16)> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in entries.filter_map(|e| e.ok()) {
+        let file = e.file_name();
+        let Some(name) = file.to_str().and_then(|n| n.strip_suffix(".quic")) else {
+            continue;
+        };
+        if !valid_node_name(name) {
+            continue;
+        }
+        let Some((port, pid)) = std::fs::read_to_string(e.path())
+            .ok()
+            .and_then(|s| parse_entry(&s))
+        else {
+            continue;
+        };
+        if alive(pid) {
+            out.push((name.to_owned(), port));
+        } else {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Take the host role if nobody holds it: the lock, then the directory port.
+fn try_take_role(inner: &Inner) -> Result<Option<Holder>, String> {
+    let path = inner.dir.join("net-role.lock");
+    let f = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let lock = match Flock::lock(f, FlockArg::LockExclusiveNonblock) {
+        Ok(l) => l,
+        Err((_, Errno::EWOULDBLOCK)) => return Ok(None),
+        Err((_, e)) => return Err(format!("{}: {e}", path.display())),
+    };
+    let port = inner.cfg.directory_port;
+    let sock = UdpSocket::bind((inner.cfg.bind, port))
+        .map_err(|e| format!("cannot bind the host directory port {port}: {e}"))?;
+    let sc = tls::server_config(&inner.identity, tls::ALPN_DIR, inner.transport.clone())?;
+    let endpoint = new_endpoint(&inner.rt, Some(sc), sock).map_err(|e| e.to_string())?;
+    Ok(Some(Holder {
+        _lock: lock,
+        endpoint,
+    }))
+}
+
+/// One attempt at the role; `Err` says why it could not be taken although it was free.
+fn take_role(inner: &Arc<Inner>) -> Result<(), String> {
+    if inner.role.lock().is_some() {
+        return Ok(());
+    }
+    if let Some(h) = try_take_role(inner)? {
+        inner.rt.spawn(serve(inner.clone(), h.endpoint.clone()));
+        *inner.role.lock() = Some(h);
+    }
+    Ok(())
+}
+
+/// At start: take the role if it is free (errors are the role loop's to report).
+pub(crate) fn take_role_now(inner: &Arc<Inner>) {
+    let _ = take_role(inner);
+}
+
+/// Try the role every `role_retry` while someone else holds it; serve it while we do.
+pub(crate) async fn role_loop(inner: Arc<Inner>) {
+    let mut stop = inner.stop.clone();
+    let mut reported = false;
+    loop {
+        if inner.stopped() {
+            break;
+        }
+        match take_role(&inner) {
+            Ok(()) => reported = false,
+            Err(why) => {
+                if !reported {
+                    inner.log(&format!("network: host role: {why}; retrying quietly"));
+                    reported = true;
+                }
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(inner.cfg.role_retry) => {}
+            _ = stop.wait_for(|s| *s) => break,
+        }
+    }
+}
+
+async fn serve(inner: Arc<Inner>, endpoint: quinn::Endpoint) {
+    let mut stop = inner.stop.clone();
+    let slots = Arc::new(Semaphore::new(MAX_QUERIES));
+    loop {
+        let incoming = tokio::select! {
+            i = endpoint.accept() => i,
+            _ = stop.wait_for(|s| *s) => None,
+        };
+        let Some(incoming) = incoming else { break };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            incoming.refuse();
+            continue;
+        };
+        let (dir, hs) = (inner.dir.clone(), inner.cfg.handshake_timeout);
+        inner.rt.spawn(async move {
+            let _slot = slot;
+            let _ = tokio::time::timeout(hs, answer(&dir, incoming)).await;
+        });
+    }
+    endpoint.close(0u32.into(), b"shutdown");
+}
+
+async fn answer(dir: &Path, incoming: quinn::Incoming) -> Result<(), String> {
+    let conn = incoming.await.map_err(|e| e.to_string())?;
+    let (mut send, mut recv) = conn.accept_bi().await.map_err(|e| e.to_string())?;
+    let req = recv
+        .read_to_end(REQUEST.len())
+        .await
+        .map_err(|e| e.to_string())?;
+    if req != REQUEST {
+        conn.close(1u32.into(), b"bad directory request");
+        return Err("bad directory request".into());
+    }
+    let mut text = String::new();
+    for (name, port) in members(dir) {
+        text.push_str(&format!("{name} {port}\n"));
+    }
+    send.write_all(text.as_bytes())
+        .await
+        .map_err(|e| e.to_string())?;
+    let _ = send.finish();
+    let _ = send.stopped().await;
+    conn.close(0u32.into(), b"done");
+    Ok(())
+}
+
+/// Ask the directory at `addr` for its members.
+async fn query(inner: &Inner, addr: SocketAddr) -> Result<Vec<(String, u16)>, String> {
+    let connecting = inner
+        .endpoint
+        .connect_with(inner.dir_client.clone(), addr, tls::SERVER_NAME)
+        .map_err(|e| e.to_string())?;
+    let conn = connecting.await.map_err(|e| format!("{addr}: {e}"))?;
+    let out = async {
+        let (mut send, mut recv) = conn.open_bi().await.map_err(|e| e.to_string())?;
+        send.write_all(REQUEST).await.map_err(|e| e.to_string())?;
+        let _ = send.finish();
+        let bytes = recv
+            .read_to_end(MAX_ANSWER)
+            .await
+            .map_err(|e| format!("directory answer: {e}"))?;
+        let text = String::from_utf8(bytes).map_err(|_| "directory answer is not UTF-8")?;
+        let mut members = Vec::new();
+        for line in text.lines() {
+            let mut it = line.split(' ');
+            match (
+                it.next(),
+                it.next().and_then(|p| p.parse::<u16>().ok()),
+                it.next(),
+            ) {
+                (Some(name), Some(port), None) if valid_node_name(name) && port != 0 => {
+                    members.push((name.to_owned(), port))
+                }
+                _ => return Err(format!("malformed directory line {line:?}")),
+            }
+        }
+        Ok(members)
+    }
+    .await;
+    conn.close(0u32.into(), b"done");
+    out
+}
+
+/// `host`, `host:port`, `[v6]` or `[v6]:port`; a bare IPv6 address takes the default port.
+pub(crate) fn parse_peer(entry: &str, default_port: u16) -> Option<(String, u16)> {
+    let entry = entry.trim();
+    if entry.is_empty() {
+        return None;
+    }
+    if let Some(rest) = entry.strip_prefix('[') {
+        let (host, after) = rest.split_once(']')?;
+        let port = match after.strip_prefix(':') {
+            Some(p) => p.parse().ok()?,
+            None if after.is_empty() => default_port,
+            None => return None,
+        };
+        return Some((host.to_owned(), port));
+    }
+    match entry.matches(':').count() {
+        0 => Some((entry.to_owned(), default_port)),
+        1 => {
+            let (host, port) = entry.split_once(':')?;
+            Some((host.to_owned(), port.parse().ok()?))
+        }
+        _ => Some((entry.to_owned(), default_port)),
+    }
+}
+
+/// Resolve `host` to an address of the family we bind (each time: names may move).
+async fn resolve(host: &str, port: u16, bind: IpAddr) -> Result<SocketAddr, String> {
+    let addrs = tokio::net::lookup_host((host, port))
+        .await
+        .map_err(|e| format!("cannot resolve {host}: {e}"))?;
+    addrs
+        .into_iter()
+        .find(|a| a.is_ipv4() == bind.is_ipv4())
+        .ok_or_else(|| format!("{host} has no address of the family we bind ({bind})"))
+}
+
+/// Reach one static peer host for as long as the transport runs: ask its directory every
+/// `poll_interval` and connect to its members; a failure is reported once, then retried quietly
+/// with a backoff until the host answers again.
+/// After the first round (the query and the connects it started), `first` is told once.
+pub(crate) async fn peer_loop(
+    inner: Arc<Inner>,
+    entry: String,
+    first: std::sync::mpsc::Sender<()>,
+) {
+    let mut first = Some(first);
+    let mut stop = inner.stop.clone();
+    let Some((host, port)) = parse_peer(&entry, inner.cfg.directory_port) else {
+        inner.log(&format!(
+            "network: static peer {entry:?} is not host[:port]; ignored"
+        ));
+        let _ = first.take().map(|f| f.send(()));
+        return;
+    };
+    let mut backoff = BACKOFF.0;
+    let mut reported = false;
+    loop {
+        if inner.stopped() {
+            break;
+        }
+        let hs = inner.cfg.handshake_timeout;
+        let r = async {
+            let addr = resolve(&host, port, inner.cfg.bind).await?;
+            let members = tokio::time::timeout(hs, query(&inner, addr))
+                .await
+                .map_err(|_| format!("{addr}: no answer from the host directory"))??;
+            Ok::<_, String>((addr, members))
+        }
+        .await;
+        let wait = match r {
+            Ok((addr, members)) => {
+                if reported {
+                    inner.log(&format!("network: static peer {entry} reached again"));
+                    reported = false;
+                }
+                backoff = BACKOFF.0;
+                let mut started = Vec::new();
+                for (name, port) in members {
+                    started.extend(inner.maybe_connect(&name, SocketAddr::new(addr.ip(), port)));
+                }
+                if first.is_some() {
+                    for h in started {
+                        let _ = h.await;
+                    }
+                }
+                inner.cfg.poll_interval
+            }
+            Err(why) => {
+                if !reported {
+                    inner.log(&format!(
+                        "network: static peer {entry}: {why}; retrying quietly"
+                    ));
+                    reported = true;
+                }
+                let w = backoff;
+                backoff = (backoff * 2).min(BACKOFF.1);
+                w
+            }
+        };
+        let _ = first.take().map(|f| f.send(()));
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            _ = stop.wait_for(|s| *s) => break,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_peer;
+
+    #[test]
+    fn static_peer_entries() {
+        assert_eq!(parse_peer("192.0.2.2", 7), Some(("192.0.2.2".into(), 7)));
+        assert_eq!(
+            parse_peer(" robot.local ", 7),
+            Some(("robot.local".into(), 7))
+        );
+        assert_eq!(parse_peer("h:900", 7), Some(("h".into(), 900)));
+        assert_eq!(parse_peer("[::1]:900", 7), Some(("::1".into(), 900)));
+        assert_eq!(parse_peer("[::1]", 7), Some(("::1".into(), 7)));
+        assert_eq!(parse_peer("fe80::1", 7), Some(("fe80::1".into(), 7)));
+        assert_eq!(parse_peer("h:x", 7), None);
+        assert_eq!(parse_peer("", 7), None);
+    }
+}

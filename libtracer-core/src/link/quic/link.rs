@@ -1,0 +1,390 @@
+//! One link over a QUIC connection: the frame stream on one bidirectional stream (the same
+//! length-prefixed codec as a Unix socket), the writer (caller's thread, under the stream's
+//! lock), the reader task, and the dispatcher that runs the handler's callbacks.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use bytes::{Buf, Bytes};
+use tokio::runtime::Handle;
+use tokio::sync::{mpsc, watch};
+
+use super::runtime::block_on;
+use super::Inner;
+use crate::link::{
+    close_handler_failed, close_malformed, run_callback, Link, LinkError, LinkHandler, PeerIdentity,
+};
+use crate::wire::{encode_parts, EncodedFrame, Frame, FrameDecoder, MAX_FRAME, PROTOCOL_VERSION};
+
+/// Frame bound before the HELLO exchange (as on the Unix transport).
+const HANDSHAKE_FRAME: u32 = 8 * 1024;
+/// Largest chunk the reader takes from the stream at once.
+const READ_CHUNK: usize = 256 * 1024;
+/// How long a closing link waits for the peer to acknowledge what was written (an ERROR that
+/// explains the close) before it drops the connection.
+const LINGER: Duration = Duration::from_millis(500);
+
+/// What a reader task tells its dispatcher.
+pub(crate) enum Event {
+    Up(Arc<QuicLink>),
+    Frame(Arc<QuicLink>, Frame),
+    Malformed(Arc<QuicLink>, String),
+    Down(Arc<QuicLink>),
+}
+
+/// One end of a QUIC link.
+pub struct QuicLink {
+    peer: PeerIdentity,
+    conn: quinn::Connection,
+    send: Arc<tokio::sync::Mutex<quinn::SendStream>>,
+    peer_max: u32,
+    rt: Handle,
+    write_timeout: Duration,
+    closed: AtomicBool,
+    closing: watch::Sender<bool>,
+    /// A callback panicked: no more callbacks but `on_down`.
+    failed: AtomicBool,
+    /// The reader ended because the peer closed the stream or the connection died (not
+    /// because we closed the link): such a peer may be linked again at once.
+    peer_ended: AtomicBool,
+    handler: Arc<dyn LinkHandler>,
+    owner: Weak<Inner>,
+    /// The close task: what was written reaches the peer before the connection goes.
+    linger: parking_lot::Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl QuicLink {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        peer: PeerIdentity,
+        conn: quinn::Connection,
+        send: quinn::SendStream,
+        peer_max: u32,
+        rt: Handle,
+        write_timeout: Duration,
+        handler: Arc<dyn LinkHandler>,
+        owner: Weak<Inner>,
+    ) -> QuicLink {
+        QuicLink {
+            peer,
+            conn,
+            send: Arc::new(tokio::sync::Mutex::new(send)),
+            peer_max,
+            rt,
+            write_timeout,
+            closed: AtomicBool::new(false),
+            closing: watch::channel(false).0,
+            failed: AtomicBool::new(false),
+            peer_ended: AtomicBool::new(false),
+            handler,
+            owner,
+            linger: parking_lot::Mutex::new(None),
+        }
+    }
+
+    /// The close task, once `close` has run (the transport's shutdown waits for it).
+    pub(crate) fn take_linger(&self) -> Option<tokio::task::JoinHandle<()>> {
+        self.linger.lock().take()
+    }
+
+    /// Write `bytes` as they are (tests use it to send malformed input).
+    pub fn send_raw(&self, bytes: &[u8]) -> Result<(), LinkError> {
+        self.write(EncodedFrame {
+            head: bytes.to_vec(),
+            payload: None,
+        })
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// The peer's UDP address.
+    pub fn remote_address(&self) -> std::net::SocketAddr {
+        self.conn.remote_address()
+    }
+
+    fn write(&self, enc: EncodedFrame) -> Result<(), LinkError> {
+        if self.is_closed() {
+            return Err(LinkError::Closed(self.peer.name.clone()));
+        }
+        let send = self.send.clone();
+        let timeout = self.write_timeout;
+        let fut = async move {
+            let mut s = send.lock().await;
+            let w = async {
+                s.write_all(&enc.head).await?;
+                if let Some(p) = enc.payload {
+                    s.write_chunk(p).await?;
+                }
+                Ok::<(), quinn::WriteError>(())
+            };
+            match tokio::time::timeout(timeout, w).await {
+                Ok(r) => r.map_err(|e| e.to_string()),
+                Err(_) => Err(format!("write blocked for {timeout:?}")),
+            }
+        };
+        match block_on(&self.rt, fut) {
+            Some(Ok(())) => Ok(()),
+            Some(Err(why)) => {
+                self.close();
+                Err(LinkError::Io(std::io::Error::other(why)))
+            }
+            None => {
+                self.close();
+                Err(LinkError::Closed(self.peer.name.clone()))
+            }
+        }
+    }
+
+    /// A PONG, from the reader task: skipped when a write is in progress (bytes flow then).
+    fn pong(self: &Arc<Self>, nonce: u64) {
+        let Ok(enc) = encode_parts(&Frame::Pong { nonce }, self.peer_max) else {
+            return;
+        };
+        let send = self.send.clone();
+        self.rt.spawn(async move {
+            if let Ok(mut s) = send.try_lock() {
+                let _ = s.write_all(&enc.head).await;
+            }
+        });
+    }
+}
+
+impl Link for QuicLink {
+    fn send(&self, frame: &Frame) -> Result<(), LinkError> {
+        if self.is_closed() {
+            return Err(LinkError::Closed(self.peer.name.clone()));
+        }
+        self.write(encode_parts(frame, self.peer_max)?)
+    }
+    fn peer(&self) -> &PeerIdentity {
+        &self.peer
+    }
+    /// The reader stops at once (`on_down` follows); what was written still reaches the peer:
+    /// the stream is finished and the connection closed once the peer has it, or after
+    /// `LINGER`.
+    fn close(&self) {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        self.closing.send_replace(true);
+        let send = self.send.clone();
+        let conn = self.conn.clone();
+        let task = self.rt.spawn(async move {
+            let linger = async {
+                let mut s = send.lock().await;
+                if s.finish().is_ok() {
+                    let _ = s.stopped().await;
+                }
+            };
+            let _ = tokio::time::timeout(LINGER, linger).await;
+            conn.close(0u32.into(), b"link closed");
+        });
+        *self.linger.lock() = Some(task);
+    }
+}
+
+pub(crate) fn hello(local: &str) -> Frame {
+    Frame::Hello {
+        version: PROTOCOL_VERSION,
+        node: local.to_owned(),
+        max_frame: MAX_FRAME,
+        // Shared memory never crosses a host.
+        shm: false,
+    }
+}
+
+/// Write one frame during the handshake (no link yet).
+pub(crate) async fn write_frame(send: &mut quinn::SendStream, frame: &Frame) -> Result<(), String> {
+    let enc = encode_parts(frame, MAX_FRAME).map_err(|e| e.to_string())?;
+    send.write_all(&enc.head).await.map_err(|e| e.to_string())?;
+    if let Some(p) = enc.payload {
+        send.write_chunk(p).await.map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// Refuse a connection: ERROR{code, why}, then close once the peer has it (or after LINGER).
+pub(crate) async fn refuse(
+    conn: &quinn::Connection,
+    send: &mut quinn::SendStream,
+    code: crate::wire::ErrorCode,
+    why: &str,
+) {
+    let message: String = why.chars().take(200).collect();
+    let _ = write_frame(
+        send,
+        &Frame::Error {
+            req: 0,
+            code,
+            message,
+        },
+    )
+    .await;
+    if send.finish().is_ok() {
+        let _ = tokio::time::timeout(LINGER, send.stopped()).await;
+    }
+    conn.close(0u32.into(), b"refused");
+}
+
+pub(crate) struct PeerHello {
+    pub node: String,
+    pub max_frame: u32,
+}
+
+pub(crate) enum HelloOutcome {
+    /// The peer's HELLO, the decoder (now at the full frame bound) and the bytes read past it.
+    Hello(PeerHello, FrameDecoder, Bytes),
+    /// The peer answered ERROR: it refused this connection.
+    Refused(String),
+}
+
+/// Read until the first frame, by `deadline`. It must be HELLO (or ERROR: a refusal).
+pub(crate) async fn read_hello(
+    recv: &mut quinn::RecvStream,
+    deadline: Instant,
+) -> Result<HelloOutcome, String> {
+    let mut dec = FrameDecoder::new(HANDSHAKE_FRAME);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let chunk =
+            match tokio::time::timeout(left, recv.read_chunk(HANDSHAKE_FRAME as usize, true)).await
+            {
+                Err(_) => return Err("timed out waiting for HELLO".into()),
+                Ok(Err(e)) => return Err(e.to_string()),
+                Ok(Ok(None)) => return Err("stream closed before HELLO".into()),
+                Ok(Ok(Some(c))) => c.bytes,
+            };
+        let mut rest = chunk;
+        let taken = dec.push(&rest);
+        rest.advance(taken);
+        match dec.pop() {
+            Ok(None) => continue,
+            Ok(Some(Frame::Hello {
+                version,
+                node,
+                max_frame,
+                ..
+            })) => {
+                if version < 1 {
+                    return Err(format!("peer speaks protocol version {version}"));
+                }
+                if max_frame < 1024 {
+                    return Err(format!(
+                        "peer frame bound {max_frame} is below the 1 KiB minimum"
+                    ));
+                }
+                dec.set_max_frame(MAX_FRAME);
+                return Ok(HelloOutcome::Hello(
+                    PeerHello { node, max_frame },
+                    dec,
+                    rest,
+                ));
+            }
+            Ok(Some(Frame::Error { message, .. })) => return Ok(HelloOutcome::Refused(message)),
+            Ok(Some(other)) => return Err(format!("first frame is not HELLO: {other:?}")),
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+}
+
+/// The reader task of one link: `Up`, every frame in order, then `Down`, all through the link's
+/// dispatcher queue (awaited: a full queue stops the reading, and QUIC flow control the peer).
+pub(crate) async fn read_loop(
+    link: Arc<QuicLink>,
+    mut recv: quinn::RecvStream,
+    mut dec: FrameDecoder,
+    mut pending: Bytes,
+    tx: mpsc::Sender<Event>,
+) {
+    let mut closing = link.closing.subscribe();
+    if tx.send(Event::Up(link.clone())).await.is_err() {
+        link.close();
+        return;
+    }
+    'outer: loop {
+        loop {
+            let n = dec.push(&pending);
+            pending.advance(n);
+            match dec.pop() {
+                Ok(Some(Frame::Ping { nonce })) => link.pong(nonce),
+                Ok(Some(Frame::Pong { .. })) => {}
+                Ok(Some(Frame::Hello { .. })) => {
+                    let _ = tx
+                        .send(Event::Malformed(
+                            link.clone(),
+                            "HELLO after the handshake".into(),
+                        ))
+                        .await;
+                    break 'outer;
+                }
+                Ok(Some(frame)) => {
+                    if tx.send(Event::Frame(link.clone(), frame)).await.is_err() {
+                        break 'outer;
+                    }
+                }
+                Ok(None) if pending.is_empty() => break,
+                Ok(None) => {}
+                Err(e) => {
+                    let _ = tx.send(Event::Malformed(link.clone(), e.to_string())).await;
+                    break 'outer;
+                }
+            }
+            if *closing.borrow() {
+                break 'outer;
+            }
+        }
+        tokio::select! {
+            r = recv.read_chunk(READ_CHUNK, true) => match r {
+                Ok(Some(c)) => pending = c.bytes,
+                // End of stream (the peer closed the link) or a connection error.
+                Ok(None) | Err(_) => {
+                    link.peer_ended.store(true, Ordering::Release);
+                    break;
+                }
+            },
+            _ = closing.wait_for(|c| *c) => break,
+        }
+    }
+    // The dispatcher closes the link when it takes `Down` (after a `Malformed` it sent the
+    // ERROR first).
+    let _ = tx.send(Event::Down(link)).await;
+}
+
+/// One event on a dispatcher thread.
+pub(crate) fn dispatch(ev: Event) {
+    match ev {
+        Event::Up(l) => {
+            let d: Arc<dyn Link> = l.clone();
+            if !run_callback(|| l.handler.on_up(d)) {
+                l.failed.store(true, Ordering::Release);
+                close_handler_failed(&*l);
+            }
+        }
+        Event::Frame(l, frame) => {
+            if l.failed.load(Ordering::Acquire) {
+                return;
+            }
+            let d: Arc<dyn Link> = l.clone();
+            if !run_callback(|| l.handler.on_frame(&d, frame)) {
+                l.failed.store(true, Ordering::Release);
+                close_handler_failed(&*l);
+            }
+        }
+        // The reader leaves the closing to its dispatcher, so the ERROR goes out first.
+        Event::Malformed(l, why) => close_malformed(&*l, &why),
+        Event::Down(l) => {
+            l.close();
+            if let Some(inner) = l.owner.upgrade() {
+                inner.forget(&l, !l.peer_ended.load(Ordering::Acquire));
+            }
+            let d: Arc<dyn Link> = l.clone();
+            let _ = run_callback(|| l.handler.on_down(&d));
+            if let Some(inner) = l.owner.upgrade() {
+                inner.down_done();
+            }
+        }
+    }
+}

@@ -1,0 +1,597 @@
+//! `QuicTransport`: links between graphs of different hosts over QUIC (quinn + rustls), the
+//! design in docs/network.md.
+//!
+//! Every process with the network on has one QUIC endpoint (an ephemeral UDP port) for its
+//! links. One process per host and domain holds the host role (an `flock` in the rendezvous
+//! directory) and serves the host directory on the domain's well-known port: the names and
+//! link ports of the host's members. For each static peer a task asks that host's directory
+//! every `poll_interval` and connects to each member it has no link to. A link is one
+//! bidirectional stream carrying the same frames, codec and HELLO handshake as a Unix socket;
+//! one link per pair survives a connect race by the same rule (the smaller name's connection
+//! wins).
+//!
+//! Threads: every endpoint and connection of the process runs on one small tokio runtime, and
+//! handler callbacks on two dispatcher threads (`runtime.rs`), whatever the number of links.
+
+mod directory;
+mod exercise;
+mod link;
+mod runtime;
+mod tls;
+
+use std::collections::{HashMap, HashSet};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use parking_lot::{Condvar, Mutex};
+use tokio::runtime::Handle;
+use tokio::sync::watch;
+
+pub use exercise::{exercise_flood, FloodReport};
+pub use link::QuicLink;
+
+use self::link::{hello, read_hello, refuse, write_frame, HelloOutcome};
+use super::rendezvous::prepare_dir;
+use super::{valid_node_name, LinkError, LinkHandler, PeerIdentity};
+use crate::wire::{ErrorCode, FrameDecoder};
+
+/// At most this many incoming handshakes at once; more are refused at once (a flood).
+const MAX_HANDSHAKES: usize = 64;
+/// At most this many connections (links and handshakes) per transport.
+const MAX_CONNECTIONS: usize = 1024;
+/// A peer whose link we closed (by `close`, or for malformed input or a failed handler) is not
+/// linked again, either way, for this long: the directory poll would otherwise bring back at
+/// once what was closed on purpose. A link lost to the network is re-formed at once.
+const COOLDOWN: Duration = Duration::from_secs(2);
+
+/// Where a transport's diagnostics go (once per condition, never per packet).
+pub type NetLog = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// Settings of a QUIC transport. The defaults are the documented ones of docs/network.md.
+#[derive(Clone)]
+pub struct QuicConfig {
+    /// Address the endpoints bind (`0.0.0.0` with the network on; tests bind loopback).
+    pub bind: IpAddr,
+    /// This host's directory port for the domain (`24650 + domain id` by default).
+    pub directory_port: u16,
+    /// Hosts to reach: `host`, `host:port` or `[v6]:port`; the port is the directory's.
+    pub static_peers: Vec<String>,
+    /// How often a peer host's directory is asked for its members.
+    pub poll_interval: Duration,
+    /// How often a process that does not hold the host role tries to take it.
+    pub role_retry: Duration,
+    /// A connection that has received nothing for this long is dead (link down).
+    pub idle_timeout: Duration,
+    /// QUIC keep-alive on an idle connection.
+    pub keep_alive: Duration,
+    /// Bound on one HELLO exchange (and on one directory query).
+    pub handshake_timeout: Duration,
+    /// A write blocked this long (the peer stopped reading) fails and closes the link.
+    pub write_timeout: Duration,
+    /// `start` waits up to this long for the links to the static peers' members (as the Unix
+    /// transport returns once the graphs already there are linked); the rest come up later.
+    pub initial_wait: Duration,
+    /// Diagnostics; `None` = stderr with a `libtracer: ` prefix.
+    pub log: Option<NetLog>,
+}
+
+/// The first directory port; domain `d` uses `DIRECTORY_PORT_BASE + d`.
+pub const DIRECTORY_PORT_BASE: u16 = 24650;
+
+impl QuicConfig {
+    /// The defaults for `domain_id`, binding every interface.
+    pub fn for_domain(domain_id: u32) -> QuicConfig {
+        let port = u16::try_from(domain_id)
+            .ok()
+            .and_then(|d| DIRECTORY_PORT_BASE.checked_add(d))
+            .unwrap_or(DIRECTORY_PORT_BASE);
+        QuicConfig {
+            bind: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            directory_port: port,
+            static_peers: Vec::new(),
+            poll_interval: Duration::from_secs(1),
+            role_retry: Duration::from_millis(500),
+            idle_timeout: Duration::from_millis(2500),
+            keep_alive: Duration::from_millis(300),
+            handshake_timeout: Duration::from_secs(2),
+            write_timeout: Duration::from_secs(10),
+            initial_wait: Duration::from_millis(500),
+            log: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for QuicConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QuicConfig")
+            .field("bind", &self.bind)
+            .field("directory_port", &self.directory_port)
+            .field("static_peers", &self.static_peers)
+            .field("poll_interval", &self.poll_interval)
+            .field("idle_timeout", &self.idle_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Default)]
+struct Table {
+    links: HashMap<String, Arc<QuicLink>>,
+    /// Peers we are connecting to.
+    pending: HashSet<String>,
+    /// Peers whose incoming connection we are accepting (HELLO reply in flight).
+    accepting: HashSet<String>,
+    /// Incoming handshakes in progress.
+    handshakes: usize,
+    /// Links whose `on_down` has not run yet.
+    live: usize,
+    /// Peers not to link again before the instant (see `COOLDOWN`).
+    cooldown: HashMap<String, Instant>,
+    stopped: bool,
+}
+
+pub(crate) struct Inner {
+    name: String,
+    dir: PathBuf,
+    handler: Arc<dyn LinkHandler>,
+    cfg: QuicConfig,
+    rt: Handle,
+    endpoint: quinn::Endpoint,
+    link_client: quinn::ClientConfig,
+    dir_client: quinn::ClientConfig,
+    identity: tls::Identity,
+    transport: Arc<quinn::TransportConfig>,
+    table: Mutex<Table>,
+    downs: Condvar,
+    stop: watch::Receiver<bool>,
+    role: Mutex<Option<directory::Holder>>,
+    member_file: PathBuf,
+}
+
+/// The QUIC transport of one graph. Dropping it (or `shutdown`) closes every link and waits for
+/// their `on_down`, gives up the host role and removes its directory entry.
+pub struct QuicTransport {
+    inner: Arc<Inner>,
+    stop: watch::Sender<bool>,
+}
+
+fn io_err(why: impl std::fmt::Display) -> LinkError {
+    LinkError::Io(std::io::Error::other(why.to_string()))
+}
+
+impl QuicTransport {
+    /// Start as `local_name`, registered in the rendezvous directory `dir` (the one of the
+    /// Unix transport, whose sockets tell which members are local).
+    pub fn start(
+        dir: &Path,
+        local_name: &str,
+        handler: Arc<dyn LinkHandler>,
+        cfg: QuicConfig,
+    ) -> Result<QuicTransport, LinkError> {
+        if !valid_node_name(local_name) {
+            return Err(LinkError::InvalidName(local_name.to_owned()));
+        }
+        prepare_dir(dir)?;
+        let rt = runtime::handle().map_err(io_err)?;
+        let identity = tls::Identity::self_signed().map_err(io_err)?;
+        let transport = tls::transport(cfg.idle_timeout, cfg.keep_alive);
+        let server =
+            tls::server_config(&identity, tls::ALPN_LINK, transport.clone()).map_err(io_err)?;
+        let link_client = tls::client_config(tls::ALPN_LINK, transport.clone()).map_err(io_err)?;
+        let dir_client = tls::client_config(tls::ALPN_DIR, transport.clone()).map_err(io_err)?;
+        let sock = UdpSocket::bind((cfg.bind, 0))?;
+        let endpoint = new_endpoint(&rt, Some(server), sock)?;
+        let port = endpoint.local_addr()?.port();
+        let member_file = directory::register(dir, local_name, port)?;
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let inner = Arc::new(Inner {
+            name: local_name.to_owned(),
+            dir: dir.to_owned(),
+            handler,
+            cfg,
+            rt: rt.clone(),
+            endpoint,
+            link_client,
+            dir_client,
+            identity,
+            transport,
+            table: Mutex::new(Table::default()),
+            downs: Condvar::new(),
+            stop: stop_rx,
+            role: Mutex::new(None),
+            member_file,
+        });
+        let t = QuicTransport {
+            inner: inner.clone(),
+            stop: stop_tx,
+        };
+        // The role first, so that a host's first process answers its own directory at once.
+        directory::take_role_now(&inner);
+        rt.spawn(inner.clone().accept_loop());
+        rt.spawn(directory::role_loop(inner.clone()));
+        let (first_tx, first_rx) = std::sync::mpsc::channel();
+        let n = inner.cfg.static_peers.len();
+        for entry in inner.cfg.static_peers.clone() {
+            rt.spawn(directory::peer_loop(inner.clone(), entry, first_tx.clone()));
+        }
+        let deadline = Instant::now() + inner.cfg.initial_wait;
+        for _ in 0..n {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if first_rx.recv_timeout(left).is_err() {
+                break;
+            }
+        }
+        Ok(t)
+    }
+
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The UDP port of this process's link endpoint.
+    pub fn port(&self) -> u16 {
+        self.inner.endpoint.local_addr().map_or(0, |a| a.port())
+    }
+
+    /// Whether this process holds its host's role (serves the directory).
+    pub fn holds_role(&self) -> bool {
+        self.inner.role.lock().is_some()
+    }
+
+    /// Names of the peers with a live link, sorted.
+    pub fn peers(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.inner.table.lock().links.keys().cloned().collect();
+        v.sort();
+        v
+    }
+
+    /// The live link to `peer`.
+    pub fn link_to(&self, peer: &str) -> Option<Arc<QuicLink>> {
+        self.inner.table.lock().links.get(peer).cloned()
+    }
+
+    /// Close everything. Waits (up to 3 s) for every link's `on_down`, except when called from
+    /// a callback (a dispatcher thread). Idempotent.
+    pub fn shutdown(&self) {
+        let links: Vec<Arc<QuicLink>> = {
+            let mut t = self.inner.table.lock();
+            if t.stopped {
+                return;
+            }
+            t.stopped = true;
+            t.links.values().cloned().collect()
+        };
+        self.stop.send_replace(true);
+        for l in &links {
+            use super::Link;
+            l.close();
+        }
+        // What each link had written reaches its peer before the endpoint goes (the close
+        // tasks are bounded by their linger): a sample whose publish returned is not lost.
+        let lingering: Vec<_> = links.iter().filter_map(|l| l.take_linger()).collect();
+        let _ = runtime::block_on(&self.inner.rt, async move {
+            for t in lingering {
+                let _ = t.await;
+            }
+        });
+        if !runtime::on_dispatcher() {
+            let deadline = Instant::now() + Duration::from_secs(3);
+            let mut t = self.inner.table.lock();
+            while t.live > 0 {
+                if self.inner.downs.wait_until(&mut t, deadline).timed_out() {
+                    break;
+                }
+            }
+        }
+        self.inner.endpoint.close(0u32.into(), b"shutdown");
+        if let Some(h) = self.inner.role.lock().take() {
+            h.close();
+        }
+        directory::unregister(&self.inner.member_file);
+    }
+}
+
+impl Drop for QuicTransport {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn cooling(t: &Table, name: &str) -> bool {
+    t.cooldown
+        .get(name)
+        .is_some_and(|until| *until > Instant::now())
+}
+
+fn new_endpoint(
+    rt: &Handle,
+    server: Option<quinn::ServerConfig>,
+    sock: UdpSocket,
+) -> Result<quinn::Endpoint, LinkError> {
+    let _guard = rt.enter();
+    Ok(quinn::Endpoint::new(
+        quinn::EndpointConfig::default(),
+        server,
+        sock,
+        Arc::new(quinn::TokioRuntime),
+    )?)
+}
+
+impl Inner {
+    fn log(&self, msg: &str) {
+        match &self.cfg.log {
+            Some(f) => f(msg),
+            None => eprintln!("libtracer: {msg}"),
+        }
+    }
+
+    fn stopped(&self) -> bool {
+        *self.stop.borrow()
+    }
+
+    /// The reader of `l` ended: drop it from the table (if it is still the one there); a link
+    /// we closed on purpose puts its peer on the cooldown list.
+    pub(crate) fn forget(&self, l: &Arc<QuicLink>, deliberate: bool) {
+        use super::Link;
+        let mut t = self.table.lock();
+        let name = &l.peer().name;
+        if t.links.get(name).is_some_and(|x| Arc::ptr_eq(x, l)) {
+            t.links.remove(name);
+        }
+        if deliberate && !t.stopped {
+            let now = Instant::now();
+            t.cooldown.retain(|_, until| *until > now);
+            t.cooldown.insert(name.clone(), now + COOLDOWN);
+        }
+    }
+
+    /// One link's `on_down` has run.
+    pub(crate) fn down_done(&self) {
+        let mut t = self.table.lock();
+        t.live = t.live.saturating_sub(1);
+        self.downs.notify_all();
+    }
+
+    /// A member of a peer host: connect unless it is us, local (linked over a Unix socket),
+    /// linked or being linked already, or cooling down. The handle ends when the link is up or
+    /// the attempt failed.
+    fn maybe_connect(
+        self: &Arc<Self>,
+        name: &str,
+        addr: SocketAddr,
+    ) -> Option<tokio::task::JoinHandle<()>> {
+        if name == self.name
+            || !valid_node_name(name)
+            || self.dir.join(format!("{name}.sock")).exists()
+        {
+            return None;
+        }
+        {
+            let mut t = self.table.lock();
+            if t.stopped
+                || t.links.contains_key(name)
+                || t.pending.contains(name)
+                || t.accepting.contains(name)
+                || cooling(&t, name)
+            {
+                return None;
+            }
+            t.pending.insert(name.to_owned());
+        }
+        Some(
+            self.rt
+                .spawn(self.clone().connect_link(name.to_owned(), addr)),
+        )
+    }
+
+    /// Connect to `peer` at `addr`; a refusal (the other direction is winning, or an old link
+    /// of the peer's is about to be found dead) is retried a few times.
+    async fn connect_link(self: Arc<Self>, peer: String, addr: SocketAddr) {
+        for attempt in 0..5 {
+            if self.stopped() || self.table.lock().links.contains_key(&peer) {
+                break;
+            }
+            match self.handshake_out(&peer, addr).await {
+                Ok(()) => break,
+                Err(Some(_refused)) if attempt < 4 => {
+                    tokio::time::sleep(Duration::from_millis(100)).await
+                }
+                Err(_) => break,
+            }
+        }
+        self.table.lock().pending.remove(&peer);
+    }
+
+    /// Initiator side. `Err(Some(reason))`: the peer refused; `Err(None)`: it failed.
+    async fn handshake_out(
+        self: &Arc<Self>,
+        peer: &str,
+        addr: SocketAddr,
+    ) -> Result<(), Option<String>> {
+        let hs = self.cfg.handshake_timeout;
+        let deadline = Instant::now() + hs;
+        let connecting = self
+            .endpoint
+            .connect_with(self.link_client.clone(), addr, tls::SERVER_NAME)
+            .map_err(|_| None)?;
+        let conn = match tokio::time::timeout(hs, connecting).await {
+            Ok(Ok(c)) => c,
+            _ => return Err(None),
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        let (mut send, mut recv) = match tokio::time::timeout(left, conn.open_bi()).await {
+            Ok(Ok(s)) => s,
+            _ => {
+                conn.close(0u32.into(), b"handshake failed");
+                return Err(None);
+            }
+        };
+        if write_frame(&mut send, &hello(&self.name)).await.is_err() {
+            conn.close(0u32.into(), b"handshake failed");
+            return Err(None);
+        }
+        let (h, dec, rest) = match read_hello(&mut recv, deadline).await {
+            Ok(HelloOutcome::Hello(h, dec, rest)) => (h, dec, rest),
+            Ok(HelloOutcome::Refused(why)) => {
+                conn.close(0u32.into(), b"refused");
+                return Err(Some(why));
+            }
+            Err(_) => {
+                conn.close(0u32.into(), b"handshake failed");
+                return Err(None);
+            }
+        };
+        if h.node != peer {
+            refuse(
+                &conn,
+                &mut send,
+                ErrorCode::Malformed,
+                "HELLO names a node other than the directory's",
+            )
+            .await;
+            return Err(None);
+        }
+        let mut t = self.table.lock();
+        if t.stopped || t.links.contains_key(peer) {
+            drop(t);
+            conn.close(0u32.into(), b"duplicate link");
+            return Ok(());
+        }
+        self.install(&mut t, conn, send, recv, h.node, h.max_frame, dec, rest);
+        Ok(())
+    }
+
+    async fn accept_loop(self: Arc<Self>) {
+        let mut stop = self.stop.clone();
+        loop {
+            let incoming = tokio::select! {
+                i = self.endpoint.accept() => i,
+                _ = stop.wait_for(|s| *s) => None,
+            };
+            let Some(incoming) = incoming else { break };
+            let admit = {
+                let mut t = self.table.lock();
+                let ok = !t.stopped
+                    && t.handshakes < MAX_HANDSHAKES
+                    && t.links.len() + t.handshakes < MAX_CONNECTIONS;
+                if ok {
+                    t.handshakes += 1;
+                }
+                ok
+            };
+            if !admit {
+                incoming.refuse();
+                continue;
+            }
+            let me = self.clone();
+            self.rt.spawn(async move {
+                me.handshake_in(incoming).await;
+                me.table.lock().handshakes -= 1;
+            });
+        }
+    }
+
+    /// Acceptor side: the whole exchange bounded by the handshake timeout.
+    async fn handshake_in(self: &Arc<Self>, incoming: quinn::Incoming) {
+        let hs = self.cfg.handshake_timeout;
+        let deadline = Instant::now() + hs;
+        let conn = match tokio::time::timeout(hs, incoming).await {
+            Ok(Ok(c)) => c,
+            _ => return,
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        let (mut send, mut recv) = match tokio::time::timeout(left, conn.accept_bi()).await {
+            Ok(Ok(s)) => s,
+            _ => {
+                conn.close(0u32.into(), b"no HELLO");
+                return;
+            }
+        };
+        let (h, dec, rest) = match read_hello(&mut recv, deadline).await {
+            Ok(HelloOutcome::Hello(h, dec, rest)) => (h, dec, rest),
+            _ => {
+                conn.close(0u32.into(), b"no HELLO");
+                return;
+            }
+        };
+        if !valid_node_name(&h.node) || h.node == self.name {
+            refuse(
+                &conn,
+                &mut send,
+                ErrorCode::PermissionDenied,
+                "invalid or clashing node name",
+            )
+            .await;
+            return;
+        }
+        let refusal = {
+            let mut t = self.table.lock();
+            if t.stopped {
+                Some("shutting down")
+            } else if t.links.contains_key(&h.node) || t.accepting.contains(&h.node) {
+                Some("duplicate link: a link to you is already up")
+            } else if cooling(&t, &h.node) {
+                Some("our link to you was closed a moment ago")
+            } else if t.pending.contains(&h.node) && self.name.as_str() < h.node.as_str() {
+                Some("duplicate link: my connection to you wins (smaller name)")
+            } else {
+                t.accepting.insert(h.node.clone());
+                None
+            }
+        };
+        if let Some(why) = refusal {
+            refuse(&conn, &mut send, ErrorCode::Internal, why).await;
+            return;
+        }
+        let replied = write_frame(&mut send, &hello(&self.name)).await;
+        let mut t = self.table.lock();
+        t.accepting.remove(&h.node);
+        if replied.is_err() || t.stopped {
+            drop(t);
+            conn.close(0u32.into(), b"handshake failed");
+            return;
+        }
+        self.install(&mut t, conn, send, recv, h.node, h.max_frame, dec, rest);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn install(
+        self: &Arc<Self>,
+        t: &mut Table,
+        conn: quinn::Connection,
+        send: quinn::SendStream,
+        recv: quinn::RecvStream,
+        name: String,
+        peer_max: u32,
+        dec: FrameDecoder,
+        rest: Bytes,
+    ) {
+        let Ok(tx) = runtime::dispatcher() else {
+            conn.close(0u32.into(), b"no dispatcher");
+            return;
+        };
+        let id = PeerIdentity {
+            name: name.clone(),
+            // Not attested across hosts: a remote peer acts as this process's own user
+            // (docs/network.md section 5).
+            uid: nix::unistd::getuid().as_raw(),
+            gid: nix::unistd::getgid().as_raw(),
+            pid: 0,
+        };
+        let link = Arc::new(QuicLink::new(
+            id,
+            conn,
+            send,
+            peer_max,
+            self.rt.clone(),
+            self.cfg.write_timeout,
+            self.handler.clone(),
+            Arc::downgrade(self),
+        ));
+        t.links.insert(name, link.clone());
+        t.live += 1;
+        self.rt.spawn(link::read_loop(link, recv, dec, rest, tx));
+    }
+}

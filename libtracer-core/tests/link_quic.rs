@@ -1,0 +1,155 @@
+//! The QUIC transport beyond the conformance suite: bad input from the network (garbage
+//! datagrams, garbage streams, a flood of connections), the host role moving when its holder
+//! goes, and static peers that cannot be reached (logged once, retried, reached later).
+//! Everything binds loopback.
+
+mod link_support;
+
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use libtracer_core::link::quic::{exercise_flood, NetLog};
+use libtracer_core::link::{Link, QuicTransport};
+use libtracer_core::wire::Frame;
+use link_support::{free_udp_port, loopback_quic, Ev, Recorder, TempDir, T};
+use parking_lot::Mutex;
+
+fn ok_arrives(from: &Arc<dyn Link>, to: &Recorder, req: u64) {
+    from.send(&Frame::Ok { req }).expect("send");
+    assert!(to.wait_for(T, |e| e
+        .iter()
+        .any(|e| matches!(e, Ev::Frame(_, Frame::Ok { req: r }) if *r == req))));
+}
+
+fn wait_until(timeout: Duration, f: impl Fn() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    f()
+}
+
+#[test]
+fn garbage_datagrams_are_dropped_and_links_go_on() {
+    let dir = TempDir::new("quic-garbage");
+    let port = free_udp_port();
+    let (ra, rb) = (Recorder::new(), Recorder::new());
+    let a = QuicTransport::start(dir.path(), "a", ra.clone(), loopback_quic(port)).unwrap();
+    let _b = QuicTransport::start(dir.path(), "b", rb.clone(), loopback_quic(port)).unwrap();
+    let to_b = ra.wait_up("b", T);
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let mut x: u32 = 12345;
+    for i in 0..3000usize {
+        // A simple LCG: sizes 1..1400, bytes pseudo-random, some looking like QUIC long headers.
+        x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+        let len = 1 + (x as usize % 1400);
+        let mut buf: Vec<u8> = (0..len).map(|j| (x >> (j % 24)) as u8 ^ j as u8).collect();
+        if i % 3 == 0 {
+            buf[0] = 0xc0 | (buf[0] & 0x0f);
+        }
+        let target: u16 = if i % 2 == 0 { a.port() } else { port };
+        let _ = sock.send_to(&buf, ("127.0.0.1", target));
+    }
+    ok_arrives(&to_b, &rb, 77);
+    assert_eq!(a.peers(), vec!["b"]);
+    assert!(ra.violations().is_empty() && rb.violations().is_empty());
+}
+
+#[test]
+fn a_connection_flood_costs_bounded_work_and_is_closed() {
+    let dir = TempDir::new("quic-flood");
+    let port = free_udp_port();
+    let (ra, rb) = (Recorder::new(), Recorder::new());
+    let a = QuicTransport::start(dir.path(), "a", ra.clone(), loopback_quic(port)).unwrap();
+    let addr = SocketAddr::from(([127, 0, 0, 1], a.port()));
+    // Silent connections: never a HELLO. Closed by the handshake timeout (2 s).
+    let r = exercise_flood(addr, 150, false, Duration::from_secs(4));
+    assert_eq!(r.established + r.refused, 150, "{r:?}");
+    assert!(r.established > 0, "{r:?}");
+    assert_eq!(
+        r.closed_by_target, r.established,
+        "every silent connection closed: {r:?}"
+    );
+    // Garbage instead of HELLO: closed at once.
+    let g = exercise_flood(addr, 40, true, Duration::from_secs(4));
+    assert_eq!(g.closed_by_target, g.established, "{g:?}");
+    assert!(g.established > 0, "{g:?}");
+    // The node still links.
+    let _b = QuicTransport::start(dir.path(), "b", rb.clone(), loopback_quic(port)).unwrap();
+    let to_b = ra.wait_up("b", T);
+    ok_arrives(&to_b, &rb, 5);
+    assert!(
+        ra.events().iter().all(|e| !matches!(e, Ev::Frame(..))),
+        "nothing of the flood reached the handler"
+    );
+}
+
+#[test]
+fn the_host_role_moves_when_its_holder_goes() {
+    let dir = TempDir::new("quic-role");
+    let port = free_udp_port();
+    let (ra, rb, rc, rd) = (
+        Recorder::new(),
+        Recorder::new(),
+        Recorder::new(),
+        Recorder::new(),
+    );
+    let a = QuicTransport::start(dir.path(), "a", ra.clone(), loopback_quic(port)).unwrap();
+    let b = QuicTransport::start(dir.path(), "b", rb.clone(), loopback_quic(port)).unwrap();
+    let c = QuicTransport::start(dir.path(), "c", rc.clone(), loopback_quic(port)).unwrap();
+    rb.wait_up("c", T);
+    assert!(a.holds_role() && !b.holds_role() && !c.holds_role());
+    let gone = Instant::now();
+    drop(a);
+    assert!(
+        wait_until(Duration::from_secs(2), || b.holds_role() || c.holds_role()),
+        "nobody took the role"
+    );
+    let took = gone.elapsed();
+    assert!(!(b.holds_role() && c.holds_role()), "one holder");
+    // b and c kept their link; a newcomer finds both through the new holder.
+    assert_eq!(b.peers(), vec!["c"]);
+    let _d = QuicTransport::start(dir.path(), "d", rd.clone(), loopback_quic(port)).unwrap();
+    rd.wait_up("b", T);
+    rd.wait_up("c", T);
+    eprintln!("role taken over {took:?} after its holder went");
+}
+
+#[test]
+fn an_unreachable_static_peer_is_logged_once_then_reached() {
+    let dir_a = TempDir::new("quic-unreach-a");
+    let dir_b = TempDir::new("quic-unreach-b");
+    let (port_a, port_b) = (free_udp_port(), free_udp_port());
+    let lines: Arc<Mutex<Vec<String>>> = Arc::default();
+    let l2 = lines.clone();
+    let log: NetLog = Arc::new(move |m: &str| l2.lock().push(m.to_owned()));
+    let mut cfg = loopback_quic(port_a);
+    // b by name (resolved through /etc/hosts: nothing leaves the machine), nobody there yet.
+    cfg.static_peers = vec![format!("localhost:{port_b}")];
+    cfg.handshake_timeout = Duration::from_millis(300);
+    cfg.initial_wait = Duration::from_millis(100);
+    cfg.log = Some(log);
+    let (ra, rb) = (Recorder::new(), Recorder::new());
+    let _a = QuicTransport::start(dir_a.path(), "a", ra.clone(), cfg).unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    let about_b: Vec<String> = lines
+        .lock()
+        .iter()
+        .filter(|l| l.contains(&format!("localhost:{port_b}")))
+        .cloned()
+        .collect();
+    assert_eq!(about_b.len(), 1, "reported once while retried: {about_b:?}");
+    // b comes up (its own host, its own directory): a reaches it and says so once.
+    let mut cb = loopback_quic(port_b);
+    cb.static_peers.clear();
+    let _b = QuicTransport::start(dir_b.path(), "b", rb.clone(), cb).unwrap();
+    ra.wait_up("b", T);
+    assert!(wait_until(T, || lines
+        .lock()
+        .iter()
+        .any(|l| l.contains("reached again"))));
+}
