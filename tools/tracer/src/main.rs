@@ -1,6 +1,6 @@
 #![forbid(unsafe_code)]
 //! `tracer`: the rmw_tracer command line (docs/cli.md). `info`, `cat`, `attachments` and
-//! `recover` work on MCAP files through tracer-mcap; `record`, `graph` and `echo` are
+//! `recover` work on MCAP files through tracer-mcap; `record`, `graph`, `echo` and `serve` are
 //! libtracer participants of the host graph (participant.rs).
 
 mod attachments;
@@ -14,6 +14,7 @@ mod info;
 mod participant;
 mod record;
 mod recover;
+mod serve;
 
 use std::process::ExitCode;
 
@@ -51,6 +52,8 @@ enum Cmd {
     Graph(graph::Args),
     /// Print the messages of a live topic, decoded from its schema (JSON or YAML-like).
     Echo(echo::Args),
+    /// Serve the live graph over the Foxglove WebSocket protocol (Foxglove Studio, no bridge).
+    Serve(serve::Args),
 }
 
 fn main() -> ExitCode {
@@ -64,6 +67,7 @@ fn main() -> ExitCode {
         Cmd::Record(a) => record::run(a),
         Cmd::Graph(a) => graph::run(a),
         Cmd::Echo(a) => echo::run(a),
+        Cmd::Serve(a) => serve::run(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -93,6 +93,8 @@ fn help_on_every_verb() {
         "record",
         "graph",
         "echo",
+        "serve",
+        "convert",
     ] {
         let o = tracer(&[verb, "--help"]);
         assert!(o.status.success(), "{verb} --help");
