@@ -130,14 +130,19 @@ pub(crate) fn close_handler_failed(link: &dyn Link) {
     link.close();
 }
 
-/// Close a link whose peer broke the protocol, telling the peer why first (at most 200
-/// characters of the reason).
-pub(crate) fn close_malformed(link: &dyn Link, why: &str) {
-    let _ = link.send(&Frame::Error {
+/// The connection-level ERROR frame (request 0) that tells a peer why it is refused or closed:
+/// at most 200 characters of the reason, so a long one never makes a large frame.
+pub(crate) fn refusal(code: crate::wire::ErrorCode, why: &str) -> Frame {
+    Frame::Error {
         req: 0,
-        code: crate::wire::ErrorCode::Malformed,
+        code,
         message: why.chars().take(200).collect(),
-    });
+    }
+}
+
+/// Close a link whose peer broke the protocol, telling the peer why first.
+pub(crate) fn close_malformed(link: &dyn Link, why: &str) {
+    let _ = link.send(&refusal(crate::wire::ErrorCode::Malformed, why));
     link.close();
 }
 

@@ -501,15 +501,7 @@ pub(crate) fn read_hello(stream: &UnixStream, timeout: Duration) -> Result<Hello
 }
 
 pub(crate) fn refuse(stream: &UnixStream, code: ErrorCode, why: &str) {
-    let message: String = why.chars().take(200).collect();
-    let _ = write_frame(
-        stream,
-        &Frame::Error {
-            req: 0,
-            code,
-            message,
-        },
-    );
+    let _ = write_frame(stream, &super::refusal(code, why));
     let _ = stream.shutdown(std::net::Shutdown::Both);
 }
 

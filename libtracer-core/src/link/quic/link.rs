@@ -213,16 +213,7 @@ pub(crate) async fn refuse(
     code: crate::wire::ErrorCode,
     why: &str,
 ) {
-    let message: String = why.chars().take(200).collect();
-    let _ = write_frame(
-        send,
-        &Frame::Error {
-            req: 0,
-            code,
-            message,
-        },
-    )
-    .await;
+    let _ = write_frame(send, &crate::link::refusal(code, why)).await;
     if send.finish().is_ok() {
         let _ = tokio::time::timeout(LINGER, send.stopped()).await;
     }
