@@ -37,38 +37,29 @@ impl std::error::Error for DecodeError {}
 /// Decodes one CDR payload (with its encapsulation header) of the schema's root type.
 pub fn decode(schema: &Schema, payload: &[u8]) -> Result<Value, DecodeError> {
     let root = schema.root_def();
+    let header_error = |reason: String| DecodeError {
+        path: root.name.clone(),
+        offset: 0,
+        reason,
+    };
+    let truncated = || {
+        header_error(format!(
+            "truncated: {} bytes, shorter than the 4-byte encapsulation header",
+            payload.len()
+        ))
+    };
     let little = match payload.get(..2) {
         Some([0x00, 0x01]) => true,
         Some([0x00, 0x00]) => false,
         Some([a, b]) => {
-            return Err(DecodeError {
-                path: root.name.clone(),
-                offset: 0,
-                reason: format!(
-                    "encapsulation {a:02x} {b:02x} is not plain CDR (00 00 big endian, 00 01 little endian)"
-                ),
-            })
+            return Err(header_error(format!(
+                "encapsulation {a:02x} {b:02x} is not plain CDR (00 00 big endian, 00 01 little endian)"
+            )))
         }
-        _ => {
-            return Err(DecodeError {
-                path: root.name.clone(),
-                offset: 0,
-                reason: format!(
-                    "truncated: {} bytes, shorter than the 4-byte encapsulation header",
-                    payload.len()
-                ),
-            })
-        }
+        _ => return Err(truncated()),
     };
     if payload.len() < 4 {
-        return Err(DecodeError {
-            path: root.name.clone(),
-            offset: 0,
-            reason: format!(
-                "truncated: {} bytes, shorter than the 4-byte encapsulation header",
-                payload.len()
-            ),
-        });
+        return Err(truncated());
     }
     let mut r = Reader {
         body: &payload[4..],
