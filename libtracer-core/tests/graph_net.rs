@@ -435,13 +435,7 @@ fn ruling_discovery_host_links_graphs_of_one_domain() {
         std::process::id(),
         Instant::now().elapsed().as_nanos()
     ));
-    let cfg = |name: &str| libtracer_core::GraphConfig {
-        name: Some(name.into()),
-        domain_id: 7,
-        discovery: libtracer_core::Discovery::Host,
-        rendezvous_dir: Some(dir.clone()),
-        network: None,
-    };
+    let cfg = |name: &str| common::host_config(&dir, name, 7);
     let a = Graph::new(cfg("ha")).unwrap();
     let b = Graph::new(cfg("hb")).unwrap();
     eventually("linked", || a.peers() == ["hb"] && b.peers() == ["ha"]);
@@ -475,13 +469,7 @@ fn new_with_makes_its_vertices_before_any_peer_can_mount_it() {
         std::process::id(),
         Instant::now().elapsed().as_nanos()
     ));
-    let cfg = |name: &str| libtracer_core::GraphConfig {
-        name: Some(name.into()),
-        domain_id: 7,
-        discovery: libtracer_core::Discovery::Host,
-        rendezvous_dir: Some(dir.clone()),
-        network: None,
-    };
+    let cfg = |name: &str| common::host_config(&dir, name, 7);
     let a = Graph::new(cfg("wa")).unwrap();
     let (b, peers_during_setup) = Graph::new_with(cfg("wb"), |g| {
         let v = g.create_value("/ready")?;
