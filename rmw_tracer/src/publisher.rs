@@ -59,6 +59,11 @@ impl Publisher {
             };
             ctx.retain_at_least(&path, depth, ring.byte_budget)?;
         }
+        if ctx.networked {
+            if let Some((depth, budget)) = qos.resend_window() {
+                ctx.retain_at_least(&path, depth, budget)?;
+            }
+        }
         ty.set_schema(&ctx, &path)?;
         let gid = ctx.gids.next();
         let record = crate::record::publisher_tap(topic, &path, &ty, &qos, gid);
