@@ -27,6 +27,7 @@ mod qos;
 mod qos_compat;
 mod record;
 mod registry;
+mod resume;
 mod service;
 mod shm;
 mod subscription;
