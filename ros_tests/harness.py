@@ -183,8 +183,11 @@ class NetNamespace:
 
     _available: bool | None = None
 
-    def __init__(self) -> None:
+    def __init__(self, private_shm: bool = False) -> None:
+        # private_shm: a private mount namespace with its own /dev/shm too, so Fast DDS's
+        # fastrtps_* segment and port files vanish with the namespace.
         self._holder: subprocess.Popen | None = None
+        self._private_shm = private_shm
 
     @classmethod
     def available(cls) -> bool:
@@ -200,8 +203,11 @@ class NetNamespace:
         return cls._available
 
     def __enter__(self) -> "NetNamespace":
+        shm = "mount -t tmpfs -o size=256m tmpfs /dev/shm && " if self._private_shm else ""
+        mount = ["-m", "--propagation", "private"] if self._private_shm else []
         self._holder = subprocess.Popen(
-            ["unshare", "-n", "--", "sh", "-c", "ip link set lo up && echo up && exec sleep 100000"],
+            ["unshare", "-n", *mount, "--", "sh", "-c",
+             f"ip link set lo up && {shm}echo up && exec sleep 100000"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
         )
         line = self._holder.stdout.readline().strip() if self._holder.stdout else ""
@@ -213,7 +219,8 @@ class NetNamespace:
 
     def prefix(self) -> list[str]:
         assert self._holder is not None, "NetNamespace used outside its with-block"
-        return ["nsenter", "-t", str(self._holder.pid), "-n", "--"]
+        mount = ["-m"] if self._private_shm else []
+        return ["nsenter", "-t", str(self._holder.pid), "-n", *mount, "--"]
 
     def __exit__(self, *exc) -> None:
         if self._holder is not None:
