@@ -184,8 +184,8 @@ class NetNamespace:
     _available: bool | None = None
 
     def __init__(self, private_shm: bool = False) -> None:
-        # private_shm: a private mount namespace with its own /dev/shm too, so Fast DDS's
-        # fastrtps_* segment and port files vanish with the namespace.
+        """``private_shm``: the namespace's processes also share a mount namespace of their own
+        with an empty tmpfs on /dev/shm, so Fast DDS's ``fastrtps_*`` files go with it."""
         self._holder: subprocess.Popen | None = None
         self._private_shm = private_shm
 
@@ -203,11 +203,14 @@ class NetNamespace:
         return cls._available
 
     def __enter__(self) -> "NetNamespace":
-        shm = "mount -t tmpfs -o size=256m tmpfs /dev/shm && " if self._private_shm else ""
-        mount = ["-m", "--propagation", "private"] if self._private_shm else []
+        if self._private_shm:
+            argv = ["unshare", "-n", "-m", "--propagation", "private", "--", "sh", "-c",
+                    "ip link set lo up && mount -t tmpfs -o mode=1777 tmpfs /dev/shm"
+                    " && echo up && exec sleep 100000"]
+        else:
+            argv = ["unshare", "-n", "--", "sh", "-c", "ip link set lo up && echo up && exec sleep 100000"]
         self._holder = subprocess.Popen(
-            ["unshare", "-n", *mount, "--", "sh", "-c",
-             f"ip link set lo up && {shm}echo up && exec sleep 100000"],
+            argv,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
         )
         line = self._holder.stdout.readline().strip() if self._holder.stdout else ""
