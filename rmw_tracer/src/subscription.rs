@@ -65,6 +65,8 @@ pub struct Subscription {
     _entry: Entry,
     /// `RMW_TRACER_RECORD`: set when this process records the topic.
     record: Option<crate::record::SubTap>,
+    /// Outstanding loans; None when the type is not plain (docs/loans.md).
+    loans: Option<crate::loan::SubscriptionLoans>,
 }
 
 /// What a subscription knows of one writer of its topic.
@@ -155,7 +157,9 @@ impl Subscription {
                 }),
             }),
         );
+        let loans = ty.ty.plain_size().map(crate::loan::SubscriptionLoans::new);
         Ok(Subscription {
+            loans,
             events,
             topic: cstr::owned(topic, "topic_name")?,
             qos,
@@ -249,18 +253,71 @@ impl Subscription {
             };
             match msg.deserialize(&self.ty.ty, s.payload.as_ref()) {
                 Ok(()) => return Ok(Some(TakenInfo::of(&s))),
-                Err(e) if e.is_bad_input() => {
-                    log!(
-                        RMW_LOG_SEVERITY_WARN,
-                        "{}: dropped a sample from writer {:?} that is not a valid {}: {e}",
-                        self.topic.to_string_lossy(),
-                        Gid(s.meta.writer),
-                        self.ty.type_name
-                    );
-                }
+                Err(e) if e.is_bad_input() => self.warn_invalid(&s, &e),
                 Err(e) => return Err(e.into()),
             }
         }
+    }
+
+    /// `can_loan_messages`: the type is plain.
+    pub fn can_loan(&self) -> bool {
+        self.loans.is_some()
+    }
+
+    fn loans(&self) -> RmwResult<&crate::loan::SubscriptionLoans> {
+        self.loans.as_ref().ok_or_else(|| {
+            crate::boundary::RmwError::UnsupportedFeature(format!(
+                "loaning messages of {} (not a plain type: docs/loans.md)",
+                self.ty.type_name
+            ))
+        })
+    }
+
+    /// `rmw_take_loaned_message(_with_info)`: the next message, lent until
+    /// [`return_loaned`](Self::return_loaned). In place (read-only: a peer's segment is mapped
+    /// so) when the sample's bytes are a loaned publisher's; otherwise deserialized into a
+    /// buffer of ours. Bytes that are not a valid message are dropped as in [`take`](Self::take).
+    pub fn take_loaned(&self) -> RmwResult<Option<(*mut std::ffi::c_void, TakenInfo)>> {
+        let loans = self.loans()?;
+        loop {
+            let Some(s) = self.take_sample() else {
+                return Ok(None);
+            };
+            let info = TakenInfo::of(&s);
+            if let Some(p) = loans.in_place(&s) {
+                loans.lend_sample(p, s);
+                return Ok(Some((p, info)));
+            }
+            let (mut buf, start) = loans.copy_buffer();
+            match crate::boundary::message::deserialize_plain(
+                &self.ty.ty,
+                s.payload.as_ref(),
+                &mut buf[start..],
+            ) {
+                Ok(()) => {
+                    let p = buf[start..].as_mut_ptr().cast();
+                    loans.lend_copy(p, buf);
+                    return Ok(Some((p, info)));
+                }
+                Err(e) if e.is_bad_input() => self.warn_invalid(&s, &e),
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// `rmw_return_loaned_message_from_subscription`.
+    pub fn return_loaned(&self, p: *mut std::ffi::c_void) -> RmwResult<()> {
+        self.loans()?.give_back(p)
+    }
+
+    fn warn_invalid(&self, s: &Sample, e: &crate::cdr::CdrError) {
+        log!(
+            RMW_LOG_SEVERITY_WARN,
+            "{}: dropped a sample from writer {:?} that is not a valid {}: {e}",
+            self.topic.to_string_lossy(),
+            Gid(s.meta.writer),
+            self.ty.type_name
+        );
     }
 
     /// Take one message as CDR bytes.

@@ -93,6 +93,7 @@ impl Server {
             type_hash: String::new(),
             definition: String::new(),
             encoding: "cdr".to_owned(),
+            layout: String::new(),
         };
         let endpoint = Endpoint::new(
             node,
