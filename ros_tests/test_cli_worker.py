@@ -9,6 +9,9 @@ Nothing here is collected by pytest: ROS is imported only when run as a program.
          [--until FILE]
         publishes test_msgs sample(T, i) for i = 0, 1, .. every S seconds (N times, default
         without end) until FILE exists; prints {"published": i, "msg": <plain JSON>} after each
+    chatter [--until FILE]
+        publishes std_msgs/String "hello from rmw_tracer <i>" on /chatter every 50 ms until
+        FILE exists, printing each string after publishing it
     node --name N [--until FILE]
         a node with a /chatter publisher (std_msgs/String), a /chatter subscription and a
         /srv service (test_msgs/BasicTypes), prints "ready", spins until FILE exists
@@ -100,6 +103,24 @@ def talk(a) -> None:
     rclpy.shutdown()
 
 
+def chatter(a) -> None:
+    import rclpy
+    from rclpy.node import Node
+    from std_msgs.msg import String
+
+    rclpy.init()
+    n = Node("cli_chatter")
+    pub = n.create_publisher(String, "/chatter", 10)
+    i = 0
+    while not (a.until and Path(a.until).exists()):
+        pub.publish(String(data=f"hello from rmw_tracer {i}"))
+        print(f"hello from rmw_tracer {i}", flush=True)
+        i += 1
+        rclpy.spin_once(n, timeout_sec=0.05)
+    n.destroy_node()
+    rclpy.shutdown()
+
+
 def node(a) -> None:
     import rclpy
     from rclpy.node import Node
@@ -130,11 +151,13 @@ def main() -> None:
     t.add_argument("--reliability", default="reliable")
     t.add_argument("--durability", default="volatile")
     t.add_argument("--until")
+    c = sub.add_parser("chatter")
+    c.add_argument("--until")
     n = sub.add_parser("node")
     n.add_argument("--name", required=True)
     n.add_argument("--until")
     a = p.parse_args()
-    {"publish": publish, "talk": talk, "node": node}[a.cmd](a)
+    {"publish": publish, "talk": talk, "chatter": chatter, "node": node}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -30,5 +30,5 @@ pub use path::Path;
 pub use payload::{Meta, Payload, WriterId};
 pub use ready::{Readiness, Signal, Waiter};
 pub use ring::Ring;
-pub use vertex::{Sample, SinkFn, StreamOptions, Vertex};
+pub use vertex::{AdmitFn, Sample, SinkFn, StreamOptions, Vertex};
 pub use wire::frame::{EdgeId, Role, SchemaInfo, StructEvent};

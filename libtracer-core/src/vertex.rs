@@ -53,6 +53,11 @@ impl StreamOptions {
 /// A sink's logic: runs on the delivering thread, must not block.
 pub type SinkFn = Arc<dyn Fn(&Sample) + Send + Sync>;
 
+/// A stream's admission filter (`Graph::set_stream_filter`): called with each sample about to
+/// land in the ring, under the ring's lock, on the delivering thread; `false` leaves the sample
+/// out (not stored, not counted as dropped, nobody woken). It must not block nor call the graph.
+pub type AdmitFn = Arc<dyn Fn(&Sample) -> bool + Send + Sync>;
+
 pub(crate) enum Kind {
     Value,
     Stream,
@@ -79,6 +84,8 @@ pub(crate) struct Store {
     pub(crate) seq: u64,
     pub(crate) value: Option<Sample>,
     pub(crate) ring: Ring,
+    /// A stream's admission filter, if its owner set one.
+    pub(crate) admit: Option<AdmitFn>,
 }
 
 /// An edge that delivers into this vertex, so that removing the vertex can unhook it.
@@ -194,6 +201,9 @@ impl Node {
             }
             Kind::Stream => {
                 let mut st = self.store.lock();
+                if st.admit.as_ref().is_some_and(|f| !f(&s)) {
+                    return st.seq;
+                }
                 st.seq += 1;
                 seq = st.seq;
                 st.ring.push(s);

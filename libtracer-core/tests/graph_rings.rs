@@ -187,3 +187,34 @@ fn ruling_one_waiter_blocks_on_many_rings_and_signals() {
     guard.clear();
     assert!(!w.wait(Some(Duration::ZERO)));
 }
+
+#[test]
+fn ruling_a_stream_filter_decides_what_lands_and_drops_count_nothing() {
+    let g = graph("g");
+    let s = g.create_stream("/s", StreamOptions::keep_last(3)).unwrap();
+    let src = g
+        .create_stream("/src", StreamOptions::keep_last(10))
+        .unwrap();
+    g.subscribe("/src", "/s", DeliveryPolicy::default())
+        .unwrap();
+    // Odd sequences only, whether written here or delivered by an edge.
+    g.set_stream_filter(
+        "/s",
+        Some(std::sync::Arc::new(|x| x.meta.sequence % 2 == 1)),
+    )
+    .unwrap();
+    for i in 0..4 {
+        s.write(p(b"x"), m(i)).unwrap();
+        src.write(p(b"y"), m(10 + i)).unwrap();
+    }
+    // Left out is not overflow: nothing is counted lost, and the ring keeps its own depth.
+    assert_eq!(s.take_dropped(), 1);
+    assert_eq!(drain(&s), vec![(11, None), (3, None), (13, None)]);
+    g.set_stream_filter("/s", None).unwrap();
+    s.write(p(b"x"), m(4)).unwrap();
+    assert_eq!(drain(&s), vec![(4, None)]);
+    assert!(matches!(
+        g.set_stream_filter("/nope", None),
+        Err(Error::NotFound(_))
+    ));
+}

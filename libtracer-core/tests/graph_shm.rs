@@ -7,28 +7,21 @@
 //! `shm_child`: a graph subscribed to the parent's `/t` with a ring of `LT_SHM_DEPTH`, driven
 //! by commands on stdin, answering lines starting `@@ `.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant};
 
-use libtracer_core::{
-    DeliveryPolicy, Discovery, Graph, GraphConfig, Meta, Payload, Sample, StreamOptions,
-};
+use libtracer_core::{DeliveryPolicy, Graph, Meta, Payload, Sample, StreamOptions};
 use tracer_shm::{Pool, PoolConfig};
 
 const T: Duration = Duration::from_secs(30);
 const SIZE: usize = 100_000;
 
 fn graph(dir: &std::path::Path, name: &str) -> Graph {
-    Graph::new(GraphConfig {
-        name: Some(name.into()),
-        domain_id: 0,
-        discovery: Discovery::Host,
-        rendezvous_dir: Some(dir.to_owned()),
-        network: None,
-    })
-    .expect("graph")
+    Graph::new(common::host_config(dir, name, 0)).expect("graph")
 }
 
 fn eventually(what: &str, mut f: impl FnMut() -> bool) {

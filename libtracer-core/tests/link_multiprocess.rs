@@ -8,6 +8,7 @@
 //! which drives a graph from commands on stdin and answers on stdout (lines starting `@@ `; the
 //! test harness's own lines are skipped). Every wait on a child has a deadline.
 
+mod common;
 mod link_support;
 
 use std::io::{BufRead, BufReader, Write};
@@ -18,8 +19,7 @@ use std::time::{Duration, Instant};
 use libtracer_core::link::{HostTransport, Link, LinkHandler};
 use libtracer_core::wire::{encode, Frame, FrameDecoder, MAX_FRAME};
 use libtracer_core::{
-    DeliveryPolicy, Discovery, EdgeState, Graph, GraphConfig, Meta, Payload, StreamOptions,
-    StructEvent, Vertex,
+    DeliveryPolicy, EdgeState, Graph, Meta, Payload, StreamOptions, StructEvent, Vertex,
 };
 use link_support::{Recorder, TempDir};
 
@@ -28,14 +28,7 @@ use link_support::{Recorder, TempDir};
 const T: Duration = Duration::from_secs(20);
 
 fn host_graph(dir: &std::path::Path, name: &str) -> Graph {
-    Graph::new(GraphConfig {
-        name: Some(name.into()),
-        domain_id: 0,
-        discovery: Discovery::Host,
-        rendezvous_dir: Some(dir.to_owned()),
-        network: None,
-    })
-    .expect("graph with host discovery")
+    Graph::new(common::host_config(dir, name, 0)).expect("graph with host discovery")
 }
 
 fn eventually(what: &str, f: impl Fn() -> bool) -> Duration {

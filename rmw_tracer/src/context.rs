@@ -50,8 +50,14 @@ pub struct Shared {
     next_ring: AtomicU64,
     /// Large samples' shared-memory pool (`crate::shm`); None when off or unavailable.
     pub shm: Option<crate::shm::ShmOut>,
-    /// Topic vertex -> the history it retains (the largest of its transient-local publishers).
-    retained: Mutex<HashMap<String, usize>>,
+    /// Topic vertex -> the history it retains, depth (`usize::MAX`: no count bound) and byte
+    /// budget: the largest of its transient-local publishers and, with the network on, of its
+    /// reliable publishers' resend windows (docs/network.md section 6).
+    retained: Mutex<HashMap<String, (usize, usize)>>,
+    /// The network is on (static peers or SUBNET): links can be cut and come back, so reliable
+    /// publishers keep a resend window and reliable subscriptions filter replays
+    /// (`crate::resume`).
+    pub networked: bool,
 }
 
 /// The object behind `rmw_context_t::impl`.
@@ -195,6 +201,7 @@ impl Context {
             _ => rendezvous_dir(std::env::var_os(RENDEZVOUS_ENV).as_deref(), domain32)?,
         };
         let network = network_for(cfg.discovery_range, &cfg.static_peers, domain32)?;
+        let networked = network.is_some();
         let gids = GidSource::new();
         let mut rec = Record::new(EntityKind::Context, gids.context_gid());
         rec.enclave = cfg.enclave.clone();
@@ -225,6 +232,7 @@ impl Context {
                 teardown,
                 next_ring: AtomicU64::new(1),
                 retained: Mutex::new(HashMap::new()),
+                networked,
             }),
             _entry: entry,
         })
@@ -273,16 +281,19 @@ impl Shared {
     /// keep all within the byte budget) for transient-local subscribers.
     pub fn retain_at_least(&self, path: &str, depth: usize, byte_budget: usize) -> RmwResult<()> {
         let mut r = self.retained.lock();
-        let cur = r.get(path).copied().unwrap_or(1);
-        if depth > cur {
-            if depth == usize::MAX {
-                self.graph.set_history_depth(path, 0)?;
-                self.graph.set_ring_source(path, byte_budget)?;
-            } else {
-                self.graph.set_history_depth(path, depth)?;
-            }
-            r.insert(path.to_owned(), depth);
+        let (cur_depth, cur_budget) = r.get(path).copied().unwrap_or((1, 0));
+        let depth = depth.max(cur_depth);
+        let budget = byte_budget.max(cur_budget);
+        if (depth, budget) == (cur_depth, cur_budget) {
+            return Ok(());
         }
+        if depth == usize::MAX {
+            self.graph.set_history_depth(path, 0)?;
+            self.graph.set_ring_source(path, budget)?;
+        } else {
+            self.graph.set_history_depth(path, depth)?;
+        }
+        r.insert(path.to_owned(), (depth, budget));
         Ok(())
     }
 }

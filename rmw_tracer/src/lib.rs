@@ -28,6 +28,7 @@ mod qos;
 mod qos_compat;
 mod record;
 mod registry;
+mod resume;
 mod service;
 mod shm;
 mod subscription;

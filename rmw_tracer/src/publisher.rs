@@ -61,6 +61,11 @@ impl Publisher {
             };
             ctx.retain_at_least(&path, depth, ring.byte_budget)?;
         }
+        if ctx.networked {
+            if let Some((depth, budget)) = qos.resend_window() {
+                ctx.retain_at_least(&path, depth, budget)?;
+            }
+        }
         ty.set_schema(&ctx, &path)?;
         let gid = ctx.gids.next();
         let record = crate::record::publisher_tap(topic, &path, &ty, &qos, gid);
@@ -212,6 +217,38 @@ impl Publisher {
         let mut rec = self.rec.clone();
         rec.asserted_ns = Some(now);
         self._ctx.registry.reannounce(&rec)
+    }
+
+    /// `rmw_publisher_wait_for_all_acked`: true once every reliable subscription matched now
+    /// holds every sample written before the call, false at `timeout` (`None`: no limit).
+    ///
+    /// A subscription of this process received a sample when the write returned (delivery into
+    /// its ring is synchronous). One in another process received it when its process has landed
+    /// the link's DELIVERY frame, which `Graph::sync_peers` proves with one READ round trip per
+    /// process behind a reliable edge on the topic (all at once). Best-effort edges are not
+    /// waited for, and a best-effort publisher returns at once, as the header says. A peer that
+    /// dies, or whose link is closed as hung (0.9 s of silence), no longer holds the call; a
+    /// subscription destroyed meanwhile still answers through its process.
+    pub fn wait_for_all_acked(&self, timeout: Option<std::time::Duration>) -> RmwResult<bool> {
+        if !self.qos.reliable() {
+            return Ok(true);
+        }
+        let deadline = timeout.and_then(|t| std::time::Instant::now().checked_add(t));
+        let mut peers: Vec<String> = self
+            ._ctx
+            .graph
+            .subscribers(self.vertex.path())?
+            .into_iter()
+            .filter(|e| !e.structural && e.policy.is_reliable())
+            .filter_map(|e| e.peer)
+            .collect();
+        peers.sort();
+        peers.dedup();
+        match self._ctx.graph.sync_peers(&peers, deadline) {
+            Ok(()) => Ok(true),
+            Err(libtracer_core::Error::Timeout) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Subscriptions that receive what this publisher writes: the edges on the topic vertex

@@ -28,6 +28,10 @@ pub const DEFAULT_DEPTH: usize = 10;
 /// subscriber from taking all memory (the oldest samples go first, counted as lost).
 pub const KEEP_ALL_BYTE_BUDGET: usize = 256 * 1024 * 1024;
 
+/// The byte bound of a reliable KEEP_ALL publisher's resend window with the network on
+/// (docs/network.md section 6): what it keeps for a subscriber whose link was cut.
+pub const RESEND_BYTE_BUDGET: usize = 64 * 1024 * 1024;
+
 /// Which end of a topic a profile belongs to (BEST_AVAILABLE resolves differently).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum End {
@@ -206,6 +210,19 @@ impl Qos {
                 byte_budget: KEEP_ALL_BYTE_BUDGET,
             },
             (true, false) => StreamOptions::keep_last(self.depth().max(1)),
+        }
+    }
+
+    /// What a reliable publisher keeps, with the network on, to resend to a subscriber whose
+    /// link was cut and came back (docs/network.md section 6): its depth (`usize::MAX` for
+    /// KEEP_ALL) and byte budget. `None` for best effort, which promises nothing.
+    pub fn resend_window(&self) -> Option<(usize, usize)> {
+        if !self.reliable() {
+            None
+        } else if self.keep_all() {
+            Some((usize::MAX, RESEND_BYTE_BUDGET))
+        } else {
+            Some((self.depth().max(1), 0))
         }
     }
 

@@ -21,6 +21,7 @@ use crate::names;
 use crate::node::Node;
 use crate::qos::{End, Qos};
 use crate::registry::{EntityKind, Entry, SubscriptionLink};
+use crate::resume::Resume;
 use crate::topic::{now_ns, TopicType};
 use tracer_recording::INFINITE_NS;
 
@@ -109,6 +110,14 @@ impl Subscription {
         let ring_path = ctx.new_ring_path();
         let ring = qos.subscription_ring();
         let target = ctx.graph.create_stream(&ring_path, ring)?;
+        // With the network on, a reliable subscription's edges are made again after a cut and
+        // replay the publisher's resend window: the ring admits only what it has not had.
+        let resume = (ctx.networked && qos.reliable()).then(|| Arc::new(Resume::default()));
+        if let Some(r) = &resume {
+            let r = r.clone();
+            ctx.graph
+                .set_stream_filter(&ring_path, Some(Arc::new(move |s| r.admit(s))))?;
+        }
         let local_edge = match ctx.graph.subscribe(&path, &ring_path, qos.delivery()) {
             Ok(e) => e,
             Err(e) => {
@@ -124,6 +133,7 @@ impl Subscription {
             target: ring_path,
             policy: qos.delivery(),
             qos,
+            resume,
             remote: Mutex::new(Some(BTreeMap::new())),
         });
         let gid = ctx.gids.next();

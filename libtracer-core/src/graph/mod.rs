@@ -18,7 +18,7 @@ use crate::path::{valid_segment, Path};
 use crate::payload::{Meta, Payload};
 use crate::structure::{self, What};
 use crate::tree::Tree;
-use crate::vertex::{dispatch_write, Kind, Node, Sample, SinkFn, StreamOptions, Vertex};
+use crate::vertex::{dispatch_write, AdmitFn, Kind, Node, Sample, SinkFn, StreamOptions, Vertex};
 use crate::wire::frame::SchemaInfo;
 
 /// `:schema`: type name, hash, definition and encoding, for tools only.
@@ -345,6 +345,16 @@ impl Graph {
     pub fn set_ring_source(&self, path: &str, byte_budget: usize) -> Result<(), Error> {
         let n = self.stream_node(path)?;
         n.store.lock().ring.set_byte_budget(byte_budget);
+        Ok(())
+    }
+
+    /// Give a stream an admission filter (`None` removes it): every sample about to land in
+    /// its ring, local write or delivery, is offered to `f` first and left out when it says
+    /// no. rmw_tracer uses it to drop what a subscription already holds when a publisher's
+    /// history is replayed after a link came back (docs/network.md section 6).
+    pub fn set_stream_filter(&self, path: &str, f: Option<AdmitFn>) -> Result<(), Error> {
+        let n = self.stream_node(path)?;
+        n.store.lock().admit = f;
         Ok(())
     }
 

@@ -17,6 +17,18 @@ pub fn graph(name: &str) -> Graph {
     .unwrap()
 }
 
+/// The configuration of a graph that finds its peers on this host through `dir`
+/// (host discovery, no network): what every multi-graph and multi-process test uses.
+pub fn host_config(dir: &std::path::Path, name: &str, domain_id: u32) -> GraphConfig {
+    GraphConfig {
+        name: Some(name.into()),
+        domain_id,
+        discovery: libtracer_core::Discovery::Host,
+        rendezvous_dir: Some(dir.to_owned()),
+        network: None,
+    }
+}
+
 pub fn p(b: &[u8]) -> Payload {
     Payload::copy_from_slice(b)
 }

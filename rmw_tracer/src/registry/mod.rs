@@ -32,6 +32,7 @@ use crate::log::log;
 use crate::names;
 use crate::qos::Qos;
 use crate::qos_compat;
+use crate::resume::Resume;
 use tracer_recording::{decode, Announcement};
 /// The record's one codec is the ROS-free `tracer_recording::endpoint` (docs/rmw-mapping.md
 /// documents the format), which `tracer record` reads peers' registries with as well.
@@ -60,6 +61,9 @@ pub struct SubscriptionLink {
     pub policy: DeliveryPolicy,
     /// The subscription's resolved QoS: publishers whose offer does not meet it are not wired.
     pub qos: Qos,
+    /// A reliable subscription with the network on: an edge made again to a peer replays the
+    /// publisher's history, and the ring admits only what it had not got (`crate::resume`).
+    pub resume: Option<Arc<Resume>>,
     /// One edge per peer that has a matching publisher; `None` once the subscription is going
     /// away, so that the worker, which may still hold the link, wires nothing more into it.
     pub remote: Mutex<Option<BTreeMap<String, RemoteEdge>>>,
@@ -580,7 +584,11 @@ impl Inner {
                 continue;
             }
             let source = names::on_peer(peer, &sub.path);
-            match self.graph.subscribe(&source, &sub.target, sub.policy) {
+            let policy = match &sub.resume {
+                Some(r) if r.rewire(peer) => sub.policy.with_transient_local(true),
+                _ => sub.policy,
+            };
+            match self.graph.subscribe(&source, &sub.target, policy) {
                 Ok(edge) => {
                     remote.insert(
                         peer.to_owned(),
