@@ -24,7 +24,7 @@
  *   loans_rcl api                              every documented return code of the six
  *       entry points (rmw level), "ok <check>" / "FAIL <check>" lines
  *
- * Reliable, keep-last depth (default: count), volatile. Exit status: 0 when all is well, 1 on
+ * Reliable, keep-last, volatile; readers' depth: count (or [depth]), the publisher's 16. Exit status: 0 when all is well, 1 on
  * an rcl error or a wrong value (printed), 2 on a timeout.
  */
 #include <stdint.h>
@@ -316,7 +316,9 @@ static void wait_stdin_closed(void) {
 static int run_pub(const char *topic, int count, int subs, const char *after) {
   init("loans_talker");
   rcl_publisher_t pub;
-  make_publisher(&pub, ts, topic, (size_t)count);
+  /* Depth 16: with the network on, a reliable publisher keeps its depth of samples (and so of
+   * pool slots) to resend after a cut (docs/network.md section 6). */
+  make_publisher(&pub, ts, topic, count < 16 ? (size_t)count : 16);
   if (!rcl_publisher_can_loan_messages(&pub)) {
     fprintf(stderr, "rcl_publisher_can_loan_messages is false for a plain type\n");
     return 1;
