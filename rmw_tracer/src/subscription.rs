@@ -61,6 +61,8 @@ pub struct Subscription {
     /// Known writers seen so far: whether we take their samples, and their lifespan (see
     /// `take_sample`).
     writers: Mutex<HashMap<[u8; 16], Writer>>,
+    /// The content filter, if one is set (`crate::content_filter`).
+    pub filter: crate::content_filter::Slot,
     /// QoS event state (`crate::event`); it owns the ring's drop counter.
     pub events: Arc<crate::event::Events>,
     _entry: Entry,
@@ -170,6 +172,7 @@ impl Subscription {
         let loans = ty.ty.plain_size().map(crate::loan::SubscriptionLoans::new);
         Ok(Subscription {
             loans,
+            filter: crate::content_filter::Slot::new(&ty.type_name, &ty.definition),
             events,
             topic: cstr::owned(topic, "topic_name")?,
             qos,
@@ -190,7 +193,8 @@ impl Subscription {
     /// The oldest deliverable sample, or `None` when the ring is empty. Dropped here: writes
     /// to nested topics (a sample with a suffix); with `ignore_local_publications`, this
     /// context's own publications; samples of writers DDS would not have matched with us
-    /// (`writer`); and samples older than their writer's lifespan.
+    /// (`writer`); samples the content filter refuses; and samples older than their writer's
+    /// lifespan.
     pub fn take_sample(&self) -> Option<Sample> {
         loop {
             let s = self.target.pop()?;
@@ -208,7 +212,7 @@ impl Subscription {
                 continue;
             }
             let w = self.writer(&s);
-            if !w.takes {
+            if !w.takes || !self.passes_filter(&s) {
                 continue;
             }
             self.events.on_sample(&s);
@@ -221,6 +225,22 @@ impl Subscription {
                 r.received(&s);
             }
             return Some(s);
+        }
+    }
+
+    /// Whether `s` passes the content filter (true when there is none). A filtered-out sample
+    /// is as if never received: no deadline activity, no recording, not lost. Bytes that are
+    /// not a message of our type are dropped with the warning a take gives them.
+    fn passes_filter(&self, s: &Sample) -> bool {
+        let Some(f) = self.filter.get() else {
+            return true;
+        };
+        match f.passes(s.payload.as_ref()) {
+            Ok(pass) => pass,
+            Err(e) => {
+                self.dropped_invalid(s, &e);
+                false
+            }
         }
     }
 
@@ -263,7 +283,7 @@ impl Subscription {
             };
             match msg.deserialize(&self.ty.ty, s.payload.as_ref()) {
                 Ok(()) => return Ok(Some(TakenInfo::of(&s))),
-                Err(e) if e.is_bad_input() => self.warn_invalid(&s, &e),
+                Err(e) if e.is_bad_input() => self.dropped_invalid(&s, &e),
                 Err(e) => return Err(e.into()),
             }
         }
@@ -309,7 +329,7 @@ impl Subscription {
                     loans.lend_copy(p, buf);
                     return Ok(Some((p, info)));
                 }
-                Err(e) if e.is_bad_input() => self.warn_invalid(&s, &e),
+                Err(e) if e.is_bad_input() => self.dropped_invalid(&s, &e),
                 Err(e) => return Err(e.into()),
             }
         }
@@ -320,7 +340,8 @@ impl Subscription {
         self.loans()?.give_back(p)
     }
 
-    fn warn_invalid(&self, s: &Sample, e: &crate::cdr::CdrError) {
+    /// The warning for a sample whose bytes are not a message of our type (it is dropped).
+    fn dropped_invalid(&self, s: &Sample, e: &dyn std::fmt::Display) {
         log!(
             RMW_LOG_SEVERITY_WARN,
             "{}: dropped a sample from writer {:?} that is not a valid {}: {e}",
