@@ -183,8 +183,11 @@ class NetNamespace:
 
     _available: bool | None = None
 
-    def __init__(self) -> None:
+    def __init__(self, private_shm: bool = False) -> None:
+        """``private_shm``: the namespace's processes also share a mount namespace of their own
+        with an empty tmpfs on /dev/shm, so Fast DDS's ``fastrtps_*`` files go with it."""
         self._holder: subprocess.Popen | None = None
+        self._private_shm = private_shm
 
     @classmethod
     def available(cls) -> bool:
@@ -200,8 +203,14 @@ class NetNamespace:
         return cls._available
 
     def __enter__(self) -> "NetNamespace":
+        if self._private_shm:
+            argv = ["unshare", "-n", "-m", "--propagation", "private", "--", "sh", "-c",
+                    "ip link set lo up && mount -t tmpfs -o mode=1777 tmpfs /dev/shm"
+                    " && echo up && exec sleep 100000"]
+        else:
+            argv = ["unshare", "-n", "--", "sh", "-c", "ip link set lo up && echo up && exec sleep 100000"]
         self._holder = subprocess.Popen(
-            ["unshare", "-n", "--", "sh", "-c", "ip link set lo up && echo up && exec sleep 100000"],
+            argv,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
         )
         line = self._holder.stdout.readline().strip() if self._holder.stdout else ""
@@ -213,7 +222,8 @@ class NetNamespace:
 
     def prefix(self) -> list[str]:
         assert self._holder is not None, "NetNamespace used outside its with-block"
-        return ["nsenter", "-t", str(self._holder.pid), "-n", "--"]
+        mount = ["-m"] if self._private_shm else []
+        return ["nsenter", "-t", str(self._holder.pid), "-n", *mount, "--"]
 
     def __exit__(self, *exc) -> None:
         if self._holder is not None:

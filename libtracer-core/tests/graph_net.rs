@@ -497,3 +497,65 @@ fn new_with_makes_its_vertices_before_any_peer_can_mount_it() {
     drop((a, b));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `Graph::sync_peers` is a barrier: when it returns, every delivery of a write made before it
+/// has landed in the peer's target (no waiting afterwards), because the peer answers the READ
+/// only after handling every earlier frame of the link.
+#[test]
+fn ruling_sync_peers_returns_once_every_earlier_delivery_has_landed() {
+    let (a, b, _na, _nb, _f) = pair();
+    let topic = a.create_stream("/topic", StreamOptions::default()).unwrap();
+    let sub = b.create_stream("/sub", StreamOptions::default()).unwrap();
+    b.subscribe("/net/a/topic", "/sub", DeliveryPolicy::new(true, 0, false))
+        .unwrap()
+        .wait_established(T)
+        .unwrap();
+    for round in 0..5u64 {
+        for i in 0..200u64 {
+            topic.write(p(&[7u8; 100]), m(round * 200 + i)).unwrap();
+        }
+        a.sync_peers(&["b".into()], Some(Instant::now() + T))
+            .unwrap();
+        assert_eq!(
+            sub.len(),
+            200,
+            "round {round}: not all landed at the barrier"
+        );
+        drain(&sub);
+        // Nothing sent since that barrier: the next needs no round trip, so even a deadline
+        // already passed is met.
+        a.sync_peers(&["b".into()], Some(Instant::now())).unwrap();
+    }
+    // A peer that is not mounted holds nothing of ours.
+    a.sync_peers(&["nobody".into()], Some(Instant::now() + T))
+        .unwrap();
+    a.sync_peers(&[], None).unwrap();
+}
+
+/// A peer that never answers: `Timeout` at the deadline; with no deadline the wait ends when the
+/// peer's link goes (a dead peer never holds the caller), without polling.
+#[test]
+fn sync_peers_times_out_on_a_silent_peer_and_ends_when_its_link_goes() {
+    let g = graph("g");
+    let (l, id) = scripted(&g, "peer", g.owner().uid, g.owner().gid);
+    // Nothing sent yet: nothing to wait for.
+    g.sync_peers(&["peer".into()], Some(Instant::now()))
+        .unwrap();
+    assert!(l.pop().is_none());
+    g.write("/net/peer/x", p(b"x"), m(1)).unwrap();
+    assert!(matches!(l.pop(), Some(Frame::Write { .. })));
+    let t0 = Instant::now();
+    assert!(matches!(
+        g.sync_peers(&["peer".into()], Some(t0 + Duration::from_millis(50))),
+        Err(Error::Timeout)
+    ));
+    assert!(t0.elapsed() >= Duration::from_millis(50));
+    assert!(matches!(l.pop(), Some(Frame::Read { path, .. }) if path == "/"));
+    let waiting = {
+        let g = g.clone();
+        std::thread::spawn(move || g.sync_peers(&["peer".into()], None))
+    };
+    eventually("the READ sent", || l.sent.lock().unwrap().len() == 1);
+    g.link_down(id);
+    assert!(waiting.join().unwrap().is_ok());
+}

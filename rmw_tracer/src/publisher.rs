@@ -179,6 +179,38 @@ impl Publisher {
         self._ctx.registry.reannounce(&rec)
     }
 
+    /// `rmw_publisher_wait_for_all_acked`: true once every reliable subscription matched now
+    /// holds every sample written before the call, false at `timeout` (`None`: no limit).
+    ///
+    /// A subscription of this process received a sample when the write returned (delivery into
+    /// its ring is synchronous). One in another process received it when its process has landed
+    /// the link's DELIVERY frame, which `Graph::sync_peers` proves with one READ round trip per
+    /// process behind a reliable edge on the topic (all at once). Best-effort edges are not
+    /// waited for, and a best-effort publisher returns at once, as the header says. A peer that
+    /// dies, or whose link is closed as hung (0.9 s of silence), no longer holds the call; a
+    /// subscription destroyed meanwhile still answers through its process.
+    pub fn wait_for_all_acked(&self, timeout: Option<std::time::Duration>) -> RmwResult<bool> {
+        if !self.qos.reliable() {
+            return Ok(true);
+        }
+        let deadline = timeout.and_then(|t| std::time::Instant::now().checked_add(t));
+        let mut peers: Vec<String> = self
+            ._ctx
+            .graph
+            .subscribers(self.vertex.path())?
+            .into_iter()
+            .filter(|e| !e.structural && e.policy.is_reliable())
+            .filter_map(|e| e.peer)
+            .collect();
+        peers.sort();
+        peers.dedup();
+        match self._ctx.graph.sync_peers(&peers, deadline) {
+            Ok(()) => Ok(true),
+            Err(libtracer_core::Error::Timeout) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// Subscriptions that receive what this publisher writes: the edges on the topic vertex
     /// (local subscriptions, and remote ones that wired themselves to it, which they do only to
     /// publishers they match), less those that never take our messages (another type or an

@@ -217,6 +217,26 @@ int main(void) {
     if (rmw_publish(pub, &msg, NULL) != RMW_RET_OK) check(0, "publish", "failed");
   }
   check(wait_sub(ws, sub, &zero, &slot) == RMW_RET_OK && slot == sub->data, "subscription ready", "not ready");
+
+  /* --- rmw_publisher_wait_for_all_acked (rmw.h): a subscription of this process has every
+   * sample once rmw_publish returns, so even a zero timeout is met. --- */
+  rmw_time_t infinite = RMW_DURATION_INFINITE;
+  check(rmw_publisher_wait_for_all_acked(NULL, zero) == RMW_RET_INVALID_ARGUMENT && error_contains("publisher"),
+        "wait_for_all_acked null publisher", "not invalid with the error string");
+  rmw_publisher_t foreign_pub = *pub;
+  foreign_pub.implementation_identifier = "rmw_fastrtps_cpp";
+  check(rmw_publisher_wait_for_all_acked(&foreign_pub, zero) == RMW_RET_INCORRECT_RMW_IMPLEMENTATION &&
+            error_contains("rmw_fastrtps_cpp"), "wait_for_all_acked foreign publisher", "not incorrect implementation");
+  rmw_publisher_t zeroed_pub = {0};
+  check(rmw_publisher_wait_for_all_acked(&zeroed_pub, zero) == RMW_RET_INVALID_ARGUMENT,
+        "wait_for_all_acked zero-initialized publisher", "not invalid");
+  check(rmw_publisher_wait_for_all_acked(pub, zero) == RMW_RET_OK && !rmw_error_is_set(),
+        "wait_for_all_acked in process, zero timeout", "not ok");
+  check(rmw_publisher_wait_for_all_acked(pub, infinite) == RMW_RET_OK, "wait_for_all_acked infinite", "not ok");
+  rmw_qos_profile_t be = rmw_qos_profile_sensor_data;
+  rmw_publisher_t *be_pub = rmw_create_publisher(node, string_ts(), "/api/best_effort", &be, &popts);
+  check(be_pub != NULL && rmw_publisher_wait_for_all_acked(be_pub, zero) == RMW_RET_OK &&
+            rmw_destroy_publisher(node, be_pub) == RMW_RET_OK, "wait_for_all_acked best-effort publisher", "not ok");
   check(rmw_subscription_set_on_new_message_callback(sub, on_new_message, NULL) == RMW_RET_OK &&
             atomic_load(&callback_events) == 3, "callback gets the waiting count", "not 3");
   set_string(&msg, "m3");

@@ -160,6 +160,19 @@ impl Graph {
         self.inner.net.peers()
     }
 
+    /// Wait until each of `peers` has handled every frame this graph sent it before the call
+    /// (so every delivery of an earlier write has landed in the peer's targets), or until
+    /// `deadline` (`None`: no deadline) with `Error::Timeout`. One READ round trip per peer,
+    /// all in flight at once; no frame of its own (wire.md, section 5, "Order"). A peer that is
+    /// not mounted or whose link goes meanwhile counts as done: it holds nothing of ours.
+    pub fn sync_peers(
+        &self,
+        peers: &[String],
+        deadline: Option<std::time::Instant>,
+    ) -> Result<(), Error> {
+        self.inner.net.sync_peers(peers, deadline)
+    }
+
     /// Attach a link to a peer: mounts `/net/<peer>`. The transport then feeds the link's
     /// frames to `link_frame` and calls `link_down` when it drops.
     pub fn attach_link(&self, link: Arc<dyn PeerLink>) -> Result<LinkId, Error> {

@@ -67,11 +67,19 @@ impl Reply {
         self.cv.notify_all();
     }
     fn wait(&self, timeout: Duration) -> Result<Option<Sample>, Error> {
-        let deadline = Instant::now() + timeout;
+        self.wait_until(Instant::now().checked_add(timeout))
+    }
+    /// `None`: no deadline (the answer, or the link going down, ends the wait).
+    fn wait_until(&self, deadline: Option<Instant>) -> Result<Option<Sample>, Error> {
         let mut g = self.slot.lock();
         while g.is_none() {
-            if self.cv.wait_until(&mut g, deadline).timed_out() {
-                break;
+            match deadline {
+                Some(d) => {
+                    if self.cv.wait_until(&mut g, d).timed_out() {
+                        break;
+                    }
+                }
+                None => self.cv.wait(&mut g),
             }
         }
         g.take().unwrap_or(Err(Error::Timeout))
@@ -99,6 +107,11 @@ pub(crate) struct LinkState {
     produced: Mutex<HashMap<EdgeId, Weak<Node>>>,
     pending: Mutex<HashMap<ReqId, Pending>>,
     down: AtomicBool,
+    /// Frames other than READ whose send has returned (a READ asks, it carries nothing the
+    /// peer must have): what `sync_peers` compares with `synced`.
+    sent: AtomicU64,
+    /// The `sent` count that a `sync_peers` barrier has proved handled by the peer.
+    synced: AtomicU64,
 }
 
 impl LinkState {
@@ -106,7 +119,11 @@ impl LinkState {
         if self.down.load(Ordering::Acquire) {
             return Err(Error::LinkDown(self.peer.name.clone()));
         }
-        self.link.send(f)
+        self.link.send(f)?;
+        if !matches!(f, Frame::Read { .. }) {
+            self.sent.fetch_add(1, Ordering::AcqRel);
+        }
+        Ok(())
     }
 
     fn creds(&self) -> Credentials {
@@ -267,6 +284,61 @@ impl Net {
         out
     }
 
+    /// The barrier of `Graph::sync_peers`: one READ of `/` to each peer, then wait for every
+    /// answer. A peer handles a link's frames in order on one reader and answers a READ before
+    /// it handles the next frame (wire.md, section 5), so an answer, whatever it says, proves
+    /// that every frame we sent that peer before it has been handled: every DELIVERY landed.
+    /// A peer that is not mounted, or whose link goes meanwhile, holds nothing of ours and
+    /// counts as done. A link that has sent nothing since its last barrier was answered needs
+    /// no new one (a repeated or zero-timeout wait is answered at once). `deadline` `None`
+    /// waits for as long as it takes.
+    pub(crate) fn sync_peers(
+        &self,
+        peers: &[String],
+        deadline: Option<Instant>,
+    ) -> Result<(), Error> {
+        let mut waits = Vec::with_capacity(peers.len());
+        for peer in peers {
+            let Ok(l) = self.link(peer) else {
+                continue;
+            };
+            // Loaded before the READ is sent: every frame counted here has been written
+            // before it, so the READ's answer covers them (a frame still being written is
+            // counted later and asks for another barrier next time).
+            let mark = l.sent.load(Ordering::Acquire);
+            if l.synced.load(Ordering::Acquire) >= mark {
+                continue;
+            }
+            let req = self.req();
+            let r = Arc::new(Reply::default());
+            l.pending.lock().insert(req, Pending::Wait(r.clone()));
+            if l.send(&Frame::Read {
+                req,
+                path: "/".into(),
+            })
+            .is_err()
+            {
+                // The link is broken: it goes down, and what we sent over it with it.
+                l.pending.lock().remove(&req);
+                continue;
+            }
+            waits.push((l, req, r, mark));
+        }
+        let mut out = Ok(());
+        for (l, req, r, mark) in waits {
+            if out.is_ok() {
+                match r.wait_until(deadline) {
+                    Err(Error::Timeout) => out = Err(Error::Timeout),
+                    _ => {
+                        l.synced.fetch_max(mark, Ordering::AcqRel);
+                    }
+                }
+            }
+            l.pending.lock().remove(&req);
+        }
+        out
+    }
+
     pub(crate) fn subscribe_remote(
         &self,
         g: &GraphInner,
@@ -362,6 +434,8 @@ pub(crate) fn attach(g: &GraphInner, link: Arc<dyn PeerLink>) -> Result<LinkId, 
         produced: Mutex::new(HashMap::new()),
         pending: Mutex::new(HashMap::new()),
         down: AtomicBool::new(false),
+        sent: AtomicU64::new(0),
+        synced: AtomicU64::new(0),
     });
     g.net.by_key.write().insert(key, st.clone());
     g.net.by_name.write().insert(peer.name.clone(), st.clone());

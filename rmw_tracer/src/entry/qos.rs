@@ -5,7 +5,6 @@ use std::ffi::{c_char, c_void};
 
 use ffi::rmw_ret_t;
 
-use super::unsupported;
 use crate::boundary::{ffi_bool, ffi_const_ptr, ffi_ptr, ffi_ret};
 
 /// `rmw_qos_profile_check_compatible`: OK, WARNING or ERROR as rmw documents, with the reasons
@@ -58,14 +57,29 @@ pub unsafe extern "C" fn rmw_publisher_assert_liveliness(
     })
 }
 
-/// `rmw_publisher_wait_for_all_acked`: not built yet; returns `RMW_RET_UNSUPPORTED` and sets the error string.
+/// `rmw_publisher_wait_for_all_acked`: `RMW_RET_OK` once every matched reliable subscription
+/// has every sample this publisher wrote before the call, `RMW_RET_TIMEOUT` (no error string,
+/// as for `rmw_wait`) when `wait_timeout` passes first (`Publisher::wait_for_all_acked`).
+/// `RMW_DURATION_INFINITE` (and any time too large for a deadline) waits without limit; zero
+/// checks once.
 ///
 /// # Safety
-/// Callable with any arguments: none is dereferenced.
+/// `publisher` is null or a live publisher.
 #[no_mangle]
 pub unsafe extern "C" fn rmw_publisher_wait_for_all_acked(
-    _publisher: *const ffi::rmw_publisher_t,
-    _wait_timeout: ffi::rmw_time_t,
+    publisher: *const ffi::rmw_publisher_t,
+    wait_timeout: ffi::rmw_time_t,
 ) -> rmw_ret_t {
-    ffi_ret("rmw_publisher_wait_for_all_acked", unsupported)
+    ffi_ret("rmw_publisher_wait_for_all_acked", || {
+        // SAFETY: rmw's contract.
+        let p = unsafe {
+            crate::boundary::handle::get::<crate::publisher::Publisher>(publisher, "publisher")
+        }?;
+        let timeout = crate::waitset::timeout_of(Some(&wait_timeout));
+        if p.wait_for_all_acked(timeout)? {
+            Ok(())
+        } else {
+            Err(crate::boundary::RmwError::Timeout)
+        }
+    })
 }
