@@ -11,6 +11,7 @@ use std::ffi::CStr;
 pub mod boundary;
 #[allow(unsafe_code)]
 pub mod cdr;
+mod content_filter;
 mod context;
 #[allow(unsafe_code)]
 mod entry;

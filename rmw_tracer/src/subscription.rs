@@ -61,6 +61,8 @@ pub struct Subscription {
     /// Known writers seen so far: whether we take their samples, and their lifespan (see
     /// `take_sample`).
     writers: Mutex<HashMap<[u8; 16], Writer>>,
+    /// The content filter, if one is set (`crate::content_filter`).
+    pub filter: crate::content_filter::Slot,
     /// QoS event state (`crate::event`); it owns the ring's drop counter.
     pub events: Arc<crate::event::Events>,
     _entry: Entry,
@@ -166,6 +168,7 @@ impl Subscription {
             }),
         );
         Ok(Subscription {
+            filter: crate::content_filter::Slot::new(&ty.type_name, &ty.definition),
             events,
             topic: cstr::owned(topic, "topic_name")?,
             qos,
@@ -186,7 +189,8 @@ impl Subscription {
     /// The oldest deliverable sample, or `None` when the ring is empty. Dropped here: writes
     /// to nested topics (a sample with a suffix); with `ignore_local_publications`, this
     /// context's own publications; samples of writers DDS would not have matched with us
-    /// (`writer`); and samples older than their writer's lifespan.
+    /// (`writer`); samples the content filter refuses; and samples older than their writer's
+    /// lifespan.
     pub fn take_sample(&self) -> Option<Sample> {
         loop {
             let s = self.target.pop()?;
@@ -204,7 +208,7 @@ impl Subscription {
                 continue;
             }
             let w = self.writer(&s);
-            if !w.takes {
+            if !w.takes || !self.passes_filter(&s) {
                 continue;
             }
             self.events.on_sample(&s);
@@ -217,6 +221,22 @@ impl Subscription {
                 r.received(&s);
             }
             return Some(s);
+        }
+    }
+
+    /// Whether `s` passes the content filter (true when there is none). A filtered-out sample
+    /// is as if never received: no deadline activity, no recording, not lost. Bytes that are
+    /// not a message of our type are dropped with the warning a take gives them.
+    fn passes_filter(&self, s: &Sample) -> bool {
+        let Some(f) = self.filter.get() else {
+            return true;
+        };
+        match f.passes(s.payload.as_ref()) {
+            Ok(pass) => pass,
+            Err(e) => {
+                self.dropped_invalid(s, &e);
+                false
+            }
         }
     }
 
@@ -259,18 +279,21 @@ impl Subscription {
             };
             match msg.deserialize(&self.ty.ty, s.payload.as_ref()) {
                 Ok(()) => return Ok(Some(TakenInfo::of(&s))),
-                Err(e) if e.is_bad_input() => {
-                    log!(
-                        RMW_LOG_SEVERITY_WARN,
-                        "{}: dropped a sample from writer {:?} that is not a valid {}: {e}",
-                        self.topic.to_string_lossy(),
-                        Gid(s.meta.writer),
-                        self.ty.type_name
-                    );
-                }
+                Err(e) if e.is_bad_input() => self.dropped_invalid(&s, &e),
                 Err(e) => return Err(e.into()),
             }
         }
+    }
+
+    /// The warning for a sample whose bytes are not a message of our type (it is dropped).
+    fn dropped_invalid(&self, s: &Sample, e: &dyn std::fmt::Display) {
+        log!(
+            RMW_LOG_SEVERITY_WARN,
+            "{}: dropped a sample from writer {:?} that is not a valid {}: {e}",
+            self.topic.to_string_lossy(),
+            Gid(s.meta.writer),
+            self.ty.type_name
+        );
     }
 
     /// Take one message as CDR bytes.

@@ -45,13 +45,23 @@ pub unsafe extern "C" fn rmw_create_subscription(
             qos,
             options.ignore_local_publications,
         )?;
+        // A filter given at creation is compiled now: a bad one fails the creation, as with
+        // Fast DDS. A null pointer or an empty expression means no filter.
+        // SAFETY: caller guarantee: null or valid content filter options.
+        let filter = unsafe { handle::opt_input(options.content_filter_options) };
+        let mut is_cft_enabled = false;
+        if let Some(f) = filter.filter(|f| !f.filter_expression.is_null()) {
+            // SAFETY: caller guarantee: valid options.
+            let (expression, params) = unsafe { super::content_filter::read_options(f) }?;
+            is_cft_enabled = s.filter.set(&expression, params)?;
+        }
         Ok(handle::create(s, |s, data| ffi::rmw_subscription_t {
             implementation_identifier: IDENTIFIER.as_ptr(),
             data,
             topic_name: s.topic.as_ptr(),
             options,
             can_loan_messages: false,
-            is_cft_enabled: false,
+            is_cft_enabled,
         }))
     })
 }
