@@ -60,7 +60,7 @@ def test_foxglove_client_gets_advertised_channels_and_messages(tmp_path):
         events = [json.loads(l) for l in res.stdout.splitlines()]
         assert res.returncode == 0, (res.stdout, res.stderr, "".join(server._err))
         assert events[0] == {"event": "serverInfo", "name": "rmw_tracer",
-                             "capabilities": ["clientPublish", "services", "parameters"]}
+                             "capabilities": ["clientPublish", "services", "parameters", "parametersSubscribe"]}
         channels = [c for e in events if e["event"] == "advertise" for c in e["channels"]]
         ch = next(c for c in channels if c["topic"] == "/msgs/Nested")
         assert (ch["encoding"], ch["schemaName"], ch["schemaEncoding"]) == ("cdr", "test_msgs/msg/Nested", "ros2msg")
@@ -382,7 +382,7 @@ def test_service_calls_reach_the_ros_server(session):
     from mcap_ros2._dynamic import generate_dynamic, serialize_dynamic
 
     info = session.driver.wait(lambda e: e["event"] == "serverInfo")
-    assert info["capabilities"] == ["clientPublish", "services", "parameters"] and info["supportedEncodings"] == ["cdr"]
+    assert info["capabilities"] == ["clientPublish", "services", "parameters", "parametersSubscribe"] and info["supportedEncodings"] == ["cdr"]
     svc = session.service("/add_things")
     assert svc["type"] == "test_msgs/srv/BasicTypes"
     req, resp = svc["request"], svc["response"]
@@ -534,3 +534,30 @@ def test_client_publishes_onto_a_ros_topic(session):
     d.send(cmd="publish", channelId=ch, hex=_string_cdr("after unadvertise"))
     session.status_after(m, f"message data: no client channel {ch}")
     assert heard() == got
+
+
+def test_parameter_updates_reach_a_subscribed_client(session):
+    d = session.driver
+    session.service("/fox_node/set_parameters")
+    d.send(cmd="subscribeParams", names=["/fox_node.label", "/fox_node.count"])
+    # serve now takes the nodes' /parameter_events.
+    deadline = time.monotonic() + 20
+    while "/parameter_events" not in "".join(session.server._err) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "established /net/" in "".join(session.server._err), "".join(session.server._err)
+    m = d.mark()
+    # No id: no answer of its own; the update of the subscribed parameter arrives from the
+    # node's ParameterEvent, the unsubscribed one does not.
+    d.send(cmd="set", parameters=[{"name": "/fox_node.speed", "value": 9.5}, {"name": "/fox_node.label", "value": "updated"}])
+    e = d.wait(lambda e: e["event"] == "parameterValues", after=m)
+    assert e["parameters"] == [{"name": "/fox_node.label", "value": "updated"}] and "id" not in e, e
+    m = d.mark()
+    d.send(cmd="set", parameters=[{"name": "/fox_node.count", "value": 4}])
+    e = d.wait(lambda e: e["event"] == "parameterValues", after=m)
+    assert e["parameters"] == [{"name": "/fox_node.count", "value": 4}], e
+    # Unsubscribed: the next change comes only as the answer to a set with an id.
+    d.send(cmd="unsubscribeParams", names=["/fox_node.label", "/fox_node.count"])
+    m = d.mark()
+    d.send(cmd="set", id="s9", parameters=[{"name": "/fox_node.label", "value": "quiet"}])
+    e = d.wait(lambda e: e["event"] == "parameterValues", after=m)
+    assert e == {"event": "parameterValues", "parameters": [{"name": "/fox_node.label", "value": "quiet"}], "id": "s9"}, e

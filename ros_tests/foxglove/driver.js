@@ -12,6 +12,7 @@
 //   {"cmd": "publish", "channelId": N, "hex": ".."}
 //   {"cmd": "get", "names": [..], "id": ".."}
 //   {"cmd": "set", "parameters": [..], "id": ".."}
+//   {"cmd": "subscribeParams", "names": [..]} / {"cmd": "unsubscribeParams", "names": [..]}
 //   {"cmd": "raw", "text": ".."} / {"cmd": "rawbin", "hex": ".."}: sent as they are
 //   {"cmd": "close"}
 const { FoxgloveClient } = require("@foxglove/ws-protocol");
@@ -66,6 +67,12 @@ readline.createInterface({ input: process.stdin }).on("line", (line) => {
       break;
     case "set":
       client.setParameters(c.parameters, c.id);
+      break;
+    case "subscribeParams":
+      client.subscribeParameterUpdates(c.names);
+      break;
+    case "unsubscribeParams":
+      client.unsubscribeParameterUpdates(c.names);
       break;
     case "raw":
       ws.send(c.text);

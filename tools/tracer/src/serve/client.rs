@@ -54,7 +54,8 @@ pub fn client(
     {
         let mut h = shared.hub.lock();
         let info = json!({"op": "serverInfo", "name": "rmw_tracer",
-                          "capabilities": ["clientPublish", "services", "parameters"],
+                          "capabilities": ["clientPublish", "services", "parameters",
+                                           "parametersSubscribe"],
                           "supportedEncodings": ["cdr"], "metadata": {},
                           "sessionId": format!("{id}")});
         let _ = tx.try_send(Message::text(info.to_string()));
@@ -79,6 +80,7 @@ pub fn client(
             Client {
                 out: tx.clone(),
                 subs: HashMap::new(),
+                params: HashSet::new(),
                 dropped: dropped.clone(),
             },
         );
@@ -187,6 +189,21 @@ fn request(
                 })
                 .collect();
             (!errors.is_empty()).then(|| status(errors.join("; ")))?
+        }
+        Some(op @ ("subscribeParameterUpdates" | "unsubscribeParameterUpdates")) => {
+            let mut h = shared.hub.lock();
+            let c = h.clients.get_mut(&id)?;
+            for n in list("parameterNames") {
+                let Some(n) = n.as_str() else {
+                    return status(format!("{op}: a parameter name that is not a string: {n}"));
+                };
+                if op == "subscribeParameterUpdates" {
+                    c.params.insert(n.to_owned());
+                } else {
+                    c.params.remove(n);
+                }
+            }
+            None
         }
         Some(op @ ("getParameters" | "setParameters")) => {
             let (shared, out, op) = (shared.clone(), out.clone(), op.to_owned());

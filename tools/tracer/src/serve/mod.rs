@@ -13,7 +13,10 @@
 //!   ([`calls`]) answered by `Service Call Response` or `serviceCallFailure`;
 //! - `clientPublish`: a client's channels become ROS publishers ([`publish`]);
 //! - `parameters`: `getParameters` / `setParameters` on the nodes' parameter services
-//!   ([`params`]).
+//!   ([`params`]);
+//! - `parametersSubscribe`: `subscribeParameterUpdates` / `unsubscribeParameterUpdates`; the
+//!   nodes' `/parameter_events` (subscribed while a client wants updates) are decoded and the
+//!   changes of the subscribed parameters sent as `parameterValues`.
 //!
 //! Bad input (not JSON, an unknown op, channel, subscription or service id, a malformed binary
 //! frame, an encoding other than `cdr`, a payload that does not decode) gets a `status` message
@@ -71,6 +74,10 @@ struct Channel {
     type_hash: String,
     /// Peers with a publisher on it, with their publishers' gids.
     publishers: Providers,
+}
+
+fn is_parameter_events(c: &Channel) -> bool {
+    c.topic == PARAMETER_EVENTS && c.type_name == PARAMETER_EVENT_TYPE
 }
 
 /// A ROS service (name and type) with at least one server.
@@ -142,8 +149,14 @@ struct Client {
     out: mpsc::SyncSender<Message>,
     /// subscription id -> channel id.
     subs: HashMap<u32, u32>,
+    /// Parameters (`/node.name`) whose updates the client subscribed to.
+    params: HashSet<String>,
     dropped: Arc<AtomicU64>,
 }
+
+/// Where the nodes announce parameter changes (rclpy and rclcpp publish it by default).
+const PARAMETER_EVENTS: &str = "/parameter_events";
+const PARAMETER_EVENT_TYPE: &str = "rcl_interfaces/msg/ParameterEvent";
 
 #[derive(Default)]
 pub struct Hub {
@@ -192,16 +205,52 @@ impl Hub {
         }
     }
 
-    /// Channels some client subscribes to.
+    /// Channels some client subscribes to, and `/parameter_events` while a client wants
+    /// parameter updates.
     fn wanted(&self) -> HashSet<u32> {
-        self.clients
+        let mut w: HashSet<u32> = self
+            .clients
             .values()
             .flat_map(|c| c.subs.values().copied())
-            .collect()
+            .collect();
+        if self.clients.values().any(|c| !c.params.is_empty()) {
+            w.extend(
+                self.channels
+                    .iter()
+                    .filter(|(_, c)| is_parameter_events(c))
+                    .map(|(id, _)| *id),
+            );
+        }
+        w
+    }
+
+    /// A ParameterEvent as `parameterValues` to each client subscribed to one of its
+    /// parameters (a deleted one without a value).
+    fn parameter_event(&self, c: &Channel, s: &Sample) {
+        let Ok(schema) = ros2msg::Schema::parse(&c.type_name, &c.schema) else {
+            return;
+        };
+        let Ok(event) = ros2msg::decode(&schema, s.payload.as_ref()) else {
+            return;
+        };
+        let updates = params::from_event(&event.to_json());
+        for cl in self.clients.values().filter(|cl| !cl.params.is_empty()) {
+            let mine: Vec<&Value> = updates
+                .iter()
+                .filter(|p| p["name"].as_str().is_some_and(|n| cl.params.contains(n)))
+                .collect();
+            if !mine.is_empty() {
+                let msg = json!({"op": "parameterValues", "parameters": mine});
+                let _ = cl.out.try_send(Message::text(msg.to_string()));
+            }
+        }
     }
 
     /// A sample of channel `ch` to every client subscribed to it.
     fn deliver(&self, ch: u32, s: &Sample) {
+        if let Some(c) = self.channels.get(&ch).filter(|c| is_parameter_events(c)) {
+            self.parameter_event(c, s);
+        }
         let payload = s.payload.as_ref();
         for c in self.clients.values() {
             for (sub, chan) in &c.subs {

@@ -159,6 +159,27 @@ pub fn set(shared: &Shared, params: &[Json]) -> (Vec<String>, Vec<String>) {
     (done, errors)
 }
 
+/// The parameters a decoded rcl_interfaces/ParameterEvent announces, as Foxglove parameters
+/// named `/node.name`: new and changed with their values, deleted without one.
+pub fn from_event(event: &Json) -> Vec<Json> {
+    let node = event["node"].as_str().unwrap_or("");
+    let list = |k: &str| event[k].as_array().cloned().unwrap_or_default();
+    let mut out = Vec::new();
+    for p in list("new_parameters")
+        .iter()
+        .chain(list("changed_parameters").iter())
+    {
+        let name = format!("{node}.{}", p["name"].as_str().unwrap_or(""));
+        let mut v = to_foxglove(&p["value"]).unwrap_or_else(|| json!({}));
+        v["name"] = json!(name);
+        out.push(v);
+    }
+    for p in list("deleted_parameters") {
+        out.push(json!({"name": format!("{node}.{}", p["name"].as_str().unwrap_or(""))}));
+    }
+    out
+}
+
 /// rcl_interfaces/ParameterValue (as decoded JSON) to a Foxglove parameter (without its name);
 /// None for NOT_SET.
 fn to_foxglove(v: &Json) -> Option<Json> {
