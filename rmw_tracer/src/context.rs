@@ -35,6 +35,8 @@ pub struct InitConfig {
     pub discovery_range: ffi::rmw_automatic_discovery_range_t,
     /// `discovery_options.static_peers` (rcl fills them from `ROS_STATIC_PEERS`).
     pub static_peers: Vec<String>,
+    /// `security_options` (rcl fills them from the `ROS_SECURITY_*` variables).
+    pub security: crate::security::SecurityOptions,
 }
 
 /// Everything made in a context shares this (nodes outlive neither it nor their graph).
@@ -200,7 +202,10 @@ impl Context {
             Discovery::Off => None,
             _ => rendezvous_dir(std::env::var_os(RENDEZVOUS_ENV).as_deref(), domain32)?,
         };
-        let network = network_for(cfg.discovery_range, &cfg.static_peers, domain32)?;
+        let mut network = network_for(cfg.discovery_range, &cfg.static_peers, domain32)?;
+        if let Some(n) = network.as_mut() {
+            n.security = crate::security::quic_security(&cfg.security)?;
+        }
         let networked = network.is_some();
         let gids = GidSource::new();
         let mut rec = Record::new(EntityKind::Context, gids.context_gid());
