@@ -59,7 +59,8 @@ def test_foxglove_client_gets_advertised_channels_and_messages(tmp_path):
                              cwd=CLIENT_DIR, capture_output=True, text=True, timeout=60)
         events = [json.loads(l) for l in res.stdout.splitlines()]
         assert res.returncode == 0, (res.stdout, res.stderr, "".join(server._err))
-        assert events[0] == {"event": "serverInfo", "name": "rmw_tracer", "capabilities": []}
+        assert events[0] == {"event": "serverInfo", "name": "rmw_tracer",
+                             "capabilities": ["clientPublish", "services", "parameters"]}
         channels = [c for e in events if e["event"] == "advertise" for c in e["channels"]]
         ch = next(c for c in channels if c["topic"] == "/msgs/Nested")
         assert (ch["encoding"], ch["schemaName"], ch["schemaEncoding"]) == ("cdr", "test_msgs/msg/Nested", "ros2msg")
@@ -274,3 +275,262 @@ def test_page_in_headless_chromium_shows_a_received_message(tmp_path):
         assert chatter.join(30).returncode == 0
     assert r.returncode == 0, r.describe()
     assert "panick" not in r.stderr
+
+
+class _Driver:
+    """ros_tests/foxglove/driver.js: the @foxglove/ws-protocol client, one JSON command per line
+    in, one JSON event per line out (collected by a thread). Its process group is killed by
+    ``close``."""
+
+    def __init__(self, port: int):
+        import threading
+
+        self.popen = subprocess.Popen(["node", CLIENT_DIR / "driver.js", f"ws://127.0.0.1:{port}", "120"],
+                                      cwd=CLIENT_DIR, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True, start_new_session=True)
+        self.events: list[dict] = []
+        self._lock = threading.Lock()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self.popen.stdout:
+            with self._lock:
+                self.events.append(json.loads(line))
+
+    def send(self, **cmd) -> None:
+        self.popen.stdin.write(json.dumps(cmd) + "\n")
+        self.popen.stdin.flush()
+
+    def wait(self, pred, timeout: float = 20, after: int = 0) -> dict:
+        """The first event (from index ``after``) for which ``pred`` holds."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                for e in self.events[after:]:
+                    if pred(e):
+                        return e
+            time.sleep(0.02)
+        with self._lock:
+            raise AssertionError(f"no such event in {self.events[after:]}")
+
+    def mark(self) -> int:
+        with self._lock:
+            return len(self.events)
+
+    def close(self) -> None:
+        import os
+
+        try:
+            self.send(cmd="close")
+            self.popen.wait(10)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        try:
+            os.killpg(self.popen.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.popen.wait(10)
+
+
+class _Session:
+    """The services worker (/fox_node), `tracer serve` and a driver connected to it."""
+
+    def __init__(self, tmp_path: Path):
+        self.env = harness.tracer_env(tmp_path)
+        self.until = tmp_path / "until"
+        self.port = _free_port()
+        self.node = harness.spawn_python(WORKER, ["services", "--until", str(self.until)], env=self.env, timeout=120)
+        self.server = harness.spawn([tracer(), "serve", "--port", str(self.port)], self.env, timeout=120)
+        self.driver = None
+        assert self.node.wait_for_output("ready", 30), self.node.output_so_far()
+        deadline = time.monotonic() + 20
+        while "listening on ws://127.0.0.1:" not in "".join(self.server._err) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert f"listening on ws://127.0.0.1:{self.port}" in "".join(self.server._err), "".join(self.server._err)
+        self.driver = _Driver(self.port)
+
+    def service(self, name: str) -> dict:
+        e = self.driver.wait(lambda e: e["event"] == "advertiseServices" and any(s["name"] == name for s in e["services"]))
+        return next(s for s in e["services"] if s["name"] == name)
+
+    def status_after(self, mark: int, text: str) -> dict:
+        return self.driver.wait(lambda e: e["event"] == "status" and text in e["message"], after=mark)
+
+    def close(self) -> harness.Result:
+        if self.driver is not None:
+            self.driver.close()
+        self.until.touch()
+        self.server.popen.send_signal(signal.SIGINT)
+        r = self.server.join(30)
+        assert self.node.join(30).returncode == 0
+        assert r.returncode == 0, r.describe()
+        assert "panick" not in r.stderr
+        return r
+
+
+@pytest.fixture
+def session(tmp_path):
+    s = _Session(tmp_path)
+    try:
+        yield s
+    finally:
+        s.close()
+
+
+def test_service_calls_reach_the_ros_server(session):
+    from mcap_ros2._dynamic import generate_dynamic, serialize_dynamic
+
+    info = session.driver.wait(lambda e: e["event"] == "serverInfo")
+    assert info["capabilities"] == ["clientPublish", "services", "parameters"] and info["supportedEncodings"] == ["cdr"]
+    svc = session.service("/add_things")
+    assert svc["type"] == "test_msgs/srv/BasicTypes"
+    req, resp = svc["request"], svc["response"]
+    assert (req["encoding"], req["schemaName"], req["schemaEncoding"]) == ("cdr", "test_msgs/srv/BasicTypes_Request", "ros2msg")
+    assert resp["schemaName"] == "test_msgs/srv/BasicTypes_Response" and "int64 int64_value" in resp["schema"]
+    assert svc["requestSchema"] == req["schema"]
+    # The node's parameter services are advertised too, with rcl_interfaces' schemas.
+    get = session.service("/fox_node/get_parameters")
+    assert get["type"] == "rcl_interfaces/srv/GetParameters" and "MSG: rcl_interfaces/msg/ParameterValue" in get["response"]["schema"]
+
+    # A real call, encoded and decoded by mcap-ros2-support from the advertised schemas.
+    encode = serialize_dynamic(req["schemaName"], req["schema"])[req["schemaName"]]
+    decode = generate_dynamic(resp["schemaName"], resp["schema"])[resp["schemaName"]]
+    for call_id, (n, text) in enumerate([(21, "hi"), (-4, "zweite Frage")], start=1):
+        data = encode({"int64_value": n, "string_value": text, "float64_value": 0.5, "bool_value": True})
+        m = session.driver.mark()
+        session.driver.send(cmd="call", serviceId=svc["id"], callId=call_id, encoding="cdr", hex=bytes(data).hex())
+        r = session.driver.wait(lambda e: e["event"] == "serviceCallResponse" and e["callId"] == call_id, after=m)
+        assert (r["serviceId"], r["encoding"]) == (svc["id"], "cdr")
+        got = decode(bytes.fromhex(r["hex"]))
+        assert (got.int64_value, got.string_value, got.float64_value, got.bool_value) == (2 * n, text + " back", 0.5, True)
+
+    # Bad calls: a status error and a serviceCallFailure for the call, and the server goes on.
+    cases = [
+        (dict(serviceId=9999, callId=10, encoding="cdr", hex="00010000"), "no service 9999"),
+        (dict(serviceId=svc["id"], callId=11, encoding="json", hex="7b7d"), "encoding \"json\" is not supported"),
+        (dict(serviceId=svc["id"], callId=12, encoding="cdr", hex="0001000001"), "the request does not decode"),
+    ]
+    for cmd, text in cases:
+        m = session.driver.mark()
+        session.driver.send(cmd="call", **cmd)
+        f = session.driver.wait(lambda e: e["event"] == "serviceCallFailure" and e["callId"] == cmd["callId"], after=m)
+        assert text in f["message"], f
+        session.status_after(m, text)
+    for frame, text in [("02010000", "shorter than its 13-byte header"), ("020100000002000000ff000000", "encoding length 255"),
+                        ("07", "binary opcode 7"), ("01", "shorter than its 5-byte header")]:
+        m = session.driver.mark()
+        session.driver.send(cmd="rawbin", hex=frame)
+        assert session.status_after(m, text)["level"] == 2
+    # Still answering.
+    m = session.driver.mark()
+    session.driver.send(cmd="call", serviceId=svc["id"], callId=20, encoding="cdr", hex=bytes(encode({"int64_value": 5})).hex())
+    r = session.driver.wait(lambda e: e["event"] == "serviceCallResponse" and e["callId"] == 20, after=m)
+    assert decode(bytes.fromhex(r["hex"])).int64_value == 10
+
+
+def _param_events(node) -> list[dict]:
+    return [json.loads(l) for l in node.output_so_far().splitlines() if l.startswith('{"param"')]
+
+
+def test_parameters_get_and_set_on_the_ros_node(session):
+    d = session.driver
+    session.service("/fox_node/set_parameters")
+    session.service("/fox_node/list_parameters")
+    m = d.mark()
+    d.send(cmd="get", names=["/fox_node.speed", "/fox_node.label", "/fox_node.count", "/fox_node.flags"], id="g1")
+    got = d.wait(lambda e: e["event"] == "parameterValues" and e.get("id") == "g1", after=m)["parameters"]
+    assert got == [
+        {"name": "/fox_node.speed", "value": 1.5, "type": "float64"},
+        {"name": "/fox_node.label", "value": "robot"},
+        {"name": "/fox_node.count", "value": 3},
+        {"name": "/fox_node.flags", "value": [True, False]},
+    ]
+    # No names: every node's parameters, listed through list_parameters.
+    m = d.mark()
+    d.send(cmd="get", names=[], id="all")
+    every = {p["name"]: p["value"] for p in d.wait(lambda e: e["event"] == "parameterValues" and e.get("id") == "all", after=m)["parameters"]}
+    assert every["/fox_node.use_sim_time"] is False and every["/fox_node.label"] == "robot" and every["/fox_node.speed"] == 1.5
+
+    # Set: the node's own callback sees the new values; the answer reads them back.
+    m = d.mark()
+    d.send(cmd="set", id="s1", parameters=[{"name": "/fox_node.speed", "value": 2, "type": "float64"},
+                                           {"name": "/fox_node.label", "value": "rover"},
+                                           {"name": "/fox_node.flags", "value": [False]}])
+    after = d.wait(lambda e: e["event"] == "parameterValues" and e.get("id") == "s1", after=m)["parameters"]
+    assert after == [
+        {"name": "/fox_node.speed", "value": 2.0, "type": "float64"},
+        {"name": "/fox_node.label", "value": "rover"},
+        {"name": "/fox_node.flags", "value": [False]},
+    ]
+    deadline = time.monotonic() + 10
+    while len(_param_events(session.node)) < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert sorted(map(json.dumps, _param_events(session.node))) == sorted(map(json.dumps, [
+        {"param": "speed", "value": 2.0}, {"param": "label", "value": "rover"}, {"param": "flags", "value": [False]}]))
+
+    # Refused by the node (a declared integer set to a string), a name without a node, a value
+    # without a ROS type: status errors naming each.
+    m = d.mark()
+    d.send(cmd="set", id="s2", parameters=[{"name": "/fox_node.count", "value": "three"}, {"name": "nodot", "value": 1},
+                                           {"name": "/fox_node.x", "value": {"a": 1}}])
+    st = session.status_after(m, "setParameters")["message"]
+    assert "/fox_node.count: refused" in st and '"nodot" is not /node.parameter' in st and "/fox_node.x" in st, st
+    m = d.mark()
+    d.send(cmd="get", names=["/fox_node.count", "/no_node.p"], id="g2")
+    got = d.wait(lambda e: e["event"] == "parameterValues" and e.get("id") == "g2", after=m)["parameters"]
+    assert got == [{"name": "/fox_node.count", "value": 3}]
+    assert "no service /no_node/get_parameters" in session.status_after(m, "getParameters")["message"]
+
+
+def _string_cdr(text: str) -> str:
+    b = text.encode()
+    return (bytes([0, 1, 0, 0]) + (len(b) + 1).to_bytes(4, "little") + b + b"\0").hex()
+
+
+def test_client_publishes_onto_a_ros_topic(session):
+    d = session.driver
+    d.wait(lambda e: e["event"] == "serverInfo")
+    m = d.mark()
+    d.send(cmd="advertise", topic="/from_foxglove", schemaName="std_msgs/msg/String", encoding="cdr")
+    ch = d.wait(lambda e: e["event"] == "advertised", after=m)["channelId"]
+    sent = []
+    heard = lambda: [json.loads(l)["heard"] for l in session.node.output_so_far().splitlines() if l.startswith('{"heard"')]
+    # Until the subscription is wired to serve's publisher (bounded: 100 messages, 10 s).
+    for i in range(100):
+        text = f"from foxglove {i}"
+        d.send(cmd="publish", channelId=ch, hex=_string_cdr(text))
+        sent.append(text)
+        time.sleep(0.1)
+        if heard():
+            break
+    # Three more once wired, each heard exactly.
+    for i in range(100, 103):
+        d.send(cmd="publish", channelId=ch, hex=_string_cdr(f"from foxglove {i}"))
+        sent.append(f"from foxglove {i}")
+    deadline = time.monotonic() + 10
+    while heard()[-1:] != [sent[-1]] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    got = heard()
+    assert got[-3:] == sent[-3:] and got == sent[sent.index(got[0]):], got
+
+    # Bad input: status errors, nothing published, the connection goes on.
+    for cmd, text in [
+        (dict(cmd="publish", channelId=77, hex=_string_cdr("x")), "no client channel 77"),
+        (dict(cmd="publish", channelId=ch, hex="ffff0000"), "not plain CDR"),
+        (dict(cmd="advertise", topic="/j", schemaName="std_msgs/msg/String", encoding="json"), "encoding \"json\" is not supported"),
+        (dict(cmd="advertise", topic="/k", schemaName="String", encoding="cdr"), "is not a ROS message type"),
+        (dict(cmd="raw", text="{\"op\": \"unadvertise\", \"channelIds\": [55]}"), "no client channel 55"),
+        (dict(cmd="raw", text="[1, 2"), "not JSON"),
+        (dict(cmd="raw", text="{\"op\": \"fly\"}"), "operation \"fly\" is not supported"),
+    ]:
+        m = d.mark()
+        d.send(**cmd)
+        assert session.status_after(m, text)["level"] == 2
+    assert heard() == got
+    # Unadvertised: the channel is gone; its data is refused.
+    m = d.mark()
+    d.send(cmd="unadvertise", channelId=ch)
+    d.send(cmd="publish", channelId=ch, hex=_string_cdr("after unadvertise"))
+    session.status_after(m, f"message data: no client channel {ch}")
+    assert heard() == got

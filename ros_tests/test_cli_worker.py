@@ -12,6 +12,18 @@ Nothing here is collected by pytest: ROS is imported only when run as a program.
     chatter [--until FILE]
         publishes std_msgs/String "hello from rmw_tracer <i>" on /chatter every 50 ms until
         FILE exists, printing each string after publishing it
+    services [--until FILE]
+        a node /fox_node for `tracer serve`'s services, parameters and client publishing: a
+        service /add_things (test_msgs/BasicTypes; the response is the request with int64_value
+        doubled and " back" after string_value), parameters speed=1.5, label="robot", count=3,
+        flags=[true, false], a /from_foxglove subscription (std_msgs/String) printing
+        {"heard": data} per message, {"param": name, "value": v} per parameter set; prints
+        "ready", spins until FILE exists
+    qos_pairs [--until FILE]
+        four nodes on /qos_topic (std_msgs/String): /qos_pub_be (best effort, volatile),
+        /qos_pub_rel (reliable, volatile), /qos_sub_rel (reliable, volatile), /qos_sub_tl
+        (reliable, transient local); prints "ready", then {"incompatible": sub node, "policy":
+        rclpy's last_policy_kind name, "total": n} on each requested-incompatible-QoS event
     node --name N [--until FILE]
         a node with a /chatter publisher (std_msgs/String), a /chatter subscription and a
         /srv service (test_msgs/BasicTypes), prints "ready", spins until FILE exists
@@ -121,6 +133,79 @@ def chatter(a) -> None:
     rclpy.shutdown()
 
 
+def services(a) -> None:
+    import rclpy
+    from rclpy.node import Node
+    from std_msgs.msg import String
+    from test_msgs.srv import BasicTypes
+
+    rclpy.init()
+    n = Node("fox_node")
+    n.declare_parameter("speed", 1.5)
+    n.declare_parameter("label", "robot")
+    n.declare_parameter("count", 3)
+    n.declare_parameter("flags", [True, False])
+
+    def add(req, resp):
+        for f in req.get_fields_and_field_types():
+            setattr(resp, f, getattr(req, f))
+        resp.int64_value = req.int64_value * 2
+        resp.string_value = req.string_value + " back"
+        return resp
+
+    def changed(params):
+        from rcl_interfaces.msg import SetParametersResult
+
+        for p in params:
+            v = p.value
+            print(json.dumps({"param": p.name, "value": list(v) if isinstance(v, (list, tuple)) else v}), flush=True)
+        return SetParametersResult(successful=True)
+
+    n.add_on_set_parameters_callback(changed)
+    n.create_service(BasicTypes, "/add_things", add)
+    n.create_subscription(String, "/from_foxglove", lambda m: print(json.dumps({"heard": m.data}), flush=True), 10)
+    print("ready", flush=True)
+    while not (a.until and Path(a.until).exists()):
+        rclpy.spin_once(n, timeout_sec=0.05)
+    n.destroy_node()
+    rclpy.shutdown()
+
+
+def qos_pairs(a) -> None:
+    import rclpy
+    from rclpy.event_handler import SubscriptionEventCallbacks
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.node import Node
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from std_msgs.msg import String
+
+    rclpy.init()
+    be, rel = ReliabilityPolicy.BEST_EFFORT, ReliabilityPolicy.RELIABLE
+    vol, tl = DurabilityPolicy.VOLATILE, DurabilityPolicy.TRANSIENT_LOCAL
+    ex = SingleThreadedExecutor()
+    nodes = []
+    for name, kind, r, d in [("qos_pub_be", "pub", be, vol), ("qos_pub_rel", "pub", rel, vol),
+                             ("qos_sub_rel", "sub", rel, vol), ("qos_sub_tl", "sub", rel, tl)]:
+        n = Node(name)
+        qos = QoSProfile(depth=5, reliability=r, durability=d)
+        if kind == "pub":
+            n.create_publisher(String, "/qos_topic", qos)
+        else:
+            def seen(info, name=name):
+                print(json.dumps({"incompatible": f"/{name}", "policy": info.last_policy_kind.name,
+                                  "total": info.total_count}), flush=True)
+            n.create_subscription(String, "/qos_topic", lambda _m: None, qos,
+                                  event_callbacks=SubscriptionEventCallbacks(incompatible_qos=seen))
+        ex.add_node(n)
+        nodes.append(n)
+    print("ready", flush=True)
+    while not (a.until and Path(a.until).exists()):
+        ex.spin_once(timeout_sec=0.05)
+    for n in nodes:
+        n.destroy_node()
+    rclpy.shutdown()
+
+
 def node(a) -> None:
     import rclpy
     from rclpy.node import Node
@@ -153,11 +238,15 @@ def main() -> None:
     t.add_argument("--until")
     c = sub.add_parser("chatter")
     c.add_argument("--until")
+    v = sub.add_parser("services")
+    v.add_argument("--until")
+    q = sub.add_parser("qos_pairs")
+    q.add_argument("--until")
     n = sub.add_parser("node")
     n.add_argument("--name", required=True)
     n.add_argument("--until")
     a = p.parse_args()
-    {"publish": publish, "talk": talk, "chatter": chatter, "node": node}[a.cmd](a)
+    {"publish": publish, "talk": talk, "chatter": chatter, "services": services, "qos_pairs": qos_pairs, "node": node}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -7,102 +7,15 @@ also when a test fails.
 
 from __future__ import annotations
 
-import itertools
-import os
-import subprocess
 import time
 from pathlib import Path
 
-import pytest
-
 import harness
+from two_hosts import ADDR, hosts, pubsub, started, tracer_envs  # noqa: F401  (hosts: fixture)
 from worker_output import json_line
 
 HERE = Path(__file__).resolve().parent
-PUBSUB = HERE / "test_pubsub_worker.py"
 SERVICE = HERE / "test_service_worker.py"
-ADDR = {"a": "192.0.2.1", "b": "192.0.2.2"}
-
-_pairs = itertools.count()
-
-
-def _ip(*args: str) -> None:
-    subprocess.run(["ip", *args], check=True, capture_output=True, timeout=20)
-
-
-class Host:
-    """One side of a :class:`TwoHosts`: ``spawn(..., netns=host)`` runs a program on it."""
-
-    def __init__(self, ns: str) -> None:
-        self.ns = ns
-
-    def prefix(self) -> list[str]:
-        return ["ip", "netns", "exec", self.ns]
-
-
-class TwoHosts:
-    """Two network namespaces (names prefixed ``net-``, unique to this run) joined by a veth."""
-
-    def __init__(self) -> None:
-        n = f"{os.getpid() % 100000}-{next(_pairs)}"
-        self.ns = {"a": f"net-{n}-a", "b": f"net-{n}-b"}
-        # Interface names are at most 15 bytes.
-        self.dev = {"a": f"qa{n}"[:15], "b": f"qb{n}"[:15]}
-        self.made: list[str] = []
-
-    @staticmethod
-    def available() -> bool:
-        if os.geteuid() != 0:
-            return False
-        return subprocess.run(["ip", "netns", "list"], capture_output=True).returncode == 0
-
-    def __enter__(self) -> "TwoHosts":
-        try:
-            for h in ("a", "b"):
-                _ip("netns", "add", self.ns[h])
-                self.made.append(self.ns[h])
-            _ip("link", "add", self.dev["a"], "type", "veth", "peer", "name", self.dev["b"])
-            for h in ("a", "b"):
-                _ip("link", "set", self.dev[h], "netns", self.ns[h])
-                _ip("-n", self.ns[h], "addr", "add", f"{ADDR[h]}/24", "dev", self.dev[h])
-                _ip("-n", self.ns[h], "link", "set", self.dev[h], "up")
-                _ip("-n", self.ns[h], "link", "set", "lo", "up")
-        except Exception:
-            self.__exit__(None, None, None)
-            raise
-        return self
-
-    def host(self, h: str) -> Host:
-        return Host(self.ns[h])
-
-    def link(self, up: bool) -> None:
-        """Cut (or heal) the cable: host a's end of the veth down (or up)."""
-        _ip("-n", self.ns["a"], "link", "set", self.dev["a"], "up" if up else "down")
-
-    def __exit__(self, *exc) -> None:
-        # Deleting a namespace deletes its end of the veth, and with it the pair.
-        for ns in reversed(self.made):
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=20)
-        self.made.clear()
-
-
-@pytest.fixture
-def hosts():
-    if not TwoHosts.available():
-        pytest.skip("network namespaces need root and iproute2")
-    with TwoHosts() as h:
-        yield h
-
-
-def tracer_envs(tmp_path: Path) -> dict[str, dict[str, str]]:
-    """rmw_tracer on each host: own rendezvous directory (a host's processes meet there), one
-    domain, the other host as the static peer."""
-    domain = harness.fresh_domain_id()
-    return {
-        h: harness.tracer_env(tmp_path / h, domain,
-                              {"ROS_STATIC_PEERS": ADDR["b" if h == "a" else "a"]})
-        for h in ("a", "b")
-    }
 
 
 def fastdds_envs(tmp_path: Path) -> dict[str, dict[str, str]]:
@@ -113,15 +26,6 @@ def fastdds_envs(tmp_path: Path) -> dict[str, dict[str, str]]:
                                 "ROS_AUTOMATIC_DISCOVERY_RANGE": "SUBNET"})
         for h in ("a", "b")
     }
-
-
-def pubsub(env, host, *args: str, timeout: float = 90) -> harness.Proc:
-    return harness.spawn_python(PUBSUB, list(args), env=env, netns=host, timeout=timeout)
-
-
-def started(p: harness.Proc, text: str = "ready") -> harness.Proc:
-    assert p.wait_for_output(text, timeout=60), p.join(1).describe()
-    return p
 
 
 def talker_to_listener(envs, hosts, count: int = 200) -> dict:

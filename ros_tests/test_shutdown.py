@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import harness
+from worker_output import oracle_cases
 
 HERE = Path(__file__).resolve().parent
 NODE = HERE / "shutdown_node.py"
@@ -188,8 +189,7 @@ EXPECTED = {
 
 
 def _cases(res: harness.Result) -> dict[str, str]:
-    assert res.returncode == 0 and res.stdout.rstrip().endswith("done"), res.describe()
-    return dict(re.findall(r"^case (.+?) (rc=\S+ err=\d)$", res.stdout, re.M))
+    return oracle_cases(res.returncode, res.stdout, res.describe())
 
 
 def test_rmw_lifecycle_and_arguments_match_fastdds(tmp_path, tracer_env, fastdds_env, netns):

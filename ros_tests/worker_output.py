@@ -4,6 +4,7 @@ JSON object on a line of its own (the last such line wins); every other line is 
 from __future__ import annotations
 
 import json
+import re
 
 
 def json_line(out: str, describe: str | None = None) -> dict:
@@ -12,3 +13,10 @@ def json_line(out: str, describe: str | None = None) -> dict:
     lines = [line for line in out.splitlines() if line.startswith("{")]
     assert lines, describe or out
     return json.loads(lines[-1])
+
+
+def oracle_cases(returncode: int, out: str, describe: str) -> dict[str, str]:
+    """The "case <name> rc=... err=..." lines of an oracle program (c/oracle.h) that ran to its
+    "done" line, as {name: "rc=... err=..."}."""
+    assert returncode == 0 and out.rstrip().endswith("done"), describe
+    return dict(re.findall(r"^case (.+?) (rc=\S+ err=\d)$", out, re.M))

@@ -3,10 +3,14 @@
 //! recorder (`RMW_TRACER_RECORD`) and the `tracer record` participant write the same fields
 //! on every message, read `header.stamp` the same way, and select topics the same way.
 //! Nothing here needs ROS. The endpoint registry record's one codec lives here too
-//! (`endpoint`): rmw_tracer writes and reads its registry with it, `tracer record` reads it.
+//! (`endpoint`): rmw_tracer writes and reads its registry with it, `tracer record` reads it;
+//! and where the records are written (`registry`), and the QoS match rules both apply
+//! (`qos_match`).
 
 pub mod endpoint;
 pub mod fields;
+pub mod qos_match;
+pub mod registry;
 pub mod select;
 pub mod stamp;
 

@@ -71,6 +71,18 @@ pub fn decode(schema: &Schema, payload: &[u8]) -> Result<Value, DecodeError> {
     r.message(root)
 }
 
+/// Field path segments as one path: `pkg/T.a.b[2].c` (list indices are `[i]` segments).
+pub(crate) fn field_path(segments: &[String]) -> String {
+    let mut path = String::new();
+    for (i, seg) in segments.iter().enumerate() {
+        if i > 0 && !seg.starts_with('[') {
+            path.push('.');
+        }
+        path.push_str(seg);
+    }
+    path
+}
+
 struct Reader<'a> {
     body: &'a [u8],
     pos: usize,
@@ -82,15 +94,8 @@ struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     fn fail(&self, reason: String) -> DecodeError {
-        let mut path = String::new();
-        for (i, seg) in self.path.iter().enumerate() {
-            if i > 0 && !seg.starts_with('[') {
-                path.push('.');
-            }
-            path.push_str(seg);
-        }
         DecodeError {
-            path,
+            path: field_path(&self.path),
             offset: self.pos + 4,
             reason,
         }

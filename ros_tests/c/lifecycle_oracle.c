@@ -26,6 +26,7 @@
 #include <test_msgs/srv/basic_types.h>
 
 #include "common.h"
+#include "oracle.h"
 
 static const rosidl_message_type_support_t *string_ts(void) {
   return ROSIDL_GET_MSG_TYPE_SUPPORT(std_msgs, msg, String);
@@ -34,45 +35,6 @@ static const rosidl_message_type_support_t *string_ts(void) {
 static const rosidl_service_type_support_t *srv_ts(void) {
   return ROSIDL_GET_SRV_TYPE_SUPPORT(test_msgs, srv, BasicTypes);
 }
-
-static void report_rc(const char *name, rmw_ret_t rc) {
-  printf("case %s rc=%d err=%d\n", name, (int)rc, rmw_error_is_set() ? 1 : 0);
-  rmw_reset_error();
-}
-
-static void report_ptr(const char *name, const void *p) {
-  printf("case %s rc=%s err=%d\n", name, p ? "ptr" : "null", rmw_error_is_set() ? 1 : 0);
-  rmw_reset_error();
-}
-
-static void report_bool(const char *name, bool b) {
-  printf("case %s rc=%s err=%d\n", name, b ? "true" : "false", rmw_error_is_set() ? 1 : 0);
-  rmw_reset_error();
-}
-
-/* A call that crashes Fast DDS (it does not check every pointer), made in a forked child so
- * that it is reported as "rc=crash" and the run goes on. Only for such calls: a forked child of
- * a threaded process can hang on a lock another thread held at the fork (alarm() ends it). */
-#define ISOLATED(report, name, expr)                 \
-  do {                                               \
-    fflush(stdout);                                  \
-    pid_t pid_ = fork();                             \
-    if (pid_ == 0) {                                 \
-      alarm(10);                                     \
-      report(name, expr);                            \
-      fflush(stdout);                                \
-      _exit(0);                                      \
-    }                                                \
-    int st_ = 0;                                     \
-    waitpid(pid_, &st_, 0);                          \
-    if (!WIFEXITED(st_) || WEXITSTATUS(st_) != 0) {  \
-      printf("case %s rc=crash err=0\n", name);      \
-    }                                                \
-  } while (0)
-#define ISO_RC(name, expr) ISOLATED(report_rc, name, expr)
-
-/* A handle that claims another implementation: the identifier check must refuse it. */
-static const char *const FOREIGN = "rmw_foreign_impl";
 
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);

@@ -90,6 +90,17 @@ impl RmwError {
         RmwError::InvalidArgument(msg.into())
     }
 
+    /// For an entry point whose header documents no `RMW_RET_INCORRECT_RMW_IMPLEMENTATION`
+    /// (`rmw_destroy_guard_condition`: OK, INVALID_ARGUMENT, ERROR; `rmw_take_event`: OK,
+    /// BAD_ALLOC, ERROR): another implementation's handle is an `RMW_RET_ERROR`, with the same
+    /// text. Fast DDS answers ERROR for those it checks (rmw-mapping.md, "Errors and threads").
+    pub fn foreign_as_error(self) -> Self {
+        match self {
+            RmwError::WrongImplementation { .. } => RmwError::Failed(self.to_string()),
+            e => e,
+        }
+    }
+
     /// Shorthand for [`RmwError::Failed`].
     pub fn failed(msg: impl Into<String>) -> Self {
         RmwError::Failed(msg.into())
@@ -183,6 +194,21 @@ mod tests {
         assert_eq!(
             message("rmw_create_node", &RmwError::Null("name")),
             "rmw_tracer: rmw_create_node: argument `name` is null"
+        );
+    }
+
+    #[test]
+    fn foreign_as_error_keeps_the_text() {
+        let e = RmwError::WrongImplementation {
+            what: "guard_condition",
+            found: "x".into(),
+        };
+        let text = e.to_string();
+        let e = e.foreign_as_error();
+        assert_eq!((e.code(), e.to_string()), (ffi::RMW_RET_ERROR, text));
+        assert_eq!(
+            RmwError::Null("x").foreign_as_error().code(),
+            ffi::RMW_RET_INVALID_ARGUMENT
         );
     }
 

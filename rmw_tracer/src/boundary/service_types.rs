@@ -8,7 +8,8 @@ use ffi::{rosidl_message_type_support_t, rosidl_service_type_support_t};
 
 use super::clib;
 use super::error::{RmwError, RmwResult};
-use crate::cdr::{type_info::format_hash, MessageType};
+use crate::cdr::type_info::{format_hash, service_definition};
+use crate::cdr::MessageType;
 
 const INTROSPECTION_C: &CStr = c"rosidl_typesupport_introspection_c";
 const INTROSPECTION_CPP: &CStr = c"rosidl_typesupport_introspection_cpp";
@@ -23,6 +24,9 @@ pub struct ServiceType {
     pub name: String,
     /// `RIHS01_<hex>` of the service type, empty when the type support carries none.
     pub type_hash: String,
+    /// The `ros2srv` definition (the `.srv` text and its dependencies), empty when the type
+    /// support carries no sources.
+    pub definition: String,
     pub request: MessageType,
     pub response: MessageType,
 }
@@ -82,9 +86,18 @@ pub unsafe fn resolve(ts: *const rosidl_service_type_support_t) -> RmwResult<Ser
             .to_owned();
         // SAFETY: the caller's handle is valid.
         let type_hash = unsafe { hash_of(ts) }.unwrap_or_default();
+        // The caller's handle when we know its kind (a dispatcher answers for every type support
+        // of the type), else this one.
+        let candidates: &[_] = if known { &[ts, h] } else { &[h] };
+        let definition = candidates
+            .iter()
+            // SAFETY: `ts` (when known) and `h` are valid service handles of a loaded library.
+            .find_map(|&t| unsafe { service_definition(t, &name) })
+            .unwrap_or_default();
         return Ok(ServiceType {
             name,
             type_hash,
+            definition,
             request,
             response,
         });

@@ -30,6 +30,7 @@ impl TypeInfo {
             encoding: ROS2MSG.to_string(),
             type_hash: self.type_hash.clone().unwrap_or_default(),
             definition: self.definition.clone().unwrap_or_default(),
+            layout: String::new(),
         }
     }
 }
@@ -94,6 +95,36 @@ unsafe fn definition_of(ts: *const rosidl_message_type_support_t, root: &str) ->
     let f = unsafe { (*ts).get_type_description_sources_func }?;
     // SAFETY: the generated function returns a static sequence (or null).
     let seq = unsafe { f(ts) };
+    // SAFETY: null or the generated static sequence.
+    let sources = unsafe { sources_of(seq) }?;
+    ros2msg(root, &sources)
+}
+
+/// The `ros2srv` definition of a service type (`pkg/srv/Type`): its `.srv` text, then every
+/// message type it uses as in `ros2msg` (`ros2msg::split_service` takes it apart again).
+///
+/// # Safety
+/// `ts` must be a valid service type support handle whose library stays loaded during the call.
+pub unsafe fn service_definition(
+    ts: *const ffi::rosidl_service_type_support_t,
+    root: &str,
+) -> Option<String> {
+    // SAFETY: valid handle per the caller.
+    let f = unsafe { (*ts).get_type_description_sources_func }?;
+    // SAFETY: the generated function returns a static sequence (or null).
+    let seq = unsafe { f(ts) };
+    // SAFETY: null or the generated static sequence.
+    let sources = unsafe { sources_of(seq) }?;
+    complete_definition(root, "srv", &sources)
+}
+
+/// The entries of a generated `TypeSource__Sequence`; None for null or empty.
+///
+/// # Safety
+/// `seq` is null or points to a sequence of initialized TypeSource structs.
+unsafe fn sources_of(
+    seq: *const ffi::rosidl_runtime_c__type_description__TypeSource__Sequence,
+) -> Option<Vec<Source>> {
     if seq.is_null() {
         return None;
     }
@@ -104,24 +135,31 @@ unsafe fn definition_of(ts: *const rosidl_message_type_support_t, root: &str) ->
     }
     // SAFETY: `data` holds `size` initialized TypeSource structs.
     let items = unsafe { std::slice::from_raw_parts(seq.data, seq.size) };
-    let sources: Vec<Source> = items
-        .iter()
-        .map(|s| Source {
-            // SAFETY: the strings of a generated TypeSource are initialized.
-            type_name: unsafe { rstring(&s.type_name) },
-            // SAFETY: as above.
-            encoding: unsafe { rstring(&s.encoding) },
-            // SAFETY: as above.
-            text: unsafe { rstring(&s.raw_file_contents) },
-        })
-        .collect();
-    ros2msg(root, &sources)
+    Some(
+        items
+            .iter()
+            .map(|s| Source {
+                // SAFETY: the strings of a generated TypeSource are initialized.
+                type_name: unsafe { rstring(&s.type_name) },
+                // SAFETY: as above.
+                encoding: unsafe { rstring(&s.encoding) },
+                // SAFETY: as above.
+                text: unsafe { rstring(&s.raw_file_contents) },
+            })
+            .collect(),
+    )
 }
 
 /// Joins sources into the `ros2msg` complete definition, the root type first. None if the root
 /// has no .msg text. Each text ends with a newline, as the .msg file does (the generated
 /// sources drop the file's final newline).
 pub fn ros2msg(root: &str, sources: &[Source]) -> Option<String> {
+    complete_definition(root, "msg", sources)
+}
+
+/// The root's text (a source of `root_encoding`: `msg`, or `srv` for a service), then each
+/// `.msg` dependency after a line of 80 `=` and `MSG: pkg/msg/Dep`.
+fn complete_definition(root: &str, root_encoding: &str, sources: &[Source]) -> Option<String> {
     let is_msg = |s: &Source| s.encoding == "msg";
     let push_text = |out: &mut String, text: &str| {
         out.push_str(text);
@@ -129,7 +167,9 @@ pub fn ros2msg(root: &str, sources: &[Source]) -> Option<String> {
             out.push('\n');
         }
     };
-    let root_src = sources.iter().find(|s| s.type_name == root && is_msg(s))?;
+    let root_src = sources
+        .iter()
+        .find(|s| s.type_name == root && s.encoding == root_encoding)?;
     let mut out = String::new();
     push_text(&mut out, &root_src.text);
     for dep in sources.iter().filter(|s| s.type_name != root && is_msg(s)) {
@@ -184,6 +224,21 @@ mod tests {
                 "my_msgs/Basic b\n{bar}\nMSG: my_msgs/msg/Basic\nfloat32 f\n{bar}\nMSG: my_msgs/msg/Other\nint8 i\n"
             )
         );
+    }
+
+    #[test]
+    fn a_service_definition_is_its_srv_text_then_its_messages() {
+        let sources = [
+            src("a/srv/S", "srv", "int32 x\n---\nDep d"),
+            src("a/srv/S_Request", "implicit", ""),
+            src("a/msg/Dep", "msg", "bool b"),
+        ];
+        let bar = "=".repeat(80);
+        assert_eq!(
+            complete_definition("a/srv/S", "srv", &sources).unwrap(),
+            format!("int32 x\n---\nDep d\n{bar}\nMSG: a/msg/Dep\nbool b\n")
+        );
+        assert_eq!(complete_definition("a/srv/S", "msg", &sources), None);
     }
 
     #[test]

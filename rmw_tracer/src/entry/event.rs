@@ -14,13 +14,18 @@ use crate::subscription::Subscription;
 use crate::IDENTIFIER;
 
 /// The kind of `t` for an endpoint of `end`, or why not.
+/// event.h: "`RMW_RET_UNSUPPORTED` if event_type is not supported": neither a value that is
+/// no event type (`RMW_EVENT_INVALID`, as Fast DDS answers) nor the other end's type (which
+/// Fast DDS accepts: rmw-mapping.md, Events) is supported by this endpoint.
 fn kind_for(t: ffi::rmw_event_type_t, end: End) -> RmwResult<Kind> {
     match classify(t) {
-        None => Err(RmwError::invalid(format!("{t} is not an rmw event type"))),
-        Some((e, _)) if e != end => Err(RmwError::invalid(format!(
-            "event type {t} belongs to a {}, not a {}",
-            name(e),
-            name(end)
+        None => Err(RmwError::UnsupportedFeature(format!(
+            "event type {t} (no rmw event type)"
+        ))),
+        Some((e, _)) if e != end => Err(RmwError::UnsupportedFeature(format!(
+            "event type {t} on a {} (it belongs to a {})",
+            name(end),
+            name(e)
         ))),
         Some((_, k)) => Ok(k),
     }
@@ -154,7 +159,8 @@ pub unsafe extern "C" fn rmw_take_event(
 ) -> rmw_ret_t {
     ffi_ret("rmw_take_event", || {
         // SAFETY: rmw's contract on every argument.
-        let (events, kind, end) = unsafe { resolve(event_handle) }?;
+        let (events, kind, end) =
+            unsafe { resolve(event_handle) }.map_err(RmwError::foreign_as_error)?;
         // SAFETY: as above.
         let taken = unsafe { handle::out(taken, "taken") }?;
         if event_info.is_null() {

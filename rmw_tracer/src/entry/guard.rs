@@ -39,7 +39,9 @@ pub unsafe extern "C" fn rmw_destroy_guard_condition(
 ) -> rmw_ret_t {
     ffi_ret("rmw_destroy_guard_condition", || {
         // SAFETY: caller guarantee.
-        drop(unsafe { handle::destroy::<GuardCondition>(guard_condition, "guard_condition") }?);
+        let gc = unsafe { handle::destroy::<GuardCondition>(guard_condition, "guard_condition") }
+            .map_err(crate::boundary::RmwError::foreign_as_error)?;
+        drop(gc);
         Ok(())
     })
 }
@@ -53,8 +55,12 @@ pub unsafe extern "C" fn rmw_trigger_guard_condition(
     guard_condition: *const ffi::rmw_guard_condition_t,
 ) -> rmw_ret_t {
     ffi_ret("rmw_trigger_guard_condition", || {
+        // Not documented by rmw.h: another implementation's guard condition is an ERROR, as
+        // with Fast DDS.
         // SAFETY: caller guarantee.
-        unsafe { handle::get::<GuardCondition>(guard_condition, "guard_condition") }?.trigger();
+        unsafe { handle::get::<GuardCondition>(guard_condition, "guard_condition") }
+            .map_err(crate::boundary::RmwError::foreign_as_error)?
+            .trigger();
         Ok(())
     })
 }

@@ -39,7 +39,7 @@ use tracer_recording::{decode, Announcement};
 pub use tracer_recording::{EntityKind, Record};
 
 /// Where entity records live.
-pub const ENDPOINTS: &str = "/.ros/endpoints";
+pub use tracer_recording::registry::{record_path, ENDPOINTS};
 /// The sink vertices that receive peers' records.
 const PEERS: &str = "/.ros/peers";
 /// The sink vertex that receives the `/net/:children[]` structural feed.
@@ -146,10 +146,6 @@ impl Drop for Entry {
     }
 }
 
-fn record_path(gid: Gid) -> String {
-    format!("{ENDPOINTS}/{}", gid.hex())
-}
-
 /// The resolved QoS a record carries (`None` for a record without a `qos=` line).
 pub fn record_qos(r: &Record) -> Option<Qos> {
     r.qos.map(Qos::from_numbers)
@@ -219,13 +215,8 @@ impl Registry {
         let text = rec
             .encode()
             .ok_or_else(|| RmwError::invalid("a name contains a newline"))?;
-        let path = record_path(rec.gid);
-        let v = inner
-            .graph
-            .create_value(&path)
-            .map_err(|e| RmwError::failed(format!("cannot create {path}: {e}")))?;
-        v.write(Payload::from(text.into_bytes()), Meta::default())
-            .map_err(|e| RmwError::failed(format!("cannot write {path}: {e}")))?;
+        tracer_recording::registry::announce(&inner.graph, rec.gid, text)
+            .map_err(RmwError::failed)?;
         let entry = Entry {
             inner: Arc::downgrade(inner),
             kind: rec.kind,
@@ -417,14 +408,7 @@ impl Inner {
     }
 
     fn retract(&self, kind: EntityKind, gid: Gid) {
-        let path = record_path(gid);
-        let gone = Record::encode_gone(kind, gid);
-        // Written before the removal so that peers' sinks see it (a removed vertex delivers
-        // nothing more).
-        let _ = self
-            .graph
-            .write(&path, Payload::from(gone.into_bytes()), Meta::default());
-        let _ = self.graph.remove(&path);
+        tracer_recording::registry::retract(&self.graph, kind, gid);
         self.state.lock().local.remove(&gid);
         self.notify();
     }

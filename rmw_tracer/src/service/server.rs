@@ -88,11 +88,14 @@ impl Server {
         name: &str,
         qos: &ffi::rmw_qos_profile_t,
     ) -> RmwResult<Server> {
+        // The service's type, hash and `ros2srv` definition: enough for a tool without the
+        // message packages (`tracer serve`) to encode requests and decode responses.
         let schema = libtracer_core::Schema {
-            type_name: ty.request.name().to_owned(),
-            type_hash: String::new(),
-            definition: String::new(),
-            encoding: "cdr".to_owned(),
+            type_name: ty.name.clone(),
+            type_hash: ty.type_hash.clone(),
+            definition: ty.definition.clone(),
+            encoding: "ros2srv".to_owned(),
+            layout: String::new(),
         };
         let endpoint = Endpoint::new(
             node,

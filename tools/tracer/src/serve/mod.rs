@@ -6,8 +6,18 @@
 //! topic and type with a publisher: encoding `cdr`, `schemaEncoding` `ros2msg`, the topic
 //! vertex's `:schema` text), later `advertise` / `unadvertise` as publishers come and go;
 //! the client's `subscribe` / `unsubscribe`; binary `Message Data` frames (opcode 1, u32
-//! subscription id, u64 receive time in ns, the CDR payload). Services, parameters and client
-//! publishing are not offered (the `capabilities` list is empty).
+//! subscription id, u64 receive time in ns, the CDR payload). Capabilities:
+//! - `services`: every service a server in the graph offers, advertised (`advertiseServices`)
+//!   with its request and response `ros2msg` schemas, split from the `ros2srv` definition of
+//!   the server's request vertex; a `Service Call Request` becomes a real call
+//!   ([`calls`]) answered by `Service Call Response` or `serviceCallFailure`;
+//! - `clientPublish`: a client's channels become ROS publishers ([`publish`]);
+//! - `parameters`: `getParameters` / `setParameters` on the nodes' parameter services
+//!   ([`params`]).
+//!
+//! Bad input (not JSON, an unknown op, channel, subscription or service id, a malformed binary
+//! frame, an encoding other than `cdr`, a payload that does not decode) gets a `status` message
+//! of level error (and a `serviceCallFailure` for a call), never a crash; the connection goes on.
 //!
 //! Threads: the main thread is the graph participant (registry, schemas, edges); each client
 //! has one thread that reads its requests and writes its frames. A peer's topic gets its edge
@@ -15,21 +25,27 @@
 //! to each subscribed client's bounded queue; a slow client loses frames (counted per client),
 //! never the publisher's time.
 
+mod calls;
+mod client;
+mod params;
+mod publish;
+
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use libtracer_core::{DeliveryPolicy, Sample};
+use libtracer_core::{DeliveryPolicy, Sample, SchemaInfo};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 use tracer_recording::{Announcement, EntityKind};
-use tungstenite::handshake::server::{ErrorResponse, Request, Response};
 use tungstenite::Message;
 
 use crate::participant::{topic_path, Event, Participant, Wanted};
+use calls::Caller;
+use publish::Publishing;
 
 const SUBPROTOCOL: &str = "foxglove.websocket.v1";
 /// Frames queued per client before its newest are dropped.
@@ -45,12 +61,74 @@ pub struct Args {
     address: IpAddr,
 }
 
+/// Peer -> the gids of its publishers (of a channel) or servers (of a service).
+type Providers = HashMap<String, HashSet<[u8; 16]>>;
+
 struct Channel {
     topic: String,
     type_name: String,
     schema: String,
+    type_hash: String,
     /// Peers with a publisher on it, with their publishers' gids.
-    publishers: HashMap<String, HashSet<[u8; 16]>>,
+    publishers: Providers,
+}
+
+/// A ROS service (name and type) with at least one server.
+struct Service {
+    name: String,
+    /// `pkg/srv/Type`.
+    type_name: String,
+    request_def: String,
+    response_def: String,
+    request: Arc<ros2msg::Schema>,
+    response: Arc<ros2msg::Schema>,
+    servers: Providers,
+}
+
+impl Service {
+    /// From the `:schema` of a server's request vertex (`ros2srv`, rmw_tracer's services).
+    fn new(name: &str, type_name: &str, schema: &SchemaInfo) -> Result<Service, String> {
+        if schema.encoding != ros2msg::ROS2SRV || schema.definition.is_empty() {
+            return Err(format!(
+                "service {name}: its server's schema is {:?} without a definition (an older rmw_tracer?)",
+                schema.encoding
+            ));
+        }
+        let (request_def, response_def) = ros2msg::split_service(&schema.definition)
+            .map_err(|e| format!("service {name}: {e}"))?;
+        let parse = |suffix: &str, def: &str| {
+            ros2msg::Schema::parse(&format!("{type_name}{suffix}"), def)
+                .map(Arc::new)
+                .map_err(|e| format!("service {name} {suffix}: {e}"))
+        };
+        Ok(Service {
+            name: name.to_owned(),
+            type_name: type_name.to_owned(),
+            request: parse("_Request", &request_def)?,
+            response: parse("_Response", &response_def)?,
+            request_def,
+            response_def,
+            servers: HashMap::new(),
+        })
+    }
+
+    fn advertisement(&self, id: u32) -> Value {
+        let def = |suffix: &str, schema: &str| {
+            json!({"encoding": "cdr", "schemaName": format!("{}{suffix}", self.type_name),
+                   "schemaEncoding": ros2msg::ROS2MSG, "schema": schema})
+        };
+        json!({"id": id, "name": self.name, "type": self.type_name,
+               "request": def("_Request", &self.request_def),
+               "response": def("_Response", &self.response_def),
+               "requestSchema": self.request_def, "responseSchema": self.response_def})
+    }
+
+    fn server_list(&self) -> Vec<calls::Server> {
+        self.servers
+            .iter()
+            .flat_map(|(p, gids)| gids.iter().map(move |g| (p.clone(), *g)))
+            .collect()
+    }
 }
 
 impl Channel {
@@ -68,12 +146,46 @@ struct Client {
 }
 
 #[derive(Default)]
-struct Hub {
+pub struct Hub {
     channels: BTreeMap<u32, Channel>,
+    services: BTreeMap<u32, Service>,
     clients: HashMap<u64, Client>,
 }
 
+/// What the client threads share with the main thread.
+pub struct Shared {
+    pub hub: Mutex<Hub>,
+    pub caller: Caller,
+    pub publishing: Publishing,
+}
+
 impl Hub {
+    /// The servers and the request and response schemas of service `name` of `type_name`.
+    pub fn find_service(
+        &self,
+        name: &str,
+        type_name: &str,
+    ) -> Option<(
+        Vec<calls::Server>,
+        Arc<ros2msg::Schema>,
+        Arc<ros2msg::Schema>,
+    )> {
+        let s = self
+            .services
+            .values()
+            .find(|s| s.name == name && s.type_name == type_name)?;
+        Some((s.server_list(), s.request.clone(), s.response.clone()))
+    }
+
+    /// The names of the services of `type_name`.
+    pub fn service_names(&self, type_name: &str) -> Vec<String> {
+        self.services
+            .values()
+            .filter(|s| s.type_name == type_name)
+            .map(|s| s.name.clone())
+            .collect()
+    }
+
     fn broadcast(&self, text: &str) {
         for c in self.clients.values() {
             let _ = c.out.try_send(Message::text(text.to_owned()));
@@ -126,30 +238,40 @@ pub fn run(a: Args) -> Result<(), String> {
             .map_err(|e| format!("cannot handle SIGINT/SIGTERM: {e}"))?;
     }
     let mut part = Participant::join("serve")?;
-    let hub = Arc::new(Mutex::new(Hub::default()));
+    let shared = Arc::new(Shared {
+        hub: Mutex::new(Hub::default()),
+        caller: Caller::new(&part.graph, calls::new_gid())?,
+        publishing: Publishing::new(&part.graph),
+    });
+    let hub = &shared.hub;
     eprintln!("tracer serve: listening on ws://{addr} ({SUBPROTOCOL}; Ctrl-C to stop)");
     let mut next_channel = 1u32;
+    let mut next_service = 1u32;
     let mut next_client = 1u64;
     let mut next_sink = 1u64;
     // (peer, channel) -> its edge, while a client wants the channel.
     let mut edges: HashMap<(String, u32), Wanted> = HashMap::new();
     let mut threads = Vec::new();
     let mut last_retry = Instant::now();
+    // Services whose schema could not be used, said once each.
+    let mut refused: HashSet<(String, String)> = HashSet::new();
     while !stop.load(Ordering::SeqCst) {
         match listener.accept() {
             Ok((stream, peer)) => {
-                let (id, hub2, stop2) = (next_client, hub.clone(), stop.clone());
+                let (id, shared2, stop2) = (next_client, shared.clone(), stop.clone());
                 next_client += 1;
                 threads.push(std::thread::spawn(move || {
-                    if let Err(e) = client(stream, id, &hub2, &stop2) {
+                    if let Err(e) = client::client(stream, id, &shared2, &stop2) {
                         eprintln!("tracer serve: client {peer}: {e}");
                     }
-                    hub2.lock().clients.remove(&id);
+                    shared2.hub.lock().clients.remove(&id);
+                    shared2.publishing.client_gone(id);
                 }));
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
             Err(e) => eprintln!("tracer serve: accept: {e}"),
         }
+        shared.caller.expire();
         match part.next(Duration::from_millis(20)) {
             Some(Event::Endpoint(p, Announcement::Present(r)))
                 if r.kind == EntityKind::Publisher =>
@@ -174,6 +296,7 @@ pub fn run(a: Args) -> Result<(), String> {
                             topic: r.topic.clone(),
                             type_name: r.type_name.clone(),
                             schema: schema.definition,
+                            type_hash: schema.type_hash,
                             publishers: HashMap::new(),
                         };
                         let msg = json!({"op": "advertise", "channels": [ch.advertisement(id)]});
@@ -186,12 +309,54 @@ pub fn run(a: Args) -> Result<(), String> {
                     ch.publishers.entry(p).or_default().insert(r.gid.0);
                 }
             }
-            Some(Event::Endpoint(p, Announcement::Gone(g))) => gone(&hub, |peer, gids| {
+            Some(Event::Endpoint(p, Announcement::Present(r))) if r.kind == EntityKind::Service => {
+                let mut h = hub.lock();
+                let found = h
+                    .services
+                    .iter()
+                    .find(|(_, s)| s.name == r.topic && s.type_name == r.type_name)
+                    .map(|(id, _)| *id);
+                let id = match found {
+                    Some(id) => id,
+                    None => {
+                        drop(h);
+                        let path = format!(
+                            "/.ros/services{}/_request/{}",
+                            topic_path(&r.topic),
+                            r.gid.hex()
+                        );
+                        let Some(schema) = part.wait_schema(&p, &path) else {
+                            continue;
+                        };
+                        let svc = match Service::new(&r.topic, &r.type_name, &schema) {
+                            Ok(s) => s,
+                            Err(e) => {
+                                if refused.insert((r.topic.clone(), r.type_name.clone())) {
+                                    eprintln!("tracer serve: not offered: {e}");
+                                }
+                                continue;
+                            }
+                        };
+                        h = hub.lock();
+                        let id = next_service;
+                        next_service += 1;
+                        let msg = json!({"op": "advertiseServices",
+                                         "services": [svc.advertisement(id)]});
+                        h.services.insert(id, svc);
+                        h.broadcast(&msg.to_string());
+                        id
+                    }
+                };
+                if let Some(s) = h.services.get_mut(&id) {
+                    s.servers.entry(p).or_default().insert(r.gid.0);
+                }
+            }
+            Some(Event::Endpoint(p, Announcement::Gone(g))) => gone(hub, |peer, gids| {
                 if peer == p {
                     gids.remove(&g.0);
                 }
             }),
-            Some(Event::PeerDown(p)) => gone(&hub, |peer, gids| {
+            Some(Event::PeerDown(p)) => gone(hub, |peer, gids| {
                 if peer == p {
                     gids.clear();
                 }
@@ -229,12 +394,12 @@ pub fn run(a: Args) -> Result<(), String> {
             };
             let sink = format!("/.serve/sub/{next_sink}");
             next_sink += 1;
-            let h = hub.clone();
+            let h = shared.clone();
             let made = part.graph.create_sink(
                 &sink,
                 Arc::new(move |s: &Sample| {
                     if s.suffix.is_none() {
-                        h.lock().deliver(id, s);
+                        h.hub.lock().deliver(id, s);
                     }
                 }),
             );
@@ -261,164 +426,50 @@ pub fn run(a: Args) -> Result<(), String> {
     for (_, w) in edges.drain() {
         w.drop_from(&part.graph);
     }
-    part.shutdown();
     for t in threads {
         let _ = t.join();
     }
+    shared.publishing.shutdown();
+    part.shutdown();
     Ok(())
 }
 
-/// Applies a publisher's (or a peer's) departure; a channel left without publishers is
-/// unadvertised.
-fn gone(hub: &Mutex<Hub>, mut f: impl FnMut(&str, &mut HashSet<[u8; 16]>)) {
-    let mut h = hub.lock();
+/// Applies a departure to a table's providers; the ids left without any.
+fn drop_providers<T>(
+    table: &mut BTreeMap<u32, T>,
+    providers: impl Fn(&mut T) -> &mut Providers,
+    f: &mut impl FnMut(&str, &mut HashSet<[u8; 16]>),
+) -> Vec<u32> {
     let mut empty = Vec::new();
-    for (id, c) in h.channels.iter_mut() {
-        for (peer, gids) in c.publishers.iter_mut() {
+    for (id, item) in table.iter_mut() {
+        let p = providers(item);
+        for (peer, gids) in p.iter_mut() {
             f(peer, gids);
         }
-        c.publishers.retain(|_, g| !g.is_empty());
-        if c.publishers.is_empty() {
+        p.retain(|_, g| !g.is_empty());
+        if p.is_empty() {
             empty.push(*id);
         }
     }
-    if empty.is_empty() {
-        return;
-    }
     for id in &empty {
-        h.channels.remove(id);
+        table.remove(id);
     }
-    for c in h.clients.values_mut() {
-        c.subs.retain(|_, ch| !empty.contains(ch));
-    }
-    h.broadcast(&json!({"op": "unadvertise", "channelIds": empty}).to_string());
+    empty
 }
 
-/// One client: the handshake (the subprotocol is required), then requests in, frames out.
-fn client(stream: TcpStream, id: u64, hub: &Mutex<Hub>, stop: &AtomicBool) -> Result<(), String> {
-    stream.set_nonblocking(false).map_err(|e| e.to_string())?;
-    stream
-        .set_read_timeout(Some(Duration::from_millis(20)))
-        .map_err(|e| e.to_string())?;
-    // The signature is tungstenite's `Callback`; its error type is the HTTP response itself.
-    #[allow(clippy::result_large_err)]
-    let callback = |req: &Request, mut resp: Response| -> Result<Response, ErrorResponse> {
-        let offered = req
-            .headers()
-            .get_all("Sec-WebSocket-Protocol")
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(',').map(str::trim))
-            .any(|p| p == SUBPROTOCOL);
-        if !offered {
-            let mut e = ErrorResponse::new(Some(format!("subprotocol {SUBPROTOCOL} required")));
-            *e.status_mut() = tungstenite::http::StatusCode::BAD_REQUEST;
-            return Err(e);
-        }
-        resp.headers_mut().insert(
-            "Sec-WebSocket-Protocol",
-            tungstenite::http::HeaderValue::from_static(SUBPROTOCOL),
-        );
-        Ok(resp)
-    };
-    let mut ws =
-        tungstenite::accept_hdr(stream, callback).map_err(|e| format!("handshake: {e}"))?;
-    let (tx, rx) = mpsc::sync_channel::<Message>(CLIENT_QUEUE);
-    let dropped = Arc::new(AtomicU64::new(0));
-    {
-        let mut h = hub.lock();
-        let info = json!({"op": "serverInfo", "name": "rmw_tracer", "capabilities": [],
-                          "supportedEncodings": [], "metadata": {}, "sessionId": format!("{id}")});
-        let _ = tx.try_send(Message::text(info.to_string()));
-        let chans: Vec<Value> = h
-            .channels
-            .iter()
-            .map(|(id, c)| c.advertisement(*id))
-            .collect();
-        let _ = tx.try_send(Message::text(
-            json!({"op": "advertise", "channels": chans}).to_string(),
-        ));
-        h.clients.insert(
-            id,
-            Client {
-                out: tx,
-                subs: HashMap::new(),
-                dropped: dropped.clone(),
-            },
-        );
-    }
-    while !stop.load(Ordering::SeqCst) {
-        match ws.read() {
-            Ok(Message::Text(t)) => {
-                if let Some(reply) = request(hub, id, t.as_str()) {
-                    ws.send(Message::text(reply.to_string()))
-                        .map_err(|e| e.to_string())?;
-                }
-            }
-            Ok(Message::Close(_)) => break,
-            Ok(_) => {}
-            Err(tungstenite::Error::Io(e))
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) => {}
-            Err(tungstenite::Error::ConnectionClosed | tungstenite::Error::AlreadyClosed) => break,
-            Err(e) => return Err(e.to_string()),
-        }
-        while let Ok(m) = rx.try_recv() {
-            if let Err(e) = ws.write(m) {
-                return Err(e.to_string());
-            }
-        }
-        match ws.flush() {
-            Ok(()) => {}
-            Err(tungstenite::Error::Io(e)) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(e) => return Err(e.to_string()),
-        }
-    }
-    let n = dropped.load(Ordering::Relaxed);
-    if n > 0 {
-        eprintln!("tracer serve: client {id}: {n} frames dropped (the client read too slowly)");
-    }
-    Ok(())
-}
-
-/// A client's JSON request; a reply for a bad one (`status` level error, as the protocol has).
-fn request(hub: &Mutex<Hub>, id: u64, text: &str) -> Option<Value> {
-    let status = |msg: String| Some(json!({"op": "status", "level": 2, "message": msg}));
-    let v: Value = match serde_json::from_str(text) {
-        Ok(v) => v,
-        Err(e) => return status(format!("not JSON: {e}")),
-    };
+/// Applies a publisher's or server's (or a peer's) departure; a channel left without
+/// publishers is unadvertised, a service without servers too.
+fn gone(hub: &Mutex<Hub>, mut f: impl FnMut(&str, &mut HashSet<[u8; 16]>)) {
     let mut h = hub.lock();
-    let known: HashSet<u32> = h.channels.keys().copied().collect();
-    let c = h.clients.get_mut(&id)?;
-    match v["op"].as_str() {
-        Some("subscribe") => {
-            for s in v["subscriptions"].as_array().map_or(&[][..], Vec::as_slice) {
-                let (Some(sub), Some(ch)) = (s["id"].as_u64(), s["channelId"].as_u64()) else {
-                    return status(format!("subscribe: bad subscription {s}"));
-                };
-                let (sub, ch) = (sub as u32, ch as u32);
-                if !known.contains(&ch) {
-                    return status(format!("subscribe: no channel {ch}"));
-                }
-                c.subs.insert(sub, ch);
-            }
-            None
+    let empty = drop_providers(&mut h.channels, |c| &mut c.publishers, &mut f);
+    let no_servers = drop_providers(&mut h.services, |s| &mut s.servers, &mut f);
+    if !empty.is_empty() {
+        for c in h.clients.values_mut() {
+            c.subs.retain(|_, ch| !empty.contains(ch));
         }
-        Some("unsubscribe") => {
-            for s in v["subscriptionIds"]
-                .as_array()
-                .map_or(&[][..], Vec::as_slice)
-            {
-                if let Some(sub) = s.as_u64() {
-                    c.subs.remove(&(sub as u32));
-                }
-            }
-            None
-        }
-        Some(op) => status(format!("operation {op:?} is not supported by this server")),
-        None => status("a request without \"op\"".into()),
+        h.broadcast(&json!({"op": "unadvertise", "channelIds": empty}).to_string());
+    }
+    if !no_servers.is_empty() {
+        h.broadcast(&json!({"op": "unadvertiseServices", "serviceIds": no_servers}).to_string());
     }
 }

@@ -1,0 +1,170 @@
+"""Two hosts for the network tests (docs/network.md): two network namespaces joined by a veth
+pair (192.0.2.1/24 and 192.0.2.2/24, nothing else in reach), or, shaped, by two veth pairs and
+``link_shaper.py`` (delay and loss, the ``tc netem`` this kernel lacks) in a third namespace
+between them. Names are prefixed ``net-`` (the room's) and unique to the run; everything is
+removed on exit, also when a test fails. Not collected by pytest (no ``test_`` prefix).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import harness
+
+ADDR = {"a": "192.0.2.1", "b": "192.0.2.2"}
+HERE = Path(__file__).resolve().parent
+SHAPER = HERE / "link_shaper.py"
+PUBSUB = HERE / "test_pubsub_worker.py"
+
+_pairs = itertools.count()
+
+
+def _ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True, capture_output=True, timeout=20)
+
+
+def _no_offload(ns: str, dev: str) -> None:
+    # One frame per packet on the wire, so that the shaper's loss falls on packets (as netem's
+    # does) and every frame it forwards fits the MTU; checksums filled in by the sender, since
+    # a frame the shaper re-sends is not completed by the kernel.
+    subprocess.run(["ip", "netns", "exec", ns, "ethtool", "-K", dev, "tx", "off", "tso", "off", "gso", "off",
+                    "gro", "off", "tx-udp-segmentation", "off"],
+                   check=True, capture_output=True, timeout=20)
+
+
+class Host:
+    """One side of a :class:`TwoHosts`: ``spawn(..., netns=host)`` runs a program on it."""
+
+    def __init__(self, ns: str) -> None:
+        self.ns = ns
+
+    def prefix(self) -> list[str]:
+        return ["ip", "netns", "exec", self.ns]
+
+
+class TwoHosts:
+    """Hosts ``a`` and ``b``; ``shape=(loss, delay_s)`` puts the shaper between them (each
+    way: a share ``loss`` of the IPv4 frames dropped, every frame delayed by ``delay_s``)."""
+
+    def __init__(self, shape: tuple[float, float] | None = None) -> None:
+        n = f"{os.getpid() % 100000}-{next(_pairs)}"
+        self.ns = {"a": f"net-{n}-a", "b": f"net-{n}-b", "m": f"net-{n}-m"}
+        # Interface names are at most 15 bytes.
+        self.dev = {"a": f"qa{n}"[:15], "b": f"qb{n}"[:15]}
+        self.mdev = {"a": f"ma{n}"[:15], "b": f"mb{n}"[:15]}
+        self.shape = shape
+        self.shaper: harness.Proc | None = None
+        self.made: list[str] = []
+
+    @staticmethod
+    def available() -> bool:
+        if os.geteuid() != 0:
+            return False
+        return subprocess.run(["ip", "netns", "list"], capture_output=True).returncode == 0
+
+    def __enter__(self) -> "TwoHosts":
+        try:
+            names = ("a", "b", "m") if self.shape else ("a", "b")
+            for h in names:
+                _ip("netns", "add", self.ns[h])
+                self.made.append(self.ns[h])
+            if self.shape:
+                for h in ("a", "b"):
+                    _ip("link", "add", self.dev[h], "type", "veth", "peer", "name", self.mdev[h])
+                    _ip("link", "set", self.mdev[h], "netns", self.ns["m"])
+                    _ip("-n", self.ns["m"], "link", "set", self.mdev[h], "promisc", "on", "up")
+            else:
+                _ip("link", "add", self.dev["a"], "type", "veth", "peer", "name", self.dev["b"])
+            for h in ("a", "b"):
+                _ip("link", "set", self.dev[h], "netns", self.ns[h])
+                _ip("-n", self.ns[h], "addr", "add", f"{ADDR[h]}/24", "dev", self.dev[h])
+                _ip("-n", self.ns[h], "link", "set", self.dev[h], "up")
+                _ip("-n", self.ns[h], "link", "set", "lo", "up")
+            if self.shape:
+                for h in ("a", "b"):
+                    _no_offload(self.ns[h], self.dev[h])
+                    _no_offload(self.ns["m"], self.mdev[h])
+                loss, delay = self.shape
+                self.shaper = harness.spawn(
+                    ["python3", SHAPER, self.mdev["a"], self.mdev["b"], "--loss", str(loss),
+                     "--delay", str(delay), "--seconds", "600"],
+                    env=dict(os.environ), netns=Host(self.ns["m"]), timeout=700)
+                if not self.shaper.wait_for_output("shaping", 20):
+                    raise RuntimeError(self.shaper.join(1).describe())
+        except Exception:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def host(self, h: str) -> Host:
+        return Host(self.ns[h])
+
+    def link(self, up: bool) -> None:
+        """Cut (or heal) the cable: host a's end of the veth down (or up)."""
+        _ip("-n", self.ns["a"], "link", "set", self.dev["a"], "up" if up else "down")
+
+    def shaper_report(self) -> str:
+        """Stop the shaper and return its last line (frames forwarded and dropped)."""
+        if self.shaper is None:
+            return ""
+        try:
+            os.killpg(self.shaper.popen.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        r = self.shaper.join(10)
+        self.shaper = None
+        return r.stdout.strip().splitlines()[-1] if r.stdout.strip() else r.describe()
+
+    def __exit__(self, *exc) -> None:
+        if self.shaper is not None:
+            self.shaper.kill()
+            self.shaper.join(10)
+            self.shaper = None
+        # Deleting a namespace deletes its ends of the veths, and with them the pairs.
+        for ns in reversed(self.made):
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=20)
+        self.made.clear()
+
+
+def _fixture(shape):
+    if not TwoHosts.available():
+        pytest.skip("network namespaces need root and iproute2")
+    with TwoHosts(shape) as h:
+        yield h
+
+
+@pytest.fixture
+def hosts():
+    yield from _fixture(None)
+
+
+@pytest.fixture
+def shaped_hosts():
+    """5% loss and 20 ms delay each way (issue 7's netem test)."""
+    yield from _fixture((0.05, 0.020))
+
+
+def tracer_envs(tmp_path: Path) -> dict[str, dict[str, str]]:
+    """rmw_tracer on each host: own rendezvous directory (a host's processes meet there), one
+    domain, the other host as the static peer."""
+    domain = harness.fresh_domain_id()
+    return {
+        h: harness.tracer_env(tmp_path / h, domain,
+                              {"ROS_STATIC_PEERS": ADDR["b" if h == "a" else "a"]})
+        for h in ("a", "b")
+    }
+
+
+def pubsub(env, host, *args: str, timeout: float = 90) -> harness.Proc:
+    return harness.spawn_python(PUBSUB, list(args), env=env, netns=host, timeout=timeout)
+
+
+def started(p: harness.Proc, text: str = "ready") -> harness.Proc:
+    assert p.wait_for_output(text, timeout=60), p.join(1).describe()
+    return p
