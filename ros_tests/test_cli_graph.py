@@ -219,3 +219,47 @@ def test_echo_of_a_topic_without_publisher_waits_and_says_so(tmp_path):
     p.popen.send_signal(signal.SIGINT)
     r = p.join(30)
     assert r.returncode == 0 and r.stdout == "", r.describe()
+
+
+def test_graph_marks_pairs_of_incompatible_qos(tmp_path):
+    """rclpy endpoints on one topic whose QoS do not all match: every pair is an edge, and the
+    ones rmw_tracer does not wire carry the policy, the same rmw_tracer's own incompatible-QoS
+    events report to rclpy."""
+    env = harness.tracer_env(tmp_path)
+    until = tmp_path / "until"
+    proc = _worker(env, "qos_pairs", "--until", str(until))
+    try:
+        assert proc.wait_for_output("ready", 60), proc.join(1).describe()
+        g = _wait_graph(env, lambda g: sum(e["name"] == "/qos_topic" for e in g["edges"]) == 4)
+        marks = sorted((e["from"]["node"], e["to"]["node"], e["incompatible_qos"])
+                       for e in g["edges"] if e["name"] == "/qos_topic")
+        assert marks == [
+            ("/qos_pub_be", "/qos_sub_rel", "RELIABILITY"),
+            ("/qos_pub_be", "/qos_sub_tl", "RELIABILITY"),
+            ("/qos_pub_rel", "/qos_sub_rel", None),
+            ("/qos_pub_rel", "/qos_sub_tl", "DURABILITY"),
+        ], marks
+        # rclpy heard the same from rmw_tracer: /qos_sub_rel one incompatible publisher
+        # (reliability), /qos_sub_tl two (events may coalesce: the last total counts).
+        events = lambda: [json.loads(l) for l in proc.output_so_far().splitlines() if l.startswith('{"incompatible"')]
+        totals = lambda: {e["incompatible"]: e["total"] for e in events()}
+        deadline = time.monotonic() + 10
+        while totals() != {"/qos_sub_rel": 1, "/qos_sub_tl": 2} and time.monotonic() < deadline:
+            time.sleep(0.1)
+        ev = events()
+        assert totals() == {"/qos_sub_rel": 1, "/qos_sub_tl": 2}, ev
+        policies = lambda sub: {e["policy"].removeprefix("RMW_QOS_POLICY_") for e in ev if e["incompatible"] == sub}
+        assert policies("/qos_sub_rel") == {"RELIABILITY"}, ev
+        assert policies("/qos_sub_tl") <= {"RELIABILITY", "DURABILITY"}, ev
+        text = _graph(env).stdout
+        assert "/qos_topic: /qos_pub_be -> /qos_sub_rel  (local in " in text
+        for a, b, p in marks:
+            line = next(l for l in text.splitlines() if l.strip().startswith(f"/qos_topic: {a} -> {b} "))
+            assert line.endswith(f"INCOMPATIBLE QoS: {p} (no data flows)") if p else "INCOMPATIBLE" not in line, line
+        dot = _graph(env, "--dot").stdout
+        assert dot.count("QoS incompatible: ") == 3, dot
+        assert "QoS incompatible: DURABILITY" in dot and "QoS incompatible: RELIABILITY" in dot, dot
+    finally:
+        until.touch()
+        r = proc.join(30)
+    assert r.returncode == 0, r.describe()

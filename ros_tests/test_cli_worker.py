@@ -19,6 +19,11 @@ Nothing here is collected by pytest: ROS is imported only when run as a program.
         flags=[true, false], a /from_foxglove subscription (std_msgs/String) printing
         {"heard": data} per message, {"param": name, "value": v} per parameter set; prints
         "ready", spins until FILE exists
+    qos_pairs [--until FILE]
+        four nodes on /qos_topic (std_msgs/String): /qos_pub_be (best effort, volatile),
+        /qos_pub_rel (reliable, volatile), /qos_sub_rel (reliable, volatile), /qos_sub_tl
+        (reliable, transient local); prints "ready", then {"incompatible": sub node, "policy":
+        rclpy's last_policy_kind name, "total": n} on each requested-incompatible-QoS event
     node --name N [--until FILE]
         a node with a /chatter publisher (std_msgs/String), a /chatter subscription and a
         /srv service (test_msgs/BasicTypes), prints "ready", spins until FILE exists
@@ -166,6 +171,41 @@ def services(a) -> None:
     rclpy.shutdown()
 
 
+def qos_pairs(a) -> None:
+    import rclpy
+    from rclpy.event_handler import SubscriptionEventCallbacks
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.node import Node
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from std_msgs.msg import String
+
+    rclpy.init()
+    be, rel = ReliabilityPolicy.BEST_EFFORT, ReliabilityPolicy.RELIABLE
+    vol, tl = DurabilityPolicy.VOLATILE, DurabilityPolicy.TRANSIENT_LOCAL
+    ex = SingleThreadedExecutor()
+    nodes = []
+    for name, kind, r, d in [("qos_pub_be", "pub", be, vol), ("qos_pub_rel", "pub", rel, vol),
+                             ("qos_sub_rel", "sub", rel, vol), ("qos_sub_tl", "sub", rel, tl)]:
+        n = Node(name)
+        qos = QoSProfile(depth=5, reliability=r, durability=d)
+        if kind == "pub":
+            n.create_publisher(String, "/qos_topic", qos)
+        else:
+            def seen(info, name=name):
+                print(json.dumps({"incompatible": f"/{name}", "policy": info.last_policy_kind.name,
+                                  "total": info.total_count}), flush=True)
+            n.create_subscription(String, "/qos_topic", lambda _m: None, qos,
+                                  event_callbacks=SubscriptionEventCallbacks(incompatible_qos=seen))
+        ex.add_node(n)
+        nodes.append(n)
+    print("ready", flush=True)
+    while not (a.until and Path(a.until).exists()):
+        ex.spin_once(timeout_sec=0.05)
+    for n in nodes:
+        n.destroy_node()
+    rclpy.shutdown()
+
+
 def node(a) -> None:
     import rclpy
     from rclpy.node import Node
@@ -200,11 +240,13 @@ def main() -> None:
     c.add_argument("--until")
     v = sub.add_parser("services")
     v.add_argument("--until")
+    q = sub.add_parser("qos_pairs")
+    q.add_argument("--until")
     n = sub.add_parser("node")
     n.add_argument("--name", required=True)
     n.add_argument("--until")
     a = p.parse_args()
-    {"publish": publish, "talk": talk, "chatter": chatter, "services": services, "node": node}[a.cmd](a)
+    {"publish": publish, "talk": talk, "chatter": chatter, "services": services, "qos_pairs": qos_pairs, "node": node}[a.cmd](a)
 
 
 if __name__ == "__main__":

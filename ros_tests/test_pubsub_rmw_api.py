@@ -32,9 +32,11 @@ CHECKS = [
     "take_sequence over capacity", "take_sequence", "take on empty", "keep_last depth bounds the ring", "serialize",
     "publish serialized", "take serialized grows the buffer",
     "publish garbage", "malformed sample skipped", "publisher allocation",
-    "unsupported entry point", "ignore_local_publications", "others still take it",
+    "no loans of a type that is not plain", "ignore_local_publications", "others still take it",
     "destroy ignoring subscription", "callback may take (waiting messages)",
-    "callback may take (new messages)", "destroy subscription", "unmatched after destroy",
+    "callback may take (new messages)", "matched event", "event callback set",
+    "event callback on a match", "destroy joining subscription", "event callback on an unmatch",
+    "event callback clear", "destroy subscription", "unmatched after destroy",
     "destroy publisher", "destroy gc and wait set", "destroy node", "fini before shutdown",
     "shutdown", "no node after shutdown", "context fini", "options fini",
 ]

@@ -34,6 +34,11 @@ impl Payload {
             slot: Some(slot),
         }
     }
+    /// Bytes `range` of `v`, without a copy (a loan in ordinary memory starts where its struct is
+    /// aligned, not at the start of its buffer).
+    pub fn from_vec_range(v: Vec<u8>, range: std::ops::Range<usize>) -> Self {
+        Payload::new(Bytes::from(v).slice(range))
+    }
     /// A view of a peer's shared memory (made by the link that received the reference).
     pub fn from_view(view: tracer_shm::View) -> Self {
         Payload::new(Bytes::from_owner(view))

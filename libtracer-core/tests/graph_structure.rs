@@ -42,6 +42,7 @@ fn ruling_children_feed_snapshot_then_live_created_removed_schema_set() {
         type_hash: "RIHS01_abc".into(),
         definition: "string data".into(),
         encoding: "cdr".into(),
+        ..Default::default()
     };
     g.set_schema("/w/a", schema.clone()).unwrap();
     g.remove("/w/a").unwrap();

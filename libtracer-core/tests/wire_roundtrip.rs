@@ -42,14 +42,22 @@ fn role() -> impl Strategy<Value = Role> {
 }
 
 fn schema() -> impl Strategy<Value = SchemaInfo> {
-    ("\\PC{0,30}", "\\PC{0,8}", "[0-9a-f]{0,64}", "\\PC{0,200}").prop_map(
-        |(type_name, encoding, type_hash, definition)| SchemaInfo {
-            type_name,
-            encoding,
-            type_hash,
-            definition,
-        },
+    (
+        "\\PC{0,30}",
+        "\\PC{0,8}",
+        "[0-9a-f]{0,64}",
+        "\\PC{0,200}",
+        prop_oneof![Just(String::new()), Just("plain 48".to_string())],
     )
+        .prop_map(
+            |(type_name, encoding, type_hash, definition, layout)| SchemaInfo {
+                type_name,
+                encoding,
+                type_hash,
+                definition,
+                layout,
+            },
+        )
 }
 
 fn code() -> impl Strategy<Value = ErrorCode> {

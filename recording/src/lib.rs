@@ -4,10 +4,12 @@
 //! on every message, read `header.stamp` the same way, and select topics the same way.
 //! Nothing here needs ROS. The endpoint registry record's one codec lives here too
 //! (`endpoint`): rmw_tracer writes and reads its registry with it, `tracer record` reads it;
-//! and where the records are written (`registry`).
+//! and where the records are written (`registry`), and the QoS match rules both apply
+//! (`qos_match`).
 
 pub mod endpoint;
 pub mod fields;
+pub mod qos_match;
 pub mod registry;
 pub mod select;
 pub mod stamp;

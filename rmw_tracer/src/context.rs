@@ -25,6 +25,10 @@ pub const RENDEZVOUS_ENV: &str = "RMW_TRACER_RENDEZVOUS_DIR";
 pub const PORT_BASE_ENV: &str = "RMW_TRACER_PORT_BASE";
 /// Binds the network endpoints to one address instead of every interface.
 pub const BIND_ENV: &str = "RMW_TRACER_BIND";
+/// The longest `rmw_init` waits for the peers already there to watch its records
+/// (`Registry::await_watchers`): well above the 1-40 ms this takes on a loaded machine, and
+/// what a peer that is not a ROS process (which never watches) costs each new context.
+const INIT_WATCH_LIMIT: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// What `rmw_init` needs from the init options, already read out of the C struct.
 #[derive(Clone, Debug)]
@@ -224,6 +228,7 @@ impl Context {
             },
             |g| Registry::start(g.clone(), rec),
         )?;
+        registry.await_watchers(INIT_WATCH_LIMIT);
         let teardown = Teardown::start(graph.clone());
         Ok(Context {
             shared: Arc::new(Shared {

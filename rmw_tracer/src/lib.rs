@@ -20,6 +20,7 @@ mod features;
 mod gid;
 mod graph_query;
 mod guard;
+mod loan;
 mod log;
 mod names;
 mod node;

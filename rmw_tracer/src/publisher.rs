@@ -7,7 +7,7 @@ use std::sync::Arc;
 use libtracer_core::{Meta, Payload, Vertex};
 
 use crate::boundary::message::MessageRef;
-use crate::boundary::{cstr, RmwResult};
+use crate::boundary::{cstr, RmwError, RmwResult};
 use crate::context::Shared;
 use crate::gid::Gid;
 use crate::names;
@@ -36,6 +36,8 @@ pub struct Publisher {
     _entry: Entry,
     /// `RMW_TRACER_RECORD`: set when this process records the topic.
     record: Option<crate::record::PubTap>,
+    /// Outstanding loans; None when the type is not plain (docs/loans.md).
+    loans: Option<crate::loan::PublisherLoans>,
 }
 
 impl Publisher {
@@ -87,7 +89,9 @@ impl Publisher {
             },
             None,
         );
+        let loans = ty.ty.plain_size().map(crate::loan::PublisherLoans::new);
         Ok(Publisher {
+            loans,
             events,
             topic: cstr::owned(topic, "topic_name")?,
             gid,
@@ -136,6 +140,42 @@ impl Publisher {
         let n = msg.serialize_into(&self.ty.ty, slot.as_mut_slice())?;
         slot.truncate(n);
         Ok(Some(Payload::from_slot(slot.freeze())))
+    }
+
+    /// `can_loan_messages`: the type is plain.
+    pub fn can_loan(&self) -> bool {
+        self.loans.is_some()
+    }
+
+    /// The message type rcl handed us at creation (what a loan's type support must be).
+    pub fn message_type(&self) -> &crate::cdr::MessageType {
+        &self.ty.ty
+    }
+
+    fn loans(&self) -> RmwResult<&crate::loan::PublisherLoans> {
+        self.loans.as_ref().ok_or_else(|| {
+            RmwError::UnsupportedFeature(format!(
+                "loaning messages of {} (not a plain type: docs/loans.md)",
+                self.ty.type_name
+            ))
+        })
+    }
+
+    /// `rmw_borrow_loaned_message`: memory for one message in the context's pool.
+    pub fn borrow_loaned(&self) -> RmwResult<*mut std::ffi::c_void> {
+        let pool = self._ctx.shm.as_ref().map(|s| &s.pool);
+        Ok(self.loans()?.borrow(pool))
+    }
+
+    /// `rmw_publish_loaned_message`: the loan's bytes are the CDR; written as they are.
+    pub fn publish_loaned(&self, p: *mut std::ffi::c_void) -> RmwResult<()> {
+        let payload = self.loans()?.publish(p)?;
+        self.write(payload)
+    }
+
+    /// `rmw_return_loaned_message_from_publisher`.
+    pub fn return_loaned(&self, p: *mut std::ffi::c_void) -> RmwResult<()> {
+        self.loans()?.give_back(p)
     }
 
     /// Write one message that is already CDR (`rmw_publish_serialized_message`).

@@ -5,44 +5,31 @@
 //!
 //! - [`incompatible`]: do two *resolved* endpoint profiles match? This decides whether a
 //!   subscription takes a publisher's samples, whether they count as matched, and raises the
-//!   `*_INCOMPATIBLE_QOS` events. The rules are DDS's: the offer must be at least what is
-//!   requested for reliability (BEST_EFFORT < RELIABLE), durability (VOLATILE <
-//!   TRANSIENT_LOCAL), deadline (the offered period no longer than the requested one),
-//!   liveliness kind (AUTOMATIC < MANUAL_BY_NODE < MANUAL_BY_TOPIC) and lease (the offered
-//!   lease no longer than the requested one).
+//!   `*_INCOMPATIBLE_QOS` events. The rules are DDS's, written once in
+//!   `tracer_recording::qos_match` (ROS-free, so `tracer graph` marks the same pairs): the
+//!   offer must be at least what is requested for reliability, durability, deadline,
+//!   liveliness kind and lease.
 //! - [`check`]: what rmw documents for two *requested* profiles, which may hold SYSTEM_DEFAULT,
 //!   UNKNOWN and unspecified times: ERROR for a pair that cannot communicate; otherwise
 //!   WARNING where a system-default or unknown policy leaves the outcome open; OK. The verdicts
 //!   are those of the DDS implementations (rmw_dds_common, which Fast DDS answers with), so a
 //!   tool such as `ros2 doctor` says the same under either; `docs/rmw-mapping.md` has the table.
 
-use crate::qos::{time_ns, Qos};
+use crate::qos::Qos;
 
-/// The policy Fast DDS reports as "last" when several are incompatible: the one with the
-/// highest DDS policy id (reliability 11 > liveliness 8 > deadline 4 > durability 2).
-/// Liveliness kind and lease are both the DDS LIVELINESS policy, reported as such.
+/// The policy that keeps `offered` from meeting `requested`, as rmw's policy kind: the rules
+/// are `tracer_recording::qos_match`'s (shared with `tracer graph`), applied to the profiles'
+/// registry numbers. When several fail, the one Fast DDS reports as "last".
 pub fn incompatible(offered: &Qos, requested: &Qos) -> Option<ffi::rmw_qos_policy_kind_t> {
-    let (o, r) = (&offered.profile, &requested.profile);
-    if !offered.reliable() && requested.reliable() {
-        return Some(ffi::RMW_QOS_POLICY_RELIABILITY);
-    }
-    let rank = |l| match l {
-        ffi::RMW_QOS_POLICY_LIVELINESS_MANUAL_BY_TOPIC => 2,
-        ffi::RMW_QOS_POLICY_LIVELINESS_MANUAL_BY_NODE => 1,
-        _ => 0,
-    };
-    if rank(o.liveliness) < rank(r.liveliness)
-        || time_ns(&o.liveliness_lease_duration) > time_ns(&r.liveliness_lease_duration)
-    {
-        return Some(ffi::RMW_QOS_POLICY_LIVELINESS);
-    }
-    if time_ns(&o.deadline) > time_ns(&r.deadline) {
-        return Some(ffi::RMW_QOS_POLICY_DEADLINE);
-    }
-    if !offered.transient_local() && requested.transient_local() {
-        return Some(ffi::RMW_QOS_POLICY_DURABILITY);
-    }
-    None
+    use tracer_recording::qos_match::{self, Policy};
+    Some(
+        match qos_match::incompatible(&offered.numbers(), &requested.numbers())? {
+            Policy::Reliability => ffi::RMW_QOS_POLICY_RELIABILITY,
+            Policy::Durability => ffi::RMW_QOS_POLICY_DURABILITY,
+            Policy::Deadline => ffi::RMW_QOS_POLICY_DEADLINE,
+            Policy::Liveliness => ffi::RMW_QOS_POLICY_LIVELINESS,
+        },
+    )
 }
 
 /// rmw's spelling of a policy kind, for logs (`rmw_qos_policy_kind_to_str`'s names).

@@ -68,6 +68,8 @@ pub struct Subscription {
     _entry: Entry,
     /// `RMW_TRACER_RECORD`: set when this process records the topic.
     record: Option<crate::record::SubTap>,
+    /// Outstanding loans; None when the type is not plain (docs/loans.md).
+    loans: Option<crate::loan::SubscriptionLoans>,
 }
 
 /// What a subscription knows of one writer of its topic.
@@ -167,7 +169,9 @@ impl Subscription {
                 }),
             }),
         );
+        let loans = ty.ty.plain_size().map(crate::loan::SubscriptionLoans::new);
         Ok(Subscription {
+            loans,
             filter: crate::content_filter::Slot::new(&ty.type_name, &ty.definition),
             events,
             topic: cstr::owned(topic, "topic_name")?,
@@ -283,6 +287,57 @@ impl Subscription {
                 Err(e) => return Err(e.into()),
             }
         }
+    }
+
+    /// `can_loan_messages`: the type is plain.
+    pub fn can_loan(&self) -> bool {
+        self.loans.is_some()
+    }
+
+    fn loans(&self) -> RmwResult<&crate::loan::SubscriptionLoans> {
+        self.loans.as_ref().ok_or_else(|| {
+            crate::boundary::RmwError::UnsupportedFeature(format!(
+                "loaning messages of {} (not a plain type: docs/loans.md)",
+                self.ty.type_name
+            ))
+        })
+    }
+
+    /// `rmw_take_loaned_message(_with_info)`: the next message, lent until
+    /// [`return_loaned`](Self::return_loaned). In place (read-only: a peer's segment is mapped
+    /// so) when the sample's bytes are a loaned publisher's; otherwise deserialized into a
+    /// buffer of ours. Bytes that are not a valid message are dropped as in [`take`](Self::take).
+    pub fn take_loaned(&self) -> RmwResult<Option<(*mut std::ffi::c_void, TakenInfo)>> {
+        let loans = self.loans()?;
+        loop {
+            let Some(s) = self.take_sample() else {
+                return Ok(None);
+            };
+            let info = TakenInfo::of(&s);
+            if let Some(p) = loans.in_place(&s) {
+                loans.lend_sample(p, s);
+                return Ok(Some((p, info)));
+            }
+            let (mut buf, start) = loans.copy_buffer();
+            match crate::boundary::message::deserialize_plain(
+                &self.ty.ty,
+                s.payload.as_ref(),
+                &mut buf[start..],
+            ) {
+                Ok(()) => {
+                    let p = buf[start..].as_mut_ptr().cast();
+                    loans.lend_copy(p, buf);
+                    return Ok(Some((p, info)));
+                }
+                Err(e) if e.is_bad_input() => self.dropped_invalid(&s, &e),
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// `rmw_return_loaned_message_from_subscription`.
+    pub fn return_loaned(&self, p: *mut std::ffi::c_void) -> RmwResult<()> {
+        self.loans()?.give_back(p)
     }
 
     /// The warning for a sample whose bytes are not a message of our type (it is dropped).

@@ -51,6 +51,10 @@ impl TopicType {
                 encoding: "cdr".to_owned(),
                 type_hash: self.type_hash.clone(),
                 definition: self.definition.clone(),
+                layout: self
+                    .ty
+                    .plain_size()
+                    .map_or_else(String::new, |n| format!("plain {n}")),
             },
         )?;
         Ok(())

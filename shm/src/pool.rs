@@ -113,6 +113,7 @@ impl Pool {
             pool: self.inner.clone(),
             segment,
             offset,
+            start: 0,
             cap: size,
             len,
         }))
@@ -159,9 +160,19 @@ impl PoolInner {
 struct SlotInner {
     pool: Arc<PoolInner>,
     segment: Arc<Segment>,
+    /// Where the slot is in the segment (what goes back to the free list).
     offset: usize,
+    /// Where the sample starts in the slot (`SlotMut::skip_front`).
+    start: usize,
     cap: usize,
+    /// The sample's length, from `start`.
     len: usize,
+}
+
+impl SlotInner {
+    fn at(&self) -> usize {
+        self.offset + self.start
+    }
 }
 
 impl Drop for SlotInner {
@@ -181,6 +192,13 @@ impl SlotMut {
     pub fn is_empty(&self) -> bool {
         self.0.len == 0
     }
+    /// Start the sample `n` bytes into the slot (a loan puts its header where the struct that
+    /// follows is 8-aligned; docs/loans.md). The skipped bytes are no longer part of it.
+    pub fn skip_front(&mut self, n: usize) {
+        let n = n.min(self.0.len);
+        self.0.start += n;
+        self.0.len -= n;
+    }
     /// Shorten the sample (a serializer that wrote less than it reserved).
     pub fn truncate(&mut self, len: usize) {
         self.0.len = self.0.len.min(len);
@@ -190,7 +208,7 @@ impl SlotMut {
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
         // SAFETY: the range is inside the segment (the pool cut it there), and this `SlotMut` is
         // the only handle to the slot: it left the free list in `alloc` and no `Slot` exists yet.
-        unsafe { self.0.segment.bytes_mut(self.0.offset, self.0.len) }
+        unsafe { self.0.segment.bytes_mut(self.0.at(), self.0.len) }
     }
     /// Done writing: an immutable sample that can be shared.
     pub fn freeze(self) -> Slot {
@@ -214,8 +232,9 @@ impl Slot {
     pub fn segment_fd(&self) -> BorrowedFd<'_> {
         self.0.segment.fd()
     }
+    /// Where the sample starts in the segment.
     pub fn offset(&self) -> u64 {
-        self.0.offset as u64
+        self.0.at() as u64
     }
     pub fn len(&self) -> usize {
         self.0.len
@@ -229,7 +248,7 @@ impl AsRef<[u8]> for Slot {
     fn as_ref(&self) -> &[u8] {
         // SAFETY: inside the segment; the writer (`SlotMut`) was consumed by `freeze`, and the
         // slot is not on the free list (so not rewritten) while this `Slot` lives.
-        unsafe { self.0.segment.bytes(self.0.offset, self.0.len) }
+        unsafe { self.0.segment.bytes(self.0.at(), self.0.len) }
     }
 }
 
@@ -238,7 +257,9 @@ impl std::fmt::Debug for Slot {
         write!(
             f,
             "Slot(segment {}, offset {}, {} bytes)",
-            self.0.segment.id.0, self.0.offset, self.0.len
+            self.0.segment.id.0,
+            self.0.at(),
+            self.0.len
         )
     }
 }
@@ -273,6 +294,37 @@ mod tests {
         assert_eq!(p.stats().slots_in_use, 0);
         let again = p.alloc(6000).unwrap().freeze();
         assert_eq!((again.segment(), again.offset()), (seg, off));
+    }
+
+    #[test]
+    fn a_sample_can_start_inside_its_slot() {
+        let p = pool(1 << 20);
+        let mut s = p.alloc(100).unwrap();
+        s.skip_front(4);
+        assert_eq!(s.len(), 96);
+        s.as_mut_slice().fill(9);
+        let s = s.freeze();
+        assert_eq!(s.offset() % 4096, 4);
+        assert_eq!(s.as_ref(), &[9u8; 96][..]);
+        let fd = s.segment_fd().try_clone_to_owned().unwrap();
+        let m = Arc::new(crate::Mapping::map(fd, s.segment_size()).unwrap());
+        struct Nop;
+        impl crate::Release for Nop {
+            fn release(&self, _: u64) {}
+        }
+        let nop = Arc::new(Nop);
+        let weak: std::sync::Weak<dyn crate::Release> = Arc::downgrade(&nop) as _;
+        let v = m.view(s.offset(), s.len() as u64, weak, 1).unwrap();
+        assert_eq!(v.as_ref(), s.as_ref());
+        let (seg, off) = (s.segment(), s.offset() - 4);
+        drop((v, s));
+        assert_eq!(p.stats().slots_in_use, 0);
+        let again = p.alloc(100).unwrap().freeze();
+        assert_eq!(
+            (again.segment(), again.offset()),
+            (seg, off),
+            "the whole slot came back"
+        );
     }
 
     #[test]

@@ -76,6 +76,9 @@ pub struct SchemaInfo {
     pub encoding: String,
     pub type_hash: String,
     pub definition: String,
+    /// How a sample sits in memory: `plain <n>` when the n-byte C struct is the CDR body (a
+    /// loanable type, docs/loans.md); empty otherwise. Sent only when not empty.
+    pub layout: String,
 }
 
 /// Where a shared-memory payload is: `len` bytes at `offset` of the sender's segment `segment`,

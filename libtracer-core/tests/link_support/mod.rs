@@ -14,6 +14,7 @@ use libtracer_core::wire::Frame;
 use parking_lot::{Condvar, Mutex};
 
 #[derive(Clone, Debug, PartialEq)]
+#[allow(clippy::large_enum_variant)] // a test's event log: its size does not matter
 pub enum Ev {
     Up(String),
     Frame(String, Frame),

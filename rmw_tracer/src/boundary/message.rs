@@ -77,6 +77,22 @@ impl<'a> MessageMut<'a> {
     }
 }
 
+/// Fill a plain message (docs/loans.md) held in `buf` from CDR `bytes`: a subscription's loan
+/// of a sample that cannot be lent in place.
+pub fn deserialize_plain(ty: &MessageType, bytes: &[u8], buf: &mut [u8]) -> Result<(), CdrError> {
+    if ty.plain_size().is_none()
+        || buf.len() < ty.size_of()
+        || !(buf.as_ptr() as usize).is_multiple_of(crate::loan::ALIGN)
+    {
+        return Err(CdrError::BadMessage(
+            "not an aligned buffer for a plain message",
+        ));
+    }
+    // SAFETY: a plain type is fixed-size and pointerless: any `size_of` bytes, aligned, are an
+    // initialized message of it (deserialize writes every field), and `buf` is ours alone.
+    unsafe { ty.deserialize(bytes, buf.as_mut_ptr().cast()) }
+}
+
 /// Resolve the type support rcl passes to `rmw_create_publisher` / `_subscription` (an
 /// introspection handle or a C / C++ dispatcher) and read the type's name, hash and definition
 /// (`None` if the type support carries no description).

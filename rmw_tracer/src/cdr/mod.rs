@@ -208,6 +208,12 @@ impl MessageType {
         self.plan.size_of
     }
 
+    /// `Some(sizeof)` when the type is plain (loanable: its struct is its CDR body;
+    /// docs/loans.md).
+    pub fn plain_size(&self) -> Option<usize> {
+        self.plan.plain_size
+    }
+
     /// The introspection handle (for `type_info` or the init/fini functions); null for the
     /// parts of a service.
     pub fn introspection_handle(&self) -> *const rosidl_message_type_support_t {

@@ -112,6 +112,10 @@ pub struct TypePlan {
     /// Largest serialized body, if every string and sequence in the type is bounded. Computed
     /// for body offset 0 (the only place a top-level message starts).
     pub max_body_size: Option<usize>,
+    /// `Some(size_of)` when the type is plain: its struct, fixed-size and pointerless, is its
+    /// XCDR1 little-endian body byte for byte (padding aside), so it can be loaned
+    /// (docs/loans.md).
+    pub plain_size: Option<usize>,
 }
 
 /// Finds the introspection type support behind any handle (an introspection handle itself, or a
@@ -281,6 +285,7 @@ pub unsafe fn build_members(
     }
     let min_wire_size = fields.iter().map(field_min_size).sum::<usize>().max(1);
     let max_body_size = max_size_from(&fields, 0);
+    let plain_size = plain_size(&fields, size_of);
     Ok(Arc::new(TypePlan {
         name: type_name,
         flavor,
@@ -288,7 +293,51 @@ pub unsafe fn build_members(
         fields,
         min_wire_size,
         max_body_size,
+        plain_size,
     }))
+}
+
+/// `Some(size_of)` when a struct of `fields` (`size_of` bytes) is its own CDR body
+/// (docs/loans.md, "Which types are loanable"). Only on a little-endian host: the body is
+/// CDR_LE.
+pub fn plain_size(fields: &[Field], size_of: usize) -> Option<usize> {
+    if cfg!(target_endian = "big") {
+        return None;
+    }
+    let end = plain_end(fields, 0, 0)?;
+    (end <= size_of).then_some(size_of)
+}
+
+/// Walks `fields` of a struct at address `base` whose CDR starts at body offset `pos`: the body
+/// offset where they end, when every element's body offset is its address; None otherwise or
+/// for a field that is not a fixed-size primitive, bool or plain message.
+fn plain_end(fields: &[Field], base: usize, mut pos: usize) -> Option<usize> {
+    for f in fields {
+        let n = match f.shape {
+            Shape::Single => 1,
+            Shape::Array(n) => n,
+            Shape::Sequence { .. } => return None,
+        };
+        let first = base + f.offset;
+        match &f.kind {
+            Kind::Bool | Kind::Prim(_) => {
+                let size = if let Kind::Prim(k) = f.kind { k } else { 1 };
+                // Elements of a primitive array are contiguous in both (size = alignment).
+                pos += super::wire::padding(pos, size);
+                if pos != first {
+                    return None;
+                }
+                pos += n * size;
+            }
+            Kind::Message(t) => {
+                for i in 0..n {
+                    pos = plain_end(&t.fields, first + i * t.size_of, pos)?;
+                }
+            }
+            Kind::WChar | Kind::String | Kind::WString => return None,
+        }
+    }
+    Some(pos)
 }
 
 /// The flavor-independent view of one MessageMember.

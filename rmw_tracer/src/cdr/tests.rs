@@ -260,3 +260,99 @@ fn truncated_input_names_type_and_field() {
     );
     assert!(e.is_bad_input());
 }
+
+#[test]
+fn plain_types_are_the_fixed_size_pointerless_ones_whose_struct_is_their_cdr() {
+    for name in ["BasicTypes", "Nested", "Builtins", "Empty"] {
+        let t = c_type(name);
+        assert_eq!(t.plain_size(), Some(t.size_of()), "{name} is plain");
+        // SAFETY: a dispatcher of a loaded library.
+        let cpp = unsafe { MessageType::from_type_support(dispatcher("cpp", name)) }.unwrap();
+        assert_eq!(
+            cpp.plain_size(),
+            Some(cpp.size_of()),
+            "{name} (C++) is plain"
+        );
+    }
+    for name in [
+        "Strings",
+        "Arrays",
+        "BoundedSequences",
+        "UnboundedSequences",
+        "WStrings",
+    ] {
+        assert_eq!(c_type(name).plain_size(), None, "{name} is not plain");
+    }
+}
+
+#[test]
+fn a_plain_structs_bytes_are_its_cdr_body() {
+    let t = c_type("BasicTypes");
+    let mut m = CMessage::new(&t);
+    let size = t.size_of();
+    {
+        // SAFETY: the message's own buffer, at least `size` bytes.
+        let raw = unsafe { std::slice::from_raw_parts_mut(m.ptr() as *mut u8, size) };
+        for (i, b) in raw.iter_mut().enumerate() {
+            *b = (i as u8).wrapping_mul(37).wrapping_add(11);
+        }
+        raw[0] = 1; // bool_value: CDR carries a bool as 0 or 1
+        for pad in [3, 22, 23] {
+            raw[pad] = 0; // the struct's padding (CDR writes zeros there)
+        }
+    }
+    let mut cdr = Vec::new();
+    // SAFETY: an initialized BasicTypes (every bit pattern is a valid value but bool's).
+    unsafe { t.serialize(m.ptr(), &mut cdr) }.unwrap();
+    // SAFETY: as above.
+    let raw = unsafe { std::slice::from_raw_parts(m.ptr() as *const u8, size) };
+    assert_eq!(&cdr[..4], &[0, 1, 0, 0]);
+    assert_eq!(&cdr[4..], &raw[..cdr.len() - 4]);
+}
+
+#[test]
+fn a_nested_struct_with_tail_padding_is_not_plain() {
+    fn field(name: &str, offset: usize, kind: plan::Kind) -> plan::Field {
+        plan::Field {
+            name: name.into(),
+            offset,
+            kind,
+            shape: plan::Shape::Single,
+            string_bound: None,
+            size_fn: None,
+            get_const_fn: None,
+            get_fn: None,
+            fetch_fn: None,
+            assign_fn: None,
+            resize_fn: None,
+        }
+    }
+    // struct A { double d; uint8_t b; } (16 bytes); struct { A a; uint8_t c; } puts c at 16,
+    // CDR at 9.
+    let inner = |fields| {
+        std::sync::Arc::new(plan::TypePlan {
+            name: "x/msg/A".into(),
+            flavor: plan::Flavor::C,
+            size_of: 16,
+            fields,
+            min_wire_size: 9,
+            max_body_size: Some(9),
+            plain_size: None,
+        })
+    };
+    let a = inner(vec![
+        field("d", 0, plan::Kind::Prim(8)),
+        field("b", 8, plan::Kind::Prim(1)),
+    ]);
+    let outer = vec![
+        field("a", 0, plan::Kind::Message(a.clone())),
+        field("c", 16, plan::Kind::Prim(1)),
+    ];
+    assert_eq!(plan::plain_size(&outer, 24), None);
+    // The same with c a double: CDR aligns it to 16 as well, so that one is plain.
+    let outer = vec![
+        field("a", 0, plan::Kind::Message(a)),
+        field("c", 16, plan::Kind::Prim(8)),
+    ];
+    assert_eq!(plan::plain_size(&outer, 24), Some(24));
+}

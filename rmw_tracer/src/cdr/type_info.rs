@@ -30,6 +30,7 @@ impl TypeInfo {
             encoding: ROS2MSG.to_string(),
             type_hash: self.type_hash.clone().unwrap_or_default(),
             definition: self.definition.clone().unwrap_or_default(),
+            layout: String::new(),
         }
     }
 }

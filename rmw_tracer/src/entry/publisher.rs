@@ -43,7 +43,7 @@ pub unsafe extern "C" fn rmw_create_publisher(
             data,
             topic_name: p.topic.as_ptr(),
             options,
-            can_loan_messages: false,
+            can_loan_messages: p.can_loan(),
         }))
     })
 }

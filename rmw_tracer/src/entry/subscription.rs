@@ -60,7 +60,7 @@ pub unsafe extern "C" fn rmw_create_subscription(
             data,
             topic_name: s.topic.as_ptr(),
             options,
-            can_loan_messages: false,
+            can_loan_messages: s.can_loan(),
             is_cft_enabled,
         }))
     })

@@ -95,6 +95,7 @@ impl Server {
             type_hash: ty.type_hash.clone(),
             definition: ty.definition.clone(),
             encoding: "ros2srv".to_owned(),
+            layout: String::new(),
         };
         let endpoint = Endpoint::new(
             node,

@@ -1,7 +1,9 @@
 //! `tracer graph`: the ROS graph as the endpoint registries of the peers tell it (nodes,
 //! topics with types, publishers and subscriptions, services and clients, QoS per endpoint)
 //! and the edges rmw_tracer makes from them: every publisher reaches every subscription of
-//! its topic and type (docs/rmw-mapping.md), locally or over the link between two peers.
+//! its topic and type (docs/rmw-mapping.md), locally or over the link between two peers,
+//! unless their QoS does not match: such a pair is listed, marked with the policy, as
+//! rmw_tracer decides it (`tracer_recording::qos_match`, the one copy of the rules).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{IsTerminal, Write};
@@ -11,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use tracer_mcap::ros2::{Durability, History, Liveliness, Reliability};
+use tracer_recording::qos_match::{self, Policy};
 use tracer_recording::{Announcement, EntityKind, Gid, QosNumbers, Record};
 
 use crate::participant::{Event, Participant};
@@ -223,6 +226,15 @@ impl Model {
                     if f.topic != t.topic || f.type_name != t.type_name {
                         continue;
                     }
+                    // A pair whose QoS does not match gets no data: rmw_tracer does not wire
+                    // it (the same rules, `tracer_recording::qos_match`). Service pairs are
+                    // never refused for QoS.
+                    let incompatible = match (from_kind, &f.qos, &t.qos) {
+                        (EntityKind::Publisher, Some(o), Some(r)) => {
+                            qos_match::incompatible(o, r).map(Policy::name)
+                        }
+                        _ => None,
+                    };
                     edges.push(json!({
                         "name": f.topic,
                         "type": f.type_name,
@@ -230,6 +242,7 @@ impl Model {
                         "from": {"node": node_of(f), "peer": fp, "gid": f.gid.hex()},
                         "to": {"node": node_of(t), "peer": tp, "gid": t.gid.hex()},
                         "crosses": if fp == tp { Value::Null } else { json!([fp, tp]) },
+                        "incompatible_qos": incompatible,
                     }));
                 }
             }
@@ -314,8 +327,12 @@ fn text(v: &Value) -> String {
             [a, b] => format!("link {} -> {}", s(a), s(b)),
             _ => format!("local in {}", s(&e["from"]["peer"])),
         };
+        let qos = match e["incompatible_qos"].as_str() {
+            Some(p) => format!("  INCOMPATIBLE QoS: {p} (no data flows)"),
+            None => String::new(),
+        };
         o.push_str(&format!(
-            "  {}: {} -> {}  ({via})\n",
+            "  {}: {} -> {}  ({via}){qos}\n",
             s(&e["name"]),
             s(&e["from"]["node"]),
             s(&e["to"]["node"])
@@ -375,6 +392,19 @@ fn dot(v: &Value) -> String {
                     o.push_str(&format!("  {a} -> {b} [label=\"{label}\", fontsize=8];\n"));
                 }
             }
+        }
+    }
+    // A pair that does not match: a dashed red edge from publisher to subscriber, with the
+    // policy.
+    for e in list(&v["edges"]) {
+        if let Some(p) = e["incompatible_qos"].as_str() {
+            let end = |x: &Value| dot_id(&format!("node@{}", s(&x["peer"])), s(&x["node"]));
+            o.push_str(&format!(
+                "  {} -> {} [style=dashed, color=red, fontcolor=red, fontsize=8, label=\"{}: QoS incompatible: {p}\"];\n",
+                end(&e["from"]),
+                end(&e["to"]),
+                s(&e["name"]).replace('"', "\\\"")
+            ));
         }
     }
     o.push_str("}\n");
@@ -550,6 +580,60 @@ mod tests {
         let v = m.view(false);
         assert_eq!(list(&v["edges"]).len(), 0);
         assert_eq!(list(&v["peers"]), &[json!("b")]);
+    }
+
+    #[test]
+    fn an_incompatible_pair_is_marked_with_the_policy() {
+        let mut m = Model::default();
+        let s = "std_msgs/msg/String";
+        let with = |kind, id, node: &str, qos: &str| {
+            let mut r = rec(kind, id, node, "/t", s);
+            r.qos = QosNumbers::decode(qos);
+            r
+        };
+        let p = |r| Event::Endpoint("a".into(), Announcement::Present(r));
+        m.apply(Event::PeerUp("a".into()));
+        // A best-effort publisher, a reliable one; a reliable volatile subscription, a
+        // best-effort transient-local one.
+        m.apply(p(with(EntityKind::Publisher, 1, "be", "1,7,2,2,1")));
+        m.apply(p(with(EntityKind::Publisher, 2, "rel", "1,7,1,2,1")));
+        m.apply(p(with(EntityKind::Subscription, 3, "sub_rel", "1,7,1,2,1")));
+        m.apply(p(with(EntityKind::Subscription, 4, "sub_tl", "1,7,2,1,1")));
+        let v = m.view(false);
+        let marks: Vec<(String, String, Value)> = list(&v["edges"])
+            .iter()
+            .map(|e| {
+                let n = |x: &Value| s_owned(&x["node"]);
+                (n(&e["from"]), n(&e["to"]), e["incompatible_qos"].clone())
+            })
+            .collect();
+        assert_eq!(
+            marks,
+            [
+                ("/be".into(), "/sub_rel".into(), json!("RELIABILITY")),
+                ("/be".into(), "/sub_tl".into(), json!("DURABILITY")),
+                ("/rel".into(), "/sub_rel".into(), Value::Null),
+                ("/rel".into(), "/sub_tl".into(), json!("DURABILITY")),
+            ]
+        );
+        let t = text(&v);
+        assert!(
+            t.contains(
+                "/t: /be -> /sub_rel  (local in a)  INCOMPATIBLE QoS: RELIABILITY (no data flows)"
+            ),
+            "{t}"
+        );
+        assert!(t.contains("/t: /rel -> /sub_rel  (local in a)\n"), "{t}");
+        let d = dot(&v);
+        assert!(
+            d.contains("\"node@a:/be\" -> \"node@a:/sub_rel\" [style=dashed, color=red, fontcolor=red, fontsize=8, label=\"/t: QoS incompatible: RELIABILITY\"]"),
+            "{d}"
+        );
+        assert_eq!(d.matches("style=dashed").count(), 3, "{d}");
+    }
+
+    fn s_owned(v: &Value) -> String {
+        s(v).to_owned()
     }
 
     #[test]

@@ -303,6 +303,11 @@ fn schema_of(v: &[u8]) -> Result<SchemaInfo, DecodeError> {
         let (a, b) = read_sized(v, &mut pos, tlv::SCHEMA)?;
         *part = str_of(&v[a..b], field, usize::MAX)?;
     }
+    let mut layout = String::new();
+    if pos < v.len() {
+        let (a, b) = read_sized(v, &mut pos, tlv::SCHEMA)?;
+        layout = str_of(&v[a..b], "SCHEMA.layout", usize::MAX)?;
+    }
     if pos != v.len() {
         return Err(DecodeError::TrailingBytes {
             field: "SCHEMA",
@@ -315,6 +320,7 @@ fn schema_of(v: &[u8]) -> Result<SchemaInfo, DecodeError> {
         encoding,
         type_hash,
         definition,
+        layout,
     })
 }
 

@@ -79,6 +79,9 @@ impl Enc {
         for part in [&s.type_name, &s.encoding, &s.type_hash, &s.definition] {
             inner.sized(part.as_bytes());
         }
+        if !s.layout.is_empty() {
+            inner.sized(s.layout.as_bytes());
+        }
         self.tlv(tlv::SCHEMA, &inner.buf);
     }
     /// The PAYLOAD TLV's type and length; the value itself goes out as a separate slice.

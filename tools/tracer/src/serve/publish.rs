@@ -112,6 +112,8 @@ impl Publishing {
                 type_hash: ch.type_hash.clone(),
                 definition: ch.definition.clone().unwrap_or_default(),
                 encoding: ros2msg::ROS2MSG.to_owned(),
+                // A client publishes CDR; whether the type is plain is not known here.
+                layout: String::new(),
             };
             if let Err(e) = self.graph.set_schema(&path, vs) {
                 let _ = self.graph.remove(&path);
