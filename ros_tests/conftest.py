@@ -27,10 +27,12 @@ def fastdds_env(tmp_path):
 
 @pytest.fixture
 def netns():
-    """A loopback-only network namespace for Fast DDS processes, or None where the machine
-    does not allow one (then fastdds_env's localhost-only discovery is the fence)."""
+    """A loopback-only network namespace for Fast DDS processes, with a /dev/shm of its own (so
+    Fast DDS's shared-memory files go with it, and its shared-memory transport cannot reach a
+    Fast DDS outside), or None where the machine does not allow one (then fastdds_env's
+    localhost-only discovery is the fence)."""
     if not harness.NetNamespace.available():
         yield None
         return
-    with harness.NetNamespace() as ns:
+    with harness.NetNamespace(private_shm=True) as ns:
         yield ns

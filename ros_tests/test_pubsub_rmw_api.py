@@ -34,7 +34,9 @@ CHECKS = [
     "publish garbage", "malformed sample skipped", "publisher allocation",
     "no loans of a type that is not plain", "ignore_local_publications", "others still take it",
     "destroy ignoring subscription", "callback may take (waiting messages)",
-    "callback may take (new messages)", "destroy subscription", "unmatched after destroy",
+    "callback may take (new messages)", "matched event", "event callback set",
+    "event callback on a match", "destroy joining subscription", "event callback on an unmatch",
+    "event callback clear", "destroy subscription", "unmatched after destroy",
     "destroy publisher", "destroy gc and wait set", "destroy node", "fini before shutdown",
     "shutdown", "no node after shutdown", "context fini", "options fini",
 ]

@@ -77,7 +77,7 @@ def test_incompatible_pair_gets_events_on_both_sides_and_no_data(tracer_env, cas
         assert side["matched"] == 0
 
 
-@pytest.mark.parametrize("case", ["reliability", "deadline"])
+@pytest.mark.parametrize("case", ["reliability", "durability", "deadline", "lease"])
 def test_incompatible_pair_under_fast_dds_oracle(oracle_env, case):
     # The same pairs under Fast DDS: the same events, counts and policy, and no data. (Fast DDS
     # 2.14 raises no event for AUTOMATIC vs MANUAL_BY_TOPIC, so that case has no oracle:

@@ -5,10 +5,10 @@
         [--deadline-ms N] [--lease-ms N] [--liveliness automatic|manual] [--lifespan-ms N]
         [--depth N] [--type string|int32] [--topic T] [--count N] [--period-ms N]
         [--publish-for-s S] [--assert-ms N] [--assert-for-s S] [--duration-s S]
-        [--wait-acked-ms N] [--default-handlers] [--stop-on EVENT] [--wait-match]
+        [--wait-acked-ms N] [--default-handlers] [--stop-on EVENT] [--wait-match] [--stop-unmatched N]
 
-A publisher publishes ``--count`` messages every ``--period-ms`` (or for ``--publish-for-s``
-seconds), then, with ``--assert-ms``, asserts its liveliness that often for ``--assert-for-s``,
+A publisher publishes ``--count`` messages every ``--period-ms`` (all at once with 0; or
+for ``--publish-for-s`` seconds), then, with ``--assert-ms``, asserts its liveliness that often for ``--assert-for-s``,
 and spins until ``--duration-s`` has passed since it printed "ready". A subscription spins that
 long and records what it takes. The result is one JSON line: received messages, every event
 with its fields, the matched count and the actual QoS. Nothing here is collected by pytest:
@@ -102,6 +102,8 @@ def main() -> int:
     ap.add_argument("--default-handlers", action="store_true")
     ap.add_argument("--stop-on", default="", help="end 1 s after the first event of this name")
     ap.add_argument("--wait-match", action="store_true", help="publish only once matched (10 s at most)")
+    ap.add_argument("--stop-unmatched", type=int, default=0, metavar="N",
+                    help="end 0.5 s after a matched event that leaves no match, once N matched")
     a = ap.parse_args()
 
     rclpy.init()
@@ -150,14 +152,20 @@ def main() -> int:
 
     while time.monotonic() - t0 < a.duration_s:
         now = time.monotonic()
+        unmatched = [e for e in events.get("matched", [])
+                     if e["current_count"] == 0 and e["total_count"] >= a.stop_unmatched]
+        if a.stop_unmatched and unmatched and now - t0 > unmatched[-1]["t"] + 0.5:
+            break
         if a.stop_on and events.get(a.stop_on):
             if now - t0 > events[a.stop_on][0]["t"] + 1.0:
                 break
         if a.role == "pub" and publishing(now) and now >= next_pub:
-            m = msg_type()
-            m.data = f"m {published}" if a.type == "string" else published
-            endpoint.publish(m)
-            published += 1
+            # --period-ms 0: every message at once (a burst), else one per period.
+            for _ in range(a.count - published if a.period_ms == 0 and a.count else 1):
+                m = msg_type()
+                m.data = f"m {published}" if a.type == "string" else published
+                endpoint.publish(m)
+                published += 1
             next_pub += a.period_ms / 1000
             if not publishing(now) and a.wait_acked_ms:
                 acked = endpoint.wait_for_all_acked(Duration(nanoseconds=a.wait_acked_ms * 1_000_000))

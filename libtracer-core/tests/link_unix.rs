@@ -542,3 +542,31 @@ fn ruling9_a_full_socket_does_not_stall_the_keepalive() {
     drop(a);
     let _ = b.join();
 }
+
+/// A handler whose `on_up` takes a while (a graph mounting a peer on a loaded machine).
+struct SlowUp(Arc<Recorder>);
+
+impl libtracer_core::link::LinkHandler for SlowUp {
+    fn on_up(&self, link: Arc<dyn libtracer_core::link::Link>) {
+        std::thread::sleep(Duration::from_millis(150));
+        self.0.on_up(link)
+    }
+    fn on_frame(&self, link: &Arc<dyn libtracer_core::link::Link>, frame: Frame) {
+        self.0.on_frame(link, frame)
+    }
+    fn on_down(&self, link: &Arc<dyn libtracer_core::link::Link>) {
+        self.0.on_down(link)
+    }
+}
+
+#[test]
+fn ruling9_start_returns_after_on_up_for_the_graphs_already_there() {
+    // `start` promises that the links to the graphs already in the directory are up, their
+    // `on_up` called, when it returns; rmw_tracer's rmw_init relies on it (the peer is mounted,
+    // so it can wait for that peer's registry). `on_up` runs on the link's reader thread.
+    let dir = TempDir::new("upfirst");
+    let (ra, rb) = (Recorder::new(), Recorder::new());
+    let _a = HostTransport::start(dir.path(), "a", ra.clone()).unwrap();
+    let _b = HostTransport::start(dir.path(), "b", Arc::new(SlowUp(rb.clone()))).unwrap();
+    assert_eq!(rb.live(), vec!["a".to_owned()], "{:?}", rb.events());
+}

@@ -25,6 +25,10 @@ pub const RENDEZVOUS_ENV: &str = "RMW_TRACER_RENDEZVOUS_DIR";
 pub const PORT_BASE_ENV: &str = "RMW_TRACER_PORT_BASE";
 /// Binds the network endpoints to one address instead of every interface.
 pub const BIND_ENV: &str = "RMW_TRACER_BIND";
+/// The longest `rmw_init` waits for the peers already there to watch its records
+/// (`Registry::await_watchers`): well above the 1-40 ms this takes on a loaded machine, and
+/// what a peer that is not a ROS process (which never watches) costs each new context.
+const INIT_WATCH_LIMIT: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// What `rmw_init` needs from the init options, already read out of the C struct.
 #[derive(Clone, Debug)]
@@ -35,6 +39,8 @@ pub struct InitConfig {
     pub discovery_range: ffi::rmw_automatic_discovery_range_t,
     /// `discovery_options.static_peers` (rcl fills them from `ROS_STATIC_PEERS`).
     pub static_peers: Vec<String>,
+    /// `security_options` (rcl fills them from the `ROS_SECURITY_*` variables).
+    pub security: crate::security::SecurityOptions,
 }
 
 /// Everything made in a context shares this (nodes outlive neither it nor their graph).
@@ -200,7 +206,10 @@ impl Context {
             Discovery::Off => None,
             _ => rendezvous_dir(std::env::var_os(RENDEZVOUS_ENV).as_deref(), domain32)?,
         };
-        let network = network_for(cfg.discovery_range, &cfg.static_peers, domain32)?;
+        let mut network = network_for(cfg.discovery_range, &cfg.static_peers, domain32)?;
+        if let Some(n) = network.as_mut() {
+            n.security = crate::security::quic_security(&cfg.security)?;
+        }
         let networked = network.is_some();
         let gids = GidSource::new();
         let mut rec = Record::new(EntityKind::Context, gids.context_gid());
@@ -219,6 +228,7 @@ impl Context {
             },
             |g| Registry::start(g.clone(), rec),
         )?;
+        registry.await_watchers(INIT_WATCH_LIMIT);
         let teardown = Teardown::start(graph.clone());
         Ok(Context {
             shared: Arc::new(Shared {

@@ -30,6 +30,7 @@ mod qos_compat;
 mod record;
 mod registry;
 mod resume;
+mod security;
 mod service;
 mod shm;
 mod subscription;

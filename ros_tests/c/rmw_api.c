@@ -350,6 +350,36 @@ int main(void) {
   check(atomic_load(&taken_in_callback) == 5, "callback may take (new messages)", "not 5");
   rmw_subscription_set_on_new_message_callback(sub, NULL, NULL);
 
+  /* --- rmw_event_set_callback: a publisher's matched event hears a subscription come and go,
+   * and its status says by how much --- */
+  rmw_event_t mev = rmw_get_zero_initialized_event();
+  rmw_matched_status_t ms;
+  check(rmw_publisher_event_init(&mev, pub, RMW_EVENT_PUBLICATION_MATCHED) == RMW_RET_OK &&
+            rmw_take_event(&mev, &ms, &taken) == RMW_RET_OK, "matched event", "not ok");
+  atomic_store(&callback_events, 0);
+  check(rmw_event_set_callback(&mev, on_new_message, NULL) == RMW_RET_OK, "event callback set", "not ok");
+  rmw_subscription_t *joiner = rmw_create_subscription(node, string_ts(), "/api/topic", &deep, &sopts);
+  deadline = now_s() + 5;
+  while (atomic_load(&callback_events) < 1 && now_s() < deadline) {
+    struct timespec d = {0, 5 * 1000 * 1000};
+    nanosleep(&d, NULL);
+  }
+  size_t after_join = atomic_load(&callback_events);
+  check(joiner != NULL && after_join >= 1 && rmw_take_event(&mev, &ms, &taken) == RMW_RET_OK && taken &&
+            ms.current_count_change == 1 && ms.current_count == 2,
+        "event callback on a match", "no callback or wrong status");
+  check(rmw_destroy_subscription(node, joiner) == RMW_RET_OK, "destroy joining subscription", "not ok");
+  deadline = now_s() + 5;
+  while (atomic_load(&callback_events) <= after_join && now_s() < deadline) {
+    struct timespec d = {0, 5 * 1000 * 1000};
+    nanosleep(&d, NULL);
+  }
+  check(atomic_load(&callback_events) > after_join && rmw_take_event(&mev, &ms, &taken) == RMW_RET_OK && taken &&
+            ms.current_count_change == -1 && ms.current_count == 1,
+        "event callback on an unmatch", "no callback or wrong status");
+  check(rmw_event_set_callback(&mev, NULL, NULL) == RMW_RET_OK && rmw_event_fini(&mev) == RMW_RET_OK,
+        "event callback clear", "not ok");
+
   /* --- teardown and the context life cycle --- */
   for (int i = 0; i < 10; i++) std_msgs__msg__String__fini(&msgs[i]);
   rmw_message_sequence_fini(&seq);

@@ -47,7 +47,7 @@ pub mod transport;
 pub mod unix;
 
 pub use memory::{MemoryFabric, MemoryNode};
-pub use quic::{QuicConfig, QuicLink, QuicTransport};
+pub use quic::{QuicConfig, QuicLink, QuicSecurity, QuicTransport};
 pub use rendezvous::{default_rendezvous_dir, rendezvous_dir_in};
 pub use transport::{HostTransport, TransportConfig};
 pub use unix::UnixLink;

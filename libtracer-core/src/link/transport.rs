@@ -21,7 +21,7 @@ use std::os::unix::fs::MetadataExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::{mpsc, Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -406,15 +406,23 @@ impl Inner {
             return Err(None);
         }
         let id = peer_identity(&stream, h.node.clone()).map_err(|_| None)?;
-        let mut table = self.table.lock();
-        if table.stopped || table.links.contains_key(peer) {
-            // The tie-break makes the second case unreachable; keep the link that exists.
-            drop(table);
-            let _ = stream.shutdown(std::net::Shutdown::Both);
-            return Ok(());
+        let (up_tx, up_rx) = mpsc::sync_channel(1);
+        {
+            let mut table = self.table.lock();
+            if table.stopped || table.links.contains_key(peer) {
+                // The tie-break makes the second case unreachable; keep the link that exists.
+                drop(table);
+                let _ = stream.shutdown(std::net::Shutdown::Both);
+                return Ok(());
+            }
+            self.install(&mut table, stream, id, &h, (dec, left), Some(up_tx))
+                .map_err(|_| None)?;
         }
-        self.install(&mut table, stream, id, &h, dec, left)
-            .map_err(|_| None)
+        // `on_up` runs on the link's reader thread; the caller (`start_with`) promises it has
+        // run, so that the peer is mounted when the transport's start returns. Bounded: a
+        // handler that hangs in `on_up` costs one handshake timeout.
+        let _ = up_rx.recv_timeout(self.cfg.handshake_timeout);
+        Ok(())
     }
 
     /// Acceptor side, on its own thread per connection.
@@ -461,7 +469,7 @@ impl Inner {
         if write_frame(&stream, &hello(&self.name, self.cfg.accept_shm)).is_err() {
             return;
         }
-        let _ = self.install(&mut table, stream, id, &h, dec, left);
+        let _ = self.install(&mut table, stream, id, &h, (dec, left), None);
     }
 
     fn install(
@@ -470,8 +478,10 @@ impl Inner {
         stream: UnixStream,
         id: PeerIdentity,
         hello: &super::unix::PeerHello,
-        dec: crate::wire::FrameDecoder,
-        left: super::unix::Leftover,
+        // What the handshake read past the HELLO: the decoder's state and the bytes after.
+        (dec, left): (crate::wire::FrameDecoder, super::unix::Leftover),
+        // Told once the reader thread's `on_up` has returned.
+        up: Option<mpsc::SyncSender<()>>,
     ) -> io::Result<()> {
         stream.set_write_timeout(Some(self.cfg.write_timeout))?;
         stream.set_read_timeout(None)?;
@@ -496,17 +506,30 @@ impl Inner {
         let h = std::thread::Builder::new()
             .name(format!("tracer-link-{name}"))
             .spawn(move || {
-                run_reader(link, reader_stream, dec, left, handler, move |l| {
-                    if let Some(inner) = weak.upgrade() {
-                        let mut t = inner.table.lock();
-                        if t.links
-                            .get(&l.peer().name)
-                            .is_some_and(|x| Arc::ptr_eq(x, l))
-                        {
-                            t.links.remove(&l.peer().name);
-                        }
+                let after_up = move || {
+                    if let Some(up) = up {
+                        let _ = up.send(());
                     }
-                })
+                };
+                run_reader(
+                    link,
+                    reader_stream,
+                    dec,
+                    left,
+                    handler,
+                    after_up,
+                    move |l| {
+                        if let Some(inner) = weak.upgrade() {
+                            let mut t = inner.table.lock();
+                            if t.links
+                                .get(&l.peer().name)
+                                .is_some_and(|x| Arc::ptr_eq(x, l))
+                            {
+                                t.links.remove(&l.peer().name);
+                            }
+                        }
+                    },
+                )
             })?;
         table.readers.retain(|h| !h.is_finished());
         table.readers.push(h);

@@ -505,20 +505,23 @@ pub(crate) fn refuse(stream: &UnixStream, code: ErrorCode, why: &str) {
     let _ = stream.shutdown(std::net::Shutdown::Both);
 }
 
-/// The reader thread of one link: `on_up`, every frame, `on_down`. `on_exit` runs before
-/// `on_down` (the transport drops the link from its table there).
+/// The reader thread of one link: `on_up`, every frame, `on_down`. `after_up` runs once
+/// `on_up` returned (whatever it answered), `on_exit` before `on_down` (the transport drops the
+/// link from its table there).
 pub(crate) fn run_reader(
     link: Arc<UnixLink>,
     stream: UnixStream,
     dec: FrameDecoder,
     left: Leftover,
     handler: Arc<dyn LinkHandler>,
+    after_up: impl FnOnce(),
     on_exit: impl FnOnce(&Arc<UnixLink>),
 ) {
     let dyn_link: Arc<dyn Link> = link.clone();
     link.in_callback.store(true, Ordering::Relaxed);
     let up = run_callback(|| handler.on_up(dyn_link.clone()));
     link.in_callback.store(false, Ordering::Relaxed);
+    after_up();
     link.touch_rx();
     if up {
         read_frames(&link, &dyn_link, &*handler, stream, dec, left);

@@ -4,6 +4,7 @@ use ffi::rmw_ret_t;
 
 use crate::boundary::{clib, cstr, ffi_ret, handle, RmwError, RmwResult};
 use crate::context::{Context, InitConfig};
+use crate::security::SecurityOptions;
 use crate::IDENTIFIER;
 
 /// `rmw_init_options_init`: zero-initialized options get rmw_tracer's defaults and `allocator`.
@@ -116,11 +117,23 @@ pub unsafe extern "C" fn rmw_init(
         unsafe { clib::init_options_copy(o, &mut copied) }?;
         // SAFETY: initialized options: `static_peers` holds `static_peers_count` entries.
         let static_peers = unsafe { static_peers(&o.discovery_options) }?;
+        // SAFETY: the security root of initialized options is null or a C string.
+        let root = unsafe {
+            cstr::opt(
+                o.security_options.security_root_path,
+                "options->security_options.security_root_path",
+            )
+        }?;
+        let security = SecurityOptions {
+            enforce: o.security_options.enforce_security == ffi::RMW_SECURITY_ENFORCEMENT_ENFORCE,
+            root: root.map(str::to_owned),
+        };
         let ctx = match Context::new(&InitConfig {
             domain_id: o.domain_id,
             enclave: enclave.to_owned(),
             discovery_range: o.discovery_options.automatic_discovery_range,
             static_peers,
+            security,
         }) {
             Ok(ctx) => ctx,
             Err(e) => {

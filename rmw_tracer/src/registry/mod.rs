@@ -48,6 +48,8 @@ const NET_WATCH: &str = "/.ros/net-watch";
 const TICK: Duration = Duration::from_millis(250);
 /// How long a failed edge waits before it is tried again.
 const RETRY: Duration = Duration::from_secs(1);
+/// How often `await_watchers` looks (the core has no "subscribed" notification).
+const WATCH_POLL: Duration = Duration::from_micros(200);
 
 /// What a local subscription tells the registry so that it can be wired to remote publishers.
 pub struct SubscriptionLink {
@@ -223,6 +225,31 @@ impl Registry {
         inner.state.lock().local.insert(rec.gid, rec);
         inner.notify();
         Ok(entry)
+    }
+
+    /// Wait, at most `limit`, until every peer linked now watches this context's records (its
+    /// registry has subscribed to our `/.ros/endpoints`). Called once at `rmw_init`: the links to
+    /// the peers already there are up when discovery starts, but each peer subscribes from its
+    /// own registry thread a little later (1-40 ms under load, measured). An entity created in
+    /// that window was matched only when the subscription arrived, which was most of the
+    /// discovery tail of issue 9; after the wait, a new publisher's record reaches every peer
+    /// as it is written. A peer that never subscribes (not a ROS process) only costs the limit;
+    /// one whose link goes down meanwhile is no longer waited for.
+    pub fn await_watchers(&self, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        loop {
+            let linked = self.inner.graph.peers();
+            let watching: BTreeSet<String> = self
+                .inner
+                .graph
+                .subscribers(ENDPOINTS)
+                .map(|v| v.into_iter().filter_map(|s| s.peer).collect())
+                .unwrap_or_default();
+            if linked.iter().all(|p| watching.contains(p)) || Instant::now() >= deadline {
+                return;
+            }
+            std::thread::sleep(WATCH_POLL);
+        }
     }
 
     /// Announce a local entity.

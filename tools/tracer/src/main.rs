@@ -11,6 +11,7 @@ mod echo;
 mod format;
 mod graph;
 mod info;
+mod keystore;
 mod participant;
 mod record;
 mod recover;
@@ -54,6 +55,11 @@ enum Cmd {
     Echo(echo::Args),
     /// Serve the live graph over the Foxglove WebSocket protocol (Foxglove Studio, no bridge).
     Serve(serve::Args),
+    /// SROS2 keystores for authenticated links between hosts: a CA, enclave certificates.
+    Keystore {
+        #[command(subcommand)]
+        cmd: keystore::Cmd,
+    },
 }
 
 fn main() -> ExitCode {
@@ -68,6 +74,7 @@ fn main() -> ExitCode {
         Cmd::Graph(a) => graph::run(a),
         Cmd::Echo(a) => echo::run(a),
         Cmd::Serve(a) => serve::run(a),
+        Cmd::Keystore { cmd } => keystore::run(cmd),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

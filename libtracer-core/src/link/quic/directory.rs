@@ -184,17 +184,26 @@ async fn serve(inner: Arc<Inner>, endpoint: quinn::Endpoint) {
             incoming.refuse();
             continue;
         };
-        let (dir, hs) = (inner.dir.clone(), inner.cfg.handshake_timeout);
+        let (me, hs) = (inner.clone(), inner.cfg.handshake_timeout);
         inner.rt.spawn(async move {
             let _slot = slot;
-            let _ = tokio::time::timeout(hs, answer(&dir, incoming)).await;
+            let _ = tokio::time::timeout(hs, answer(&me, incoming)).await;
         });
     }
     endpoint.close(0u32.into(), b"shutdown");
 }
 
-async fn answer(dir: &Path, incoming: quinn::Incoming) -> Result<(), String> {
-    let conn = incoming.await.map_err(|e| e.to_string())?;
+async fn answer(inner: &Inner, incoming: quinn::Incoming) -> Result<(), String> {
+    let dir = inner.dir.as_path();
+    let from = incoming.remote_address();
+    let conn = match incoming.await {
+        Ok(c) => c,
+        Err(e) => {
+            // With SROS2 on, most likely a peer of another CA or of none: logged once.
+            inner.auth_failed(from, &e);
+            return Err(e.to_string());
+        }
+    };
     let (mut send, mut recv) = conn.accept_bi().await.map_err(|e| e.to_string())?;
     let req = recv
         .read_to_end(REQUEST.len())

@@ -25,7 +25,10 @@ pub fn exercise_flood(addr: SocketAddr, n: usize, garbage: bool, hold: Duration)
         return FloodReport::default();
     };
     let transport = tls::transport(Duration::from_secs(10), Duration::from_secs(1));
-    let Ok(client) = tls::client_config(tls::ALPN_LINK, transport) else {
+    let Ok(id) = tls::Identity::self_signed() else {
+        return FloodReport::default();
+    };
+    let Ok(client) = tls::client_config(&id, tls::ALPN_LINK, transport) else {
         return FloodReport::default();
     };
     let bind = if addr.is_ipv4() {

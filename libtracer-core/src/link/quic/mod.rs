@@ -32,6 +32,7 @@ use tokio::sync::watch;
 
 pub use exercise::{exercise_flood, FloodReport};
 pub use link::QuicLink;
+pub use tls::QuicSecurity;
 
 use self::link::{hello, read_hello, refuse, write_frame, HelloOutcome};
 use super::rendezvous::prepare_dir;
@@ -76,6 +77,10 @@ pub struct QuicConfig {
     pub initial_wait: Duration,
     /// Diagnostics; `None` = stderr with a `libtracer: ` prefix.
     pub log: Option<NetLog>,
+    /// SROS2 authentication: present the enclave's certificate and refuse every peer whose
+    /// certificate does not chain to the keystore's identity CA. `None`: encrypted, not
+    /// authenticated (docs/network.md section 5).
+    pub security: Option<QuicSecurity>,
 }
 
 /// The first directory port; domain `d` uses `DIRECTORY_PORT_BASE + d`.
@@ -100,6 +105,7 @@ impl QuicConfig {
             write_timeout: Duration::from_secs(10),
             initial_wait: Duration::from_millis(500),
             log: None,
+            security: None,
         }
     }
 }
@@ -112,6 +118,7 @@ impl std::fmt::Debug for QuicConfig {
             .field("static_peers", &self.static_peers)
             .field("poll_interval", &self.poll_interval)
             .field("idle_timeout", &self.idle_timeout)
+            .field("authenticated", &self.security.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -129,8 +136,24 @@ struct Table {
     live: usize,
     /// Peers not to link again before the instant (see `COOLDOWN`).
     cooldown: HashMap<String, Instant>,
+    /// Addresses whose failed authentication was logged (once each; bounded).
+    auth_logged: HashSet<SocketAddr>,
     stopped: bool,
 }
+
+/// A handshake that ended in a TLS alert (a QUIC CRYPTO_ERROR, codes 0x100-0x1ff) sent by
+/// either end: a certificate refused, or none given; not a timeout nor a closed endpoint.
+fn is_tls_failure(e: &quinn::ConnectionError) -> bool {
+    let code = match e {
+        quinn::ConnectionError::TransportError(t) => u64::from(t.code),
+        quinn::ConnectionError::ConnectionClosed(c) => u64::from(c.error_code),
+        _ => return false,
+    };
+    (0x100..=0x1ff).contains(&code)
+}
+
+/// At most this many addresses are remembered as logged; past it the set starts again.
+const AUTH_LOGGED_MAX: usize = 1024;
 
 pub(crate) struct Inner {
     name: String,
@@ -175,12 +198,14 @@ impl QuicTransport {
         }
         prepare_dir(dir)?;
         let rt = runtime::handle().map_err(io_err)?;
-        let identity = tls::Identity::self_signed().map_err(io_err)?;
+        let identity = tls::Identity::new(cfg.security.as_ref()).map_err(io_err)?;
         let transport = tls::transport(cfg.idle_timeout, cfg.keep_alive);
         let server =
             tls::server_config(&identity, tls::ALPN_LINK, transport.clone()).map_err(io_err)?;
-        let link_client = tls::client_config(tls::ALPN_LINK, transport.clone()).map_err(io_err)?;
-        let dir_client = tls::client_config(tls::ALPN_DIR, transport.clone()).map_err(io_err)?;
+        let link_client =
+            tls::client_config(&identity, tls::ALPN_LINK, transport.clone()).map_err(io_err)?;
+        let dir_client =
+            tls::client_config(&identity, tls::ALPN_DIR, transport.clone()).map_err(io_err)?;
         let sock = UdpSocket::bind((cfg.bind, 0))?;
         let endpoint = new_endpoint(&rt, Some(server), sock)?;
         let port = endpoint.local_addr()?.port();
@@ -331,6 +356,32 @@ impl Inner {
         *self.stop.borrow()
     }
 
+    /// A QUIC handshake with `addr` failed. With SROS2 on, that is a peer without a
+    /// certificate of our keystore's CA (or one whose CA we are not of): say so once per
+    /// address, since the peer will keep trying. Without, the handshake failing is a network
+    /// matter the directory poll reports.
+    fn auth_failed(&self, addr: SocketAddr, e: &quinn::ConnectionError) {
+        if !self.identity.authenticated() || !is_tls_failure(e) {
+            return;
+        }
+        {
+            let mut t = self.table.lock();
+            if t.auth_logged.len() >= AUTH_LOGGED_MAX {
+                t.auth_logged.clear();
+            }
+            if !t.auth_logged.insert(addr) {
+                return;
+            }
+        }
+        let msg = match e {
+            quinn::ConnectionError::ConnectionClosed(_) => {
+                format!("security: the peer at {addr} refused our certificate: {e}")
+            }
+            _ => format!("security: refused the peer at {addr}: {e}"),
+        };
+        self.log(&msg);
+    }
+
     /// The reader of `l` ended: drop it from the table (if it is still the one there); a link
     /// we closed on purpose puts its peer on the cooldown list.
     pub(crate) fn forget(&self, l: &Arc<QuicLink>, deliberate: bool) {
@@ -418,7 +469,11 @@ impl Inner {
             .map_err(|_| None)?;
         let conn = match tokio::time::timeout(hs, connecting).await {
             Ok(Ok(c)) => c,
-            _ => return Err(None),
+            Ok(Err(e)) => {
+                self.auth_failed(addr, &e);
+                return Err(None);
+            }
+            Err(_) => return Err(None),
         };
         let left = deadline.saturating_duration_since(Instant::now());
         let (mut send, mut recv) = match tokio::time::timeout(left, conn.open_bi()).await {
@@ -497,9 +552,14 @@ impl Inner {
     async fn handshake_in(self: &Arc<Self>, incoming: quinn::Incoming) {
         let hs = self.cfg.handshake_timeout;
         let deadline = Instant::now() + hs;
+        let from = incoming.remote_address();
         let conn = match tokio::time::timeout(hs, incoming).await {
             Ok(Ok(c)) => c,
-            _ => return,
+            Ok(Err(e)) => {
+                self.auth_failed(from, &e);
+                return;
+            }
+            Err(_) => return,
         };
         let left = deadline.saturating_duration_since(Instant::now());
         let (mut send, mut recv) = match tokio::time::timeout(left, conn.accept_bi()).await {

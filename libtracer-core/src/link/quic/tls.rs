@@ -1,16 +1,24 @@
-//! TLS for QUIC links: a fresh self-signed certificate per process, and the verifier of the
-//! "encrypted, not authenticated" trust model (docs/network.md section 5): the peer's handshake
-//! signature is checked against the key of its certificate, the certificate itself against
-//! nothing. SROS2 authentication (a keystore CA) replaces this verifier; it is not built yet.
+//! TLS for QUIC links (docs/network.md section 5), in one of two trust models:
+//! - **unauthenticated** (no SROS2): a fresh self-signed certificate per process, and a verifier
+//!   that checks the peer's handshake signature against the key of its certificate and the
+//!   certificate itself against nothing: encrypted, not authenticated;
+//! - **authenticated** ([`QuicSecurity`]): the enclave's certificate, and both ends require the
+//!   peer's certificate to chain to the keystore's identity CA (a client certificate too). The
+//!   name in the certificate is the enclave's, not a host name, so the server name is not
+//!   checked; the chain is.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::WebPkiServerVerifier;
 use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
+use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName, UnixTime};
-use rustls::{DigitallySignedStruct, SignatureScheme};
+use rustls::server::WebPkiClientVerifier;
+use rustls::{CertificateError, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
 /// ALPN of a libtracer link.
 pub(crate) const ALPN_LINK: &[u8] = b"libtracer/1";
@@ -23,20 +31,92 @@ fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
-/// This process's certificate and key (DER), made once per transport.
+/// SROS2 authentication for QUIC links (docs/network.md section 5): this process's enclave
+/// certificate chain and key, and the keystore's identity CA that every peer's certificate must
+/// chain to. Cheap `Clone`.
+#[derive(Clone)]
+pub struct QuicSecurity(Arc<Secured>);
+
+struct Secured {
+    chain: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+    roots: Arc<RootCertStore>,
+}
+
+impl std::fmt::Debug for QuicSecurity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QuicSecurity")
+            .field("chain", &self.0.chain.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl QuicSecurity {
+    /// From PEM files: the enclave's certificate (`cert.pem`, the chain if it holds several),
+    /// its key (`key.pem`, PKCS#8, SEC1 or PKCS#1) and the identity CA
+    /// (`identity_ca.cert.pem`). Errors name the file and what is wrong with it.
+    pub fn from_pem_files(cert: &Path, key: &Path, ca: &Path) -> Result<QuicSecurity, String> {
+        let read_certs = |p: &Path| -> Result<Vec<CertificateDer<'static>>, String> {
+            let certs = CertificateDer::pem_file_iter(p)
+                .map_err(|e| format!("{}: {e}", p.display()))?
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| format!("{}: {e}", p.display()))?;
+            if certs.is_empty() {
+                return Err(format!("{}: no certificate in it", p.display()));
+            }
+            Ok(certs)
+        };
+        let chain = read_certs(cert)?;
+        let key =
+            PrivateKeyDer::from_pem_file(key).map_err(|e| format!("{}: {e}", key.display()))?;
+        let mut roots = RootCertStore::empty();
+        for c in read_certs(ca)? {
+            roots
+                .add(c)
+                .map_err(|e| format!("{}: not a usable CA certificate: {e}", ca.display()))?;
+        }
+        Ok(QuicSecurity(Arc::new(Secured {
+            chain,
+            key,
+            roots: Arc::new(roots),
+        })))
+    }
+}
+
+/// This process's certificate chain and key (DER), and the CA peers must chain to (`None`:
+/// unauthenticated). Made once per transport.
 pub(crate) struct Identity {
-    cert: CertificateDer<'static>,
-    key: PrivatePkcs8KeyDer<'static>,
+    chain: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+    roots: Option<Arc<RootCertStore>>,
 }
 
 impl Identity {
+    /// The enclave's identity with `security`, else a fresh self-signed certificate.
+    pub(crate) fn new(security: Option<&QuicSecurity>) -> Result<Identity, String> {
+        match security {
+            Some(s) => Ok(Identity {
+                chain: s.0.chain.clone(),
+                key: s.0.key.clone_key(),
+                roots: Some(s.0.roots.clone()),
+            }),
+            None => Identity::self_signed(),
+        }
+    }
+
     pub(crate) fn self_signed() -> Result<Identity, String> {
         let ck = rcgen::generate_simple_self_signed(vec![SERVER_NAME.to_owned()])
             .map_err(|e| format!("cannot make a certificate: {e}"))?;
         Ok(Identity {
-            cert: ck.cert.der().clone(),
-            key: PrivatePkcs8KeyDer::from(ck.key_pair.serialize_der()),
+            chain: vec![ck.cert.der().clone()],
+            key: PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(ck.key_pair.serialize_der())),
+            roots: None,
         })
+    }
+
+    /// Peers must present a certificate of the keystore's CA.
+    pub(crate) fn authenticated(&self) -> bool {
+        self.roots.is_some()
     }
 }
 
@@ -61,14 +141,19 @@ pub(crate) fn server_config(
     alpn: &[u8],
     transport: Arc<quinn::TransportConfig>,
 ) -> Result<quinn::ServerConfig, String> {
-    let mut tls = rustls::ServerConfig::builder_with_provider(provider())
+    let builder = rustls::ServerConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS13])
-        .map_err(|e| e.to_string())?
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![id.cert.clone()],
-            PrivateKeyDer::Pkcs8(id.key.clone_key()),
-        )
+        .map_err(|e| e.to_string())?;
+    let builder = match &id.roots {
+        Some(roots) => builder.with_client_cert_verifier(
+            WebPkiClientVerifier::builder_with_provider(roots.clone(), provider())
+                .build()
+                .map_err(|e| e.to_string())?,
+        ),
+        None => builder.with_no_client_auth(),
+    };
+    let mut tls = builder
+        .with_single_cert(id.chain.clone(), id.key.clone_key())
         .map_err(|e| e.to_string())?;
     tls.alpn_protocols = vec![alpn.to_vec()];
     let crypto = QuicServerConfig::try_from(tls).map_err(|e| e.to_string())?;
@@ -79,16 +164,29 @@ pub(crate) fn server_config(
 }
 
 pub(crate) fn client_config(
+    id: &Identity,
     alpn: &[u8],
     transport: Arc<quinn::TransportConfig>,
 ) -> Result<quinn::ClientConfig, String> {
     let p = provider();
-    let mut tls = rustls::ClientConfig::builder_with_provider(p.clone())
+    let builder = rustls::ClientConfig::builder_with_provider(p.clone())
         .with_protocol_versions(&[&rustls::version::TLS13])
         .map_err(|e| e.to_string())?
-        .dangerous()
-        .with_custom_certificate_verifier(Arc::new(Unauthenticated(p)))
-        .with_no_client_auth();
+        .dangerous();
+    let mut tls = match &id.roots {
+        Some(roots) => {
+            let chain = WebPkiServerVerifier::builder_with_provider(roots.clone(), p)
+                .build()
+                .map_err(|e| e.to_string())?;
+            builder
+                .with_custom_certificate_verifier(Arc::new(ChainOnly(chain)))
+                .with_client_auth_cert(id.chain.clone(), id.key.clone_key())
+                .map_err(|e| e.to_string())?
+        }
+        None => builder
+            .with_custom_certificate_verifier(Arc::new(Unauthenticated(p)))
+            .with_no_client_auth(),
+    };
     tls.alpn_protocols = vec![alpn.to_vec()];
     let crypto = QuicClientConfig::try_from(tls).map_err(|e| e.to_string())?;
     let mut cc = quinn::ClientConfig::new(Arc::new(crypto));
@@ -143,5 +241,98 @@ impl ServerCertVerifier for Unauthenticated {
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// The authenticated model's server verifier: the keystore CA's own (chain, validity, usage,
+/// handshake signature), except that a name mismatch is accepted: an enclave certificate names
+/// the enclave, and every peer is asked for the same fixed name (webpki checks the chain before
+/// the name, so a certificate that fails the chain never reaches that exception).
+#[derive(Debug)]
+struct ChainOnly(Arc<WebPkiServerVerifier>);
+
+impl ServerCertVerifier for ChainOnly {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        match self
+            .0
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+        {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) => Ok(ServerCertVerified::assertion()),
+            r => r,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_verify_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    #[test]
+    fn security_loads_pem_files_and_names_the_bad_one() {
+        let dir = std::env::temp_dir().join(format!("net-tls-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ca_key = rcgen::KeyPair::generate().unwrap();
+        let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let ca = ca.self_signed(&ca_key).unwrap();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(Vec::<String>::new())
+            .unwrap()
+            .signed_by(&key, &ca, &ca_key)
+            .unwrap();
+        let c = write(&dir, "cert.pem", &cert.pem());
+        let k = write(&dir, "key.pem", &key.serialize_pem());
+        let a = write(&dir, "identity_ca.cert.pem", &ca.pem());
+        let s = QuicSecurity::from_pem_files(&c, &k, &a).unwrap();
+        let id = Identity::new(Some(&s)).unwrap();
+        assert!(id.authenticated());
+        assert!(!Identity::new(None).unwrap().authenticated());
+        let t = transport(Duration::from_secs(2), Duration::from_millis(300));
+        assert!(server_config(&id, ALPN_LINK, t.clone()).is_ok());
+        assert!(client_config(&id, ALPN_LINK, t).is_ok());
+        let missing = dir.join("nope.pem");
+        let e = QuicSecurity::from_pem_files(&c, &missing, &a).unwrap_err();
+        assert!(e.contains("nope.pem"), "{e}");
+        let empty = write(&dir, "empty.pem", "not a certificate\n");
+        let e = QuicSecurity::from_pem_files(&empty, &k, &a).unwrap_err();
+        assert!(e.contains("empty.pem"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -1,0 +1,213 @@
+//! `tracer keystore`: SROS2-layout keystores for rmw_tracer's authenticated QUIC links
+//! (docs/network.md section 5), since `ros2 security` is not in the wheels.
+//!
+//! ```text
+//! <keystore>/public/identity_ca.cert.pem      the identity CA (and permissions_ca.cert.pem, ca.cert.pem)
+//! <keystore>/private/identity_ca.key.pem      its key (mode 0600; and permissions_ca.key.pem, ca.key.pem)
+//! <keystore>/enclaves/<enclave>/cert.pem      the enclave's certificate, signed by the identity CA
+//! <keystore>/enclaves/<enclave>/key.pem       its key (mode 0600)
+//! <keystore>/enclaves/<enclave>/identity_ca.cert.pem, permissions_ca.cert.pem   copies of the CA
+//! ```
+//!
+//! One CA serves as identity and permissions CA, as `ros2 security create_keystore` does. The
+//! DDS governance and permissions documents are not made: rmw_tracer's access control is the
+//! libtracer ACL, not DDS security's.
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use clap::Subcommand;
+use rcgen::{
+    BasicConstraints, Certificate, CertificateParams, DistinguishedName, DnType,
+    ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose,
+};
+
+/// The identity CA's subject: `enclave` re-creates the issuer from it and the CA's key.
+const CA_NAME: &str = "rmw_tracer keystore CA";
+
+#[derive(Subcommand)]
+pub enum Cmd {
+    /// Make a keystore: the identity (and permissions) CA, in the SROS2 layout.
+    Create {
+        /// The keystore directory (made if missing; refused if it already holds a CA).
+        keystore: PathBuf,
+    },
+    /// Make an enclave's certificate and key, signed by the keystore's identity CA.
+    Enclave {
+        keystore: PathBuf,
+        /// The enclave name, as rcl takes it: `/talker` or `/robot/camera`.
+        enclave: String,
+    },
+}
+
+pub fn run(cmd: Cmd) -> Result<(), String> {
+    match cmd {
+        Cmd::Create { keystore } => create(&keystore),
+        Cmd::Enclave { keystore, enclave } => {
+            let dir = enclave_dir(&keystore, &enclave)?;
+            make_enclave(&keystore, &enclave, &dir)?;
+            println!("{}", dir.display());
+            Ok(())
+        }
+    }
+}
+
+fn ctx<E: std::fmt::Display>(what: impl std::fmt::Display) -> impl FnOnce(E) -> String {
+    move |e| format!("{what}: {e}")
+}
+
+fn ca_params() -> Result<CertificateParams, String> {
+    let mut p = CertificateParams::new(Vec::<String>::new()).map_err(ctx("CA parameters"))?;
+    let mut dn = DistinguishedName::new();
+    dn.push(DnType::CommonName, CA_NAME);
+    p.distinguished_name = dn;
+    p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    p.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    p.not_before = rcgen::date_time_ymd(2020, 1, 1);
+    p.not_after = rcgen::date_time_ymd(2099, 12, 31);
+    Ok(p)
+}
+
+fn write_file(path: &Path, text: &str, private: bool) -> Result<(), String> {
+    let mut o = fs::OpenOptions::new();
+    o.write(true).create_new(true);
+    if private {
+        o.mode(0o600);
+    }
+    let mut f = o.open(path).map_err(ctx(path.display()))?;
+    f.write_all(text.as_bytes()).map_err(ctx(path.display()))
+}
+
+fn create(keystore: &Path) -> Result<(), String> {
+    let public = keystore.join("public");
+    let private = keystore.join("private");
+    if public.join("identity_ca.cert.pem").exists() {
+        return Err(format!(
+            "{}: already a keystore (it has an identity CA)",
+            keystore.display()
+        ));
+    }
+    for d in [&public, &private, &keystore.join("enclaves")] {
+        fs::create_dir_all(d).map_err(ctx(d.display()))?;
+    }
+    fs::set_permissions(&private, fs::Permissions::from_mode(0o700))
+        .map_err(ctx(private.display()))?;
+    let key = KeyPair::generate().map_err(ctx("CA key"))?;
+    let cert = ca_params()?
+        .self_signed(&key)
+        .map_err(ctx("CA certificate"))?;
+    for name in ["ca", "identity_ca", "permissions_ca"] {
+        write_file(&public.join(format!("{name}.cert.pem")), &cert.pem(), false)?;
+        write_file(
+            &private.join(format!("{name}.key.pem")),
+            &key.serialize_pem(),
+            true,
+        )?;
+    }
+    println!("{}", keystore.display());
+    Ok(())
+}
+
+/// `<keystore>/enclaves/<enclave>`: each segment of the name a plain directory name.
+fn enclave_dir(keystore: &Path, enclave: &str) -> Result<PathBuf, String> {
+    let segs: Vec<&str> = enclave.trim_start_matches('/').split('/').collect();
+    if !enclave.starts_with('/') || segs.iter().any(|s| s.is_empty() || *s == "." || *s == "..") {
+        return Err(format!(
+            "enclave `{enclave}`: expected an absolute name such as /talker or /robot/camera"
+        ));
+    }
+    let mut dir = keystore.join("enclaves");
+    for s in segs {
+        dir.push(s);
+    }
+    Ok(dir)
+}
+
+fn make_enclave(keystore: &Path, enclave: &str, dir: &Path) -> Result<(), String> {
+    let ca_key_path = keystore.join("private").join("identity_ca.key.pem");
+    let ca_cert_path = keystore.join("public").join("identity_ca.cert.pem");
+    let ca_key_pem = fs::read_to_string(&ca_key_path).map_err(ctx(format!(
+        "{} (make the keystore first: tracer keystore create)",
+        ca_key_path.display()
+    )))?;
+    let ca_pem = fs::read_to_string(&ca_cert_path).map_err(ctx(ca_cert_path.display()))?;
+    let ca_key = KeyPair::from_pem(&ca_key_pem).map_err(ctx(ca_key_path.display()))?;
+    // The issuer for signing: the CA's subject and key (what a certificate names of its issuer).
+    let issuer: Certificate = ca_params()?.self_signed(&ca_key).map_err(ctx("CA"))?;
+    if dir.join("cert.pem").exists() {
+        return Err(format!(
+            "{}: the enclave already has a certificate",
+            dir.display()
+        ));
+    }
+    fs::create_dir_all(dir).map_err(ctx(dir.display()))?;
+    let mut p = CertificateParams::new(Vec::<String>::new()).map_err(ctx("enclave parameters"))?;
+    let mut dn = DistinguishedName::new();
+    dn.push(DnType::CommonName, enclave);
+    p.distinguished_name = dn;
+    p.is_ca = IsCa::ExplicitNoCa;
+    p.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    p.extended_key_usages = vec![
+        ExtendedKeyUsagePurpose::ServerAuth,
+        ExtendedKeyUsagePurpose::ClientAuth,
+    ];
+    p.not_before = rcgen::date_time_ymd(2020, 1, 1);
+    p.not_after = rcgen::date_time_ymd(2099, 12, 31);
+    let key = KeyPair::generate().map_err(ctx("enclave key"))?;
+    let cert = p
+        .signed_by(&key, &issuer, &ca_key)
+        .map_err(ctx("enclave certificate"))?;
+    write_file(&dir.join("cert.pem"), &cert.pem(), false)?;
+    write_file(&dir.join("key.pem"), &key.serialize_pem(), true)?;
+    for name in ["identity_ca", "permissions_ca"] {
+        write_file(&dir.join(format!("{name}.cert.pem")), &ca_pem, false)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn enclave_names_map_to_directories() {
+        let ks = Path::new("/k");
+        assert_eq!(
+            enclave_dir(ks, "/robot/camera").unwrap(),
+            PathBuf::from("/k/enclaves/robot/camera")
+        );
+        for bad in ["talker", "/", "/a//b", "/../x", "/a/./b"] {
+            assert!(enclave_dir(ks, bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_keystore_and_an_enclave_in_the_sros2_layout() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ks = tmp.path().join("ks");
+        create(&ks).unwrap();
+        assert!(create(&ks).is_err());
+        let dir = enclave_dir(&ks, "/talker").unwrap();
+        make_enclave(&ks, "/talker", &dir).unwrap();
+        for f in [
+            "cert.pem",
+            "key.pem",
+            "identity_ca.cert.pem",
+            "permissions_ca.cert.pem",
+        ] {
+            assert!(dir.join(f).is_file(), "{f}");
+        }
+        let mode = fs::metadata(dir.join("key.pem"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o077, 0);
+        assert!(make_enclave(&ks, "/talker", &dir).is_err());
+    }
+}
