@@ -124,8 +124,12 @@ def _join_path(*parts: Iterable[str] | str | None) -> str:
 def ros_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment any ROS program of the venv needs, without choosing the middleware."""
     env = dict(os.environ)
+    # What a developer's shell may have set must not reach a test's processes: a stray
+    # ROS_STATIC_PEERS turned the network (and its host port) on in a one-host test once.
     for var in ("LD_PRELOAD", "RMW_IMPLEMENTATION", "RMW_TRACER_RENDEZVOUS_DIR", "ROS_DOMAIN_ID",
-                "ROS_AUTOMATIC_DISCOVERY_RANGE", "ROS_LOCALHOST_ONLY", "RMW_TRACER_RECORD"):
+                "ROS_AUTOMATIC_DISCOVERY_RANGE", "ROS_LOCALHOST_ONLY", "RMW_TRACER_RECORD",
+                "ROS_STATIC_PEERS", "ROS_SECURITY_ENABLE", "ROS_SECURITY_STRATEGY",
+                "ROS_SECURITY_KEYSTORE", "ROS_SECURITY_ENCLAVE_OVERRIDE"):
         env.pop(var, None)
     env["LD_LIBRARY_PATH"] = _join_path(ros_library_dirs(), os.environ.get("LD_LIBRARY_PATH"))
     env["AMENT_PREFIX_PATH"] = _join_path([str(VENV)], os.environ.get("AMENT_PREFIX_PATH"))

@@ -64,9 +64,30 @@ OURS = ("[rmw_tracer]", "rmw_tracer: ", "rmw_create", "rmw_destroy", "rmw_wait",
         "failed to initialize wait set")
 
 
+# rclpy#1352 itself, in one exact place: Context.try_shutdown checks ok() and then calls
+# shutdown() under a lock that the signal thread's shutdown does not take. When the signal
+# thread's whole rcl_shutdown lands between the two, rcl's own validity check (before any rmw
+# call) raises "already called". Since rmw_shutdown became one atomic store the window is the
+# few Python bytecodes between the two lines of try_shutdown, which no middleware can close
+# (seen once in 20 nodes at load 8 on this machine, with five test runs beside it; never on
+# a quiet machine). Only this traceback, ending the output, is excused: the same error raised
+# from anywhere else, or with anything of ours beside it, is ours.
+TRY_SHUTDOWN_RACE = re.compile(
+    r'File "[^"]*/rclpy/context\.py", line \d+, in try_shutdown\n'
+    r'\s+self\.__context\.shutdown\(\)\n'
+    r'rclpy\._rclpy_pybind11\.RCLError: failed to shutdown: rcl_shutdown already called on the '
+    r'given context, at [^\n]*\n?$')
+
+
 def _excused(r: harness.Result) -> bool:
-    return (any(race in r.stderr for race in RCLPY_RACES)
-            and not any(mark in r.stderr for mark in OURS) and not r.timed_out)
+    if r.timed_out:
+        return False
+    rest = r.stderr
+    race = TRY_SHUTDOWN_RACE.search(rest)
+    if race:
+        rest = rest[:race.start()]
+    named = race is not None or any(known in rest for known in RCLPY_RACES)
+    return named and not any(mark in rest for mark in OURS)
 
 
 def _assert_clean(results: list[harness.Result], what: str) -> None:
