@@ -36,3 +36,27 @@ def netns():
         return
     with harness.NetNamespace(private_shm=True) as ns:
         yield ns
+
+
+@pytest.fixture(params=["rmw_tracer", "fastdds"])
+def rmw(request, tmp_path):
+    """(environment, namespace or None) for one middleware: the test runs once on each, Fast DDS
+    inside a private network namespace with its own /dev/shm (skipped where there is none)."""
+    if request.param == "rmw_tracer":
+        yield harness.tracer_env(tmp_path), None
+        return
+    if not harness.NetNamespace.available():
+        pytest.skip("no private network namespace for Fast DDS on this machine")
+    with harness.NetNamespace(private_shm=True) as ns:
+        yield harness.fastdds_env(tmp_path), ns
+
+
+@pytest.fixture
+def procs():
+    """Every process a test starts (append them); their process groups are killed when it
+    ends, pass or fail, and reaped."""
+    started: list[harness.Proc] = []
+    yield started
+    for p in started:
+        p.kill()
+        p.join(5)

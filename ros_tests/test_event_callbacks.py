@@ -13,26 +13,6 @@ import harness
 from test_qos import WORKER, result
 
 
-@pytest.fixture(params=["rmw_tracer", "fastdds"])
-def rmw(request, tmp_path):
-    if request.param == "rmw_tracer":
-        yield harness.tracer_env(tmp_path), None
-        return
-    if not harness.NetNamespace.available():
-        pytest.skip("no private network namespace for Fast DDS on this machine")
-    with harness.NetNamespace(private_shm=True) as ns:
-        yield harness.fastdds_env(tmp_path), ns
-
-
-@pytest.fixture
-def procs():
-    """Every process a test starts; their process groups are killed when it ends."""
-    started: list[harness.Proc] = []
-    yield started
-    for p in started:
-        p.kill()
-
-
 def spawn(procs, rmw, role: str, *args: str) -> harness.Proc:
     env, ns = rmw
     p = harness.spawn_python(WORKER, [role, *args], env=env, timeout=90, netns=ns)

@@ -36,16 +36,6 @@ def env(tmp_path):
     return harness.tracer_env(tmp_path, extra={"ROS_DISABLE_LOANED_MESSAGES": "0"})
 
 
-@pytest.fixture
-def procs():
-    """Every process a test starts; their process groups are killed when it ends, pass or fail."""
-    started: list[harness.Proc] = []
-    yield started
-    for p in started:
-        p.kill()
-        p.join(5)
-
-
 def start(procs, argv, env, stdin: str | None = None, wait_ready: bool = True) -> harness.Proc:
     p = harness.spawn([str(a) for a in argv], env, timeout=120, stdin=stdin)
     procs.append(p)
