@@ -81,14 +81,9 @@ int main(int argc, char **argv) {
     return 1;
   }
   pid_t sub = (pid_t)atoi(argv[2]);
-  rcl_init_options_t io = rcl_get_zero_initialized_init_options();
-  CHECK(rcl_init_options_init(&io, rcl_get_default_allocator()));
-  rcl_context_t context = rcl_get_zero_initialized_context();
-  CHECK(rcl_init(0, NULL, &io, &context));
-  CHECK(rcl_init_options_fini(&io));
-  rcl_node_t node = rcl_get_zero_initialized_node();
-  rcl_node_options_t no = rcl_node_get_default_options();
-  CHECK(rcl_node_init(&node, "acked_rcl", "", &context, &no));
+  rcl_context_t context;
+  rcl_node_t node;
+  node_up(&context, &node, "acked_rcl");
   pub = rcl_get_zero_initialized_publisher();
   rcl_publisher_options_t po = rcl_publisher_get_default_options();
   po.qos.depth = 100;
@@ -113,8 +108,6 @@ int main(int argc, char **argv) {
   wait_acked("zero", 0);
 
   CHECK(rcl_publisher_fini(&pub, &node));
-  CHECK(rcl_node_fini(&node));
-  CHECK(rcl_shutdown(&context));
-  CHECK(rcl_context_fini(&context));
+  node_down(&context, &node);
   return 0;
 }

@@ -79,14 +79,7 @@ static void fill_header(std_msgs__msg__Header *m, int i) {
 }
 
 static void init(const char *name) {
-  rcl_init_options_t io = rcl_get_zero_initialized_init_options();
-  CHECK(rcl_init_options_init(&io, rcl_get_default_allocator()));
-  context = rcl_get_zero_initialized_context();
-  CHECK(rcl_init(0, NULL, &io, &context));
-  CHECK(rcl_init_options_fini(&io));
-  node = rcl_get_zero_initialized_node();
-  rcl_node_options_t no = rcl_node_get_default_options();
-  CHECK(rcl_node_init(&node, name, "", &context, &no));
+  node_up(&context, &node, name);
 }
 
 static rmw_qos_profile_t qos(void) {
@@ -155,9 +148,7 @@ static int run_pub(const char *topic, size_t subs, int n, const char *go) {
     CHECK(rcl_publisher_get_subscription_count(&pub, &matched));
   } while (matched > 0 && now_s() < deadline);
   CHECK(rcl_publisher_fini(&pub, &node));
-  CHECK(rcl_node_fini(&node));
-  CHECK(rcl_shutdown(&context));
-  CHECK(rcl_context_fini(&context));
+  node_down(&context, &node);
   return 0;
 }
 
@@ -345,9 +336,7 @@ static int run_sub(const char *topic, const char *cases_path, int n) {
   rc = collect(subs, count, n);
   if (rc) return rc;
   for (size_t k = 0; k <= count; k++) CHECK(rcl_subscription_fini(&subs[k], &node));
-  CHECK(rcl_node_fini(&node));
-  CHECK(rcl_shutdown(&context));
-  CHECK(rcl_context_fini(&context));
+  node_down(&context, &node);
   (void)alloc;
   return 0;
 }

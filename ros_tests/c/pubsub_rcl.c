@@ -37,21 +37,10 @@ static rcl_context_t context;
 static rcl_node_t node;
 
 static void init(const char *name) {
-  rcl_init_options_t io = rcl_get_zero_initialized_init_options();
-  CHECK(rcl_init_options_init(&io, rcl_get_default_allocator()));
-  context = rcl_get_zero_initialized_context();
-  CHECK(rcl_init(0, NULL, &io, &context));
-  CHECK(rcl_init_options_fini(&io));
-  node = rcl_get_zero_initialized_node();
-  rcl_node_options_t no = rcl_node_get_default_options();
-  CHECK(rcl_node_init(&node, name, "", &context, &no));
+  node_up(&context, &node, name);
 }
 
-static void fini(void) {
-  CHECK(rcl_node_fini(&node));
-  CHECK(rcl_shutdown(&context));
-  CHECK(rcl_context_fini(&context));
-}
+static void fini(void) { node_down(&context, &node); }
 
 static rmw_qos_profile_t qos(size_t depth) {
   rmw_qos_profile_t q = rmw_qos_profile_default;

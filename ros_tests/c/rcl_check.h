@@ -1,6 +1,7 @@
 /* What the rcl-level test programs (C and C++) share: CHECK(call) runs an rcl call and ends the
  * program with exit status 1, naming the call, its return code and the rcl error string, when it
- * does not return RCL_RET_OK. */
+ * does not return RCL_RET_OK; node_up / node_down bring one context with one node up (default
+ * init options, empty namespace) and down again. */
 #ifndef RMW_TRACER_TESTS_RCL_CHECK_H
 #define RMW_TRACER_TESTS_RCL_CHECK_H
 
@@ -8,6 +9,8 @@
 #include <stdlib.h>
 
 #include <rcl/error_handling.h>
+#include <rcl/init.h>
+#include <rcl/node.h>
 #include <rcl/types.h>
 
 #define CHECK(call)                                                                  \
@@ -19,5 +22,24 @@
       exit(1);                                                                       \
     }                                                                                \
   } while (0)
+
+/* A fresh context (rcl_init with default options, no arguments) and a node `name` in it. */
+static inline void node_up(rcl_context_t *context, rcl_node_t *node, const char *name) {
+  rcl_init_options_t io = rcl_get_zero_initialized_init_options();
+  CHECK(rcl_init_options_init(&io, rcl_get_default_allocator()));
+  *context = rcl_get_zero_initialized_context();
+  CHECK(rcl_init(0, NULL, &io, context));
+  CHECK(rcl_init_options_fini(&io));
+  *node = rcl_get_zero_initialized_node();
+  rcl_node_options_t no = rcl_node_get_default_options();
+  CHECK(rcl_node_init(node, name, "", context, &no));
+}
+
+/* The node, then the context: shutdown and fini. */
+static inline void node_down(rcl_context_t *context, rcl_node_t *node) {
+  CHECK(rcl_node_fini(node));
+  CHECK(rcl_shutdown(context));
+  CHECK(rcl_context_fini(context));
+}
 
 #endif

@@ -40,14 +40,9 @@ int main(int argc, char **argv) {
   long gap_us = atol(argv[3]);
   if (iters <= 0) return 2;
 
-  rcl_init_options_t io = rcl_get_zero_initialized_init_options();
-  CHECK(rcl_init_options_init(&io, rcl_get_default_allocator()));
-  rcl_context_t context = rcl_get_zero_initialized_context();
-  CHECK(rcl_init(0, NULL, &io, &context));
-  CHECK(rcl_init_options_fini(&io));
-  rcl_node_t node = rcl_get_zero_initialized_node();
-  rcl_node_options_t no = rcl_node_get_default_options();
-  CHECK(rcl_node_init(&node, "record_bench", "", &context, &no));
+  rcl_context_t context;
+  rcl_node_t node;
+  node_up(&context, &node, "record_bench");
   rcl_publisher_t pub = rcl_get_zero_initialized_publisher();
   rcl_publisher_options_t po = rcl_publisher_get_default_options();
   CHECK(rcl_publisher_init(&pub, &node, ROSIDL_GET_MSG_TYPE_SUPPORT(std_msgs, msg, UInt8MultiArray),
@@ -78,8 +73,6 @@ int main(int argc, char **argv) {
   free(t);
   std_msgs__msg__UInt8MultiArray__fini(&msg);
   CHECK(rcl_publisher_fini(&pub, &node));
-  CHECK(rcl_node_fini(&node));
-  CHECK(rcl_shutdown(&context));
-  CHECK(rcl_context_fini(&context));
+  node_down(&context, &node);
   return 0;
 }

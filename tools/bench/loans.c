@@ -29,15 +29,7 @@
 #include <test_msgs/msg/basic_types.h>
 
 #include "blob_type.h"
-
-#define CHECK(call)                                                                    \
-  do {                                                                                 \
-    rcl_ret_t rc_ = (call);                                                            \
-    if (rc_ != RCL_RET_OK) {                                                           \
-      fprintf(stderr, "%s failed (%d): %s\n", #call, (int)rc_, rcl_get_error_string().str); \
-      exit(1);                                                                         \
-    }                                                                                  \
-  } while (0)
+#include "rcl_check.h"
 
 static int is_blob;
 static const rosidl_message_type_support_t *ts;
@@ -98,14 +90,7 @@ static rcl_wait_set_t ws;
 static void *copy_buf; /* for an endpoint that cannot loan */
 
 static void setup(const char *name, const char *out_topic, const char *in_topic) {
-  rcl_init_options_t io = rcl_get_zero_initialized_init_options();
-  CHECK(rcl_init_options_init(&io, rcl_get_default_allocator()));
-  context = rcl_get_zero_initialized_context();
-  CHECK(rcl_init(0, NULL, &io, &context));
-  CHECK(rcl_init_options_fini(&io));
-  node = rcl_get_zero_initialized_node();
-  rcl_node_options_t no = rcl_node_get_default_options();
-  CHECK(rcl_node_init(&node, name, "", &context, &no));
+  node_up(&context, &node, name);
   rmw_qos_profile_t q = rmw_qos_profile_default;
   q.depth = 1;
   q.reliability = RMW_QOS_POLICY_RELIABILITY_RELIABLE;
