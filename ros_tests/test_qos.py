@@ -95,7 +95,12 @@ def test_incompatible_pair_under_fast_dds_oracle(oracle_env, case):
     for side in (pub, sub):
         assert side["events"].get("incompatible_qos"), (pub, sub)
         ev = last(side["events"], "incompatible_qos")
-        assert (ev["total_count"], ev["last_policy_kind"]) == (1, policy), side["events"]
+        # Fast DDS raises the event each time it evaluates the other endpoint, which is not
+        # always once: its first event carried total_count 2 for the reliability pair in one
+        # clean CI run of 2026-12-02 (cause inside Fast DDS not found). So the oracle holds
+        # Fast DDS to "at least one, with this policy"; rmw_tracer's own test above asserts
+        # exactly 1.
+        assert ev["total_count"] >= 1 and ev["last_policy_kind"] == policy, side["events"]
 
 
 def test_compatible_pair_matches_and_delivers(tracer_env):
