@@ -60,7 +60,10 @@ def test_message_lost_callbacks_count_what_the_ring_dropped(tmp_path, procs):
     assert pub["published"] == 300
     got = result(sub)
     lost = got["events"].get("message_lost", [])
-    assert lost, got
-    (total,) = sums(lost, "total_count_change")
-    assert total == lost[-1]["total_count"] == 300 - len(got["received"]), (lost, len(got["received"]))
+    # A subscriber fast enough to take the whole burst loses nothing (seen once in CI on a quiet
+    # machine): then no callback is due, and taken + lost = 300 still holds.
+    total = sums(lost, "total_count_change")[0] if lost else 0
+    assert total == 300 - len(got["received"]), (lost, len(got["received"]))
+    if lost:
+        assert lost[-1]["total_count"] == total, lost
     assert got["received"][-1] == "m 299"  # the newest is never the one dropped
