@@ -75,7 +75,8 @@ typedef struct bench_rcl {
 void bench_rcl_init(bench_rcl *b, const char *node_name);
 void bench_rcl_fini(bench_rcl *b);
 
-/* Reliable, volatile, keep_last(depth). */
+/* Reliable, volatile, keep_last(depth); keep_all when depth is BENCH_KEEP_ALL. */
+#define BENCH_KEEP_ALL ((size_t)0)
 rmw_qos_profile_t bench_qos(size_t depth);
 void bench_pub_init(bench_rcl *b, rcl_publisher_t *pub, const char *topic, size_t depth);
 void bench_sub_init(bench_rcl *b, rcl_subscription_t *sub, const char *topic, size_t depth);

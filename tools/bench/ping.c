@@ -4,15 +4,18 @@
  *   - latency: round-trip time of one std_msgs/msg/UInt8MultiArray sent on /bench/ping and
  *     echoed by bench_pong on /bench/pong, one in flight at a time, after warm-up iterations;
  *   - throughput: bursts of BURST_COUNT messages published back to back on /bench/burst with
- *     reliable keep_last(--burst-depth) QoS; bench_pong acknowledges each complete round with its
- *     counters and receive timestamps. Time runs from the first publish to the last receipt.
+ *     reliable keep_last(--burst-depth) QoS (keep_all with --keep-all); bench_pong acknowledges
+ *     each complete round with its counters and receive timestamps. Time runs from the first
+ *     publish to the last receipt.
+ * LAT_ITERS 0 skips the latency part of a case, and then the unmeasured warm-up round of bursts
+ * too (a lossy link's throughput run, where one round may take a minute).
  * and writes the results as JSON. Every loss, reordering, corrupted echo, timeout or rcl error
  * makes it exit 1 with a message on stderr: the numbers are only worth anything if nothing was lost.
  * It blocks in rcl_wait on a wait set while waiting for messages; only matching is polled.
  *
  * usage: bench_ping --json PATH --burst-depth N
  *                   --case SIZE:LAT_ITERS:LAT_WARMUP:BURST_COUNT:BURST_ROUNDS [--case ...]
- *                   [--timeout SECONDS] [--match-timeout SECONDS] */
+ *                   [--timeout SECONDS] [--match-timeout SECONDS] [--keep-all] */
 #define _POSIX_C_SOURCE 200809L
 #include <inttypes.h>
 #include <stdio.h>
@@ -50,7 +53,7 @@ typedef struct ping_ctx {
 static void usage(void)
 {
   bench_die("usage: bench_ping --json PATH --burst-depth N --case SIZE:LAT_ITERS:LAT_WARMUP:BURST_COUNT:BURST_ROUNDS "
-            "[--case ...] [--timeout SECONDS] [--match-timeout SECONDS]");
+            "[--case ...] [--timeout SECONDS] [--match-timeout SECONDS] [--keep-all]");
 }
 
 static uint64_t parse_u64(const char *s, const char *what)
@@ -69,8 +72,8 @@ static bench_case parse_case(const char *s)
              &c.lat_warmup, &c.burst_count, &c.burst_rounds, &tail) != 5)
     bench_die("bad --case '%s': want SIZE:LAT_ITERS:LAT_WARMUP:BURST_COUNT:BURST_ROUNDS", s);
   if (c.size < BENCH_MIN_PAYLOAD) bench_die("--case '%s': size must be at least %zu", s, BENCH_MIN_PAYLOAD);
-  if (c.lat_iters == 0 || c.burst_count == 0 || c.burst_rounds == 0)
-    bench_die("--case '%s': iteration counts must be positive (warm-up may be 0)", s);
+  if (c.burst_count == 0 || c.burst_rounds == 0)
+    bench_die("--case '%s': burst counts must be positive (LAT_ITERS 0 skips latency, warm-up may be 0)", s);
   return c;
 }
 
@@ -170,6 +173,7 @@ static double pct_us(const int64_t *v, size_t n, double q)
 static void run_latency(ping_ctx *p, case_result *r)
 {
   const bench_case *c = &r->c;
+  if (c->lat_iters == 0) return;
   std_msgs__msg__UInt8MultiArray m;
   bench_msg_alloc(&m, c->size);
   int64_t *rtt = malloc(c->lat_iters * sizeof *rtt);
@@ -257,7 +261,7 @@ static void run_throughput(ping_ctx *p, case_result *r)
   std_msgs__msg__UInt8MultiArray m;
   bench_msg_alloc(&m, c->size);
   int64_t t0, tp;
-  (void)run_round(p, &m, c, &t0, &tp); /* warm-up: allocations, fragment buffers, caches */
+  if (c->lat_iters > 0) (void)run_round(p, &m, c, &t0, &tp); /* warm-up: allocations, fragment buffers, caches */
   int64_t total_ns = 0, pub_ns = 0;
   r->round_seconds = malloc(c->burst_rounds * sizeof *r->round_seconds);
   if (r->round_seconds == NULL) bench_die("out of memory");
@@ -277,14 +281,15 @@ static void run_throughput(ping_ctx *p, case_result *r)
   bench_msg_fini(&m);
 }
 
-static void write_json(const char *path, const char *rmw, uint64_t burst_depth, const case_result *res, size_t n)
+static void write_json(const char *path, const char *rmw, uint64_t burst_depth, bool keep_all, const case_result *res,
+                       size_t n)
 {
   FILE *f = fopen(path, "w");
   if (f == NULL) bench_die("cannot write %s", path);
   fprintf(f, "{\n  \"rmw\": \"%s\",\n  \"message_type\": \"std_msgs/msg/UInt8MultiArray\",\n", rmw);
   fprintf(f, "  \"qos\": {\"reliability\": \"reliable\", \"durability\": \"volatile\", \"history\": \"keep_last\", "
-             "\"control_depth\": %d, \"burst_depth\": %" PRIu64 "},\n",
-          BENCH_CONTROL_DEPTH, burst_depth);
+             "\"control_depth\": %d, \"burst_history\": \"%s\", \"burst_depth\": %" PRIu64 "},\n",
+          BENCH_CONTROL_DEPTH, keep_all ? "keep_all" : "keep_last", burst_depth);
   fprintf(f, "  \"cases\": [\n");
   for (size_t i = 0; i < n; i++) {
     const case_result *r = &res[i];
@@ -311,6 +316,7 @@ int main(int argc, char **argv)
   bench_set_name("bench_ping");
   const char *json = NULL;
   uint64_t burst_depth = 0, timeout_s = 30, match_timeout_s = 30;
+  bool keep_all = false;
   bench_case cases[MAX_CASES];
   size_t ncases = 0;
   for (int i = 1; i < argc; i++) {
@@ -322,6 +328,8 @@ int main(int argc, char **argv)
       timeout_s = parse_u64(argv[++i], "--timeout");
     else if (strcmp(argv[i], "--match-timeout") == 0 && i + 1 < argc)
       match_timeout_s = parse_u64(argv[++i], "--match-timeout");
+    else if (strcmp(argv[i], "--keep-all") == 0)
+      keep_all = true;
     else if (strcmp(argv[i], "--case") == 0 && i + 1 < argc) {
       if (ncases == MAX_CASES) bench_die("at most %d cases", MAX_CASES);
       cases[ncases++] = parse_case(argv[++i]);
@@ -345,7 +353,7 @@ int main(int argc, char **argv)
   if (rmw_node == NULL) bench_die("rcl_node_get_rmw_handle returned NULL");
   const char *rmw = rmw_node->implementation_identifier;
   bench_pub_init(&p.b, &p.ping_pub, BENCH_TOPIC_PING, BENCH_CONTROL_DEPTH);
-  bench_pub_init(&p.b, &p.burst_pub, BENCH_TOPIC_BURST, burst_depth);
+  bench_pub_init(&p.b, &p.burst_pub, BENCH_TOPIC_BURST, keep_all ? BENCH_KEEP_ALL : burst_depth);
   bench_sub_init(&p.b, &p.pong_sub, BENCH_TOPIC_PONG, BENCH_CONTROL_DEPTH);
   p.ws = rcl_get_zero_initialized_wait_set();
   rcl_ret_t rc = rcl_wait_set_init(&p.ws, 1, 0, 0, 0, 0, 0, &p.b.context, rcutils_get_default_allocator());
@@ -380,7 +388,7 @@ int main(int argc, char **argv)
     fprintf(stderr, "bench_ping: warning: bench_pong did not confirm the quit request\n");
   bench_msg_fini(&q);
 
-  write_json(json, rmw, burst_depth, res, ncases);
+  write_json(json, rmw, burst_depth, keep_all, res, ncases);
   /* The runner tells a failure while tearing down (results complete) from one while measuring. */
   fprintf(stderr, "bench_ping: results written to %s; tearing down\n", json);
   for (size_t i = 0; i < ncases; i++) free(res[i].round_seconds);

@@ -5,7 +5,7 @@
  * It blocks in rcl_wait on one wait set; it never polls. It exits 0 on BENCH_QUIT if it saw no
  * loss, 1 on any loss, malformed message, rcl error, or when nothing arrives for --idle-timeout.
  *
- * usage: bench_pong --burst-depth N [--idle-timeout SECONDS] */
+ * usage: bench_pong --burst-depth N [--idle-timeout SECONDS] [--keep-all] */
 #define _POSIX_C_SOURCE 200809L
 #include <inttypes.h>
 #include <stdio.h>
@@ -26,7 +26,7 @@ typedef struct burst_state {
 
 static void usage(void)
 {
-  bench_die("usage: bench_pong --burst-depth N [--idle-timeout SECONDS]");
+  bench_die("usage: bench_pong --burst-depth N [--idle-timeout SECONDS] [--keep-all]");
 }
 
 static uint64_t parse_u64(const char *s, const char *what)
@@ -109,11 +109,14 @@ int main(int argc, char **argv)
   bench_set_name("bench_pong");
   uint64_t burst_depth = 0;
   uint64_t idle_timeout_s = 120;
+  bool keep_all = false;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--burst-depth") == 0 && i + 1 < argc)
       burst_depth = parse_u64(argv[++i], "--burst-depth");
     else if (strcmp(argv[i], "--idle-timeout") == 0 && i + 1 < argc)
       idle_timeout_s = parse_u64(argv[++i], "--idle-timeout");
+    else if (strcmp(argv[i], "--keep-all") == 0)
+      keep_all = true;
     else
       usage();
   }
@@ -124,7 +127,7 @@ int main(int argc, char **argv)
   rcl_subscription_t ping_sub, burst_sub;
   rcl_publisher_t pong_pub;
   bench_sub_init(&b, &ping_sub, BENCH_TOPIC_PING, BENCH_CONTROL_DEPTH);
-  bench_sub_init(&b, &burst_sub, BENCH_TOPIC_BURST, burst_depth);
+  bench_sub_init(&b, &burst_sub, BENCH_TOPIC_BURST, keep_all ? BENCH_KEEP_ALL : burst_depth);
   bench_pub_init(&b, &pong_pub, BENCH_TOPIC_PONG, BENCH_CONTROL_DEPTH);
 
   rcl_wait_set_t ws = rcl_get_zero_initialized_wait_set();
