@@ -95,46 +95,53 @@ def lost_detail(err):
 
 
 def run_phase(phase, shape, sizes, cases, keys, repeat, args, base_env, workdir, tracer_lib, rows, errors):
-    with TwoHosts(shape, prefix=PREFIX) as hosts:
-        try:
-            for rep in range(repeat):
-                for size in sizes:
-                    # Alternate which rmw goes first from one repetition to the next.
-                    order = keys if rep % 2 == 0 else list(reversed(keys))
-                    for key in order:
-                        tag = f"{phase}-{rep}-{key}-{size}"
-                        case = cases[size]
-                        print(f"net: {phase} #{rep + 1} {key} {runner.human_size(size)} {case}", file=sys.stderr)
-                        sides = host_sides(key, hosts, base_env, workdir, tracer_lib, tag)
-                        load = os.getloadavg()[0]
-                        row = {"phase": phase, "repeat": rep + 1, "rmw": runner.RMWS[key][1], "size": size,
-                               "case": dict(zip(("lat_iters", "lat_warmup", "burst", "rounds"), case)),
-                               "load_before": round(load, 2)}
-                        t0 = time.monotonic()
-                        try:
-                            doc = runner.run_pair(key, size, case, args, base_env, workdir, sides=sides,
-                                                  keep_all=True, tag=tag)
-                            c = doc["cases"][0]
-                            row["latency_rtt_us"] = c["latency_rtt_us"] if case[0] > 0 else None
-                            row["throughput"] = c["throughput"]
-                        except runner.BenchError as e:
-                            text = str(e)
-                            row["error"] = text.splitlines()[0]
-                            row["lost"] = lost_detail(text)
-                            if row["lost"]:
-                                # Not one more message within the timeout after the burst was
-                                # published: the rate was below this.
-                                row["mb_per_s_below"] = (row["lost"]["received_in_round"] + 1) * size / args.timeout / 1e6
-                            errors.append(f"{tag}: {row['error']}")
-                            print(f"net: FAILED {tag}: {text}", file=sys.stderr)
-                        row["seconds"] = round(time.monotonic() - t0, 1)
-                        row["load_after"] = round(os.getloadavg()[0], 2)
-                        rows.append(row)
+    """Every pair of the phase on hosts of its own (a fresh shaper too: a backlog that one rmw
+    left in the shaper's queue must not delay the next)."""
+    for rep in range(repeat):
+        for size in sizes:
+            # Alternate which rmw goes first from one repetition to the next.
+            order = keys if rep % 2 == 0 else list(reversed(keys))
+            for key in order:
+                tag = f"{phase}-{rep}-{key}-{size}"
+                case = cases[size]
+                print(f"net: {phase} #{rep + 1} {key} {runner.human_size(size)} {case}", file=sys.stderr)
+                row = {"phase": phase, "repeat": rep + 1, "rmw": runner.RMWS[key][1], "size": size,
+                       "case": dict(zip(("lat_iters", "lat_warmup", "burst", "rounds"), case))}
+                with TwoHosts(shape, prefix=PREFIX) as hosts:
+                    try:
+                        run_one(hosts, key, size, case, tag, args, base_env, workdir, tracer_lib, row, errors)
+                        if shape:
+                            row["shaper"] = hosts.shaper_report()
+                    finally:
                         kill_namespace_processes(hosts)
-            if shape:
-                rows.append({"phase": phase, "shaper": hosts.shaper_report()})
-        finally:
-            kill_namespace_processes(hosts)
+                rows.append(row)
+
+
+def run_one(hosts, key, size, case, tag, args, base_env, workdir, tracer_lib, row, errors):
+    sides = host_sides(key, hosts, base_env, workdir, tracer_lib, tag)
+    row["load_before"] = round(os.getloadavg()[0], 2)
+    t0 = time.monotonic()
+    try:
+        doc = runner.run_pair(key, size, case, args, base_env, workdir, sides=sides, keep_all=True, tag=tag)
+        c = doc["cases"][0]
+        row["latency_rtt_us"] = c["latency_rtt_us"] if case[0] > 0 else None
+        row["throughput"] = c["throughput"]
+    except runner.BenchError as e:
+        text = str(e)
+        detail = [line for line in text.splitlines() if line.startswith("bench_ping: size")]
+        row["error"] = (detail or text.splitlines())[0]
+        row["lost"] = lost_detail(text)
+        if row["lost"]:
+            # Not one more message within the timeout after the burst was published: the
+            # rate was below this.
+            row["mb_per_s_below"] = (row["lost"]["received_in_round"] + 1) * size / args.timeout / 1e6
+        elif "not acknowledged within" in text:
+            # How far pong got is unknown: the whole round did not arrive within the timeout.
+            row["mb_per_s_below"] = case[2] * size / args.timeout / 1e6
+        errors.append(f"{tag}: {row['error']}")
+        print(f"net: FAILED {tag}: {text}", file=sys.stderr)
+    row["seconds"] = round(time.monotonic() - t0, 1)
+    row["load_after"] = round(os.getloadavg()[0], 2)
 
 
 def pick(rows, phase, key, size):
