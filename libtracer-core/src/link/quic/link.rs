@@ -11,8 +11,8 @@ use bytes::{Buf, Bytes};
 use tokio::runtime::Handle;
 use tokio::sync::{mpsc, watch};
 
-use super::streams::{decode_datagram, parse_barrier, Markers, Outgoing, Route, SendFail, Shed};
-use super::streams::{BEST_EFFORT_TAG, CLASSES};
+use super::receive::{accept_streams, read_datagrams, Markers};
+use super::streams::{parse_barrier, Outgoing, Route, SendFail, Shed};
 use super::Inner;
 use crate::link::{
     close_handler_failed, close_malformed, run_callback, Link, LinkError, LinkHandler, PeerIdentity,
@@ -22,7 +22,7 @@ use crate::wire::{encode_parts, EncodedFrame, Frame, FrameDecoder, MAX_FRAME, PR
 /// Frame bound before the HELLO exchange (as on the Unix transport).
 const HANDSHAKE_FRAME: u32 = 8 * 1024;
 /// Largest chunk the reader takes from the stream at once.
-const READ_CHUNK: usize = 256 * 1024;
+pub(super) const READ_CHUNK: usize = 256 * 1024;
 /// How long a closing link waits for the peer to acknowledge what was written (an ERROR that
 /// explains the close) before it drops the connection.
 const LINGER: Duration = Duration::from_millis(500);
@@ -38,17 +38,17 @@ pub(crate) enum Event {
 /// One end of a QUIC link.
 pub struct QuicLink {
     peer: PeerIdentity,
-    conn: quinn::Connection,
+    pub(super) conn: quinn::Connection,
     out: Outgoing,
     /// The peer's barrier markers, as its edge streams hand frames up (wire.md section 5).
-    markers: Markers,
+    pub(super) markers: Markers,
     peer_max: u32,
-    rt: Handle,
+    pub(super) rt: Handle,
     write_timeout: Duration,
     closed: AtomicBool,
     /// `on_down` ran: frames still queued from the other streams are dropped.
     down: AtomicBool,
-    closing: watch::Sender<bool>,
+    pub(super) closing: watch::Sender<bool>,
     /// A callback panicked: no more callbacks but `on_down`.
     failed: AtomicBool,
     /// The reader ended because the peer closed the stream or the connection died (not
@@ -378,115 +378,6 @@ pub(crate) async fn read_loop(
     // The dispatcher closes the link when it takes `Down` (after a `Malformed` it sent the
     // ERROR first).
     let _ = tx.send(Event::Down(link)).await;
-}
-
-/// Accept the peer's edge streams (unidirectional, `streams.rs`) while the link lives.
-async fn accept_streams(link: Arc<QuicLink>, tx: mpsc::Sender<Event>) {
-    let mut closing = link.closing.subscribe();
-    loop {
-        let r = tokio::select! {
-            r = link.conn.accept_uni() => r,
-            _ = closing.wait_for(|c| *c) => break,
-        };
-        let Ok(recv) = r else { break };
-        link.rt.spawn(read_stream(link.clone(), recv, tx.clone()));
-    }
-}
-
-/// One edge stream: its tag byte, then frames of edges (DELIVERY, STRUCTURE, the answer to a
-/// SUBSCRIBE) and barrier markers. A best-effort stream reset by its sender ends quietly, with
-/// the frame it was cut in dropped.
-async fn read_stream(link: Arc<QuicLink>, mut recv: quinn::RecvStream, tx: mpsc::Sender<Event>) {
-    let mut closing = link.closing.subscribe();
-    let malformed = |why: String| Event::Malformed(link.clone(), why);
-    let first = tokio::select! {
-        r = recv.read_chunk(READ_CHUNK, true) => r,
-        _ = closing.wait_for(|c| *c) => return,
-    };
-    let mut pending = match first {
-        Ok(Some(c)) => c.bytes,
-        _ => return,
-    };
-    let Some(&tag) = pending.first() else { return };
-    pending.advance(1);
-    let reliable = tag < BEST_EFFORT_TAG;
-    if usize::from(tag) >= 2 * CLASSES {
-        let _ = tx
-            .send(malformed(format!("unknown stream tag {tag}")))
-            .await;
-        return;
-    }
-    if reliable && !link.markers.open(tag) {
-        let why = format!("a second reliable stream of class {tag}");
-        let _ = tx.send(malformed(why)).await;
-        return;
-    }
-    let mut dec = FrameDecoder::new(MAX_FRAME);
-    loop {
-        loop {
-            let n = dec.push(&pending);
-            pending.advance(n);
-            match dec.pop() {
-                Ok(Some(Frame::Ping { nonce })) if reliable => link.markers.reached(tag, nonce),
-                Ok(Some(
-                    frame @ (Frame::Delivery { .. }
-                    | Frame::Structure { .. }
-                    | Frame::Ok { .. }
-                    | Frame::Error { .. }),
-                )) => {
-                    if tx.send(Event::Frame(link.clone(), frame)).await.is_err() {
-                        return;
-                    }
-                }
-                Ok(Some(other)) => {
-                    let why = format!("an edge stream carries no {other:?}");
-                    let _ = tx.send(malformed(why)).await;
-                    return;
-                }
-                Ok(None) if pending.is_empty() => break,
-                Ok(None) => {}
-                Err(e) => {
-                    let _ = tx.send(malformed(e.to_string())).await;
-                    return;
-                }
-            }
-            if *closing.borrow() {
-                return;
-            }
-        }
-        tokio::select! {
-            r = recv.read_chunk(READ_CHUNK, true) => match r {
-                Ok(Some(c)) => pending = c.bytes,
-                // Finished, reset (best effort abandoned a sample) or the connection went:
-                // the control stream's reader reports a lost link.
-                Ok(None) | Err(_) => return,
-            },
-            _ = closing.wait_for(|c| *c) => return,
-        }
-    }
-}
-
-/// The peer's datagrams: one best-effort DELIVERY each (`streams::decode_datagram`).
-async fn read_datagrams(link: Arc<QuicLink>, tx: mpsc::Sender<Event>) {
-    let mut closing = link.closing.subscribe();
-    loop {
-        let r = tokio::select! {
-            r = link.conn.read_datagram() => r,
-            _ = closing.wait_for(|c| *c) => return,
-        };
-        let Ok(d) = r else { return };
-        match decode_datagram(&d) {
-            Ok(frame) => {
-                if tx.send(Event::Frame(link.clone(), frame)).await.is_err() {
-                    return;
-                }
-            }
-            Err(why) => {
-                let _ = tx.send(Event::Malformed(link.clone(), why)).await;
-                return;
-            }
-        }
-    }
 }
 
 /// One event on a dispatcher thread.

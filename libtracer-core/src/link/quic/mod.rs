@@ -17,6 +17,7 @@
 mod directory;
 mod exercise;
 mod link;
+mod receive;
 mod runtime;
 mod streams;
 mod tls;
@@ -34,7 +35,7 @@ use tokio::sync::watch;
 
 pub use exercise::{exercise_datagram, exercise_flood, FloodReport};
 pub use link::{QuicLink, ShedCounts};
-pub use streams::decode_datagram;
+pub use receive::decode_datagram;
 pub use tls::QuicSecurity;
 
 use self::link::{hello, read_hello, refuse, write_frame, HelloOutcome};

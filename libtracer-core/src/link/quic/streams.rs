@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 use parking_lot::{Condvar, Mutex};
 use tokio::runtime::Handle;
 use tokio::sync::{mpsc, Notify};
@@ -542,74 +542,5 @@ impl BestEffortWriter {
         self.slot.lock().closed = true;
         self.wake.notify_one();
         self.task.lock().take()
-    }
-}
-
-/// The receiving side's view of the peer's barriers: the newest marker each reliable stream
-/// has handed to the graph.
-#[derive(Default)]
-pub(crate) struct Markers {
-    seen: [AtomicU64; CLASSES],
-    /// Reliable stream tags already opened by the peer (each once per link).
-    opened: Mutex<u8>,
-    changed: Notify,
-}
-
-impl Markers {
-    /// A reliable stream of `class` was opened; false if one was already (malformed).
-    pub(crate) fn open(&self, class: u8) -> bool {
-        let mut o = self.opened.lock();
-        let bit = 1u8 << class;
-        let fresh = *o & bit == 0;
-        *o |= bit;
-        fresh
-    }
-
-    /// The stream of `class` handed up every frame before marker `number`.
-    pub(crate) fn reached(&self, class: u8, number: u64) {
-        self.seen[usize::from(class)].fetch_max(number, Ordering::AcqRel);
-        self.changed.notify_waiters();
-    }
-
-    /// Wait until every class in `classes` has reached `number`, or `deadline`: false then.
-    pub(crate) async fn wait(&self, number: u64, classes: u8, deadline: Duration) -> bool {
-        let until = tokio::time::Instant::now() + deadline;
-        loop {
-            let changed = self.changed.notified();
-            tokio::pin!(changed);
-            changed.as_mut().enable();
-            let done = (0..CLASSES)
-                .filter(|c| classes & (1 << c) != 0)
-                .all(|c| self.seen[c].load(Ordering::Acquire) >= number);
-            if done {
-                return true;
-            }
-            if tokio::time::timeout_at(until, changed).await.is_err() {
-                return false;
-            }
-        }
-    }
-}
-
-/// One datagram to a frame: exactly one length-prefixed DELIVERY filling the datagram
-/// (wire.md section 1's framing; network.md section 7). Anything else is malformed.
-pub fn decode_datagram(d: &Bytes) -> Result<Frame, String> {
-    use crate::wire::{codec::LEN_PREFIX, decode_body};
-    let Some(prefix) = d.get(..LEN_PREFIX) else {
-        return Err(format!(
-            "datagram of {} bytes has no length prefix",
-            d.len()
-        ));
-    };
-    let len = u32::from_le_bytes(prefix.try_into().expect("4 bytes")) as usize;
-    if len != d.len() - LEN_PREFIX {
-        return Err(format!(
-            "datagram of {} bytes announces a frame of {len}",
-            d.len()
-        ));
-    }
-    match decode_body(&d.slice(LEN_PREFIX..)).map_err(|e| e.to_string())? {
-        f @ Frame::Delivery { .. } => Ok(f),
-        other => Err(format!("a datagram carries only DELIVERY, not {other:?}")),
     }
 }
