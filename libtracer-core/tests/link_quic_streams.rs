@@ -158,11 +158,11 @@ fn a_small_delivery_of_a_higher_class_is_not_queued_behind_large_ones() {
             }
         })
     };
-    // Once the first large one has arrived and three are sent, the path is busy with class 0.
+    // Once the first large one has arrived and four are sent, the path is busy with class 0.
     assert!(p.rb.wait_for(T, |e| e
         .iter()
         .any(|e| matches!(e, Ev::Frame(_, Frame::Delivery { edge: 1, .. })))));
-    while sent.load(Ordering::SeqCst) < 3 {
+    while sent.load(Ordering::SeqCst) < 4 {
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
     let ahead = sent.load(Ordering::SeqCst);
