@@ -309,6 +309,8 @@ impl Subscription {
     /// buffer of ours. Bytes that are not a valid message are dropped as in [`take`](Self::take).
     pub fn take_loaned(&self) -> RmwResult<Option<(*mut std::ffi::c_void, TakenInfo)>> {
         let loans = self.loans()?;
+        // Before the take: at the limit, the sample stays queued.
+        loans.check_room()?;
         loop {
             let Some(s) = self.take_sample() else {
                 return Ok(None);
