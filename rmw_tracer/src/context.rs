@@ -211,6 +211,7 @@ impl Context {
             n.security = crate::security::quic_security(&cfg.security)?;
         }
         let networked = network.is_some();
+        let authenticated = network.as_ref().is_some_and(|n| n.security.is_some());
         let gids = GidSource::new();
         let mut rec = Record::new(EntityKind::Context, gids.context_gid());
         rec.enclave = cfg.enclave.clone();
@@ -226,7 +227,12 @@ impl Context {
                 rendezvous_dir,
                 network,
             },
-            |g| Registry::start(g.clone(), rec),
+            |g| {
+                if networked {
+                    crate::security::grant_remote(g, authenticated)?;
+                }
+                Registry::start(g.clone(), rec)
+            },
         )?;
         registry.await_watchers(INIT_WATCH_LIMIT);
         let teardown = Teardown::start(graph.clone());

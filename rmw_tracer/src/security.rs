@@ -16,6 +16,7 @@
 use std::path::Path;
 
 use libtracer_core::link::QuicSecurity;
+use libtracer_core::{Acl, Graph, Principal, Rights};
 
 use crate::boundary::{RmwError, RmwResult};
 use crate::log::log;
@@ -57,4 +58,25 @@ pub fn quic_security(o: &SecurityOptions) -> RmwResult<Option<QuicSecurity>> {
             Ok(None)
         }
     }
+}
+
+/// What a graph on another host may do here. Its requests reach the core's ACL as the
+/// principal its QUIC link proved: the subject of its enclave certificate with SROS2, else an
+/// anonymous peer; never as this process's owner. Which rights a remote ROS participant needs:
+/// SUBSCRIBE to the registry (`/.ros/endpoints`) and to topics, WRITE to service request and
+/// client response vertices, READ (the `sync_peers` barrier). The root's ACL grants them to
+/// every peer the link layer let in: an authenticated one (any enclave of the keystore's CA)
+/// with SROS2, an anonymous one without (turning the network on without SROS2 trusts the
+/// network, docs/network.md section 5). No ADMIN or CREATE, and nothing for other local users.
+pub fn grant_remote(g: &Graph, authenticated: bool) -> RmwResult<()> {
+    let who = if authenticated {
+        Principal::Authenticated
+    } else {
+        Principal::Anonymous
+    };
+    g.set_acl(
+        "/",
+        Acl::new().allow(who, Rights::READ | Rights::WRITE | Rights::SUBSCRIBE),
+    )?;
+    Ok(())
 }

@@ -30,9 +30,9 @@ use parking_lot::{Condvar, Mutex};
 use tokio::runtime::Handle;
 use tokio::sync::watch;
 
-pub use exercise::{exercise_flood, FloodReport};
+pub use exercise::{exercise_directory_answer, exercise_flood, FloodReport};
 pub use link::QuicLink;
-pub use tls::QuicSecurity;
+pub use tls::{subject_of, QuicSecurity};
 
 use self::link::{hello, read_hello, refuse, write_frame, HelloOutcome};
 use super::rendezvous::prepare_dir;
@@ -634,11 +634,12 @@ impl Inner {
         };
         let id = PeerIdentity {
             name: name.clone(),
-            // Not attested across hosts: a remote peer acts as this process's own user
-            // (docs/network.md section 5).
+            // Not attested across hosts and not used by the ACL: a remote peer is the
+            // principal its handshake proved (docs/network.md section 5).
             uid: nix::unistd::getuid().as_raw(),
             gid: nix::unistd::getgid().as_raw(),
             pid: 0,
+            remote: Some(self.identity.peer_subject(&conn)),
         };
         let link = Arc::new(QuicLink::new(
             id,
