@@ -127,7 +127,11 @@ impl Subscription {
             ctx.graph
                 .set_stream_filter(&ring_path, Some(Arc::new(move |s| r.admit(s))))?;
         }
-        let local_edge = match ctx.graph.subscribe(&path, &ring_path, qos.delivery()) {
+        // The priority class rides on every edge of the subscription; only QUIC acts on it.
+        let policy = qos
+            .delivery()
+            .with_priority(crate::priority::topic_class(topic));
+        let local_edge = match ctx.graph.subscribe(&path, &ring_path, policy) {
             Ok(e) => e,
             Err(e) => {
                 let _ = ctx.graph.remove(&ring_path);
@@ -140,7 +144,7 @@ impl Subscription {
             path,
             type_name: ty.type_name.clone(),
             target: ring_path,
-            policy: qos.delivery(),
+            policy,
             qos,
             resume,
             remote: Mutex::new(Some(BTreeMap::new())),

@@ -506,10 +506,11 @@ impl Inner {
 
     fn connect_peer(&self, peer: &str, p: &mut Peer) {
         let source = names::on_peer(peer, ENDPOINTS);
-        match self
-            .graph
-            .subscribe(&source, &p.sink, DeliveryPolicy::new(true, 0, true))
-        {
+        match self.graph.subscribe(
+            &source,
+            &p.sink,
+            DeliveryPolicy::new(true, crate::priority::REGISTRY_CLASS, true),
+        ) {
             Ok(e) => p.edge = Some(e),
             Err(e) => log!(RMW_LOG_SEVERITY_DEBUG, "cannot subscribe {source}: {e}"),
         }

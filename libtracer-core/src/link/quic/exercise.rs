@@ -104,3 +104,21 @@ pub fn exercise_directory_answer(bytes: &[u8]) -> usize {
         Err(_) => 0,
     }
 }
+
+/// One input as a datagram from a peer (the house's `exercise_*` habit; the fuzz target
+/// `datagram` and `tests/link_quic_streams.rs` run it): it decodes to a DELIVERY or is an
+/// error, never a panic; a DELIVERY re-encodes to a datagram that decodes to the same frame.
+/// True when the input was accepted.
+pub fn exercise_datagram(data: &[u8]) -> bool {
+    use crate::wire::{encode_parts, MAX_FRAME};
+    let Ok(frame) = super::decode_datagram(&bytes::Bytes::copy_from_slice(data)) else {
+        return false;
+    };
+    let again = encode_parts(&frame, MAX_FRAME)
+        .expect("a decoded DELIVERY re-encodes")
+        .to_vec();
+    assert_eq!(again.len(), data.len(), "a datagram's frame fills it");
+    let back = super::decode_datagram(&again.into()).expect("a re-encoded DELIVERY decodes");
+    assert_eq!(back, frame, "frame changed across re-encode");
+    true
+}
