@@ -10,11 +10,19 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 import harness
-from two_hosts import hosts, pubsub, started, tracer_envs  # noqa: F401  (hosts: fixture)
+from two_hosts import _fixture, pubsub, started, tracer_envs
 from worker_output import json_line
 
 TRACER = harness.target_dir() / "release" / "tracer"
+
+
+@pytest.fixture
+def hosts():
+    """Two hosts whose namespaces are named ``secure-...`` (removed when the test ends)."""
+    yield from _fixture(None, "secure")
 
 
 def keystore(path: Path, envs, *enclaves: str) -> Path:
