@@ -104,10 +104,17 @@ impl Subscription {
         let ctx = node.ctx.clone();
         let path = names::topic_path(topic, qos.avoid_ros_namespace_conventions)?;
         let qos = Qos::resolve(qos, End::Subscription)?;
+        let dds = crate::security::dds_topic("rt", topic, "");
+        use crate::security::Action;
+        ctx.permit(&[(Action::Subscribe, &dds)])?;
         // The topic vertex exists before any publisher, so a local publisher that comes later
         // writes into an edge that is already there.
         ctx.graph
             .create_stream(&path, libtracer_core::StreamOptions::keep_last(1))?;
+        ctx.guard(
+            &path,
+            (Action::Subscribe, &dds, libtracer_core::Rights::SUBSCRIBE),
+        )?;
         ty.set_schema(&ctx, &path)?;
         let ring_path = ctx.new_ring_path();
         let ring = qos.subscription_ring();
@@ -141,6 +148,7 @@ impl Subscription {
             qos,
             resume,
             remote: Mutex::new(Some(BTreeMap::new())),
+            refused_by: Mutex::new(Default::default()),
         });
         let gid = ctx.gids.next();
         let rec = node.endpoint_record(
@@ -313,6 +321,8 @@ impl Subscription {
     /// buffer of ours. Bytes that are not a valid message are dropped as in [`take`](Self::take).
     pub fn take_loaned(&self) -> RmwResult<Option<(*mut std::ffi::c_void, TakenInfo)>> {
         let loans = self.loans()?;
+        // Before the take: at the limit, the sample stays queued.
+        loans.check_room()?;
         loop {
             let Some(s) = self.take_sample() else {
                 return Ok(None);

@@ -33,10 +33,10 @@ use parking_lot::{Condvar, Mutex};
 use tokio::runtime::Handle;
 use tokio::sync::watch;
 
-pub use exercise::{exercise_datagram, exercise_flood, FloodReport};
+pub use exercise::{exercise_datagram, exercise_directory_answer, exercise_flood, FloodReport};
 pub use link::{QuicLink, ShedCounts};
 pub use receive::decode_datagram;
-pub use tls::QuicSecurity;
+pub use tls::{subject_of, QuicSecurity};
 
 use self::link::{hello, read_hello, refuse, write_frame, HelloOutcome};
 use super::rendezvous::prepare_dir;
@@ -638,11 +638,12 @@ impl Inner {
         };
         let id = PeerIdentity {
             name: name.clone(),
-            // Not attested across hosts: a remote peer acts as this process's own user
-            // (docs/network.md section 5).
+            // Not attested across hosts and not used by the ACL: a remote peer is the
+            // principal its handshake proved (docs/network.md section 5).
             uid: nix::unistd::getuid().as_raw(),
             gid: nix::unistd::getgid().as_raw(),
             pid: 0,
+            remote: Some(self.identity.peer_subject(&conn)),
         };
         let link = Arc::new(QuicLink::new(
             id,

@@ -20,6 +20,8 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, Serve
 use rustls::server::WebPkiClientVerifier;
 use rustls::{CertificateError, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
+use crate::acl::Subject;
+
 /// ALPN of a libtracer link.
 pub(crate) const ALPN_LINK: &[u8] = b"libtracer/1";
 /// ALPN of a host directory query.
@@ -118,6 +120,35 @@ impl Identity {
     pub(crate) fn authenticated(&self) -> bool {
         self.roots.is_some()
     }
+
+    /// What the handshake of `conn` proved about the peer, its ACL principal: with
+    /// authentication, the subject of the certificate the verifier accepted; without, nothing
+    /// (a certificate nobody checked names no one).
+    pub(crate) fn peer_subject(&self, conn: &quinn::Connection) -> Subject {
+        if !self.authenticated() {
+            return Subject::Anonymous;
+        }
+        let certs = conn
+            .peer_identity()
+            .and_then(|a| a.downcast::<Vec<CertificateDer<'static>>>().ok());
+        match certs
+            .as_deref()
+            .and_then(|c| c.first())
+            .map(|c| subject_of(c))
+        {
+            Some(Ok(s)) => Subject::Authenticated(s.into()),
+            // The verifier parsed it, so this does not happen; a peer we cannot name gets
+            // what an anonymous one gets, which under SROS2 is nothing.
+            _ => Subject::Anonymous,
+        }
+    }
+}
+
+/// The subject distinguished name of a DER certificate, as RFC 4514 text (`CN=/talker`).
+pub fn subject_of(der: &[u8]) -> Result<String, String> {
+    use x509_cert::der::Decode;
+    let cert = x509_cert::Certificate::from_der(der).map_err(|e| e.to_string())?;
+    Ok(cert.tbs_certificate.subject.to_string())
 }
 
 /// Limits and timing of every QUIC connection (links and directory queries).
