@@ -107,7 +107,7 @@ def run_phase(phase, shape, sizes, cases, keys, repeat, args, base_env, workdir,
                 print(f"net: {phase} #{rep + 1} {key} {runner.human_size(size)} {case}", file=sys.stderr)
                 row = {"phase": phase, "repeat": rep + 1, "rmw": runner.RMWS[key][1], "size": size,
                        "case": dict(zip(("lat_iters", "lat_warmup", "burst", "rounds"), case))}
-                with TwoHosts(shape, prefix=PREFIX) as hosts:
+                with TwoHosts(shape, room=PREFIX) as hosts:
                     try:
                         run_one(hosts, key, size, case, tag, args, base_env, workdir, tracer_lib, row, errors)
                         if shape:
@@ -122,10 +122,10 @@ def run_one(hosts, key, size, case, tag, args, base_env, workdir, tracer_lib, ro
     row["load_before"] = round(os.getloadavg()[0], 2)
     t0 = time.monotonic()
     try:
-        doc = runner.run_pair(key, size, case, args, base_env, workdir, sides=sides, keep_all=True, tag=tag)
+        doc = runner.run_pair(key, size, case, args, base_env, workdir, sides=sides, keep_all_only=True, tag=tag)
         c = doc["cases"][0]
         row["latency_rtt_us"] = c["latency_rtt_us"] if case[0] > 0 else None
-        row["throughput"] = c["throughput"]
+        row["throughput"] = c["throughput_keep_all"]
     except runner.BenchError as e:
         text = str(e)
         detail = [line for line in text.splitlines() if line.startswith("bench_ping: size")]
