@@ -1,7 +1,9 @@
-"""Two hosts for the network tests (docs/network.md): two network namespaces joined by a veth
+"""Hosts for the network tests (docs/network.md): two network namespaces joined by a veth
 pair (192.0.2.1/24 and 192.0.2.2/24, nothing else in reach), or, shaped, by two veth pairs and
 ``link_shaper.py`` (delay and loss, the ``tc netem`` this kernel lacks) in a third namespace
-between them. Names are prefixed ``net-`` (the room's) and unique to the run; everything is
+between them; or (:class:`BridgedHosts`) two or more namespaces on one bridge, a switch in a
+namespace of its own (192.0.2.1, .2, .3 ... /24; multicast stays on the bridge). Names are
+prefixed ``net-`` (TwoHosts) or ``hosts-`` (BridgedHosts) and unique to the run; everything is
 removed on exit, also when a test fails. Not collected by pytest (no ``test_`` prefix).
 """
 
@@ -17,7 +19,7 @@ import pytest
 
 import harness
 
-ADDR = {"a": "192.0.2.1", "b": "192.0.2.2"}
+ADDR = {"a": "192.0.2.1", "b": "192.0.2.2", "c": "192.0.2.3"}
 HERE = Path(__file__).resolve().parent
 SHAPER = HERE / "link_shaper.py"
 PUBSUB = HERE / "test_pubsub_worker.py"
@@ -132,6 +134,52 @@ class TwoHosts:
         self.made.clear()
 
 
+class BridgedHosts:
+    """Hosts ``names`` (``a``, ``b``, ``c`` ...), each a namespace ``hosts-<n>-<h>`` with one
+    veth whose other end is on the bridge ``hosts-<n>`` in the switch namespace
+    ``hosts-<n>-sw``; addresses from ``ADDR``. Multicast snooping is off on the bridge, so a
+    group datagram reaches every host (as on a small switch without an IGMP querier)."""
+
+    def __init__(self, names: tuple[str, ...] = ("a", "b", "c")) -> None:
+        n = f"{os.getpid() % 100000}{next(_pairs)}"
+        self.names = names
+        self.ns = {h: f"hosts-{n}-{h}" for h in names}
+        self.switch = f"hosts-{n}-sw"
+        self.bridge = f"hosts-{n}"[:15]
+        self.dev = {h: f"hh{n}{h}"[:15] for h in names}
+        self.port = {h: f"hs{n}{h}"[:15] for h in names}
+        self.made: list[str] = []
+
+    def __enter__(self) -> "BridgedHosts":
+        try:
+            _ip("netns", "add", self.switch)
+            self.made.append(self.switch)
+            _ip("-n", self.switch, "link", "add", self.bridge, "type", "bridge", "mcast_snooping", "0")
+            _ip("-n", self.switch, "link", "set", self.bridge, "up")
+            for h in self.names:
+                _ip("netns", "add", self.ns[h])
+                self.made.append(self.ns[h])
+                # Made inside the switch namespace, so no end ever sits in the root namespace.
+                _ip("-n", self.switch, "link", "add", self.port[h], "type", "veth", "peer", "name",
+                    self.dev[h], "netns", self.ns[h])
+                _ip("-n", self.switch, "link", "set", self.port[h], "master", self.bridge, "up")
+                _ip("-n", self.ns[h], "addr", "add", f"{ADDR[h]}/24", "dev", self.dev[h])
+                _ip("-n", self.ns[h], "link", "set", self.dev[h], "up")
+                _ip("-n", self.ns[h], "link", "set", "lo", "up")
+        except Exception:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def host(self, h: str) -> Host:
+        return Host(self.ns[h])
+
+    def __exit__(self, *exc) -> None:
+        for ns in reversed(self.made):
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=20)
+        self.made.clear()
+
+
 def _fixture(shape):
     if not TwoHosts.available():
         pytest.skip("network namespaces need root and iproute2")
@@ -142,6 +190,24 @@ def _fixture(shape):
 @pytest.fixture
 def hosts():
     yield from _fixture(None)
+
+
+@pytest.fixture
+def three_hosts():
+    """Hosts a, b and c on one bridge (BridgedHosts)."""
+    if not TwoHosts.available():
+        pytest.skip("network namespaces need root and iproute2")
+    with BridgedHosts(("a", "b", "c")) as h:
+        yield h
+
+
+@pytest.fixture
+def bridged_pair():
+    """Hosts a and b on one bridge (BridgedHosts): multicast between them, as on a LAN."""
+    if not TwoHosts.available():
+        pytest.skip("network namespaces need root and iproute2")
+    with BridgedHosts(("a", "b")) as h:
+        yield h
 
 
 @pytest.fixture

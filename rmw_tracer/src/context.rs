@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use libtracer_core::link::quic::DIRECTORY_PORT_BASE;
+use libtracer_core::link::quic::{SubnetConfig, ANNOUNCE_PORT_BASE, DIRECTORY_PORT_BASE};
 use libtracer_core::link::QuicConfig;
 use libtracer_core::{Discovery, Graph, GraphConfig};
 use parking_lot::Mutex;
@@ -86,26 +86,42 @@ pub fn resolve_domain_id(requested: usize) -> RmwResult<usize> {
     }
 }
 
-/// The range in effect: NOT_SET (a caller that is not rcl) reads
-/// `ROS_AUTOMATIC_DISCOVERY_RANGE` as rcl would.
+/// The range in effect. NOT_SET (a caller that is not rcl) reads
+/// `ROS_AUTOMATIC_DISCOVERY_RANGE` as rcl would. SUBNET is honoured when the user asked for it:
+/// Jazzy's rcl passes SUBNET also when the variable is unset or empty (its own default), which
+/// rmw_tracer reads as its default, LOCALHOST (docs/network.md section 2). `range_env` is the
+/// variable's value.
 fn effective_range(
     range: ffi::rmw_automatic_discovery_range_t,
+    range_env: Option<&str>,
 ) -> ffi::rmw_automatic_discovery_range_t {
+    let env = range_env.map(str::trim).filter(|v| !v.is_empty());
+    if range == ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SUBNET && env.is_none() {
+        return ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SYSTEM_DEFAULT;
+    }
     if range != ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_NOT_SET {
         return range;
     }
-    match std::env::var("ROS_AUTOMATIC_DISCOVERY_RANGE").as_deref() {
-        Ok("OFF") => ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_OFF,
-        Ok("LOCALHOST") => ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_LOCALHOST,
-        Ok("SUBNET") => ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SUBNET,
+    match env {
+        Some("OFF") => ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_OFF,
+        Some("LOCALHOST") => ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_LOCALHOST,
+        Some("SUBNET") => ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SUBNET,
         _ => ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SYSTEM_DEFAULT,
     }
 }
 
+/// `ROS_AUTOMATIC_DISCOVERY_RANGE` of this process.
+pub fn range_env() -> Option<String> {
+    std::env::var(RANGE_ENV).ok()
+}
+
+/// The variable rcl reads the discovery range from.
+pub const RANGE_ENV: &str = "ROS_AUTOMATIC_DISCOVERY_RANGE";
+
 /// How a graph finds peers on its host: OFF keeps it in-process; everything else uses the
 /// Unix-socket rendezvous (the network, if on, comes in addition: [`network_for`]).
 pub fn discovery_for(range: ffi::rmw_automatic_discovery_range_t) -> Discovery {
-    if effective_range(range) == ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_OFF {
+    if effective_range(range, range_env().as_deref()) == ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_OFF {
         Discovery::Off
     } else {
         Discovery::Host
@@ -118,6 +134,7 @@ pub fn discovery_for(range: ffi::rmw_automatic_discovery_range_t) -> Discovery {
 /// (a caller that is not rcl) reads `ROS_STATIC_PEERS` (`;`-separated) itself.
 pub fn network_for(
     range: ffi::rmw_automatic_discovery_range_t,
+    range_env: Option<&str>,
     static_peers: &[String],
     domain_id: u32,
 ) -> RmwResult<Option<QuicConfig>> {
@@ -135,7 +152,7 @@ pub fn network_for(
                 .collect();
         }
     }
-    let range = effective_range(range);
+    let range = effective_range(range, range_env);
     if range == ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_OFF
         || (range != ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SUBNET && peers.is_empty())
     {
@@ -164,6 +181,20 @@ pub fn network_for(
                 .parse()
                 .map_err(|_| RmwError::invalid(format!("{BIND_ENV}={v}: not an IP address")))?;
         }
+    }
+    if range == ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SUBNET {
+        // The announcements' port keeps its distance from the directory's (docs/network.md
+        // section 2a): 25650 + d by default, moved with the base.
+        let mut sub = SubnetConfig::for_domain(u16::try_from(domain_id).unwrap_or(u16::MAX));
+        sub.port = (ANNOUNCE_PORT_BASE - DIRECTORY_PORT_BASE)
+            .checked_add(cfg.directory_port)
+            .ok_or_else(|| {
+                RmwError::invalid(format!(
+                    "{PORT_BASE_ENV}={base}: the SUBNET announcement port of domain {domain_id} \
+                     is past the last UDP port"
+                ))
+            })?;
+        cfg.subnet = Some(sub);
     }
     cfg.static_peers = peers;
     cfg.log = Some(Arc::new(|m: &str| {
@@ -206,7 +237,12 @@ impl Context {
             Discovery::Off => None,
             _ => rendezvous_dir(std::env::var_os(RENDEZVOUS_ENV).as_deref(), domain32)?,
         };
-        let mut network = network_for(cfg.discovery_range, &cfg.static_peers, domain32)?;
+        let mut network = network_for(
+            cfg.discovery_range,
+            range_env().as_deref(),
+            &cfg.static_peers,
+            domain32,
+        )?;
         if let Some(n) = network.as_mut() {
             n.security = crate::security::quic_security(&cfg.security)?;
         }
@@ -360,15 +396,44 @@ mod tests {
     #[test]
     fn network_only_when_asked() {
         let peers = vec!["192.0.2.2".to_owned(), " ".to_owned()];
-        let on = |range, peers: &[String]| network_for(range, peers, 3).unwrap();
+        let on = |range, peers: &[String]| network_for(range, Some("SUBNET"), peers, 3).unwrap();
         assert!(on(ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_OFF, &peers).is_none());
         assert!(on(ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_LOCALHOST, &[]).is_none());
         assert!(on(ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SYSTEM_DEFAULT, &[]).is_none());
         let c = on(ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_LOCALHOST, &peers).unwrap();
         assert_eq!(c.static_peers, vec!["192.0.2.2"]);
         assert_eq!(c.directory_port, DIRECTORY_PORT_BASE + 3);
+        assert!(c.subnet.is_none(), "static peers alone announce nothing");
         let s = on(ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SUBNET, &[]).unwrap();
         assert!(s.static_peers.is_empty());
+        let sub = s.subnet.expect("SUBNET announces");
+        assert_eq!((sub.domain_id, sub.port), (3, ANNOUNCE_PORT_BASE + 3));
+    }
+
+    /// Jazzy's rcl passes SUBNET when ROS_AUTOMATIC_DISCOVERY_RANGE is unset: that is rcl's
+    /// default, not the user's ask, and rmw_tracer's default (LOCALHOST) holds.
+    #[test]
+    fn subnet_only_when_the_user_asked_for_it() {
+        let subnet = ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SUBNET;
+        assert!(network_for(subnet, None, &[], 3).unwrap().is_none());
+        assert!(network_for(subnet, Some(" "), &[], 3).unwrap().is_none());
+        let peers = vec!["192.0.2.2".to_owned()];
+        let c = network_for(subnet, None, &peers, 3).unwrap().unwrap();
+        assert!(c.subnet.is_none(), "the static peers only");
+        assert!(network_for(subnet, Some("SUBNET"), &[], 3)
+            .unwrap()
+            .unwrap()
+            .subnet
+            .is_some());
+        let not_set = ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_NOT_SET;
+        assert!(network_for(not_set, Some("SUBNET"), &[], 3)
+            .unwrap()
+            .unwrap()
+            .subnet
+            .is_some());
+        assert!(network_for(not_set, Some("LOCALHOST"), &[], 3)
+            .unwrap()
+            .is_none());
     }
 
     #[test]

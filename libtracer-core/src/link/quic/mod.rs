@@ -5,7 +5,9 @@
 //! links. One process per host and domain holds the host role (an `flock` in the rendezvous
 //! directory) and serves the host directory on the domain's well-known port: the names and
 //! link ports of the host's members. For each static peer a task asks that host's directory
-//! every `poll_interval` and connects to each member it has no link to. A link is one
+//! every `poll_interval` and connects to each member it has no link to; with SUBNET the holder
+//! also announces the directory on the local network and every process does the same for each
+//! host it hears (`subnet.rs`, `announce.rs`). A link is one
 //! bidirectional stream carrying the same frames, codec and HELLO handshake as a Unix socket;
 //! one link per pair survives a connect race by the same rule (the smaller name's connection
 //! wins).
@@ -13,15 +15,18 @@
 //! Threads: every endpoint and connection of the process runs on one small tokio runtime, and
 //! handler callbacks on two dispatcher threads (`runtime.rs`), whatever the number of links.
 
+mod announce;
 mod directory;
 mod exercise;
 mod link;
 mod runtime;
+mod subnet;
 mod tls;
 
 use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -30,8 +35,13 @@ use parking_lot::{Condvar, Mutex};
 use tokio::runtime::Handle;
 use tokio::sync::watch;
 
+pub use announce::{
+    decode as decode_announcement, encode as announce_bytes, exercise_announce, AnnounceError,
+    Announcement,
+};
 pub use exercise::{exercise_flood, FloodReport};
 pub use link::QuicLink;
+pub use subnet::{SubnetConfig, ANNOUNCE_GROUP, ANNOUNCE_PORT_BASE, MAX_HOSTS};
 pub use tls::QuicSecurity;
 
 use self::link::{hello, read_hello, refuse, write_frame, HelloOutcome};
@@ -77,6 +87,10 @@ pub struct QuicConfig {
     pub initial_wait: Duration,
     /// Diagnostics; `None` = stderr with a `libtracer: ` prefix.
     pub log: Option<NetLog>,
+    /// SUBNET discovery (`ROS_AUTOMATIC_DISCOVERY_RANGE=SUBNET`): the host role's holder
+    /// announces this host's directory on the local network and every process reaches the
+    /// hosts it hears (docs/network.md section 2a). `None`: only the static peers are reached.
+    pub subnet: Option<SubnetConfig>,
     /// SROS2 authentication: present the enclave's certificate and refuse every peer whose
     /// certificate does not chain to the keystore's identity CA. `None`: encrypted, not
     /// authenticated (docs/network.md section 5).
@@ -105,6 +119,7 @@ impl QuicConfig {
             write_timeout: Duration::from_secs(10),
             initial_wait: Duration::from_millis(500),
             log: None,
+            subnet: None,
             security: None,
         }
     }
@@ -118,6 +133,7 @@ impl std::fmt::Debug for QuicConfig {
             .field("static_peers", &self.static_peers)
             .field("poll_interval", &self.poll_interval)
             .field("idle_timeout", &self.idle_timeout)
+            .field("subnet", &self.subnet)
             .field("authenticated", &self.security.is_some())
             .finish_non_exhaustive()
     }
@@ -171,6 +187,14 @@ pub(crate) struct Inner {
     stop: watch::Receiver<bool>,
     role: Mutex<Option<directory::Holder>>,
     member_file: PathBuf,
+    /// This host's id for the domain (SUBNET only; 0 without).
+    host_id: u64,
+    /// Announced hosts being reached (SUBNET).
+    found: Mutex<subnet::FoundHosts>,
+    /// Datagrams on the announcement port that were not announcements of our subnet.
+    rejected: AtomicU64,
+    /// Conditions already reported (each once; bounded).
+    said: Mutex<HashSet<String>>,
 }
 
 /// The QUIC transport of one graph. Dropping it (or `shutdown`) closes every link and waits for
@@ -210,6 +234,10 @@ impl QuicTransport {
         let endpoint = new_endpoint(&rt, Some(server), sock)?;
         let port = endpoint.local_addr()?.port();
         let member_file = directory::register(dir, local_name, port)?;
+        let host_id = match cfg.subnet {
+            Some(_) => subnet::host_id(dir)?,
+            None => 0,
+        };
         let (stop_tx, stop_rx) = watch::channel(false);
         let inner = Arc::new(Inner {
             name: local_name.to_owned(),
@@ -227,6 +255,10 @@ impl QuicTransport {
             stop: stop_rx,
             role: Mutex::new(None),
             member_file,
+            host_id,
+            found: Mutex::new(HashMap::new()),
+            rejected: AtomicU64::new(0),
+            said: Mutex::new(HashSet::new()),
         });
         let t = QuicTransport {
             inner: inner.clone(),
@@ -236,10 +268,18 @@ impl QuicTransport {
         directory::take_role_now(&inner);
         rt.spawn(inner.clone().accept_loop());
         rt.spawn(directory::role_loop(inner.clone()));
+        if inner.cfg.subnet.is_some() {
+            rt.spawn(subnet::listen_loop(inner.clone()));
+        }
         let (first_tx, first_rx) = std::sync::mpsc::channel();
         let n = inner.cfg.static_peers.len();
         for entry in inner.cfg.static_peers.clone() {
-            rt.spawn(directory::peer_loop(inner.clone(), entry, first_tx.clone()));
+            rt.spawn(directory::peer_loop(
+                inner.clone(),
+                directory::PeerHost::Static(entry),
+                Some(first_tx.clone()),
+                None,
+            ));
         }
         let deadline = Instant::now() + inner.cfg.initial_wait;
         for _ in 0..n {
@@ -263,6 +303,17 @@ impl QuicTransport {
     /// Whether this process holds its host's role (serves the directory).
     pub fn holds_role(&self) -> bool {
         self.inner.role.lock().is_some()
+    }
+
+    /// The directory addresses of the hosts found by SUBNET announcements, sorted.
+    pub fn announced_hosts(&self) -> Vec<SocketAddr> {
+        subnet::found_hosts(&self.inner)
+    }
+
+    /// Datagrams heard on the announcement port that were not an announcement (garbage,
+    /// another version) or came from beyond our subnets; each was dropped.
+    pub fn announcements_rejected(&self) -> u64 {
+        self.inner.rejected.load(Ordering::Relaxed)
     }
 
     /// Names of the peers with a live link, sorted.
@@ -350,6 +401,20 @@ impl Inner {
             Some(f) => f(msg),
             None => eprintln!("libtracer: {msg}"),
         }
+    }
+
+    /// Report `msg` once for `key` (the set is bounded: past it, conditions are said again).
+    fn log_once(&self, key: String, msg: &str) {
+        {
+            let mut said = self.said.lock();
+            if said.len() >= AUTH_LOGGED_MAX {
+                said.clear();
+            }
+            if !said.insert(key) {
+                return;
+            }
+        }
+        self.log(msg);
     }
 
     fn stopped(&self) -> bool {
