@@ -86,42 +86,47 @@ pub fn resolve_domain_id(requested: usize) -> RmwResult<usize> {
     }
 }
 
-/// The range in effect. NOT_SET (a caller that is not rcl) reads
-/// `ROS_AUTOMATIC_DISCOVERY_RANGE` as rcl would. SUBNET is honoured when the user asked for it:
-/// Jazzy's rcl passes SUBNET also when the variable is unset or empty (its own default), which
-/// rmw_tracer reads as its default, LOCALHOST (docs/network.md section 2). `range_env` is the
-/// variable's value.
+/// The range in effect, from what rcl passed and the `ROS_AUTOMATIC_DISCOVERY_RANGE` variable.
 fn effective_range(
     range: ffi::rmw_automatic_discovery_range_t,
-    range_env: Option<&str>,
 ) -> ffi::rmw_automatic_discovery_range_t {
-    let env = range_env.map(str::trim).filter(|v| !v.is_empty());
-    if range == ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SUBNET && env.is_none() {
-        return ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SYSTEM_DEFAULT;
-    }
-    if range != ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_NOT_SET {
-        return range;
-    }
-    match env {
-        Some("OFF") => ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_OFF,
-        Some("LOCALHOST") => ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_LOCALHOST,
-        Some("SUBNET") => ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SUBNET,
-        _ => ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SYSTEM_DEFAULT,
-    }
+    range_in_effect(
+        range,
+        std::env::var("ROS_AUTOMATIC_DISCOVERY_RANGE")
+            .ok()
+            .as_deref(),
+    )
 }
 
-/// `ROS_AUTOMATIC_DISCOVERY_RANGE` of this process.
-pub fn range_env() -> Option<String> {
-    std::env::var(RANGE_ENV).ok()
+/// NOT_SET (a caller that is not rcl) reads the variable as rcl would. SUBNET with the variable
+/// unset or empty is the system default: Jazzy's rcl passes SUBNET when the variable is unset
+/// (it is DDS's default), so the options alone cannot tell "unset" from a user's SUBNET, and
+/// rmw_tracer's default is LOCALHOST, nothing leaving the host unless asked (docs/network.md
+/// section 2). Measured before this rule: every process with a bare environment opened its QUIC
+/// endpoint and the domain's directory port on 0.0.0.0.
+fn range_in_effect(
+    range: ffi::rmw_automatic_discovery_range_t,
+    variable: Option<&str>,
+) -> ffi::rmw_automatic_discovery_range_t {
+    let variable = variable.map(str::trim).filter(|v| !v.is_empty());
+    match (range, variable) {
+        (ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_NOT_SET, v) => match v {
+            Some("OFF") => ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_OFF,
+            Some("LOCALHOST") => ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_LOCALHOST,
+            Some("SUBNET") => ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SUBNET,
+            _ => ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SYSTEM_DEFAULT,
+        },
+        (ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SUBNET, None) => {
+            ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SYSTEM_DEFAULT
+        }
+        (r, _) => r,
+    }
 }
-
-/// The variable rcl reads the discovery range from.
-pub const RANGE_ENV: &str = "ROS_AUTOMATIC_DISCOVERY_RANGE";
 
 /// How a graph finds peers on its host: OFF keeps it in-process; everything else uses the
 /// Unix-socket rendezvous (the network, if on, comes in addition: [`network_for`]).
 pub fn discovery_for(range: ffi::rmw_automatic_discovery_range_t) -> Discovery {
-    if effective_range(range, range_env().as_deref()) == ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_OFF {
+    if effective_range(range) == ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_OFF {
         Discovery::Off
     } else {
         Discovery::Host
@@ -134,7 +139,6 @@ pub fn discovery_for(range: ffi::rmw_automatic_discovery_range_t) -> Discovery {
 /// (a caller that is not rcl) reads `ROS_STATIC_PEERS` (`;`-separated) itself.
 pub fn network_for(
     range: ffi::rmw_automatic_discovery_range_t,
-    range_env: Option<&str>,
     static_peers: &[String],
     domain_id: u32,
 ) -> RmwResult<Option<QuicConfig>> {
@@ -152,7 +156,15 @@ pub fn network_for(
                 .collect();
         }
     }
-    let range = effective_range(range, range_env);
+    network_in(effective_range(range), peers, domain_id)
+}
+
+/// [`network_for`] once the range in effect and the peers are known.
+fn network_in(
+    range: ffi::rmw_automatic_discovery_range_t,
+    peers: Vec<String>,
+    domain_id: u32,
+) -> RmwResult<Option<QuicConfig>> {
     if range == ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_OFF
         || (range != ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SUBNET && peers.is_empty())
     {
@@ -237,12 +249,7 @@ impl Context {
             Discovery::Off => None,
             _ => rendezvous_dir(std::env::var_os(RENDEZVOUS_ENV).as_deref(), domain32)?,
         };
-        let mut network = network_for(
-            cfg.discovery_range,
-            range_env().as_deref(),
-            &cfg.static_peers,
-            domain32,
-        )?;
+        let mut network = network_for(cfg.discovery_range, &cfg.static_peers, domain32)?;
         if let Some(n) = network.as_mut() {
             n.security = crate::security::quic_security(&cfg.security)?;
         }
@@ -396,7 +403,7 @@ mod tests {
     #[test]
     fn network_only_when_asked() {
         let peers = vec!["192.0.2.2".to_owned(), " ".to_owned()];
-        let on = |range, peers: &[String]| network_for(range, Some("SUBNET"), peers, 3).unwrap();
+        let on = |range, peers: &[String]| network_for(range, peers, 3).unwrap();
         assert!(on(ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_OFF, &peers).is_none());
         assert!(on(ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_LOCALHOST, &[]).is_none());
         assert!(on(ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SYSTEM_DEFAULT, &[]).is_none());
@@ -404,36 +411,35 @@ mod tests {
         assert_eq!(c.static_peers, vec!["192.0.2.2"]);
         assert_eq!(c.directory_port, DIRECTORY_PORT_BASE + 3);
         assert!(c.subnet.is_none(), "static peers alone announce nothing");
-        let s = on(ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SUBNET, &[]).unwrap();
+        // rcl's SUBNET for an unset variable (the test's environment): off.
+        assert!(on(ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SUBNET, &[]).is_none());
+        let s = network_in(ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SUBNET, vec![], 3)
+            .unwrap()
+            .unwrap();
         assert!(s.static_peers.is_empty());
         let sub = s.subnet.expect("SUBNET announces");
         assert_eq!((sub.domain_id, sub.port), (3, ANNOUNCE_PORT_BASE + 3));
     }
 
-    /// Jazzy's rcl passes SUBNET when ROS_AUTOMATIC_DISCOVERY_RANGE is unset: that is rcl's
-    /// default, not the user's ask, and rmw_tracer's default (LOCALHOST) holds.
+    /// rcl's SUBNET for an unset variable is the system default (LOCALHOST); a SUBNET the user
+    /// set, or one a caller passes with the variable set, stays SUBNET.
     #[test]
-    fn subnet_only_when_the_user_asked_for_it() {
-        let subnet = ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SUBNET;
-        assert!(network_for(subnet, None, &[], 3).unwrap().is_none());
-        assert!(network_for(subnet, Some(" "), &[], 3).unwrap().is_none());
-        let peers = vec!["192.0.2.2".to_owned()];
-        let c = network_for(subnet, None, &peers, 3).unwrap().unwrap();
-        assert!(c.subnet.is_none(), "the static peers only");
-        assert!(network_for(subnet, Some("SUBNET"), &[], 3)
-            .unwrap()
-            .unwrap()
-            .subnet
-            .is_some());
-        let not_set = ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_NOT_SET;
-        assert!(network_for(not_set, Some("SUBNET"), &[], 3)
-            .unwrap()
-            .unwrap()
-            .subnet
-            .is_some());
-        assert!(network_for(not_set, Some("LOCALHOST"), &[], 3)
-            .unwrap()
-            .is_none());
+    fn subnet_only_when_the_user_set_it() {
+        use ffi::{
+            RMW_AUTOMATIC_DISCOVERY_RANGE_LOCALHOST as LOCALHOST,
+            RMW_AUTOMATIC_DISCOVERY_RANGE_NOT_SET as NOT_SET,
+            RMW_AUTOMATIC_DISCOVERY_RANGE_OFF as OFF,
+            RMW_AUTOMATIC_DISCOVERY_RANGE_SUBNET as SUBNET,
+            RMW_AUTOMATIC_DISCOVERY_RANGE_SYSTEM_DEFAULT as DEFAULT,
+        };
+        assert_eq!(range_in_effect(SUBNET, None), DEFAULT);
+        assert_eq!(range_in_effect(SUBNET, Some(" ")), DEFAULT);
+        assert_eq!(range_in_effect(SUBNET, Some("SUBNET")), SUBNET);
+        assert_eq!(range_in_effect(LOCALHOST, None), LOCALHOST);
+        assert_eq!(range_in_effect(OFF, None), OFF);
+        assert_eq!(range_in_effect(NOT_SET, Some("SUBNET")), SUBNET);
+        assert_eq!(range_in_effect(NOT_SET, Some("OFF")), OFF);
+        assert_eq!(range_in_effect(NOT_SET, None), DEFAULT);
     }
 
     #[test]
