@@ -114,8 +114,8 @@ def test_subnet_with_sros2_enforce_reaches_only_authenticated_hosts(tmp_path, th
     # find each other by announcement and talk; c hears their announcements (flagged: their
     # directories ask for a certificate), reaches neither, receives nothing, and says why.
     hosts = three_hosts
-    ks = keystore(tmp_path / "ks", "/lan/a", "/lan/b")
     envs = subnet_envs(tmp_path, ("a", "b", "c"))
+    ks = keystore(tmp_path / "ks", envs, "/lan/a", "/lan/b")
     secure(envs["a"], ks, "/lan/a")
     secure(envs["b"], ks, "/lan/b")
     outsider = started(pubsub(envs["c"], hosts.host("c"), "listen", "--count", "1",

@@ -82,13 +82,7 @@ static void init(const char *name) {
   node_up(&context, &node, name);
 }
 
-static rmw_qos_profile_t qos(void) {
-  rmw_qos_profile_t q = rmw_qos_profile_default;
-  q.depth = 64;
-  q.reliability = RMW_QOS_POLICY_RELIABILITY_RELIABLE;
-  q.durability = RMW_QOS_POLICY_DURABILITY_VOLATILE;
-  return q;
-}
+/* Every endpoint here: qos(64) of rcl_check.h. */
 
 static void publish_batch(rcl_publisher_t *pub, int first, int n) {
   for (int i = first; i < first + n; i++) {
@@ -112,7 +106,7 @@ static int run_pub(const char *topic, size_t subs, int n, const char *go) {
   init("cft_pub");
   rcl_publisher_t pub = rcl_get_zero_initialized_publisher();
   rcl_publisher_options_t po = rcl_publisher_get_default_options();
-  po.qos = qos();
+  po.qos = qos(64);
   CHECK(rcl_publisher_init(&pub, &node, type_support(), topic, &po));
   double deadline = now_s() + 60;
   size_t matched = 0;
@@ -276,7 +270,7 @@ static int run_sub(const char *topic, const char *cases_path, int n) {
     subs[k] = rcl_get_zero_initialized_subscription();
     rcl_subscription_options_t *so = &options[k];
     *so = rcl_subscription_get_default_options();
-    so->qos = qos();
+    so->qos = qos(64);
     if (k < count && cases[k].expr[0][0]) {
       CHECK(rcl_subscription_options_set_content_filter_options(
           cases[k].expr[0], cases[k].nparams[0], (const char **)cases[k].params[0], so));
@@ -295,7 +289,7 @@ static int run_sub(const char *topic, const char *cases_path, int n) {
       /* A failed one is replaced by a subscription without a filter, so the publisher's
        * count stays the same under both middlewares; its "got" line is then the witness's. */
       *so = rcl_subscription_get_default_options();
-      so->qos = qos();
+      so->qos = qos(64);
       subs[k] = rcl_get_zero_initialized_subscription();
       CHECK(rcl_subscription_init(&subs[k], &node, type_support(), topic, so));
     }

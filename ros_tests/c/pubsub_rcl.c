@@ -42,14 +42,6 @@ static void init(const char *name) {
 
 static void fini(void) { node_down(&context, &node); }
 
-static rmw_qos_profile_t qos(size_t depth) {
-  rmw_qos_profile_t q = rmw_qos_profile_default;
-  q.depth = depth;
-  q.reliability = RMW_QOS_POLICY_RELIABILITY_RELIABLE;
-  q.durability = RMW_QOS_POLICY_DURABILITY_VOLATILE;
-  return q;
-}
-
 static const rosidl_message_type_support_t *string_ts(void) {
   return ROSIDL_GET_MSG_TYPE_SUPPORT(std_msgs, msg, String);
 }

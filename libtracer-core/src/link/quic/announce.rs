@@ -123,7 +123,7 @@ pub fn exercise_announce(data: &[u8]) {
     if let Ok(a) = decode(data) {
         assert_eq!(encode(&a)[..], data[..], "an announcement has one encoding");
     }
-    if let Ok(members) = super::directory::parse_members(data) {
+    if let Ok(members) = super::directory::parse_answer(data) {
         for (name, port) in members {
             assert!(crate::link::valid_node_name(&name) && port != 0);
         }
