@@ -21,6 +21,9 @@ import json
 import sys
 import time
 
+# The service worker's wait (spin until a predicate holds), one copy for both workers.
+from test_service_worker import _spin_until
+
 
 def _node(name: str):
     import rclpy
@@ -29,17 +32,6 @@ def _node(name: str):
     if not rclpy.ok():
         rclpy.init()
     return Node(name)
-
-
-def _spin_until(node, pred, timeout: float) -> bool:
-    import rclpy
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        rclpy.spin_once(node, timeout_sec=0.05)
-    return pred()
 
 
 def cmd_mesh(args) -> int:

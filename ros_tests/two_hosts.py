@@ -39,6 +39,14 @@ def _no_offload(ns: str, dev: str) -> None:
                    check=True, capture_output=True, timeout=20)
 
 
+def _remove(made: list[str]) -> None:
+    """Delete the namespaces in ``made``, last made first. Deleting a namespace deletes its ends
+    of the veths, and with them the pairs."""
+    for ns in reversed(made):
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=20)
+    made.clear()
+
+
 class Host:
     """One side of a :class:`TwoHosts`: ``spawn(..., netns=host)`` runs a program on it."""
 
@@ -127,24 +135,22 @@ class TwoHosts:
             self.shaper.kill()
             self.shaper.join(10)
             self.shaper = None
-        # Deleting a namespace deletes its ends of the veths, and with them the pairs.
-        for ns in reversed(self.made):
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=20)
-        self.made.clear()
+        _remove(self.made)
 
 
 class BridgedHosts:
-    """Hosts ``names`` (``a``, ``b``, ``c`` ...), each a namespace ``hosts-<n>-<h>`` with one
-    veth whose other end is on the bridge ``hosts-<n>`` in the switch namespace
-    ``hosts-<n>-sw``; addresses from ``ADDR``. Multicast snooping is off on the bridge, so a
-    group datagram reaches every host (as on a small switch without an IGMP querier)."""
+    """Hosts ``names`` (``a``, ``b``, ``c`` ...), each a namespace ``<room>-<n>-<h>`` with one
+    veth whose other end is on the bridge ``<room>-<n>`` in the switch namespace
+    ``<room>-<n>-sw``; addresses from ``ADDR``. Multicast snooping is off on the bridge, so a
+    group datagram reaches every host (as on a small switch without an IGMP querier). ``room``
+    prefixes the names as in :class:`TwoHosts`."""
 
-    def __init__(self, names: tuple[str, ...] = ("a", "b", "c")) -> None:
-        n = f"{os.getpid() % 100000}{next(_pairs)}"
+    def __init__(self, names: tuple[str, ...] = ("a", "b", "c"), room: str = "hosts") -> None:
+        n = f"{os.getpid() % 100000}-{next(_pairs)}"
         self.names = names
-        self.ns = {h: f"hosts-{n}-{h}" for h in names}
-        self.switch = f"hosts-{n}-sw"
-        self.bridge = f"hosts-{n}"[:15]
+        self.ns = {h: f"{room}-{n}-{h}" for h in names}
+        self.switch = f"{room}-{n}-sw"
+        self.bridge = f"{room}-{n}"[:15]
         self.dev = {h: f"hh{n}{h}"[:15] for h in names}
         self.port = {h: f"hs{n}{h}"[:15] for h in names}
         self.made: list[str] = []
@@ -174,9 +180,7 @@ class BridgedHosts:
         return Host(self.ns[h])
 
     def __exit__(self, *exc) -> None:
-        for ns in reversed(self.made):
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=20)
-        self.made.clear()
+        _remove(self.made)
 
 
 def _fixture(shape, room: str = "net"):

@@ -117,16 +117,16 @@ pub fn decode(b: &[u8]) -> Result<Announcement, AnnounceError> {
 }
 
 /// Any byte string: an announcement that encodes back to exactly those bytes, or an error;
-/// never a panic. Also runs the directory answer parser over the same bytes. The fuzz target
-/// `fuzz/fuzz_targets/announce.rs` and `tests/link_quic_subnet.rs` call it.
-pub fn exercise_announce(data: &[u8]) {
-    if let Ok(a) = decode(data) {
-        assert_eq!(encode(&a)[..], data[..], "an announcement has one encoding");
-    }
-    if let Ok(members) = super::directory::parse_answer(data) {
-        for (name, port) in members {
-            assert!(crate::link::valid_node_name(&name) && port != 0);
+/// never a panic. The fuzz target `fuzz/fuzz_targets/announce.rs` and
+/// `tests/link_quic_subnet.rs` call it (the directory's answers have their own,
+/// `exercise_directory_answer`). True when the bytes were an announcement.
+pub fn exercise_announce(data: &[u8]) -> bool {
+    match decode(data) {
+        Ok(a) => {
+            assert_eq!(encode(&a)[..], data[..], "an announcement has one encoding");
+            true
         }
+        Err(_) => false,
     }
 }
 

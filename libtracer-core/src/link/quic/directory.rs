@@ -138,7 +138,16 @@ fn take_role(inner: &Arc<Inner>) -> Result<(), String> {
     if let Some(h) = try_take_role(inner)? {
         inner.rt.spawn(serve(inner.clone(), h.endpoint.clone()));
         if inner.cfg.subnet.is_some() {
-            inner.rt.spawn(super::subnet::announce_loop(inner.clone()));
+            match super::subnet::send_socket(inner.cfg.bind) {
+                Ok(sock) => {
+                    inner
+                        .rt
+                        .spawn(super::subnet::announce_loop(inner.clone(), sock));
+                }
+                Err(e) => inner.log(&format!(
+                    "network: SUBNET announcements: {e}; not announced"
+                )),
+            }
         }
         *inner.role.lock() = Some(h);
     }

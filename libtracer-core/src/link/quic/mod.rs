@@ -272,8 +272,16 @@ impl QuicTransport {
         directory::take_role_now(&inner);
         rt.spawn(inner.clone().accept_loop());
         rt.spawn(directory::role_loop(inner.clone()));
-        if inner.cfg.subnet.is_some() {
-            rt.spawn(subnet::listen_loop(inner.clone()));
+        if let Some(sub) = &inner.cfg.subnet {
+            match subnet::listen_socket(sub) {
+                Ok(sock) => {
+                    rt.spawn(subnet::listen_loop(inner.clone(), sock));
+                }
+                Err(e) => inner.log(&format!(
+                    "network: SUBNET: cannot listen for announcements on port {}: {e}",
+                    sub.port
+                )),
+            }
         }
         let (first_tx, first_rx) = std::sync::mpsc::channel();
         let n = inner.cfg.static_peers.len();

@@ -160,17 +160,20 @@ fn on_subnet(ip: Ipv4Addr, ifs: &[Iface]) -> bool {
     })
 }
 
-fn send_socket(bind: IpAddr) -> std::io::Result<UdpSocket> {
+/// The holder's announcement socket. Made when the role is taken, before its loop is spawned,
+/// so that the sockets a process holds do not depend on when its runtime gets to a task.
+pub(crate) fn send_socket(bind: IpAddr) -> std::io::Result<std::net::UdpSocket> {
     let s = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP))?;
     s.set_multicast_ttl_v4(1)?;
     // Other graphs of this machine (another user, another rendezvous directory) are hosts too.
     s.set_multicast_loop_v4(true)?;
     s.set_nonblocking(true)?;
     s.bind(&SocketAddr::new(bind, 0).into())?;
-    UdpSocket::from_std(s.into())
+    Ok(s.into())
 }
 
-fn listen_socket(cfg: &SubnetConfig) -> std::io::Result<UdpSocket> {
+/// Every SUBNET process's socket for the announcements (made at start, as `send_socket`).
+pub(crate) fn listen_socket(cfg: &SubnetConfig) -> std::io::Result<std::net::UdpSocket> {
     let s = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP))?;
     // Every process of the host listens on the same port; each gets every announcement.
     s.set_reuse_address(true)?;
@@ -178,7 +181,7 @@ fn listen_socket(cfg: &SubnetConfig) -> std::io::Result<UdpSocket> {
     s.set_multicast_all_v4(false)?;
     s.set_nonblocking(true)?;
     s.bind(&SocketAddr::V4(SocketAddrV4::new(cfg.group, cfg.port)).into())?;
-    UdpSocket::from_std(s.into())
+    Ok(s.into())
 }
 
 fn millis(d: Duration) -> u16 {
@@ -186,13 +189,13 @@ fn millis(d: Duration) -> u16 {
     u16::try_from(d.as_millis()).unwrap_or(hi).clamp(lo, hi)
 }
 
-/// The holder's announcements, for as long as the transport runs (the role is given up only
-/// at shutdown).
-pub(crate) async fn announce_loop(inner: Arc<Inner>) {
+/// The holder's announcements from `sock` (`send_socket`), for as long as the transport runs
+/// (the role is given up only at shutdown).
+pub(crate) async fn announce_loop(inner: Arc<Inner>, sock: std::net::UdpSocket) {
     let Some(cfg) = inner.cfg.subnet.clone() else {
         return;
     };
-    let sock = match send_socket(inner.cfg.bind) {
+    let sock = match UdpSocket::from_std(sock) {
         Ok(s) => s,
         Err(e) => {
             inner.log(&format!(
@@ -244,12 +247,13 @@ pub(crate) async fn announce_loop(inner: Arc<Inner>) {
     }
 }
 
-/// Every SUBNET process: hear the other hosts' announcements and reach the hosts they name.
-pub(crate) async fn listen_loop(inner: Arc<Inner>) {
+/// Every SUBNET process: hear the other hosts' announcements on `sock` (`listen_socket`) and
+/// reach the hosts they name.
+pub(crate) async fn listen_loop(inner: Arc<Inner>, sock: std::net::UdpSocket) {
     let Some(cfg) = inner.cfg.subnet.clone() else {
         return;
     };
-    let sock = match listen_socket(&cfg) {
+    let sock = match UdpSocket::from_std(sock) {
         Ok(s) => s,
         Err(e) => {
             inner.log(&format!(
