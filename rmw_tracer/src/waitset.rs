@@ -192,10 +192,16 @@ impl WaitSet {
                 sources.clear();
             }
         }
-        // Consume the triggers this wait reports.
+        // Return only once no trigger of this wait's guard conditions is in flight, reported or
+        // not (a wait woken by data can end while a trigger is waking it): rclpy's signal thread
+        // needs its trigger to return before the woken executor goes on (guard.rs). Then consume
+        // the triggers this wait reports.
         for (e, r) in entries.iter().zip(ready.iter()) {
-            if let (Some(Entry::GuardCondition(g)), true) = (e, r) {
-                g.take_triggered();
+            if let Some(Entry::GuardCondition(g)) = e {
+                g.settle();
+                if *r {
+                    g.take_triggered();
+                }
             }
         }
         Ok(report(ready))

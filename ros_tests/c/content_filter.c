@@ -40,6 +40,10 @@
 #define MAX_IDS 256
 
 static rcl_context_t context;
+/* The result lines. Fast DDS (the oracle) logs to std::cout from its own threads, and a log
+ * line spliced into a result line once cost the comparison that line; so main points fd 1 at
+ * stderr for everyone else and writes the results to a copy of the original stdout. */
+static FILE *results;
 static rcl_node_t node;
 static int pose;
 
@@ -120,8 +124,8 @@ static int run_pub(const char *topic, size_t subs, int n, const char *go) {
     nanosleep(&ts, NULL);
   }
   publish_batch(&pub, 0, n);
-  printf("batch 0\n");
-  fflush(stdout);
+  fprintf(results, "batch 0\n");
+  fflush(results);
   /* The second batch when <go> exists (the subscriptions have their runtime filters); then
    * stay until they are gone, so reliable delivery completes. */
   while (access(go, F_OK) != 0) {
@@ -133,8 +137,8 @@ static int run_pub(const char *topic, size_t subs, int n, const char *go) {
     nanosleep(&ts, NULL);
   }
   publish_batch(&pub, n, n);
-  printf("batch 1\n");
-  fflush(stdout);
+  fprintf(results, "batch 1\n");
+  fflush(results);
   deadline = now_s() + 60;
   do {
     struct timespec ts = {0, 10000000};
@@ -247,11 +251,11 @@ static int collect(rcl_subscription_t *subs, size_t count, int n) {
   }
   CHECK(rcl_wait_set_fini(&ws));
   for (size_t k = 0; k < count; k++) {
-    printf("got %zu", k);
-    for (size_t j = 0; j < got[k]; j++) printf(" %d", ids[k][j]);
-    printf("\n");
+    fprintf(results, "got %zu", k);
+    for (size_t j = 0; j < got[k]; j++) fprintf(results, " %d", ids[k][j]);
+    fprintf(results, "\n");
   }
-  fflush(stdout);
+  fflush(results);
   return 0;
 }
 
@@ -281,7 +285,7 @@ static int run_sub(const char *topic, const char *cases_path, int n) {
       break;
     }
     alive[k] = rc == RCL_RET_OK;
-    printf("create %zu %d cft=%d\n", k, (int)rc,
+    fprintf(results, "create %zu %d cft=%d\n", k, (int)rc,
            alive[k] ? (int)rcl_subscription_is_cft_enabled(&subs[k]) : 0);
     if (!alive[k]) {
       fprintf(stderr, "create %zu: %s\n", k, rcl_get_error_string().str);
@@ -294,8 +298,8 @@ static int run_sub(const char *topic, const char *cases_path, int n) {
       CHECK(rcl_subscription_init(&subs[k], &node, type_support(), topic, so));
     }
   }
-  printf("ready\n");
-  fflush(stdout);
+  fprintf(results, "ready\n");
+  fflush(results);
   int rc = collect(subs, count, n);
   if (rc) return rc;
   for (size_t k = 0; k < count; k++) {
@@ -304,7 +308,7 @@ static int run_sub(const char *topic, const char *cases_path, int n) {
     CHECK(rcl_subscription_content_filter_options_init(
         &subs[k], cases[k].expr[1], cases[k].nparams[1], (const char **)cases[k].params[1], &o));
     rcl_ret_t r = rcl_subscription_set_content_filter(&subs[k], &o);
-    printf("set %zu %d cft=%d\n", k, (int)r, (int)rcl_subscription_is_cft_enabled(&subs[k]));
+    fprintf(results, "set %zu %d cft=%d\n", k, (int)r, (int)rcl_subscription_is_cft_enabled(&subs[k]));
     if (r != RCL_RET_OK) {
       fprintf(stderr, "set %zu: %s\n", k, rcl_get_error_string().str);
       rcl_reset_error();
@@ -313,20 +317,20 @@ static int run_sub(const char *topic, const char *cases_path, int n) {
     rcl_subscription_content_filter_options_t back =
         rcl_get_zero_initialized_subscription_content_filter_options();
     r = rcl_subscription_get_content_filter(&subs[k], &back);
-    printf("get %zu %d", k, (int)r);
+    fprintf(results, "get %zu %d", k, (int)r);
     if (r == RCL_RET_OK) {
       rmw_subscription_content_filter_options_t *b = &back.rmw_subscription_content_filter_options;
-      printf(" %s", b->filter_expression);
+      fprintf(results, " %s", b->filter_expression);
       for (size_t j = 0; j < b->expression_parameters.size; j++)
-        printf(" [%s]", b->expression_parameters.data[j]);
+        fprintf(results, " [%s]", b->expression_parameters.data[j]);
       CHECK(rcl_subscription_content_filter_options_fini(&subs[k], &back));
     } else {
       rcl_reset_error();
     }
-    printf("\n");
+    fprintf(results, "\n");
   }
-  printf("ready2\n");
-  fflush(stdout);
+  fprintf(results, "ready2\n");
+  fflush(results);
   rc = collect(subs, count, n);
   if (rc) return rc;
   for (size_t k = 0; k <= count; k++) CHECK(rcl_subscription_fini(&subs[k], &node));
@@ -339,6 +343,11 @@ int main(int argc, char **argv) {
   if (argc < 6 || (strcmp(argv[1], "pub") == 0 && argc != 7)) {
     fprintf(stderr, "usage: content_filter pub <basic|header> <topic> <subs> <n> <go-file>\n"
                     "       content_filter sub <basic|header> <topic> <cases> <n>\n");
+    return 1;
+  }
+  int out = dup(STDOUT_FILENO);
+  if (out < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0 || !(results = fdopen(out, "w"))) {
+    perror("content_filter: stdout");
     return 1;
   }
   pose = strcmp(argv[2], "header") == 0;

@@ -25,6 +25,7 @@ mod runtime;
 mod streams;
 mod subnet;
 mod tls;
+mod tuning;
 
 use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
@@ -234,7 +235,7 @@ impl QuicTransport {
             tls::client_config(&identity, tls::ALPN_LINK, transport.clone()).map_err(io_err)?;
         let dir_client =
             tls::client_config(&identity, tls::ALPN_DIR, transport.clone()).map_err(io_err)?;
-        let sock = UdpSocket::bind((cfg.bind, 0))?;
+        let sock = tuning::bind(SocketAddr::new(cfg.bind, 0))?;
         let endpoint = new_endpoint(&rt, Some(server), sock)?;
         let port = endpoint.local_addr()?.port();
         let member_file = directory::register(dir, local_name, port)?;
