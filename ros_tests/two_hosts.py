@@ -57,7 +57,32 @@ class Host:
         return ["ip", "netns", "exec", self.ns]
 
 
-class TwoHosts:
+class _Namespaces:
+    """What both kinds of hosts share: ``_make`` builds them, recording each namespace in
+    ``made``; a failure half way, or the end of the ``with``, removes what was made."""
+
+    ns: dict[str, str]
+    made: list[str]
+
+    def _make(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self):
+        try:
+            self._make()
+        except Exception:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def host(self, h: str) -> Host:
+        return Host(self.ns[h])
+
+    def __exit__(self, *exc) -> None:
+        _remove(self.made)
+
+
+class TwoHosts(_Namespaces):
     """Hosts ``a`` and ``b``; ``shape=(loss, delay_s)`` puts the shaper between them (each
     way: a share ``loss`` of the IPv4 frames dropped, every frame delayed by ``delay_s``)."""
 
@@ -77,42 +102,34 @@ class TwoHosts:
             return False
         return subprocess.run(["ip", "netns", "list"], capture_output=True).returncode == 0
 
-    def __enter__(self) -> "TwoHosts":
-        try:
-            names = ("a", "b", "m") if self.shape else ("a", "b")
-            for h in names:
-                _ip("netns", "add", self.ns[h])
-                self.made.append(self.ns[h])
-            if self.shape:
-                for h in ("a", "b"):
-                    _ip("link", "add", self.dev[h], "type", "veth", "peer", "name", self.mdev[h])
-                    _ip("link", "set", self.mdev[h], "netns", self.ns["m"])
-                    _ip("-n", self.ns["m"], "link", "set", self.mdev[h], "promisc", "on", "up")
-            else:
-                _ip("link", "add", self.dev["a"], "type", "veth", "peer", "name", self.dev["b"])
+    def _make(self) -> None:
+        names = ("a", "b", "m") if self.shape else ("a", "b")
+        for h in names:
+            _ip("netns", "add", self.ns[h])
+            self.made.append(self.ns[h])
+        if self.shape:
             for h in ("a", "b"):
-                _ip("link", "set", self.dev[h], "netns", self.ns[h])
-                _ip("-n", self.ns[h], "addr", "add", f"{ADDR[h]}/24", "dev", self.dev[h])
-                _ip("-n", self.ns[h], "link", "set", self.dev[h], "up")
-                _ip("-n", self.ns[h], "link", "set", "lo", "up")
-            if self.shape:
-                for h in ("a", "b"):
-                    _no_offload(self.ns[h], self.dev[h])
-                    _no_offload(self.ns["m"], self.mdev[h])
-                loss, delay = self.shape
-                self.shaper = harness.spawn(
-                    ["python3", SHAPER, self.mdev["a"], self.mdev["b"], "--loss", str(loss),
-                     "--delay", str(delay), "--seconds", "600"],
-                    env=dict(os.environ), netns=Host(self.ns["m"]), timeout=700)
-                if not self.shaper.wait_for_output("shaping", 20):
-                    raise RuntimeError(self.shaper.join(1).describe())
-        except Exception:
-            self.__exit__(None, None, None)
-            raise
-        return self
-
-    def host(self, h: str) -> Host:
-        return Host(self.ns[h])
+                _ip("link", "add", self.dev[h], "type", "veth", "peer", "name", self.mdev[h])
+                _ip("link", "set", self.mdev[h], "netns", self.ns["m"])
+                _ip("-n", self.ns["m"], "link", "set", self.mdev[h], "promisc", "on", "up")
+        else:
+            _ip("link", "add", self.dev["a"], "type", "veth", "peer", "name", self.dev["b"])
+        for h in ("a", "b"):
+            _ip("link", "set", self.dev[h], "netns", self.ns[h])
+            _ip("-n", self.ns[h], "addr", "add", f"{ADDR[h]}/24", "dev", self.dev[h])
+            _ip("-n", self.ns[h], "link", "set", self.dev[h], "up")
+            _ip("-n", self.ns[h], "link", "set", "lo", "up")
+        if self.shape:
+            for h in ("a", "b"):
+                _no_offload(self.ns[h], self.dev[h])
+                _no_offload(self.ns["m"], self.mdev[h])
+            loss, delay = self.shape
+            self.shaper = harness.spawn(
+                ["python3", SHAPER, self.mdev["a"], self.mdev["b"], "--loss", str(loss),
+                 "--delay", str(delay), "--seconds", "600"],
+                env=dict(os.environ), netns=Host(self.ns["m"]), timeout=700)
+            if not self.shaper.wait_for_output("shaping", 20):
+                raise RuntimeError(self.shaper.join(1).describe())
 
     def link(self, up: bool) -> None:
         """Cut (or heal) the cable: host a's end of the veth down (or up)."""
@@ -135,10 +152,10 @@ class TwoHosts:
             self.shaper.kill()
             self.shaper.join(10)
             self.shaper = None
-        _remove(self.made)
+        super().__exit__(*exc)
 
 
-class BridgedHosts:
+class BridgedHosts(_Namespaces):
     """Hosts ``names`` (``a``, ``b``, ``c`` ...), each a namespace ``<room>-<n>-<h>`` with one
     veth whose other end is on the bridge ``<room>-<n>`` in the switch namespace
     ``<room>-<n>-sw``; addresses from ``ADDR``. Multicast snooping is off on the bridge, so a
@@ -155,32 +172,21 @@ class BridgedHosts:
         self.port = {h: f"hs{n}{h}"[:15] for h in names}
         self.made: list[str] = []
 
-    def __enter__(self) -> "BridgedHosts":
-        try:
-            _ip("netns", "add", self.switch)
-            self.made.append(self.switch)
-            _ip("-n", self.switch, "link", "add", self.bridge, "type", "bridge", "mcast_snooping", "0")
-            _ip("-n", self.switch, "link", "set", self.bridge, "up")
-            for h in self.names:
-                _ip("netns", "add", self.ns[h])
-                self.made.append(self.ns[h])
-                # Made inside the switch namespace, so no end ever sits in the root namespace.
-                _ip("-n", self.switch, "link", "add", self.port[h], "type", "veth", "peer", "name",
-                    self.dev[h], "netns", self.ns[h])
-                _ip("-n", self.switch, "link", "set", self.port[h], "master", self.bridge, "up")
-                _ip("-n", self.ns[h], "addr", "add", f"{ADDR[h]}/24", "dev", self.dev[h])
-                _ip("-n", self.ns[h], "link", "set", self.dev[h], "up")
-                _ip("-n", self.ns[h], "link", "set", "lo", "up")
-        except Exception:
-            self.__exit__(None, None, None)
-            raise
-        return self
-
-    def host(self, h: str) -> Host:
-        return Host(self.ns[h])
-
-    def __exit__(self, *exc) -> None:
-        _remove(self.made)
+    def _make(self) -> None:
+        _ip("netns", "add", self.switch)
+        self.made.append(self.switch)
+        _ip("-n", self.switch, "link", "add", self.bridge, "type", "bridge", "mcast_snooping", "0")
+        _ip("-n", self.switch, "link", "set", self.bridge, "up")
+        for h in self.names:
+            _ip("netns", "add", self.ns[h])
+            self.made.append(self.ns[h])
+            # Made inside the switch namespace, so no end ever sits in the root namespace.
+            _ip("-n", self.switch, "link", "add", self.port[h], "type", "veth", "peer", "name",
+                self.dev[h], "netns", self.ns[h])
+            _ip("-n", self.switch, "link", "set", self.port[h], "master", self.bridge, "up")
+            _ip("-n", self.ns[h], "addr", "add", f"{ADDR[h]}/24", "dev", self.dev[h])
+            _ip("-n", self.ns[h], "link", "set", self.dev[h], "up")
+            _ip("-n", self.ns[h], "link", "set", "lo", "up")
 
 
 def _fixture(shape, room: str = "net"):

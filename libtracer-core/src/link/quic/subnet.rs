@@ -184,6 +184,13 @@ pub(crate) fn listen_socket(cfg: &SubnetConfig) -> std::io::Result<std::net::Udp
     Ok(s.into())
 }
 
+/// `sock` registered with the runtime the task runs on (fails only without one); logged.
+fn on_runtime(inner: &Inner, sock: std::net::UdpSocket) -> Option<UdpSocket> {
+    UdpSocket::from_std(sock)
+        .map_err(|e| inner.log(&format!("network: SUBNET: {e}; not announced nor heard")))
+        .ok()
+}
+
 fn millis(d: Duration) -> u16 {
     let (lo, hi) = announce::INTERVAL_MS;
     u16::try_from(d.as_millis()).unwrap_or(hi).clamp(lo, hi)
@@ -195,14 +202,8 @@ pub(crate) async fn announce_loop(inner: Arc<Inner>, sock: std::net::UdpSocket) 
     let Some(cfg) = inner.cfg.subnet.clone() else {
         return;
     };
-    let sock = match UdpSocket::from_std(sock) {
-        Ok(s) => s,
-        Err(e) => {
-            inner.log(&format!(
-                "network: SUBNET announcements: {e}; not announced"
-            ));
-            return;
-        }
+    let Some(sock) = on_runtime(&inner, sock) else {
+        return;
     };
     let dest = SocketAddr::V4(SocketAddrV4::new(cfg.group, cfg.port));
     let mut failing: HashSet<Ipv4Addr> = HashSet::new();
@@ -253,15 +254,8 @@ pub(crate) async fn listen_loop(inner: Arc<Inner>, sock: std::net::UdpSocket) {
     let Some(cfg) = inner.cfg.subnet.clone() else {
         return;
     };
-    let sock = match UdpSocket::from_std(sock) {
-        Ok(s) => s,
-        Err(e) => {
-            inner.log(&format!(
-                "network: SUBNET: cannot listen for announcements on port {}: {e}",
-                cfg.port
-            ));
-            return;
-        }
+    let Some(sock) = on_runtime(&inner, sock) else {
+        return;
     };
     let mut stop = inner.stop.clone();
     let mut ifs: Vec<Iface> = Vec::new();
