@@ -147,8 +147,13 @@ impl Subscription {
             policy,
             qos,
             resume,
+            writers: ctx.access.as_ref().map(|a| crate::security::WriterCheck {
+                access: a.clone(),
+                dds: dds.clone(),
+            }),
             remote: Mutex::new(Some(BTreeMap::new())),
             refused_by: Mutex::new(Default::default()),
+            refused_writers: Mutex::new(Default::default()),
         });
         let gid = ctx.gids.next();
         let rec = node.endpoint_record(

@@ -207,6 +207,12 @@ impl Net {
     /// The peers whose mount `/net/<peer>` exists. `attach` registers a link before it mounts
     /// (so a subscribe prompted by the mount's `Created` event finds the link); a peer listed
     /// here can be subscribed through at once.
+    /// What the link of `peer` authenticated, for a graph on another host (`PeerInfo::remote`);
+    /// `None` for a peer of this host or one not linked.
+    pub(crate) fn peer_subject(&self, peer: &str) -> Option<Subject> {
+        self.by_name.read().get(peer)?.peer.remote.clone()
+    }
+
     pub(crate) fn peers(&self) -> Vec<String> {
         let mut v: Vec<String> = self
             .by_name
