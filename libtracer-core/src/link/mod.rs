@@ -40,11 +40,15 @@ use std::sync::Arc;
 
 use crate::wire::{EncodeError, Frame};
 
+mod dispatch;
 pub mod memory;
 pub mod quic;
 pub mod rendezvous;
+mod strand;
 pub mod transport;
 pub mod unix;
+mod unix_loop;
+mod unix_rx;
 
 pub use memory::{MemoryFabric, MemoryNode};
 pub use quic::{QuicConfig, QuicLink, QuicSecurity, QuicTransport};
