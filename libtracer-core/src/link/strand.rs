@@ -66,11 +66,15 @@ struct Queue {
     paused: bool,
 }
 
+/// What runs before `on_down` (the transport drops the link from its table there).
+pub(crate) type OnExit = Box<dyn FnOnce(&Arc<UnixLink>) + Send>;
+
+/// What the transport runs around a link's callbacks.
 pub(crate) struct Hooks {
     /// Runs once `on_up` returned (whatever it answered).
     pub after_up: Option<Box<dyn FnOnce() + Send>>,
     /// Runs before `on_down` (the transport drops the link from its table there).
-    pub on_exit: Option<Box<dyn FnOnce(&Arc<UnixLink>) + Send>>,
+    pub on_exit: Option<OnExit>,
     /// Runs after `on_down` returned.
     pub on_done: Option<Box<dyn FnOnce() + Send>>,
 }
@@ -177,9 +181,7 @@ impl Job for Strand {
                     return false;
                 };
                 q.bytes -= ev.bytes();
-                let resume = q.paused
-                    && q.events.len() <= RESUME_EVENTS
-                    && q.bytes <= RESUME_BYTES;
+                let resume = q.paused && q.events.len() <= RESUME_EVENTS && q.bytes <= RESUME_BYTES;
                 if resume {
                     q.paused = false;
                 }

@@ -35,6 +35,7 @@ use nix::sys::time::{TimeVal, TimeValLike};
 use parking_lot::{Condvar, Mutex};
 
 use super::rendezvous::prepare_dir;
+use super::strand::Hooks;
 use super::unix::{hello, read_hello, refuse, write_frame, HelloOutcome, UnixLink};
 use super::unix_loop::{self, Source};
 use super::unix_rx::NewLink;
@@ -531,28 +532,30 @@ impl Inner {
             handler: self.handler.clone(),
             ping: self.cfg.ping_interval,
             dead_after: self.cfg.dead_after,
-            after_up: Box::new(move || {
-                if let Some(up) = up {
-                    let _ = up.send(());
-                }
-            }),
-            on_exit: Box::new(move |l| {
-                if let Some(inner) = weak.upgrade() {
-                    let mut t = inner.table.lock();
-                    if t.links
-                        .get(&l.peer().name)
-                        .is_some_and(|x| Arc::ptr_eq(x, l))
-                    {
-                        t.links.remove(&l.peer().name);
+            hooks: Hooks {
+                after_up: Some(Box::new(move || {
+                    if let Some(up) = up {
+                        let _ = up.send(());
                     }
-                }
-            }),
-            on_done: Box::new(move || {
-                if let Some(inner) = done.upgrade() {
-                    inner.table.lock().live -= 1;
-                    inner.gone.notify_all();
-                }
-            }),
+                })),
+                on_exit: Some(Box::new(move |l| {
+                    if let Some(inner) = weak.upgrade() {
+                        let mut t = inner.table.lock();
+                        if t.links
+                            .get(&l.peer().name)
+                            .is_some_and(|x| Arc::ptr_eq(x, l))
+                        {
+                            t.links.remove(&l.peer().name);
+                        }
+                    }
+                })),
+                on_done: Some(Box::new(move || {
+                    if let Some(inner) = done.upgrade() {
+                        inner.table.lock().live -= 1;
+                        inner.gone.notify_all();
+                    }
+                })),
+            },
         });
         Ok(())
     }

@@ -29,11 +29,11 @@ use mio::{Events, Interest, Poll, Token, Waker};
 use parking_lot::Mutex;
 use tracer_shm::fdpass::FdReceiver;
 
-use super::{dispatch, Link};
 use super::strand::Event;
 use super::transport::Inner;
 use super::unix::{check_hello, HelloOutcome, Leftover, HANDSHAKE_FRAME, READ_BUF};
 use super::unix_rx::{LinkRx, Pumped, MAX_WAITING_FDS};
+use super::{dispatch, Link};
 use crate::wire::FrameDecoder;
 
 /// Incoming connections that have not said HELLO yet, over all transports of the process (each

@@ -53,24 +53,15 @@ pub(crate) struct NewLink {
     pub handler: Arc<dyn LinkHandler>,
     pub ping: Duration,
     pub dead_after: Duration,
-    /// Runs once `on_up` returned (whatever it answered).
-    pub after_up: Box<dyn FnOnce() + Send>,
-    /// Runs before `on_down` (the transport drops the link from its table there).
-    pub on_exit: Box<dyn FnOnce(&Arc<UnixLink>) + Send>,
-    /// Runs after `on_down` returned.
-    pub on_done: Box<dyn FnOnce() + Send>,
+    /// Run around its callbacks (`after_up`, `on_exit`, `on_done`: all set).
+    pub hooks: Hooks,
 }
 
 /// Queue `on_up` for the new link and give its socket to the loop.
 pub(crate) fn add_link(n: NewLink) {
     let weak: Weak<UnixLink> = Arc::downgrade(&n.link);
     let token = unix_loop::new_token();
-    let hooks = Hooks {
-        after_up: Some(n.after_up),
-        on_exit: Some(n.on_exit),
-        on_done: Some(n.on_done),
-    };
-    let strand = Strand::new(n.link.clone(), n.handler, token.0, hooks);
+    let strand = Strand::new(n.link.clone(), n.handler, token.0, n.hooks);
     strand.push(Event::Up);
     unix_loop::tick_at_most(n.ping.as_millis() as u64 / 2);
     let Leftover {
@@ -154,13 +145,12 @@ impl LinkRx {
                     r
                 }
                 None => {
-                    let want = if !self.dec.is_mid_frame()
-                        && self.dec.last_frame_len() >= PREFIX_FIRST
-                    {
-                        crate::wire::LEN_PREFIX
-                    } else {
-                        self.buf.len()
-                    };
+                    let want =
+                        if !self.dec.is_mid_frame() && self.dec.last_frame_len() >= PREFIX_FIRST {
+                            crate::wire::LEN_PREFIX
+                        } else {
+                            self.buf.len()
+                        };
                     let r = self
                         .recv
                         .try_recv(sock, &mut self.buf[..want], &mut self.shm.fds);
