@@ -86,19 +86,40 @@ pub fn resolve_domain_id(requested: usize) -> RmwResult<usize> {
     }
 }
 
-/// The range in effect: NOT_SET (a caller that is not rcl) reads
-/// `ROS_AUTOMATIC_DISCOVERY_RANGE` as rcl would.
+/// The range in effect, from what rcl passed and the `ROS_AUTOMATIC_DISCOVERY_RANGE` variable.
 fn effective_range(
     range: ffi::rmw_automatic_discovery_range_t,
 ) -> ffi::rmw_automatic_discovery_range_t {
-    if range != ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_NOT_SET {
-        return range;
-    }
-    match std::env::var("ROS_AUTOMATIC_DISCOVERY_RANGE").as_deref() {
-        Ok("OFF") => ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_OFF,
-        Ok("LOCALHOST") => ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_LOCALHOST,
-        Ok("SUBNET") => ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SUBNET,
-        _ => ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SYSTEM_DEFAULT,
+    range_in_effect(
+        range,
+        std::env::var("ROS_AUTOMATIC_DISCOVERY_RANGE")
+            .ok()
+            .as_deref(),
+    )
+}
+
+/// NOT_SET (a caller that is not rcl) reads the variable as rcl would. SUBNET with the variable
+/// unset or empty is the system default: Jazzy's rcl passes SUBNET when the variable is unset
+/// (it is DDS's default), so the options alone cannot tell "unset" from a user's SUBNET, and
+/// rmw_tracer's default is LOCALHOST, nothing leaving the host unless asked (docs/network.md
+/// section 2). Measured before this rule: every process with a bare environment opened its QUIC
+/// endpoint and the domain's directory port on 0.0.0.0.
+fn range_in_effect(
+    range: ffi::rmw_automatic_discovery_range_t,
+    variable: Option<&str>,
+) -> ffi::rmw_automatic_discovery_range_t {
+    let variable = variable.map(str::trim).filter(|v| !v.is_empty());
+    match (range, variable) {
+        (ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_NOT_SET, v) => match v {
+            Some("OFF") => ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_OFF,
+            Some("LOCALHOST") => ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_LOCALHOST,
+            Some("SUBNET") => ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SUBNET,
+            _ => ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SYSTEM_DEFAULT,
+        },
+        (ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SUBNET, None) => {
+            ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SYSTEM_DEFAULT
+        }
+        (r, _) => r,
     }
 }
 
@@ -135,7 +156,15 @@ pub fn network_for(
                 .collect();
         }
     }
-    let range = effective_range(range);
+    network_in(effective_range(range), peers, domain_id)
+}
+
+/// [`network_for`] once the range in effect and the peers are known.
+fn network_in(
+    range: ffi::rmw_automatic_discovery_range_t,
+    peers: Vec<String>,
+    domain_id: u32,
+) -> RmwResult<Option<QuicConfig>> {
     if range == ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_OFF
         || (range != ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SUBNET && peers.is_empty())
     {
@@ -367,8 +396,33 @@ mod tests {
         let c = on(ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_LOCALHOST, &peers).unwrap();
         assert_eq!(c.static_peers, vec!["192.0.2.2"]);
         assert_eq!(c.directory_port, DIRECTORY_PORT_BASE + 3);
-        let s = on(ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SUBNET, &[]).unwrap();
+        // rcl's SUBNET for an unset variable (the test's environment): off.
+        assert!(on(ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SUBNET, &[]).is_none());
+        let s = network_in(ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SUBNET, vec![], 3)
+            .unwrap()
+            .unwrap();
         assert!(s.static_peers.is_empty());
+    }
+
+    /// rcl's SUBNET for an unset variable is the system default (LOCALHOST); a SUBNET the user
+    /// set, or one a caller passes with the variable set, stays SUBNET.
+    #[test]
+    fn subnet_only_when_the_user_set_it() {
+        use ffi::{
+            RMW_AUTOMATIC_DISCOVERY_RANGE_LOCALHOST as LOCALHOST,
+            RMW_AUTOMATIC_DISCOVERY_RANGE_NOT_SET as NOT_SET,
+            RMW_AUTOMATIC_DISCOVERY_RANGE_OFF as OFF,
+            RMW_AUTOMATIC_DISCOVERY_RANGE_SUBNET as SUBNET,
+            RMW_AUTOMATIC_DISCOVERY_RANGE_SYSTEM_DEFAULT as DEFAULT,
+        };
+        assert_eq!(range_in_effect(SUBNET, None), DEFAULT);
+        assert_eq!(range_in_effect(SUBNET, Some(" ")), DEFAULT);
+        assert_eq!(range_in_effect(SUBNET, Some("SUBNET")), SUBNET);
+        assert_eq!(range_in_effect(LOCALHOST, None), LOCALHOST);
+        assert_eq!(range_in_effect(OFF, None), OFF);
+        assert_eq!(range_in_effect(NOT_SET, Some("SUBNET")), SUBNET);
+        assert_eq!(range_in_effect(NOT_SET, Some("OFF")), OFF);
+        assert_eq!(range_in_effect(NOT_SET, None), DEFAULT);
     }
 
     #[test]
