@@ -91,6 +91,10 @@ def test_graph_lists_nodes_topics_qos_services_and_edges(nodes):
     nested = next(t for t in g["topics"] if t["name"] == "/msgs/Nested")
     assert nested["types"] == ["test_msgs/msg/Nested"]
     assert nested["publishers"][0]["qos"] == "keep_last(10), best_effort, volatile, automatic"
+    # The topic vertex's :schema layout: Nested is plain (loanable, its 48-byte C struct is its
+    # CDR body; docs/loans.md); a String is not.
+    assert nested["publishers"][0]["layout"] == "plain 48", nested
+    assert all(e["layout"] is None for e in chatter["publishers"] + chatter["subscriptions"]), chatter
     srv = next(s for s in g["services"] if s["name"] == "/srv")
     assert srv["types"] == ["test_msgs/srv/BasicTypes"] and len(srv["services"]) == 2
     # Every /chatter publisher reaches every /chatter subscription: 2 x 2, two of them local.
@@ -108,6 +112,8 @@ def test_graph_lists_nodes_topics_qos_services_and_edges(nodes):
     assert {s["name"] for s in hidden["services"]} == {"/srv"}
     text = _graph(env, "--hide-ros").stdout
     assert "nodes (3):" in text and "/chatter [std_msgs/msg/String]" in text, text
+    assert "/msgs/Nested [test_msgs/msg/Nested]  layout plain 48\n" in text, text
+    assert "/chatter [std_msgs/msg/String]\n" in text, text
     assert "(link " in text and "(local in " in text, text
     dot = _graph(env, "--dot", "--hide-ros").stdout
     assert dot.startswith("digraph ros {") and dot.rstrip().endswith("}")

@@ -10,19 +10,30 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 import harness
-from two_hosts import hosts, pubsub, started, tracer_envs  # noqa: F401  (hosts: fixture)
+from two_hosts import _fixture, pubsub, started, tracer_envs
 from worker_output import json_line
 
 TRACER = harness.target_dir() / "release" / "tracer"
 
 
-def keystore(path: Path, *enclaves: str) -> Path:
+@pytest.fixture
+def hosts():
+    """Two hosts whose namespaces are named ``secure-...`` (removed when the test ends)."""
+    yield from _fixture(None, "secure")
+
+
+def keystore(path: Path, envs, *enclaves: str) -> Path:
+    """A keystore whose governance and permissions are for the test's domain (sros2, too,
+    writes them for ROS_DOMAIN_ID)."""
+    env = {"PATH": "/usr/bin:/bin", "ROS_DOMAIN_ID": envs["a"]["ROS_DOMAIN_ID"]}
     subprocess.run([TRACER, "keystore", "create", path], check=True, capture_output=True,
-                   timeout=30)
+                   timeout=30, env=env)
     for e in enclaves:
         subprocess.run([TRACER, "keystore", "enclave", path, e], check=True, capture_output=True,
-                       timeout=30)
+                       timeout=30, env=env)
     return path
 
 
@@ -46,8 +57,8 @@ def exchange(envs, hosts, count: int, listen_timeout: float, talk_timeout: float
 
 
 def test_authenticated_pair_talks(tmp_path, hosts):
-    ks = keystore(tmp_path / "ks", "/net/a", "/net/b")
     envs = tracer_envs(tmp_path)
+    ks = keystore(tmp_path / "ks", envs, "/net/a", "/net/b")
     secure(envs["a"], ks, "/net/a")
     secure(envs["b"], ks, "/net/b")
     t, r = exchange(envs, hosts, 50, 60, 60)
@@ -59,8 +70,8 @@ def test_authenticated_pair_talks(tmp_path, hosts):
 
 def test_a_peer_with_a_certificate_of_another_ca_is_refused(tmp_path, hosts):
     envs = tracer_envs(tmp_path)
-    secure(envs["a"], keystore(tmp_path / "ks1", "/net/a"), "/net/a")
-    secure(envs["b"], keystore(tmp_path / "ks2", "/net/b"), "/net/b")
+    secure(envs["a"], keystore(tmp_path / "ks1", envs, "/net/a"), "/net/a")
+    secure(envs["b"], keystore(tmp_path / "ks2", envs, "/net/b"), "/net/b")
     t, r = exchange(envs, hosts, 1, 8, 6)
     assert t.returncode == 2 and "only 0 of 1 subscriptions matched" in t.stdout, t.describe()
     assert json_line(r.stdout, r.describe())["received"] == [[]]
@@ -74,7 +85,7 @@ def test_a_peer_with_a_certificate_of_another_ca_is_refused(tmp_path, hosts):
 
 def test_an_unauthenticated_peer_is_refused_when_enforced(tmp_path, hosts):
     envs = tracer_envs(tmp_path)
-    secure(envs["a"], keystore(tmp_path / "ks", "/net/a"), "/net/a")
+    secure(envs["a"], keystore(tmp_path / "ks", envs, "/net/a"), "/net/a")
     # Host b has no keystore: its links are encrypted, not authenticated.
     t, r = exchange(envs, hosts, 1, 8, 6)
     assert t.returncode == 2 and "only 0 of 1 subscriptions matched" in t.stdout, t.describe()
@@ -85,9 +96,69 @@ def test_an_unauthenticated_peer_is_refused_when_enforced(tmp_path, hosts):
 
 def test_enforce_without_the_enclave_fails_init_with_a_clear_error(tmp_path, hosts):
     envs = tracer_envs(tmp_path)
-    ks = keystore(tmp_path / "ks", "/net/a")
+    ks = keystore(tmp_path / "ks", envs, "/net/a")
     secure(envs["a"], ks, "/net/a")
     (ks / "enclaves" / "net" / "a" / "key.pem").unlink()
     t = pubsub(envs["a"], hosts.host("a"), "talk", "--count", "1", "--timeout", "5").join(60)
     assert t.returncode != 0, t.describe()
     assert "key.pem" in t.stderr, t.stderr
+
+
+def policy(path: Path, enclave: str, topics: str) -> Path:
+    """An SROS2 policy for ``enclave``: what every rclpy node needs (rosout, parameter events,
+    its parameter services), plus ``topics`` (``<topics ...>`` elements)."""
+    path.write_text(f"""<policy version="0.2.0"><enclaves><enclave path="{enclave}"><profiles>
+  <profile ns="/" node="*">
+    <topics publish="ALLOW" subscribe="ALLOW"><topic>rosout</topic><topic>parameter_events</topic></topics>
+    <services reply="ALLOW" request="ALLOW"><service>*</service></services>
+    {topics}
+  </profile></profiles></enclave></enclaves></policy>""")
+    return path
+
+
+def permission(ks: Path, envs, enclave: str, policy_file: Path) -> None:
+    env = {"PATH": "/usr/bin:/bin", "ROS_DOMAIN_ID": envs["a"]["ROS_DOMAIN_ID"]}
+    subprocess.run([TRACER, "keystore", "permission", ks, enclave, policy_file], check=True,
+                   capture_output=True, timeout=30, env=env)
+
+
+def test_a_topic_denied_by_permissions_fails_create_publisher(tmp_path, hosts):
+    envs = tracer_envs(tmp_path)
+    ks = keystore(tmp_path / "ks", envs, "/net/a")
+    permission(ks, envs, "/net/a", policy(tmp_path / "a.xml", "/net/a", """
+    <topics publish="ALLOW"><topic>chatter</topic></topics>
+    <topics publish="DENY"><topic>secret</topic></topics>"""))
+    secure(envs["a"], ks, "/net/a")
+    t = pubsub(envs["a"], hosts.host("a"), "talk", "--topic", "/secret", "--count", "1",
+               "--timeout", "5").join(60)
+    # As with Fast DDS, rmw_create_publisher fails and rclpy raises with our error text.
+    assert t.returncode != 0, t.describe()
+    assert "Failed to create publisher" in t.stderr, t.stderr
+    assert ("security: permission denied: enclave CN=/net/a may not publish rt/secret"
+            in t.stderr), t.stderr
+    # The allowed topic of the same enclave is fine (nobody listens: only the match times out).
+    t = pubsub(envs["a"], hosts.host("a"), "talk", "--topic", "/chatter", "--count", "1",
+               "--timeout", "3").join(60)
+    assert "only 0 of 1 subscriptions matched" in t.stdout, t.describe()
+
+
+def test_a_peer_whose_permissions_deny_the_subscription_is_refused_data(tmp_path, hosts):
+    """Host a reads /net/b's permissions (deny subscribing /chatter) and refuses b's subscribe
+    as the principal of b's certificate; b runs with its own copy of the keystore whose
+    permissions for /net/b (older, still signed by the CA) allow it, so b's own check passes and
+    only a's ACL stands between b and the data."""
+    envs = tracer_envs(tmp_path)
+    ks = keystore(tmp_path / "ks", envs, "/net/a", "/net/b")
+    subprocess.run(["cp", "-a", ks, tmp_path / "ks_b"], check=True)
+    permission(ks, envs, "/net/b", policy(tmp_path / "b.xml", "/net/b",
+                                    '<topics subscribe="DENY"><topic>chatter</topic></topics>'))
+    secure(envs["a"], ks, "/net/a")
+    secure(envs["b"], tmp_path / "ks_b", "/net/b")
+    t, r = exchange(envs, hosts, 1, 8, 6)
+    assert t.returncode == 2 and "only 0 of 1 subscriptions matched" in t.stdout, t.describe()
+    assert json_line(r.stdout, r.describe())["received"] == [[]]
+    # What a's ACL saw is b's certificate subject, and b is told so, once.
+    want = "refused the subscription to /chatter: refused by the peer: permission denied: " \
+           "SUBSCRIBE on /chatter for peer CN=/net/b"
+    assert want in r.stderr, r.stderr
+    assert r.stderr.count("refused the subscription to /chatter") == 1, r.stderr

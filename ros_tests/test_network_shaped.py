@@ -60,11 +60,16 @@ else:
         ages.append((int(i), (time.time_ns() - int(t)) / 1e6))
     node.create_subscription(String, "/fresh", on, qos)
     print("ready", flush=True)
+    # Until the last sample, or 5 s with nothing new once samples came: best effort does not
+    # promise the last one (a lost datagram is never sent again).
     end = time.monotonic() + 60
-    last = None
+    heard = time.monotonic()
     while time.monotonic() < end:
+        before = len(ages)
         rclpy.spin_once(node, timeout_sec=0.05)
-        if ages and ages[-1][0] == count - 1:
+        if len(ages) > before:
+            heard = time.monotonic()
+        if ages and (ages[-1][0] == count - 1 or time.monotonic() - heard > 5):
             break
     print(json.dumps({"ages": ages}), flush=True)
 node.destroy_node()
@@ -95,7 +100,9 @@ def test_best_effort_stays_fresh_on_the_lossy_link(tmp_path, shaped_hosts):
     ages = json_line(r.stdout, r.describe())["ages"]
     numbers = [i for i, _ in ages]
     assert numbers == sorted(set(numbers)), "out of order or duplicated"
-    assert numbers and numbers[-1] == 499, numbers[-5:]
+    # The stream ran to its end: the newest taken sample is among the last ones sent (each
+    # of those is lost with 5% chance, independently; twenty in a row lost would be a stall).
+    assert numbers and numbers[-1] >= 480, numbers[-5:]
     ms = sorted(a for _, a in ages)
     p50, p99, worst = ms[len(ms) // 2], ms[int(len(ms) * 0.99)], ms[-1]
     print(f"best-effort age on the lossy link: p50 {p50:.1f} ms, p99 {p99:.1f} ms, "

@@ -184,21 +184,26 @@ def test_a_subscription_takes_only_its_own_type(tracer_env):
     assert got["matched"] == [1, 1]
 
 
-def test_a_publisher_outlives_subscribers_that_leave_mid_stream(tracer_env, c_program):
+def test_a_publisher_outlives_subscribers_that_leave_mid_stream(tracer_env, c_program, tmp_path):
     # Many peers, late joiners: subscriber processes join a C publisher that streams (one message
     # a millisecond) and leave while it writes. The publisher must neither fail nor die; a C
     # program has no SIGPIPE handler (CPython ignores SIGPIPE, a C or C++ node does not), so a
-    # write into a link whose peer is gone must not raise it.
-    pub = harness.spawn([c_program, "stream", "/stream", "6"], tracer_env, timeout=60)
-    assert pub.wait_for_output("streaming", 30)
-    for _ in range(3):
-        listener = started(worker("listen", tracer_env, "--topic", "/stream", "--count", "50",
-                                  "--best-effort", "--depth", "10"))
-        got = result(listener)["received"][0]
-        assert len(got) >= 50
-        # In order, without gaps: consecutive numbers of one publisher.
-        nums = [int(m.split()[1]) for m in got]
-        assert nums == sorted(nums)
+    # write into a link whose peer is gone must not raise it. The publisher streams until the
+    # test has had its three listeners (a loaded machine starts rclpy slowly), at most 90 s.
+    stop = tmp_path / "stop"
+    pub = harness.spawn([c_program, "stream", "/stream", "90", stop], tracer_env, timeout=120)
+    try:
+        assert pub.wait_for_output("streaming", 30)
+        for _ in range(3):
+            listener = started(worker("listen", tracer_env, "--topic", "/stream", "--count", "50",
+                                      "--best-effort", "--depth", "10"))
+            got = result(listener)["received"][0]
+            assert len(got) >= 50
+            # In order: increasing numbers of one publisher.
+            nums = [int(m.split()[1]) for m in got]
+            assert nums == sorted(nums)
+    finally:
+        stop.touch()
     r = pub.join()
     assert r.returncode == 0, r.describe()
     assert "published" in r.stdout

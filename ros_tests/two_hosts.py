@@ -1,8 +1,8 @@
 """Two hosts for the network tests (docs/network.md): two network namespaces joined by a veth
 pair (192.0.2.1/24 and 192.0.2.2/24, nothing else in reach), or, shaped, by two veth pairs and
 ``link_shaper.py`` (delay and loss, the ``tc netem`` this kernel lacks) in a third namespace
-between them. Names are prefixed ``net-`` (the room's) and unique to the run; everything is
-removed on exit, also when a test fails. Not collected by pytest (no ``test_`` prefix).
+between them. Names are prefixed with a room name (``net-`` unless a test asks for its own)
+and unique to the run; everything is removed on exit, also when a test fails. Not collected by pytest (no ``test_`` prefix).
 """
 
 from __future__ import annotations
@@ -52,9 +52,9 @@ class TwoHosts:
     """Hosts ``a`` and ``b``; ``shape=(loss, delay_s)`` puts the shaper between them (each
     way: a share ``loss`` of the IPv4 frames dropped, every frame delayed by ``delay_s``)."""
 
-    def __init__(self, shape: tuple[float, float] | None = None) -> None:
+    def __init__(self, shape: tuple[float, float] | None = None, room: str = "net") -> None:
         n = f"{os.getpid() % 100000}-{next(_pairs)}"
-        self.ns = {"a": f"net-{n}-a", "b": f"net-{n}-b", "m": f"net-{n}-m"}
+        self.ns = {h: f"{room}-{n}-{h}" for h in ("a", "b", "m")}
         # Interface names are at most 15 bytes.
         self.dev = {"a": f"qa{n}"[:15], "b": f"qb{n}"[:15]}
         self.mdev = {"a": f"ma{n}"[:15], "b": f"mb{n}"[:15]}
@@ -132,10 +132,10 @@ class TwoHosts:
         self.made.clear()
 
 
-def _fixture(shape):
+def _fixture(shape, room: str = "net"):
     if not TwoHosts.available():
         pytest.skip("network namespaces need root and iproute2")
-    with TwoHosts(shape) as h:
+    with TwoHosts(shape, room) as h:
         yield h
 
 

@@ -5,8 +5,17 @@
 //! The graph's owner (the uid that created the graph) holds every right unless the governing ACL
 //! denies it, and ADMIN can never be denied to the owner (no lock-out). Anyone else holds exactly
 //! what the governing ACL allows and does not deny; with no ACL on the chain, nothing.
+//!
+//! Requesters are of two kinds ([`Credentials`]): a process of this host, known by the uid and
+//! primary gid the kernel reports for its socket (or this process itself), and a graph on
+//! another host, known by what its link authenticated: the subject of its certificate (checked
+//! against the trusted CA in the TLS handshake), or nothing ([`Subject::Anonymous`]) on a link
+//! that authenticates no one. A remote requester is never the owner, whatever uid it runs as
+//! over there: it holds exactly what an ACL grants its subject (docs/libtracer.md, "ACL").
 
+use std::fmt;
 use std::ops::{BitOr, BitOrAssign};
+use std::sync::Arc;
 
 /// A set of rights.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -65,11 +74,20 @@ impl BitOrAssign for Rights {
 }
 
 /// Who an entry is about.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Principal {
+    /// A local requester with this uid.
     Uid(u32),
-    /// Matches the requester's primary gid (the one the kernel reports for a socket peer).
+    /// A local requester whose primary gid (the one the kernel reports for a socket peer) is this.
     Gid(u32),
+    /// A remote requester whose link authenticated this certificate subject, in the form of
+    /// [`Subject::Authenticated`] (RFC 4514, e.g. `CN=/talker_listener/talker`).
+    Subject(Arc<str>),
+    /// Any remote requester whose link authenticated it, whatever its subject.
+    Authenticated,
+    /// A remote requester over a link that authenticates no one.
+    Anonymous,
+    /// Everyone, local or remote.
     Any,
 }
 
@@ -80,28 +98,80 @@ pub enum AceKind {
 }
 
 /// One access-control entry.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Ace {
     pub principal: Principal,
     pub kind: AceKind,
     pub rights: Rights,
 }
 
-/// The authenticated identity of a requester: the local process, or a peer as the kernel
-/// reported it for the link's socket.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Credentials {
-    pub uid: u32,
-    pub gid: u32,
+/// What a remote requester's link proved about it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Subject {
+    /// The subject distinguished name of the certificate the peer presented, which chained to
+    /// the trusted CA: RFC 4514 text, most specific attribute first (`CN=/talker`,
+    /// `CN=/a,O=Robots`), as x509-cert prints a name.
+    Authenticated(Arc<str>),
+    /// Nothing: the link encrypts but authenticates no one (QUIC without SROS2).
+    Anonymous,
+}
+
+/// The authenticated identity of a requester.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Credentials {
+    /// This process, or a process of this host as the kernel reported it for the link's socket
+    /// (SO_PEERCRED).
+    Local { uid: u32, gid: u32 },
+    /// A graph on another host, as its link authenticated it.
+    Remote(Subject),
 }
 
 impl Credentials {
     /// The current process's effective uid and gid: what the kernel reports for its sockets
     /// (SO_PEERCRED), so a local caller and the same process seen over a link agree.
     pub fn current() -> Credentials {
-        Credentials {
+        Credentials::Local {
             uid: nix::unistd::geteuid().as_raw(),
             gid: nix::unistd::getegid().as_raw(),
+        }
+    }
+
+    /// A local requester.
+    pub fn local(uid: u32, gid: u32) -> Credentials {
+        Credentials::Local { uid, gid }
+    }
+
+    /// The local uid, if the requester is local.
+    pub fn uid(&self) -> Option<u32> {
+        match self {
+            Credentials::Local { uid, .. } => Some(*uid),
+            Credentials::Remote(_) => None,
+        }
+    }
+
+    /// The local primary gid, if the requester is local.
+    pub fn gid(&self) -> Option<u32> {
+        match self {
+            Credentials::Local { gid, .. } => Some(*gid),
+            Credentials::Remote(_) => None,
+        }
+    }
+
+    /// The authenticated certificate subject of a remote requester.
+    pub fn subject(&self) -> Option<&str> {
+        match self {
+            Credentials::Remote(Subject::Authenticated(s)) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Credentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Credentials::Local { uid, gid } => write!(f, "uid {uid} gid {gid}"),
+            Credentials::Remote(Subject::Authenticated(s)) => write!(f, "peer {s}"),
+            Credentials::Remote(Subject::Anonymous) => write!(f, "an unauthenticated peer"),
         }
     }
 }
@@ -122,11 +192,15 @@ pub enum Decision {
 }
 
 impl Principal {
-    fn matches(self, who: &Credentials) -> bool {
-        match self {
-            Principal::Uid(u) => u == who.uid,
-            Principal::Gid(g) => g == who.gid,
-            Principal::Any => true,
+    fn matches(&self, who: &Credentials) -> bool {
+        match (self, who) {
+            (Principal::Any, _) => true,
+            (Principal::Uid(u), Credentials::Local { uid, .. }) => u == uid,
+            (Principal::Gid(g), Credentials::Local { gid, .. }) => g == gid,
+            (Principal::Subject(s), Credentials::Remote(Subject::Authenticated(t))) => s == t,
+            (Principal::Authenticated, Credentials::Remote(Subject::Authenticated(_))) => true,
+            (Principal::Anonymous, Credentials::Remote(Subject::Anonymous)) => true,
+            _ => false,
         }
     }
 }
@@ -152,6 +226,14 @@ impl Acl {
         self
     }
 
+    /// Whether some deny entry could refuse `who` something: the owner's fast path (an owner
+    /// is allowed everything no ACL denies it) needs to know that no ACL can.
+    pub fn may_deny(&self, who: &Credentials) -> bool {
+        self.entries
+            .iter()
+            .any(|e| e.kind == AceKind::Deny && e.principal.matches(who))
+    }
+
     /// Deny wins over allow; entry order does not matter.
     pub fn decide(&self, who: &Credentials, right: Rights) -> Decision {
         let mut allowed = false;
@@ -172,8 +254,9 @@ impl Acl {
 }
 
 /// The whole rule: `governing` is the nearest ACL at or above the vertex, `owner` the graph's uid.
+/// A remote requester is never the owner.
 pub fn permits(governing: Option<&Acl>, owner: u32, who: &Credentials, right: Rights) -> bool {
-    let is_owner = who.uid == owner;
+    let is_owner = who.uid() == Some(owner);
     if is_owner && right == Rights::ADMIN {
         return true;
     }
@@ -188,11 +271,11 @@ pub fn permits(governing: Option<&Acl>, owner: u32, who: &Credentials, right: Ri
 mod tests {
     use super::*;
 
-    const ME: Credentials = Credentials {
+    const ME: Credentials = Credentials::Local {
         uid: 1000,
         gid: 1000,
     };
-    const OTHER: Credentials = Credentials {
+    const OTHER: Credentials = Credentials::Local {
         uid: 2000,
         gid: 1000,
     };
@@ -217,5 +300,30 @@ mod tests {
         let g = Acl::new().allow(Principal::Gid(1000), Rights::READ);
         assert!(permits(Some(&g), 1000, &OTHER, Rights::READ));
         assert!(!permits(Some(&g), 1000, &OTHER, Rights::WRITE));
+    }
+
+    #[test]
+    fn remote_requesters_are_never_the_owner_and_match_only_remote_principals() {
+        let talker = Credentials::Remote(Subject::Authenticated("CN=/talker".into()));
+        let anon = Credentials::Remote(Subject::Anonymous);
+        assert!(!permits(None, 1000, &talker, Rights::ADMIN));
+        assert!(!permits(None, 1000, &anon, Rights::READ));
+        let a = Acl::new()
+            .allow(Principal::Subject("CN=/talker".into()), Rights::SUBSCRIBE)
+            .allow(Principal::Anonymous, Rights::READ)
+            .allow(Principal::Uid(1000), Rights::WRITE);
+        assert!(permits(Some(&a), 1000, &talker, Rights::SUBSCRIBE));
+        assert!(!permits(Some(&a), 1000, &talker, Rights::READ));
+        assert!(!permits(Some(&a), 1000, &talker, Rights::WRITE));
+        assert!(permits(Some(&a), 1000, &anon, Rights::READ));
+        assert!(!permits(Some(&a), 1000, &anon, Rights::SUBSCRIBE));
+        let other = Credentials::Remote(Subject::Authenticated("CN=/other".into()));
+        assert!(!permits(Some(&a), 1000, &other, Rights::SUBSCRIBE));
+        let any = Acl::new().allow(Principal::Authenticated, Rights::READ);
+        assert!(permits(Some(&any), 1000, &other, Rights::READ));
+        assert!(!permits(Some(&any), 1000, &anon, Rights::READ));
+        assert!(Acl::new().deny(Principal::Any, Rights::READ).may_deny(&ME));
+        assert!(!a.may_deny(&ME));
+        assert_eq!(talker.to_string(), "peer CN=/talker");
     }
 }

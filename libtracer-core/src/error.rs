@@ -11,8 +11,14 @@ pub enum Error {
     InvalidPath { path: String, reason: &'static str },
     #[error("not found: {0}")]
     NotFound(String),
-    #[error("permission denied: {right} on {path}")]
-    PermissionDenied { path: String, right: &'static str },
+    /// `by` names the requester the ACL refused (` for peer CN=/talker`), or is empty when the
+    /// refusal came from a peer (its text is then in `path`).
+    #[error("{}", denied_text(.path, .right, .by))]
+    PermissionDenied {
+        path: String,
+        right: &'static str,
+        by: String,
+    },
     #[error("schema not found: {0}")]
     SchemaNotFound(String),
     #[error("malformed: {0}")]
@@ -38,6 +44,17 @@ pub enum Error {
     Closed(String),
     #[error("internal: {0}")]
     Internal(String),
+}
+
+/// The `right` of a refusal that came from a peer (its whole text is in `path`).
+const REMOTE: &str = "remote";
+
+fn denied_text(path: &str, right: &str, by: &str) -> String {
+    if right == REMOTE {
+        format!("refused by the peer: {path}")
+    } else {
+        format!("permission denied: {right} on {path}{by}")
+    }
 }
 
 impl From<std::io::Error> for Error {
@@ -70,7 +87,8 @@ impl Error {
             ErrorCode::NotFound => Error::NotFound(m),
             ErrorCode::PermissionDenied => Error::PermissionDenied {
                 path: m,
-                right: "remote",
+                right: REMOTE,
+                by: String::new(),
             },
             ErrorCode::SchemaNotFound => Error::SchemaNotFound(m),
             ErrorCode::Malformed => Error::Malformed(m),

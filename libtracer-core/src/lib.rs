@@ -21,7 +21,7 @@ mod tree;
 pub mod vertex;
 pub mod wire;
 
-pub use acl::{Ace, AceKind, Acl, Credentials, Principal, Rights};
+pub use acl::{Ace, AceKind, Acl, Credentials, Principal, Rights, Subject};
 pub use edge::{DeliveryPolicy, Edge, EdgeState, SubscriberInfo};
 pub use error::Error;
 pub use graph::{Discovery, Graph, GraphConfig, Schema};

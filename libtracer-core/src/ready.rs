@@ -163,10 +163,11 @@ impl Waiter {
         r.detach(self);
     }
 
-    /// Detach every source.
+    /// Detach every source. The list keeps its memory for the next attach (a wait set attaches
+    /// and clears on every wait).
     pub fn clear(&self) {
-        let srcs = std::mem::take(&mut *self.0.sources.lock());
-        for s in srcs {
+        let mut srcs = self.0.sources.lock();
+        for s in srcs.drain(..) {
             s.detach(&self.0);
         }
     }

@@ -7,10 +7,7 @@ use common::{graph, m, p};
 use libtracer_core::{Acl, Credentials, DeliveryPolicy, Error, Principal, Rights, StreamOptions};
 
 fn other(g: &libtracer_core::Graph) -> Credentials {
-    Credentials {
-        uid: g.owner().uid.wrapping_add(1000),
-        gid: 5000,
-    }
+    Credentials::local(g.owner().uid().unwrap().wrapping_add(1000), 5000)
 }
 
 #[test]
@@ -38,12 +35,15 @@ fn ruling_subscribe_gated_by_source_acl() {
     g.create_stream("/t", StreamOptions::default()).unwrap();
     let o = other(&g);
     // Let the other user write the target, so only the source's SUBSCRIBE right is at stake.
-    g.set_acl("/t", Acl::new().allow(Principal::Uid(o.uid), Rights::WRITE))
-        .unwrap();
+    g.set_acl(
+        "/t",
+        Acl::new().allow(Principal::Uid(o.uid().unwrap()), Rights::WRITE),
+    )
+    .unwrap();
     g.set_acl("/s", Acl::new().allow(Principal::Any, Rights::READ))
         .unwrap();
     match g.subscribe_as(&o, "/s", "/t", DeliveryPolicy::default()) {
-        Err(Error::PermissionDenied { path, right }) => {
+        Err(Error::PermissionDenied { path, right, .. }) => {
             assert_eq!(path, "/s");
             assert_eq!(right, "SUBSCRIBE");
         }
@@ -81,7 +81,7 @@ fn ruling_acl_nearest_ancestor_governs_and_deny_wins() {
     // A nearer ACL replaces (does not merge with) the one above.
     g.set_acl(
         "/a/b",
-        Acl::new().allow(Principal::Uid(o.uid), Rights::READ),
+        Acl::new().allow(Principal::Uid(o.uid().unwrap()), Rights::READ),
     )
     .unwrap();
     assert!(matches!(
@@ -93,8 +93,8 @@ fn ruling_acl_nearest_ancestor_governs_and_deny_wins() {
     g.set_acl(
         "/a/b",
         Acl::new()
-            .deny(Principal::Gid(o.gid), Rights::WRITE)
-            .allow(Principal::Uid(o.uid), Rights::WRITE),
+            .deny(Principal::Gid(o.gid().unwrap()), Rights::WRITE)
+            .allow(Principal::Uid(o.uid().unwrap()), Rights::WRITE),
     )
     .unwrap();
     assert!(matches!(
@@ -140,13 +140,16 @@ fn ruling_fan_in_gated_by_target_write_acl() {
     assert_eq!(t.len(), 2);
     // Another principal may subscribe /s2 but may not aim a delivery at /t.
     match g.subscribe_as(&o, "/s2", "/t", DeliveryPolicy::default()) {
-        Err(Error::PermissionDenied { path, right }) => {
+        Err(Error::PermissionDenied { path, right, .. }) => {
             assert_eq!((path.as_str(), right), ("/t", "WRITE"));
         }
         other => panic!("expected PermissionDenied, got {other:?}"),
     }
-    g.set_acl("/t", Acl::new().allow(Principal::Uid(o.uid), Rights::WRITE))
-        .unwrap();
+    g.set_acl(
+        "/t",
+        Acl::new().allow(Principal::Uid(o.uid().unwrap()), Rights::WRITE),
+    )
+    .unwrap();
     g.subscribe_as(&o, "/s2", "/t", DeliveryPolicy::default())
         .unwrap();
     assert_eq!(g.subscriber_count("/s2"), 2);

@@ -12,7 +12,7 @@ use libtracer_core::link::{MemoryFabric, MemoryNode};
 use libtracer_core::wire::frame::{ErrorCode, Frame};
 use libtracer_core::{
     Acl, DeliveryPolicy, Edge, EdgeState, Error, Graph, Principal, Rights, Role, StreamOptions,
-    StructEvent, Vertex,
+    StructEvent, Subject, Vertex,
 };
 
 const T: Duration = Duration::from_secs(10);
@@ -121,10 +121,7 @@ fn ruling_forwarding_through_a_mount_is_gated_by_its_local_acl() {
     let (a, b, _na, _nb, _f) = pair();
     let t = b.create_stream("/topic", StreamOptions::default()).unwrap();
     a.create_stream("/sub", StreamOptions::default()).unwrap();
-    let stranger = libtracer_core::Credentials {
-        uid: a.owner().uid.wrapping_add(9),
-        gid: 99,
-    };
+    let stranger = libtracer_core::Credentials::local(a.owner().uid().unwrap().wrapping_add(9), 99);
     a.set_acl("/sub", Acl::new().allow(Principal::Any, Rights::WRITE))
         .unwrap();
     // The peer would see a's credentials: a's own ACL on the mount decides first.
@@ -325,7 +322,7 @@ fn ruling_removing_a_target_unsubscribes_on_the_peer() {
 fn ruling_incoming_subscribe_checked_with_peer_credentials() {
     let g = graph("g");
     g.create_stream("/s", StreamOptions::default()).unwrap();
-    let stranger = g.owner().uid.wrapping_add(7);
+    let stranger = g.owner().uid().unwrap().wrapping_add(7);
     let (l, id) = scripted(&g, "peer", stranger, 777);
     let sub = |req, edge| Frame::Subscribe {
         req,
@@ -383,7 +380,12 @@ fn ruling_incoming_subscribe_checked_with_peer_credentials() {
 fn ruling_incoming_write_to_missing_path_answers_not_found() {
     let g = graph("g");
     let v = g.create_value("/v").unwrap();
-    let (l, id) = scripted(&g, "peer", g.owner().uid, g.owner().gid);
+    let (l, id) = scripted(
+        &g,
+        "peer",
+        g.owner().uid().unwrap(),
+        g.owner().gid().unwrap(),
+    );
     let w = |req, path: &str| Frame::Write {
         req,
         path: path.into(),
@@ -415,7 +417,7 @@ fn ruling_incoming_write_to_missing_path_answers_not_found() {
     // A stranger's write is refused by the ACL.
     let (l2, id2) = {
         g.link_down(id);
-        scripted(&g, "peer", g.owner().uid.wrapping_add(1), 1)
+        scripted(&g, "peer", g.owner().uid().unwrap().wrapping_add(1), 1)
     };
     g.link_frame(id2, w(4, "/v"));
     assert!(matches!(
@@ -426,6 +428,65 @@ fn ruling_incoming_write_to_missing_path_answers_not_found() {
             ..
         })
     ));
+}
+
+#[test]
+fn ruling_a_remote_peer_is_the_principal_its_link_authenticated() {
+    let g = graph("g");
+    let v = g.create_value("/v").unwrap();
+    g.create_stream("/topic", StreamOptions::default()).unwrap();
+    let talker = Subject::Authenticated("CN=/talker".into());
+    let (l, id) = common::scripted_remote(&g, "remote", talker);
+    let w = |req| Frame::Write {
+        req,
+        path: "/v".into(),
+        meta: m(1),
+        payload: p(b"x"),
+    };
+    let sub = |req, source: &str| Frame::Subscribe {
+        req,
+        source: source.into(),
+        edge: req,
+        policy: 0,
+    };
+    let refusal = |l: &common::Scripted| match l.pop() {
+        Some(Frame::Error {
+            code: ErrorCode::PermissionDenied,
+            message,
+            ..
+        }) => message,
+        other => panic!("expected a refusal, got {other:?}"),
+    };
+    // Same uid as the owner over there, and still nothing without an ACL: not the owner.
+    g.link_frame(id, w(1));
+    let why = refusal(&l);
+    assert!(why.contains("WRITE on /v for peer CN=/talker"), "{why}");
+    g.link_frame(id, sub(2, "/topic"));
+    assert!(refusal(&l).contains("SUBSCRIBE on /topic for peer CN=/talker"));
+    // An ACL naming the subject lets it in, for what it names only.
+    g.set_acl(
+        "/topic",
+        Acl::new().allow(Principal::Subject("CN=/talker".into()), Rights::SUBSCRIBE),
+    )
+    .unwrap();
+    g.link_frame(id, sub(3, "/topic"));
+    assert_eq!(l.pop(), Some(Frame::Ok { req: 3 }));
+    g.link_frame(id, w(4));
+    refusal(&l);
+    // Another subject and an anonymous peer are refused what CN=/talker may do.
+    let (l2, id2) = common::scripted_remote(&g, "other", Subject::Authenticated("CN=/x".into()));
+    g.link_frame(id2, sub(5, "/topic"));
+    assert!(refusal(&l2).contains("for peer CN=/x"));
+    let (l3, id3) = common::scripted_remote(&g, "anon", Subject::Anonymous);
+    g.link_frame(id3, sub(6, "/topic"));
+    assert!(refusal(&l3).contains("for an unauthenticated peer"));
+    g.set_acl("/", Acl::new().allow(Principal::Anonymous, Rights::WRITE))
+        .unwrap();
+    g.link_frame(id3, w(7));
+    assert_eq!(l3.pop(), Some(Frame::Ok { req: 7 }));
+    assert_eq!(v.value().unwrap().origin.as_deref(), Some("anon"));
+    // The owner's own writes stay free: no ACL above denies the owner.
+    v.write(p(b"own"), m(2)).unwrap();
 }
 
 #[test]
@@ -537,7 +598,12 @@ fn ruling_sync_peers_returns_once_every_earlier_delivery_has_landed() {
 #[test]
 fn sync_peers_times_out_on_a_silent_peer_and_ends_when_its_link_goes() {
     let g = graph("g");
-    let (l, id) = scripted(&g, "peer", g.owner().uid, g.owner().gid);
+    let (l, id) = scripted(
+        &g,
+        "peer",
+        g.owner().uid().unwrap(),
+        g.owner().gid().unwrap(),
+    );
     // Nothing sent yet: nothing to wait for.
     g.sync_peers(&["peer".into()], Some(Instant::now()))
         .unwrap();

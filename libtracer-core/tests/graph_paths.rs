@@ -110,10 +110,7 @@ fn ruling_write_creates_mkdir_p_gated_by_create_on_nearest_ancestor() {
     assert_eq!(c.value().unwrap().payload.as_ref(), b"1");
 
     // Another user needs CREATE on the nearest existing ancestor (/a/b here).
-    let other = Credentials {
-        uid: g.owner().uid.wrapping_add(1),
-        gid: 4242,
-    };
+    let other = Credentials::local(g.owner().uid().unwrap().wrapping_add(1), 4242);
     assert!(matches!(
         g.write_as(&other, "/a/b/d/e", p(b"x"), m(0)),
         Err(Error::PermissionDenied {

@@ -81,7 +81,7 @@ proptest! {
     ) {
         let g = graph("g");
         g.create_stream("/s", StreamOptions::keep_last(4)).unwrap();
-        let uid = if owner { g.owner().uid } else { g.owner().uid.wrapping_add(1) };
+        let uid = if owner { g.owner().uid().unwrap() } else { g.owner().uid().unwrap().wrapping_add(1) };
         let (l, id) = scripted(&g, "fuzz", uid, uid);
         for f in frames {
             let want = req_of(&f);

@@ -10,8 +10,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use libtracer_core::link::quic::{exercise_flood, NetLog};
-use libtracer_core::link::{Link, QuicTransport};
+use libtracer_core::link::{Link, QuicSecurity, QuicTransport};
 use libtracer_core::wire::Frame;
+use libtracer_core::Subject;
 use link_support::{free_udp_port, loopback_quic, Ev, Recorder, TempDir, T};
 use parking_lot::Mutex;
 
@@ -152,4 +153,71 @@ fn an_unreachable_static_peer_is_logged_once_then_reached() {
         .lock()
         .iter()
         .any(|l| l.contains("reached again"))));
+}
+
+/// A keystore of one CA and an enclave per name, as PEM files in `dir`.
+fn enclaves(dir: &std::path::Path, names: &[&str]) -> Vec<QuicSecurity> {
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca.distinguished_name
+        .push(rcgen::DnType::CommonName, "test CA");
+    let ca = ca.self_signed(&ca_key).unwrap();
+    let ca_file = dir.join("ca.pem");
+    std::fs::write(&ca_file, ca.pem()).unwrap();
+    names
+        .iter()
+        .map(|n| {
+            let key = rcgen::KeyPair::generate().unwrap();
+            let mut p = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+            p.distinguished_name.push(rcgen::DnType::CommonName, *n);
+            p.extended_key_usages = vec![
+                rcgen::ExtendedKeyUsagePurpose::ServerAuth,
+                rcgen::ExtendedKeyUsagePurpose::ClientAuth,
+            ];
+            let cert = p.signed_by(&key, &ca, &ca_key).unwrap();
+            let stem = n.trim_start_matches('/').replace('/', "_");
+            let (c, k) = (
+                dir.join(format!("{stem}.pem")),
+                dir.join(format!("{stem}.key")),
+            );
+            std::fs::write(&c, cert.pem()).unwrap();
+            std::fs::write(&k, key.serialize_pem()).unwrap();
+            QuicSecurity::from_pem_files(&c, &k, &ca_file).unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn a_peer_is_named_by_its_certificate_subject_or_is_anonymous() {
+    let dir = TempDir::new("quic-subject");
+    let port = free_udp_port();
+    let (ra, rb) = (Recorder::new(), Recorder::new());
+    let a = QuicTransport::start(dir.path(), "a", ra.clone(), loopback_quic(port)).unwrap();
+    let b = QuicTransport::start(dir.path(), "b", rb.clone(), loopback_quic(port)).unwrap();
+    assert_eq!(ra.wait_up("b", T).peer().remote, Some(Subject::Anonymous));
+    assert_eq!(rb.wait_up("a", T).peer().remote, Some(Subject::Anonymous));
+    drop((a, b));
+
+    let keys = TempDir::new("quic-subject-keys");
+    let s = enclaves(keys.path(), &["/robot/talker", "/robot/listener"]);
+    let dir = TempDir::new("quic-subject-secure");
+    let port = free_udp_port();
+    let secured = |sec: &QuicSecurity| {
+        let mut c = loopback_quic(port);
+        c.security = Some(sec.clone());
+        c
+    };
+    let (ra, rb) = (Recorder::new(), Recorder::new());
+    let _a = QuicTransport::start(dir.path(), "a", ra.clone(), secured(&s[0])).unwrap();
+    let _b = QuicTransport::start(dir.path(), "b", rb.clone(), secured(&s[1])).unwrap();
+    let subject = |n: &str| Some(Subject::Authenticated(n.into()));
+    assert_eq!(
+        ra.wait_up("b", T).peer().remote,
+        subject("CN=/robot/listener")
+    );
+    assert_eq!(
+        rb.wait_up("a", T).peer().remote,
+        subject("CN=/robot/talker")
+    );
 }

@@ -2,21 +2,12 @@
 //! (fuzz/fuzz_targets/decode.rs) runs `exercise_decode` under libFuzzer; this runs the same
 //! function over a seeded random corpus, including mutations of valid frames, in a normal test.
 
+#[path = "common/corpus.rs"]
+mod corpus;
+
+use corpus::Rng;
 use libtracer_core::wire::*;
 use libtracer_core::Meta;
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
 
 fn seeds() -> Vec<Vec<u8>> {
     let frames = [
@@ -80,28 +71,7 @@ fn ruling8_any_bytes_give_frames_or_errors() {
     let mut rng = Rng(0x5eed_1234_abcd_0001);
     let mut totals = ExerciseReport::default();
     for i in 0..20_000 {
-        let mut input = if i % 4 == 0 {
-            (0..rng.below(200))
-                .map(|_| rng.next() as u8)
-                .collect::<Vec<u8>>()
-        } else {
-            seeds[rng.below(seeds.len())].clone()
-        };
-        // Mutate: flip, insert, delete or truncate a few bytes.
-        for _ in 0..rng.below(4) {
-            if input.is_empty() {
-                break;
-            }
-            let at = rng.below(input.len());
-            match rng.below(4) {
-                0 => input[at] ^= 1 << rng.below(8),
-                1 => input.insert(at, rng.next() as u8),
-                2 => {
-                    input.remove(at);
-                }
-                _ => input.truncate(at),
-            }
-        }
+        let input = corpus::input(&mut rng, i, &seeds, 200);
         let r = exercise_decode(&input);
         totals.frames += r.frames;
         totals.errors += r.errors;

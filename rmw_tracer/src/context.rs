@@ -46,6 +46,8 @@ pub struct InitConfig {
 /// Everything made in a context shares this (nodes outlive neither it nor their graph).
 pub struct Shared {
     pub graph: Graph,
+    /// SROS2 access control, when security is on (`security.rs`).
+    pub access: Option<Arc<crate::security::Access>>,
     pub registry: Registry,
     pub gids: GidSource,
     pub domain_id: usize,
@@ -236,9 +238,11 @@ impl Context {
             _ => rendezvous_dir(std::env::var_os(RENDEZVOUS_ENV).as_deref(), domain32)?,
         };
         let mut network = network_for(cfg.discovery_range, &cfg.static_peers, domain32)?;
+        let secure = crate::security::load(&cfg.security, domain32)?;
         if let Some(n) = network.as_mut() {
-            n.security = crate::security::quic_security(&cfg.security)?;
+            n.security = secure.as_ref().map(|s| s.quic.clone());
         }
+        let access = secure.map(|s| s.access);
         let networked = network.is_some();
         let gids = GidSource::new();
         let mut rec = Record::new(EntityKind::Context, gids.context_gid());
@@ -255,7 +259,13 @@ impl Context {
                 rendezvous_dir,
                 network,
             },
-            |g| Registry::start(g.clone(), rec),
+            |g| {
+                let made = Registry::start(g.clone(), rec)?;
+                if networked {
+                    crate::security::grant_remote(g, access.as_deref())?;
+                }
+                Ok::<_, RmwError>(made)
+            },
         )?;
         registry.await_watchers(INIT_WATCH_LIMIT);
         let teardown = Teardown::start(graph.clone());
@@ -272,6 +282,7 @@ impl Context {
                 next_ring: AtomicU64::new(1),
                 retained: Mutex::new(HashMap::new()),
                 networked,
+                access,
             }),
             _entry: entry,
         })
@@ -279,6 +290,30 @@ impl Context {
 }
 
 impl Shared {
+    /// With security on: fail unless this enclave's permissions allow `action` on each DDS
+    /// topic of `checks` (before anything is made).
+    pub fn permit(&self, checks: &[(crate::security::Action, &str)]) -> RmwResult<()> {
+        match &self.access {
+            Some(a) => checks.iter().try_for_each(|(x, t)| a.check_own(*x, t)),
+            None => Ok(()),
+        }
+    }
+
+    /// With security on: give the vertex `path` the ACL that lets in the peers whose
+    /// permissions allow `remote` (the action on the DDS topic, and the right a peer uses the
+    /// vertex with).
+    pub fn guard(
+        &self,
+        path: &str,
+        remote: (crate::security::Action, &str, libtracer_core::Rights),
+    ) -> RmwResult<()> {
+        if let Some(a) = &self.access {
+            self.graph
+                .set_acl(path, a.acl_for(remote.0, remote.1, remote.2))?;
+        }
+        Ok(())
+    }
+
     /// `rmw_shutdown`: mark the context shut down and return at once (a second call is a
     /// no-op); the links close and the recording finishes on the teardown thread
     /// (`teardown.rs` says why).

@@ -24,6 +24,7 @@ mod loan;
 mod log;
 mod names;
 mod node;
+mod priority;
 mod publisher;
 mod qos;
 mod qos_compat;

@@ -127,6 +127,10 @@ enum Held {
 }
 
 /// A subscription's outstanding loans.
+/// The most loaned messages one subscription holds at once (docs/loans.md, "Bounds"): a take of
+/// one more is `RMW_RET_BAD_ALLOC` and leaves the sample queued for a take after a return.
+pub const MAX_HELD_LOANS: usize = 256;
+
 pub struct SubscriptionLoans {
     size: usize,
     out: Mutex<HashMap<usize, Held>>,
@@ -138,6 +142,24 @@ impl SubscriptionLoans {
             size,
             out: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Refuse a new loan while [`MAX_HELD_LOANS`] are held (before anything is taken).
+    pub fn check_room(&self) -> RmwResult<()> {
+        if self.out.lock().len() >= MAX_HELD_LOANS {
+            return Err(RmwError::BadAlloc(
+                "a loaned message: this subscription holds 256 loans (MAX_HELD_LOANS, \
+                 docs/loans.md); return one with rmw_return_loaned_message_from_subscription \
+                 (the message stays queued)",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Loans held now.
+    #[cfg(test)]
+    pub fn held(&self) -> usize {
+        self.out.lock().len()
     }
 
     /// The address of the struct inside the sample's bytes, when they can be lent as they are:
@@ -188,6 +210,24 @@ impl SubscriptionLoans {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_subscription_holds_at_most_max_held_loans() {
+        let loans = SubscriptionLoans::new(8);
+        let mut held = Vec::new();
+        for _ in 0..MAX_HELD_LOANS {
+            loans.check_room().unwrap();
+            let (mut buf, start) = loans.copy_buffer();
+            let p = buf[start..].as_mut_ptr().cast();
+            loans.lend_copy(p, buf);
+            held.push(p);
+        }
+        let e = loans.check_room().unwrap_err();
+        assert_eq!(e.code(), ffi::RMW_RET_BAD_ALLOC);
+        loans.give_back(held.pop().unwrap()).unwrap();
+        loans.check_room().unwrap();
+        assert_eq!(loans.held(), MAX_HELD_LOANS - 1);
+    }
 
     #[test]
     fn a_heap_loan_is_aligned_and_published_without_a_copy() {

@@ -51,8 +51,16 @@ impl Publisher {
         let ctx = node.ctx.clone();
         let path = names::topic_path(topic, qos.avoid_ros_namespace_conventions)?;
         let qos = Qos::resolve(qos, End::Publisher)?;
+        let dds = crate::security::dds_topic("rt", topic, "");
+        use crate::security::Action;
+        ctx.permit(&[(Action::Publish, &dds)])?;
         let ring = qos.topic_ring();
         let vertex = ctx.graph.create_stream(&path, ring)?;
+        // Peers subscribe to the topic vertex: those whose permissions let them subscribe.
+        ctx.guard(
+            &path,
+            (Action::Subscribe, &dds, libtracer_core::Rights::SUBSCRIBE),
+        )?;
         if qos.transient_local() {
             let depth = if ring.depth == 0 {
                 usize::MAX

@@ -182,7 +182,8 @@ impl Qos {
         self.profile.depth
     }
 
-    /// The delivery policy of a subscription's edges.
+    /// The delivery policy of a subscription's edges, at priority 0 (the subscription sets its
+    /// topic's class: `crate::priority`).
     pub fn delivery(&self) -> DeliveryPolicy {
         DeliveryPolicy::new(self.reliable(), 0, self.transient_local())
     }

@@ -104,10 +104,17 @@ impl Subscription {
         let ctx = node.ctx.clone();
         let path = names::topic_path(topic, qos.avoid_ros_namespace_conventions)?;
         let qos = Qos::resolve(qos, End::Subscription)?;
+        let dds = crate::security::dds_topic("rt", topic, "");
+        use crate::security::Action;
+        ctx.permit(&[(Action::Subscribe, &dds)])?;
         // The topic vertex exists before any publisher, so a local publisher that comes later
         // writes into an edge that is already there.
         ctx.graph
             .create_stream(&path, libtracer_core::StreamOptions::keep_last(1))?;
+        ctx.guard(
+            &path,
+            (Action::Subscribe, &dds, libtracer_core::Rights::SUBSCRIBE),
+        )?;
         ty.set_schema(&ctx, &path)?;
         let ring_path = ctx.new_ring_path();
         let ring = qos.subscription_ring();
@@ -120,7 +127,11 @@ impl Subscription {
             ctx.graph
                 .set_stream_filter(&ring_path, Some(Arc::new(move |s| r.admit(s))))?;
         }
-        let local_edge = match ctx.graph.subscribe(&path, &ring_path, qos.delivery()) {
+        // The priority class rides on every edge of the subscription; only QUIC acts on it.
+        let policy = qos
+            .delivery()
+            .with_priority(crate::priority::topic_class(topic));
+        let local_edge = match ctx.graph.subscribe(&path, &ring_path, policy) {
             Ok(e) => e,
             Err(e) => {
                 let _ = ctx.graph.remove(&ring_path);
@@ -133,10 +144,11 @@ impl Subscription {
             path,
             type_name: ty.type_name.clone(),
             target: ring_path,
-            policy: qos.delivery(),
+            policy,
             qos,
             resume,
             remote: Mutex::new(Some(BTreeMap::new())),
+            refused_by: Mutex::new(Default::default()),
         });
         let gid = ctx.gids.next();
         let rec = node.endpoint_record(
@@ -309,6 +321,8 @@ impl Subscription {
     /// buffer of ours. Bytes that are not a valid message are dropped as in [`take`](Self::take).
     pub fn take_loaned(&self) -> RmwResult<Option<(*mut std::ffi::c_void, TakenInfo)>> {
         let loans = self.loans()?;
+        // Before the take: at the limit, the sample stays queued.
+        loans.check_room()?;
         loop {
             let Some(s) = self.take_sample() else {
                 return Ok(None);

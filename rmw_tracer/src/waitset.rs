@@ -4,7 +4,15 @@
 //! anything else waits at most that long; entries that are not ready come back null, and
 //! `RMW_RET_TIMEOUT` means nothing was ready. A guard condition's trigger is consumed by the
 //! wait that reports it.
+//!
+//! Before it sleeps, a wait may spin a little (`spin_budget`): a reply that arrives within the
+//! budget then costs no sleep, no futex wake by the writer and no context switch (docs/loans.md,
+//! "Intra-process"). A wait set spins only while spinning pays: after a spin that found nothing
+//! (a timer, an idle topic, or a writer that could not run because the CPUs are busy) it sleeps
+//! at once, and tries a spin again only every [`PROBE_EVERY`] waits, so an idle node costs next
+//! to no CPU.
 
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use libtracer_core::{Readiness, Waiter};
@@ -16,10 +24,51 @@ use crate::service::client::Client;
 use crate::service::server::Server;
 use crate::subscription::Subscription;
 
+/// The default of `RMW_TRACER_WAIT_SPIN_US`.
+const DEFAULT_SPIN_US: u64 = 20;
+/// After a spin that found nothing, every this many waits spins once more to see if it pays.
+const PROBE_EVERY: u32 = 16;
+
+/// How long a wait may spin before it sleeps: `RMW_TRACER_WAIT_SPIN_US` (microseconds, 0 = never),
+/// default [`DEFAULT_SPIN_US`]; never on a single CPU, where the spinner would only keep the
+/// writer it waits for off the processor.
+fn spin_budget() -> Duration {
+    static BUDGET: OnceLock<Duration> = OnceLock::new();
+    *BUDGET.get_or_init(|| {
+        let single_cpu = std::thread::available_parallelism().map_or(true, |n| n.get() < 2);
+        let us = match std::env::var("RMW_TRACER_WAIT_SPIN_US") {
+            Ok(v) => v.trim().parse::<u64>().unwrap_or_else(|_| {
+                crate::log::log!(
+                    RMW_LOG_SEVERITY_WARN,
+                    "RMW_TRACER_WAIT_SPIN_US={v} is not a number of microseconds; using {DEFAULT_SPIN_US}"
+                );
+                DEFAULT_SPIN_US
+            }),
+            Err(_) => DEFAULT_SPIN_US,
+        };
+        if single_cpu {
+            Duration::ZERO
+        } else {
+            Duration::from_micros(us)
+        }
+    })
+}
+
 pub struct WaitSet {
     /// rmw lets only one thread wait on a wait set at a time; the lock makes a second one wait
     /// its turn instead of sharing the waiter.
-    waiter: Mutex<Waiter>,
+    state: Mutex<State>,
+}
+
+struct State {
+    waiter: Waiter,
+    /// Reused from wait to wait, so the steady path allocates nothing here.
+    ready: Vec<bool>,
+    sources: Vec<Readiness>,
+    /// The last spin found something ready.
+    spin_paid: bool,
+    /// Waits since the last spin.
+    since_spin: u32,
 }
 
 /// One entry of an `rmw_wait` array: `None` for a null slot.
@@ -61,57 +110,101 @@ pub fn timeout_of(t: Option<&ffi::rmw_time_t>) -> Option<Duration> {
     Duration::from_secs(t.sec).checked_add(Duration::from_nanos(t.nsec))
 }
 
+/// Which entries are ready, into `ready`; whether any is.
+fn scan(entries: &[Option<Entry<'_>>], ready: &mut Vec<bool>) -> bool {
+    ready.clear();
+    ready.extend(
+        entries
+            .iter()
+            .map(|e| e.as_ref().is_some_and(Entry::is_ready)),
+    );
+    ready.iter().any(|r| *r)
+}
+
 impl WaitSet {
     pub fn new() -> WaitSet {
         WaitSet {
-            waiter: Mutex::new(Waiter::new()),
+            state: Mutex::new(State {
+                waiter: Waiter::new(),
+                ready: Vec::new(),
+                sources: Vec::new(),
+                spin_paid: true,
+                since_spin: 0,
+            }),
         }
     }
 
-    /// Wait for any of `entries`; returns which are ready (all false = timed out).
-    pub fn wait(
+    /// Wait for any of `entries`, then hand `report` which are ready (all false = timed out).
+    pub fn wait<R>(
         &self,
         entries: &[Option<Entry<'_>>],
         timeout: Option<Duration>,
-    ) -> RmwResult<Vec<bool>> {
-        let scan = || -> Vec<bool> {
-            entries
-                .iter()
-                .map(|e| e.as_ref().is_some_and(Entry::is_ready))
-                .collect()
-        };
-        let mut ready = scan();
-        if !ready.iter().any(|r| *r) && timeout != Some(Duration::ZERO) {
-            let waiter = self.waiter.lock();
-            let sources: Vec<Readiness> = entries
-                .iter()
-                .filter_map(|e| e.as_ref().and_then(Entry::readiness))
-                .collect();
-            for s in &sources {
-                waiter.attach(s);
-            }
+        report: impl FnOnce(&[bool]) -> R,
+    ) -> RmwResult<R> {
+        let mut st = self.state.lock();
+        let State {
+            waiter,
+            ready,
+            sources,
+            spin_paid,
+            since_spin,
+        } = &mut *st;
+        if !scan(entries, ready) && timeout != Some(Duration::ZERO) {
+            let start = Instant::now();
             // A timeout past what an Instant can hold is as good as forever.
-            let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
-            loop {
-                let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-                if left == Some(Duration::ZERO) {
-                    break;
+            let deadline = timeout.and_then(|t| start.checked_add(t));
+            let budget = spin_budget();
+            let mut found = false;
+            if !budget.is_zero() && (*spin_paid || *since_spin >= PROBE_EVERY) {
+                let until = deadline.map_or(start + budget, |d| d.min(start + budget));
+                while Instant::now() < until {
+                    std::hint::spin_loop();
+                    if scan(entries, ready) {
+                        found = true;
+                        break;
+                    }
                 }
-                waiter.wait(left);
-                ready = scan();
-                if ready.iter().any(|r| *r) {
-                    break;
+                *spin_paid = found;
+                *since_spin = 0;
+            } else {
+                *since_spin = since_spin.saturating_add(1);
+            }
+            if !found {
+                sources.extend(
+                    entries
+                        .iter()
+                        .filter_map(|e| e.as_ref().and_then(Entry::readiness)),
+                );
+                for s in sources.iter() {
+                    waiter.attach(s);
+                }
+                loop {
+                    let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+                    if left == Some(Duration::ZERO) {
+                        break;
+                    }
+                    waiter.wait(left);
+                    if scan(entries, ready) {
+                        break;
+                    }
+                }
+                waiter.clear();
+                sources.clear();
+            }
+        }
+        // Return only once no trigger of this wait's guard conditions is in flight, reported or
+        // not (a wait woken by data can end while a trigger is waking it): rclpy's signal thread
+        // needs its trigger to return before the woken executor goes on (guard.rs). Then consume
+        // the triggers this wait reports.
+        for (e, r) in entries.iter().zip(ready.iter()) {
+            if let Some(Entry::GuardCondition(g)) = e {
+                g.settle();
+                if *r {
+                    g.take_triggered();
                 }
             }
-            waiter.clear();
         }
-        // Consume the triggers this wait reports.
-        for (e, r) in entries.iter().zip(&ready) {
-            if let (Some(Entry::GuardCondition(g)), true) = (e, r) {
-                g.take_triggered();
-            }
-        }
-        Ok(ready)
+        Ok(report(ready))
     }
 }
 
@@ -125,17 +218,27 @@ impl Default for WaitSet {
 mod tests {
     use super::*;
 
+    impl WaitSet {
+        fn wait_vec(
+            &self,
+            entries: &[Option<Entry<'_>>],
+            timeout: Option<Duration>,
+        ) -> RmwResult<Vec<bool>> {
+            self.wait(entries, timeout, <[bool]>::to_vec)
+        }
+    }
+
     #[test]
     fn guard_conditions_poll_block_and_consume() {
         let ws = WaitSet::new();
         let g = GuardCondition::new();
         let none = ws
-            .wait(&[Some(Entry::GuardCondition(&g))], Some(Duration::ZERO))
+            .wait_vec(&[Some(Entry::GuardCondition(&g))], Some(Duration::ZERO))
             .unwrap();
         assert_eq!(none, vec![false]);
         let t0 = Instant::now();
         let none = ws
-            .wait(
+            .wait_vec(
                 &[Some(Entry::GuardCondition(&g))],
                 Some(Duration::from_millis(30)),
             )
@@ -144,12 +247,12 @@ mod tests {
         assert!(t0.elapsed() >= Duration::from_millis(30));
         g.trigger();
         let yes = ws
-            .wait(&[Some(Entry::GuardCondition(&g)), None], None)
+            .wait_vec(&[Some(Entry::GuardCondition(&g)), None], None)
             .unwrap();
         assert_eq!(yes, vec![true, false]);
         // consumed
         let again = ws
-            .wait(&[Some(Entry::GuardCondition(&g))], Some(Duration::ZERO))
+            .wait_vec(&[Some(Entry::GuardCondition(&g))], Some(Duration::ZERO))
             .unwrap();
         assert_eq!(again, vec![false]);
     }
@@ -163,7 +266,9 @@ mod tests {
             std::thread::sleep(Duration::from_millis(20));
             g2.trigger();
         });
-        let r = ws.wait(&[Some(Entry::GuardCondition(&g))], None).unwrap();
+        let r = ws
+            .wait_vec(&[Some(Entry::GuardCondition(&g))], None)
+            .unwrap();
         assert_eq!(r, vec![true]);
         t.join().unwrap();
     }
@@ -191,7 +296,7 @@ mod tests {
             nsec: 854_775_807,
         }));
         assert_eq!(
-            ws.wait(&[Some(Entry::GuardCondition(&g))], forever)
+            ws.wait_vec(&[Some(Entry::GuardCondition(&g))], forever)
                 .unwrap(),
             vec![true]
         );
@@ -207,7 +312,7 @@ mod tests {
         });
         let g2 = t.join().unwrap();
         assert_eq!(
-            ws.wait(&[Some(Entry::GuardCondition(&g2))], Some(Duration::MAX))
+            ws.wait_vec(&[Some(Entry::GuardCondition(&g2))], Some(Duration::MAX))
                 .unwrap(),
             vec![true]
         );

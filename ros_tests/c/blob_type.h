@@ -9,9 +9,12 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <rosidl_runtime_c/message_type_support_struct.h>
+#include <test_msgs/msg/basic_types.h>
+
 #include <rosidl_typesupport_introspection_c/field_types.h>
 #include <rosidl_typesupport_introspection_c/identifier.h>
 #include <rosidl_typesupport_introspection_c/message_introspection.h>
@@ -95,6 +98,26 @@ static const rosidl_message_type_support_t *make_blob(size_t n) {
   blob_ts.get_type_description_func = blob_get_description;
   blob_ts.get_type_description_sources_func = blob_get_sources;
   return &blob_ts;
+}
+
+/* The type a loan program runs on, from its command line: "basic" (test_msgs/msg/BasicTypes)
+ * or "blob:<n>" (Blob<n> above). Sets the three below; any other spec ends the program. */
+static int is_blob;
+static const rosidl_message_type_support_t *ts;
+static size_t msg_size;
+
+static void pick_type(const char *spec) {
+  if (strcmp(spec, "basic") == 0) {
+    ts = ROSIDL_GET_MSG_TYPE_SUPPORT(test_msgs, msg, BasicTypes);
+    msg_size = sizeof(test_msgs__msg__BasicTypes);
+  } else if (strncmp(spec, "blob:", 5) == 0) {
+    is_blob = 1;
+    ts = make_blob((size_t)strtoull(spec + 5, NULL, 10));
+    msg_size = blob_type.size_of_;
+  } else {
+    fprintf(stderr, "unknown type %s\n", spec);
+    exit(1);
+  }
 }
 
 #endif

@@ -40,6 +40,10 @@
 #define MAX_IDS 256
 
 static rcl_context_t context;
+/* The result lines. Fast DDS (the oracle) logs to std::cout from its own threads, and a log
+ * line spliced into a result line once cost the comparison that line; so main points fd 1 at
+ * stderr for everyone else and writes the results to a copy of the original stdout. */
+static FILE *results;
 static rcl_node_t node;
 static int pose;
 
@@ -82,13 +86,7 @@ static void init(const char *name) {
   node_up(&context, &node, name);
 }
 
-static rmw_qos_profile_t qos(void) {
-  rmw_qos_profile_t q = rmw_qos_profile_default;
-  q.depth = 64;
-  q.reliability = RMW_QOS_POLICY_RELIABILITY_RELIABLE;
-  q.durability = RMW_QOS_POLICY_DURABILITY_VOLATILE;
-  return q;
-}
+/* Every endpoint here: qos(64) of rcl_check.h. */
 
 static void publish_batch(rcl_publisher_t *pub, int first, int n) {
   for (int i = first; i < first + n; i++) {
@@ -112,7 +110,7 @@ static int run_pub(const char *topic, size_t subs, int n, const char *go) {
   init("cft_pub");
   rcl_publisher_t pub = rcl_get_zero_initialized_publisher();
   rcl_publisher_options_t po = rcl_publisher_get_default_options();
-  po.qos = qos();
+  po.qos = qos(64);
   CHECK(rcl_publisher_init(&pub, &node, type_support(), topic, &po));
   double deadline = now_s() + 60;
   size_t matched = 0;
@@ -126,8 +124,8 @@ static int run_pub(const char *topic, size_t subs, int n, const char *go) {
     nanosleep(&ts, NULL);
   }
   publish_batch(&pub, 0, n);
-  printf("batch 0\n");
-  fflush(stdout);
+  fprintf(results, "batch 0\n");
+  fflush(results);
   /* The second batch when <go> exists (the subscriptions have their runtime filters); then
    * stay until they are gone, so reliable delivery completes. */
   while (access(go, F_OK) != 0) {
@@ -139,8 +137,8 @@ static int run_pub(const char *topic, size_t subs, int n, const char *go) {
     nanosleep(&ts, NULL);
   }
   publish_batch(&pub, n, n);
-  printf("batch 1\n");
-  fflush(stdout);
+  fprintf(results, "batch 1\n");
+  fflush(results);
   deadline = now_s() + 60;
   do {
     struct timespec ts = {0, 10000000};
@@ -253,11 +251,11 @@ static int collect(rcl_subscription_t *subs, size_t count, int n) {
   }
   CHECK(rcl_wait_set_fini(&ws));
   for (size_t k = 0; k < count; k++) {
-    printf("got %zu", k);
-    for (size_t j = 0; j < got[k]; j++) printf(" %d", ids[k][j]);
-    printf("\n");
+    fprintf(results, "got %zu", k);
+    for (size_t j = 0; j < got[k]; j++) fprintf(results, " %d", ids[k][j]);
+    fprintf(results, "\n");
   }
-  fflush(stdout);
+  fflush(results);
   return 0;
 }
 
@@ -276,7 +274,7 @@ static int run_sub(const char *topic, const char *cases_path, int n) {
     subs[k] = rcl_get_zero_initialized_subscription();
     rcl_subscription_options_t *so = &options[k];
     *so = rcl_subscription_get_default_options();
-    so->qos = qos();
+    so->qos = qos(64);
     if (k < count && cases[k].expr[0][0]) {
       CHECK(rcl_subscription_options_set_content_filter_options(
           cases[k].expr[0], cases[k].nparams[0], (const char **)cases[k].params[0], so));
@@ -287,7 +285,7 @@ static int run_sub(const char *topic, const char *cases_path, int n) {
       break;
     }
     alive[k] = rc == RCL_RET_OK;
-    printf("create %zu %d cft=%d\n", k, (int)rc,
+    fprintf(results, "create %zu %d cft=%d\n", k, (int)rc,
            alive[k] ? (int)rcl_subscription_is_cft_enabled(&subs[k]) : 0);
     if (!alive[k]) {
       fprintf(stderr, "create %zu: %s\n", k, rcl_get_error_string().str);
@@ -295,13 +293,13 @@ static int run_sub(const char *topic, const char *cases_path, int n) {
       /* A failed one is replaced by a subscription without a filter, so the publisher's
        * count stays the same under both middlewares; its "got" line is then the witness's. */
       *so = rcl_subscription_get_default_options();
-      so->qos = qos();
+      so->qos = qos(64);
       subs[k] = rcl_get_zero_initialized_subscription();
       CHECK(rcl_subscription_init(&subs[k], &node, type_support(), topic, so));
     }
   }
-  printf("ready\n");
-  fflush(stdout);
+  fprintf(results, "ready\n");
+  fflush(results);
   int rc = collect(subs, count, n);
   if (rc) return rc;
   for (size_t k = 0; k < count; k++) {
@@ -310,7 +308,7 @@ static int run_sub(const char *topic, const char *cases_path, int n) {
     CHECK(rcl_subscription_content_filter_options_init(
         &subs[k], cases[k].expr[1], cases[k].nparams[1], (const char **)cases[k].params[1], &o));
     rcl_ret_t r = rcl_subscription_set_content_filter(&subs[k], &o);
-    printf("set %zu %d cft=%d\n", k, (int)r, (int)rcl_subscription_is_cft_enabled(&subs[k]));
+    fprintf(results, "set %zu %d cft=%d\n", k, (int)r, (int)rcl_subscription_is_cft_enabled(&subs[k]));
     if (r != RCL_RET_OK) {
       fprintf(stderr, "set %zu: %s\n", k, rcl_get_error_string().str);
       rcl_reset_error();
@@ -319,20 +317,20 @@ static int run_sub(const char *topic, const char *cases_path, int n) {
     rcl_subscription_content_filter_options_t back =
         rcl_get_zero_initialized_subscription_content_filter_options();
     r = rcl_subscription_get_content_filter(&subs[k], &back);
-    printf("get %zu %d", k, (int)r);
+    fprintf(results, "get %zu %d", k, (int)r);
     if (r == RCL_RET_OK) {
       rmw_subscription_content_filter_options_t *b = &back.rmw_subscription_content_filter_options;
-      printf(" %s", b->filter_expression);
+      fprintf(results, " %s", b->filter_expression);
       for (size_t j = 0; j < b->expression_parameters.size; j++)
-        printf(" [%s]", b->expression_parameters.data[j]);
+        fprintf(results, " [%s]", b->expression_parameters.data[j]);
       CHECK(rcl_subscription_content_filter_options_fini(&subs[k], &back));
     } else {
       rcl_reset_error();
     }
-    printf("\n");
+    fprintf(results, "\n");
   }
-  printf("ready2\n");
-  fflush(stdout);
+  fprintf(results, "ready2\n");
+  fflush(results);
   rc = collect(subs, count, n);
   if (rc) return rc;
   for (size_t k = 0; k <= count; k++) CHECK(rcl_subscription_fini(&subs[k], &node));
@@ -345,6 +343,11 @@ int main(int argc, char **argv) {
   if (argc < 6 || (strcmp(argv[1], "pub") == 0 && argc != 7)) {
     fprintf(stderr, "usage: content_filter pub <basic|header> <topic> <subs> <n> <go-file>\n"
                     "       content_filter sub <basic|header> <topic> <cases> <n>\n");
+    return 1;
+  }
+  int out = dup(STDOUT_FILENO);
+  if (out < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0 || !(results = fdopen(out, "w"))) {
+    perror("content_filter: stdout");
     return 1;
   }
   pose = strcmp(argv[2], "header") == 0;

@@ -57,23 +57,7 @@ static void sleep_ms(long ms) {
 
 /* ---- the type a mode runs on ----------------------------------------------------------- */
 
-static int is_blob;
-static const rosidl_message_type_support_t *ts;
-static size_t msg_size;
-
-static void pick_type(const char *spec) {
-  if (strcmp(spec, "basic") == 0) {
-    ts = ROSIDL_GET_MSG_TYPE_SUPPORT(test_msgs, msg, BasicTypes);
-    msg_size = sizeof(test_msgs__msg__BasicTypes);
-  } else if (strncmp(spec, "blob:", 5) == 0) {
-    is_blob = 1;
-    ts = make_blob((size_t)strtoull(spec + 5, NULL, 10));
-    msg_size = blob_type.size_of_;
-  } else {
-    fprintf(stderr, "unknown type %s\n", spec);
-    exit(1);
-  }
-}
+/* is_blob, ts, msg_size and pick_type: blob_type.h. */
 
 static void fill(void *m, uint64_t i) {
   if (is_blob) {
@@ -138,14 +122,6 @@ static void init(const char *name) {
 }
 
 static void fini(void) { node_down(&context, &node); }
-
-static rmw_qos_profile_t qos(size_t depth) {
-  rmw_qos_profile_t q = rmw_qos_profile_default;
-  q.depth = depth;
-  q.reliability = RMW_QOS_POLICY_RELIABILITY_RELIABLE;
-  q.durability = RMW_QOS_POLICY_DURABILITY_VOLATILE;
-  return q;
-}
 
 static void make_publisher(rcl_publisher_t *pub, const rosidl_message_type_support_t *t,
                            const char *topic, size_t depth) {
@@ -535,6 +511,42 @@ static int run_api(void) {
             ((uintptr_t)t % 8) == 0,
         "loaned_take_of_copy", "");
   check(rmw_return_loaned_message_from_subscription(s, t) == RMW_RET_OK, "return_copy_loan", "");
+  /* A subscription holds at most 256 loans (docs/loans.md, "Bounds"): the next take is
+   * RMW_RET_BAD_ALLOC and leaves its message queued; after a return it is taken. */
+  {
+    rcl_publisher_t hpub;
+    rcl_subscription_t hsub;
+    make_publisher(&hpub, ts, "/loans_api_held", 300);
+    make_subscription(&hsub, ts, "/loans_api_held", 300);
+    rmw_publisher_t *hp = rcl_publisher_get_rmw_handle(&hpub);
+    rmw_subscription_t *hs = rcl_subscription_get_rmw_handle(&hsub);
+    enum { HELD = 256 };
+    for (uint64_t i = 0; i <= HELD; i++) {
+      test_msgs__msg__BasicTypes one;
+      fill(&one, 100 + i);
+      if (rmw_publish(hp, &one, NULL) != RMW_RET_OK) check(0, "held_publish", "");
+    }
+    static void *held[HELD];
+    int ok = 1;
+    for (int i = 0; i < HELD; i++) {
+      held[i] = NULL;
+      ok &= rmw_take_loaned_message(hs, &held[i], &taken, NULL) == RMW_RET_OK && taken &&
+            differs(held[i], 100 + (uint64_t)i) == NULL;
+    }
+    check(ok, "held_256_loans", "");
+    t = NULL;
+    taken = true;
+    check(rmw_take_loaned_message(hs, &t, &taken, NULL) == RMW_RET_BAD_ALLOC && t == NULL && !taken,
+          "held_257th_bad_alloc", "");
+    rmw_reset_error();
+    check(rmw_return_loaned_message_from_subscription(hs, held[0]) == RMW_RET_OK, "held_return_one", "");
+    check(rmw_take_loaned_message(hs, &t, &taken, NULL) == RMW_RET_OK && taken && differs(t, 100 + HELD) == NULL,
+          "held_257th_after_return", "");
+    check(rmw_return_loaned_message_from_subscription(hs, t) == RMW_RET_OK, "held_return_last", "");
+    for (int i = 1; i < HELD; i++) rmw_return_loaned_message_from_subscription(hs, held[i]);
+    CHECK(rcl_publisher_fini(&hpub, &node));
+    CHECK(rcl_subscription_fini(&hsub, &node));
+  }
   /* A loan still out when its publisher is destroyed is freed with it. */
   m = NULL;
   rmw_borrow_loaned_message(p, ts, &m);

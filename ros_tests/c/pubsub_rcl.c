@@ -5,8 +5,10 @@
  *                                     i < count, stay until no subscription is left
  *   pubsub_rcl sub <topic> <count>    print "ready", then "msg: <data>" per message until
  *                                     count arrived
- *   pubsub_rcl stream <topic> <secs>  publish "c <i>" every millisecond for secs seconds, whoever
- *                                     listens (subscribers come and go), print "published <n>"
+ *   pubsub_rcl stream <topic> <secs> [<stop-file>]
+ *                                     publish "c <i>" every millisecond for secs seconds, or
+ *                                     until stop-file exists, whoever listens (subscribers
+ *                                     come and go), print "published <n>"
  *   pubsub_rcl intra <topic> <count>  publisher and subscription in one node: checks the message
  *                                     info of each take (gid, sequence numbers, timestamps,
  *                                     from_intra_process) and prints "intra ok <count>"
@@ -18,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <rcl/error_handling.h>
 #include <rcl/rcl.h>
@@ -41,14 +44,6 @@ static void init(const char *name) {
 }
 
 static void fini(void) { node_down(&context, &node); }
-
-static rmw_qos_profile_t qos(size_t depth) {
-  rmw_qos_profile_t q = rmw_qos_profile_default;
-  q.depth = depth;
-  q.reliability = RMW_QOS_POLICY_RELIABILITY_RELIABLE;
-  q.durability = RMW_QOS_POLICY_DURABILITY_VOLATILE;
-  return q;
-}
 
 static const rosidl_message_type_support_t *string_ts(void) {
   return ROSIDL_GET_MSG_TYPE_SUPPORT(std_msgs, msg, String);
@@ -127,7 +122,7 @@ static int run_pub(const char *topic, int count) {
   return 0;
 }
 
-static int run_stream(const char *topic, int seconds) {
+static int run_stream(const char *topic, int seconds, const char *stop) {
   init("c_streamer");
   rcl_publisher_t pub;
   make_publisher(&pub, topic, 10);
@@ -136,6 +131,8 @@ static int run_stream(const char *topic, int seconds) {
   double end = now_s() + seconds;
   int i = 0;
   while (now_s() < end) {
+    /* The test says when it has seen enough; the time is only a bound. */
+    if (stop && i % 100 == 0 && access(stop, F_OK) == 0) break;
     publish(&pub, i++);
     struct timespec d = {0, 1000 * 1000};
     nanosleep(&d, NULL);
@@ -234,7 +231,7 @@ static int run_intra(const char *topic, int count) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 4) {
+  if (argc != 4 && !(argc == 5 && strcmp(argv[1], "stream") == 0)) {
     fprintf(stderr, "usage: %s pub|sub|stream|intra <topic> <count>\n", argv[0]);
     return 1;
   }
@@ -242,7 +239,7 @@ int main(int argc, char **argv) {
   if (strcmp(argv[1], "pub") == 0) return run_pub(argv[2], count);
   if (strcmp(argv[1], "sub") == 0) return run_sub(argv[2], count);
   if (strcmp(argv[1], "intra") == 0) return run_intra(argv[2], count);
-  if (strcmp(argv[1], "stream") == 0) return run_stream(argv[2], count);
+  if (strcmp(argv[1], "stream") == 0) return run_stream(argv[2], count, argc > 4 ? argv[4] : NULL);
   fprintf(stderr, "unknown mode %s\n", argv[1]);
   return 1;
 }

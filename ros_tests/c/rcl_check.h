@@ -1,7 +1,7 @@
 /* What the rcl-level test programs (C and C++) share: CHECK(call) runs an rcl call and ends the
  * program with exit status 1, naming the call, its return code and the rcl error string, when it
  * does not return RCL_RET_OK; node_up / node_down bring one context with one node up (default
- * init options, empty namespace) and down again. */
+ * init options, empty namespace) and down again; qos(depth) is reliable, volatile keep_last(depth). */
 #ifndef RMW_TRACER_TESTS_RCL_CHECK_H
 #define RMW_TRACER_TESTS_RCL_CHECK_H
 
@@ -12,6 +12,7 @@
 #include <rcl/init.h>
 #include <rcl/node.h>
 #include <rcl/types.h>
+#include <rmw/qos_profiles.h>
 
 #define CHECK(call)                                                                  \
   do {                                                                               \
@@ -40,6 +41,15 @@ static inline void node_down(rcl_context_t *context, rcl_node_t *node) {
   CHECK(rcl_node_fini(node));
   CHECK(rcl_shutdown(context));
   CHECK(rcl_context_fini(context));
+}
+
+/* The default profile made reliable and volatile, keep_last(depth). */
+static inline rmw_qos_profile_t qos(size_t depth) {
+  rmw_qos_profile_t q = rmw_qos_profile_default;
+  q.depth = depth;
+  q.reliability = RMW_QOS_POLICY_RELIABILITY_RELIABLE;
+  q.durability = RMW_QOS_POLICY_DURABILITY_VOLATILE;
+  return q;
 }
 
 #endif

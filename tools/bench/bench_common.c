@@ -86,7 +86,7 @@ void bench_rcl_fini(bench_rcl *b)
 rmw_qos_profile_t bench_qos(size_t depth)
 {
   rmw_qos_profile_t q = rmw_qos_profile_default;
-  q.history = RMW_QOS_POLICY_HISTORY_KEEP_LAST;
+  q.history = depth == 0 ? RMW_QOS_POLICY_HISTORY_KEEP_ALL : RMW_QOS_POLICY_HISTORY_KEEP_LAST;
   q.depth = depth;
   q.reliability = RMW_QOS_POLICY_RELIABILITY_RELIABLE;
   q.durability = RMW_QOS_POLICY_DURABILITY_VOLATILE;

@@ -19,7 +19,8 @@
 
 #define BENCH_TOPIC_PING "/bench/ping"   /* ping -> pong: hello, echo requests, status, quit */
 #define BENCH_TOPIC_PONG "/bench/pong"   /* pong -> ping: echo replies, acks */
-#define BENCH_TOPIC_BURST "/bench/burst" /* ping -> pong: throughput bursts */
+#define BENCH_TOPIC_BURST "/bench/burst" /* ping -> pong: throughput bursts, keep_last(burst depth) */
+#define BENCH_TOPIC_BURST_ALL "/bench/burst_all" /* ping -> pong: throughput bursts, keep_all */
 
 /* Depth of the ping/pong topics: one echo is in flight at a time, plus a few hellos. */
 #define BENCH_CONTROL_DEPTH 16
@@ -75,7 +76,7 @@ typedef struct bench_rcl {
 void bench_rcl_init(bench_rcl *b, const char *node_name);
 void bench_rcl_fini(bench_rcl *b);
 
-/* Reliable, volatile, keep_last(depth). */
+/* Reliable, volatile, keep_last(depth); depth 0 = keep_all. */
 rmw_qos_profile_t bench_qos(size_t depth);
 void bench_pub_init(bench_rcl *b, rcl_publisher_t *pub, const char *topic, size_t depth);
 void bench_sub_init(bench_rcl *b, rcl_subscription_t *sub, const char *topic, size_t depth);

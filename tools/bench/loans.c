@@ -31,23 +31,7 @@
 #include "blob_type.h"
 #include "rcl_check.h"
 
-static int is_blob;
-static const rosidl_message_type_support_t *ts;
-static size_t msg_size;
-
-static void pick_type(const char *spec) {
-  if (strcmp(spec, "basic") == 0) {
-    ts = ROSIDL_GET_MSG_TYPE_SUPPORT(test_msgs, msg, BasicTypes);
-    msg_size = sizeof(test_msgs__msg__BasicTypes);
-  } else if (strncmp(spec, "blob:", 5) == 0) {
-    is_blob = 1;
-    ts = make_blob((size_t)strtoull(spec + 5, NULL, 10));
-    msg_size = blob_type.size_of_;
-  } else {
-    fprintf(stderr, "unknown type %s\n", spec);
-    exit(1);
-  }
-}
+/* is_blob, ts, msg_size and pick_type: blob_type.h. */
 
 static void stamp(void *m, uint64_t seq) {
   if (is_blob) {

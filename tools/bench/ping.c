@@ -4,8 +4,9 @@
  *   - latency: round-trip time of one std_msgs/msg/UInt8MultiArray sent on /bench/ping and
  *     echoed by bench_pong on /bench/pong, one in flight at a time, after warm-up iterations;
  *   - throughput: bursts of BURST_COUNT messages published back to back on /bench/burst with
- *     reliable keep_last(--burst-depth) QoS; bench_pong acknowledges each complete round with its
- *     counters and receive timestamps. Time runs from the first publish to the last receipt.
+ *     reliable keep_last(--burst-depth) QoS, then the same on /bench/burst_all with reliable
+ *     keep_all QoS; bench_pong acknowledges each complete round with its counters and receive
+ *     timestamps. Time runs from the first publish to the last receipt.
  * and writes the results as JSON. Every loss, reordering, corrupted echo, timeout or rcl error
  * makes it exit 1 with a message on stderr: the numbers are only worth anything if nothing was lost.
  * It blocks in rcl_wait on a wait set while waiting for messages; only matching is polled.
@@ -29,17 +30,21 @@ typedef struct bench_case {
   uint64_t size, lat_iters, lat_warmup, burst_count, burst_rounds;
 } bench_case;
 
+typedef struct thr_result {
+  uint64_t messages, bytes;
+  double seconds, msgs_per_s, mb_per_s, pub_msgs_per_s;
+  double *round_seconds; /* per measured round, first publish to last receipt */
+} thr_result;
+
 typedef struct case_result {
   bench_case c;
   double lat_min_us, lat_p50_us, lat_p90_us, lat_p99_us, lat_max_us, lat_mean_us;
-  uint64_t thr_messages, thr_bytes;
-  double thr_seconds, thr_msgs_per_s, thr_mb_per_s, pub_msgs_per_s;
-  double *round_seconds; /* per measured round, first publish to last receipt */
+  thr_result keep_last, keep_all;
 } case_result;
 
 typedef struct ping_ctx {
   bench_rcl b;
-  rcl_publisher_t ping_pub, burst_pub;
+  rcl_publisher_t ping_pub, burst_pub, burst_all_pub;
   rcl_subscription_t pong_sub;
   rcl_wait_set_t ws;
   std_msgs__msg__UInt8MultiArray rx;
@@ -118,17 +123,21 @@ static void wait_matched(ping_ctx *p, int64_t timeout_ns)
 {
   int64_t deadline = bench_now_ns() + timeout_ns;
   for (;;) {
-    size_t a = 0, b = 0, c = 0;
+    size_t a = 0, b = 0, ba = 0, c = 0;
     rcl_ret_t rc = rcl_publisher_get_subscription_count(&p->ping_pub, &a);
     if (rc != RCL_RET_OK) bench_die_rcl("rcl_publisher_get_subscription_count", rc);
     rc = rcl_publisher_get_subscription_count(&p->burst_pub, &b);
     if (rc != RCL_RET_OK) bench_die_rcl("rcl_publisher_get_subscription_count", rc);
+    rc = rcl_publisher_get_subscription_count(&p->burst_all_pub, &ba);
+    if (rc != RCL_RET_OK) bench_die_rcl("rcl_publisher_get_subscription_count", rc);
     rc = rcl_subscription_get_publisher_count(&p->pong_sub, &c);
     if (rc != RCL_RET_OK) bench_die_rcl("rcl_subscription_get_publisher_count", rc);
-    if (a > 0 && b > 0 && c > 0) return;
+    if (a > 0 && b > 0 && ba > 0 && c > 0) return;
     if (bench_now_ns() > deadline)
-      bench_die("no match after %.1f s (%s: %zu subscriptions, %s: %zu, %s: %zu publishers); is bench_pong running?",
-                timeout_ns / 1e9, BENCH_TOPIC_PING, a, BENCH_TOPIC_BURST, b, BENCH_TOPIC_PONG, c);
+      bench_die("no match after %.1f s (%s: %zu subscriptions, %s: %zu, %s: %zu, %s: %zu publishers); "
+                "is bench_pong running?",
+                timeout_ns / 1e9, BENCH_TOPIC_PING, a, BENCH_TOPIC_BURST, b, BENCH_TOPIC_BURST_ALL, ba,
+                BENCH_TOPIC_PONG, c);
     bench_sleep_ns(10 * 1000000LL); /* discovery has no wait-set event in rcl: poll the counts */
   }
 }
@@ -205,8 +214,8 @@ static void run_latency(ping_ctx *p, case_result *r)
 }
 
 /* One burst round; returns the pong's acknowledgement. Dies on timeout, loss or reordering. */
-static bench_ack run_round(ping_ctx *p, std_msgs__msg__UInt8MultiArray *m, const bench_case *c, int64_t *t_start,
-                           int64_t *t_pub_end)
+static bench_ack run_round(ping_ctx *p, rcl_publisher_t *pub, std_msgs__msg__UInt8MultiArray *m,
+                           const bench_case *c, int64_t *t_start, int64_t *t_pub_end)
 {
   uint64_t round = p->next_round++;
   *t_start = bench_now_ns();
@@ -214,7 +223,7 @@ static bench_ack run_round(ping_ctx *p, std_msgs__msg__UInt8MultiArray *m, const
     bench_hdr h = {.magic = BENCH_MAGIC, .kind = BENCH_BURST, .seq = i, .round = round, .count = c->burst_count};
     bench_put_hdr(m, &h);
     bench_put_tail(m, i);
-    bench_publish(&p->burst_pub, m);
+    bench_publish(pub, m);
   }
   *t_pub_end = bench_now_ns();
   bench_hdr got;
@@ -251,30 +260,41 @@ static bench_ack run_round(ping_ctx *p, std_msgs__msg__UInt8MultiArray *m, const
   return a;
 }
 
-static void run_throughput(ping_ctx *p, case_result *r)
+static void run_throughput(ping_ctx *p, rcl_publisher_t *pub, const bench_case *c, thr_result *r)
 {
-  const bench_case *c = &r->c;
   std_msgs__msg__UInt8MultiArray m;
   bench_msg_alloc(&m, c->size);
   int64_t t0, tp;
-  (void)run_round(p, &m, c, &t0, &tp); /* warm-up: allocations, fragment buffers, caches */
+  (void)run_round(p, pub, &m, c, &t0, &tp); /* warm-up: allocations, fragment buffers, caches */
   int64_t total_ns = 0, pub_ns = 0;
   r->round_seconds = malloc(c->burst_rounds * sizeof *r->round_seconds);
   if (r->round_seconds == NULL) bench_die("out of memory");
   for (uint64_t k = 0; k < c->burst_rounds; k++) {
-    bench_ack a = run_round(p, &m, c, &t0, &tp);
+    bench_ack a = run_round(p, pub, &m, c, &t0, &tp);
     int64_t end = a.last_rx_ns > tp ? a.last_rx_ns : tp;
     total_ns += end - t0;
     r->round_seconds[k] = (end - t0) / 1e9;
     pub_ns += tp - t0;
   }
-  r->thr_messages = c->burst_count * c->burst_rounds;
-  r->thr_bytes = r->thr_messages * c->size;
-  r->thr_seconds = total_ns / 1e9;
-  r->thr_msgs_per_s = r->thr_messages / r->thr_seconds;
-  r->thr_mb_per_s = r->thr_bytes / r->thr_seconds / 1e6;
-  r->pub_msgs_per_s = pub_ns > 0 ? r->thr_messages / (pub_ns / 1e9) : 0;
+  r->messages = c->burst_count * c->burst_rounds;
+  r->bytes = r->messages * c->size;
+  r->seconds = total_ns / 1e9;
+  r->msgs_per_s = r->messages / r->seconds;
+  r->mb_per_s = r->bytes / r->seconds / 1e6;
+  r->pub_msgs_per_s = pub_ns > 0 ? r->messages / (pub_ns / 1e9) : 0;
   bench_msg_fini(&m);
+}
+
+static void write_thr(FILE *f, const char *name, const bench_case *c, const thr_result *t)
+{
+  fprintf(f,
+          "     \"%s\": {\"burst\": %" PRIu64 ", \"rounds\": %" PRIu64 ", \"messages\": %" PRIu64
+          ", \"bytes\": %" PRIu64 ", \"lost\": 0, \"seconds\": %.6f, \"msgs_per_s\": %.1f, \"mb_per_s\": %.3f"
+          ", \"publish_msgs_per_s\": %.1f, \"round_seconds\": [",
+          name, c->burst_count, c->burst_rounds, t->messages, t->bytes, t->seconds, t->msgs_per_s, t->mb_per_s,
+          t->pub_msgs_per_s);
+  for (uint64_t k = 0; k < c->burst_rounds; k++) fprintf(f, "%s%.6f", k ? ", " : "", t->round_seconds[k]);
+  fprintf(f, "]}");
 }
 
 static void write_json(const char *path, const char *rmw, uint64_t burst_depth, const case_result *res, size_t n)
@@ -283,7 +303,7 @@ static void write_json(const char *path, const char *rmw, uint64_t burst_depth, 
   if (f == NULL) bench_die("cannot write %s", path);
   fprintf(f, "{\n  \"rmw\": \"%s\",\n  \"message_type\": \"std_msgs/msg/UInt8MultiArray\",\n", rmw);
   fprintf(f, "  \"qos\": {\"reliability\": \"reliable\", \"durability\": \"volatile\", \"history\": \"keep_last\", "
-             "\"control_depth\": %d, \"burst_depth\": %" PRIu64 "},\n",
+             "\"control_depth\": %d, \"burst_depth\": %" PRIu64 ", \"throughput_keep_all\": \"keep_all\"},\n",
           BENCH_CONTROL_DEPTH, burst_depth);
   fprintf(f, "  \"cases\": [\n");
   for (size_t i = 0; i < n; i++) {
@@ -291,16 +311,13 @@ static void write_json(const char *path, const char *rmw, uint64_t burst_depth, 
     fprintf(f,
             "    {\"size\": %" PRIu64 ",\n"
             "     \"latency_rtt_us\": {\"iterations\": %" PRIu64 ", \"warmup\": %" PRIu64
-            ", \"min\": %.3f, \"p50\": %.3f, \"p90\": %.3f, \"p99\": %.3f, \"max\": %.3f, \"mean\": %.3f},\n"
-            "     \"throughput\": {\"burst\": %" PRIu64 ", \"rounds\": %" PRIu64 ", \"messages\": %" PRIu64
-            ", \"bytes\": %" PRIu64 ", \"lost\": 0, \"seconds\": %.6f, \"msgs_per_s\": %.1f, \"mb_per_s\": %.3f"
-            ", \"publish_msgs_per_s\": %.1f, \"round_seconds\": [",
+            ", \"min\": %.3f, \"p50\": %.3f, \"p90\": %.3f, \"p99\": %.3f, \"max\": %.3f, \"mean\": %.3f},\n",
             r->c.size, r->c.lat_iters, r->c.lat_warmup, r->lat_min_us, r->lat_p50_us, r->lat_p90_us, r->lat_p99_us,
-            r->lat_max_us, r->lat_mean_us, r->c.burst_count, r->c.burst_rounds, r->thr_messages, r->thr_bytes,
-            r->thr_seconds, r->thr_msgs_per_s, r->thr_mb_per_s, r->pub_msgs_per_s);
-    for (uint64_t k = 0; k < r->c.burst_rounds; k++)
-      fprintf(f, "%s%.6f", k ? ", " : "", r->round_seconds[k]);
-    fprintf(f, "]}}%s\n", i + 1 < n ? "," : "");
+            r->lat_max_us, r->lat_mean_us);
+    write_thr(f, "throughput", &r->c, &r->keep_last);
+    fprintf(f, ",\n");
+    write_thr(f, "throughput_keep_all", &r->c, &r->keep_all);
+    fprintf(f, "}%s\n", i + 1 < n ? "," : "");
   }
   fprintf(f, "  ]\n}\n");
   if (fclose(f) != 0) bench_die("cannot write %s", path);
@@ -346,6 +363,7 @@ int main(int argc, char **argv)
   const char *rmw = rmw_node->implementation_identifier;
   bench_pub_init(&p.b, &p.ping_pub, BENCH_TOPIC_PING, BENCH_CONTROL_DEPTH);
   bench_pub_init(&p.b, &p.burst_pub, BENCH_TOPIC_BURST, burst_depth);
+  bench_pub_init(&p.b, &p.burst_all_pub, BENCH_TOPIC_BURST_ALL, 0);
   bench_sub_init(&p.b, &p.pong_sub, BENCH_TOPIC_PONG, BENCH_CONTROL_DEPTH);
   p.ws = rcl_get_zero_initialized_wait_set();
   rcl_ret_t rc = rcl_wait_set_init(&p.ws, 1, 0, 0, 0, 0, 0, &p.b.context, rcutils_get_default_allocator());
@@ -363,11 +381,13 @@ int main(int argc, char **argv)
     res[i].c = cases[i];
     t = bench_now_ns();
     run_latency(&p, &res[i]);
-    run_throughput(&p, &res[i]);
+    run_throughput(&p, &p.burst_pub, &res[i].c, &res[i].keep_last);
+    run_throughput(&p, &p.burst_all_pub, &res[i].c, &res[i].keep_all);
     fprintf(stderr,
-            "bench_ping: %s: %8" PRIu64 " B  rtt p50 %9.1f us  p99 %9.1f us  |  %10.0f msg/s %9.1f MB/s  (%.1f s)\n",
-            rmw, res[i].c.size, res[i].lat_p50_us, res[i].lat_p99_us, res[i].thr_msgs_per_s, res[i].thr_mb_per_s,
-            (bench_now_ns() - t) / 1e9);
+            "bench_ping: %s: %8" PRIu64 " B  rtt p50 %9.1f us  p99 %9.1f us  |  %10.0f msg/s %9.1f MB/s"
+            "  |  keep_all %10.0f msg/s  (%.1f s)\n",
+            rmw, res[i].c.size, res[i].lat_p50_us, res[i].lat_p99_us, res[i].keep_last.msgs_per_s,
+            res[i].keep_last.mb_per_s, res[i].keep_all.msgs_per_s, (bench_now_ns() - t) / 1e9);
   }
 
   std_msgs__msg__UInt8MultiArray q;
@@ -383,13 +403,18 @@ int main(int argc, char **argv)
   write_json(json, rmw, burst_depth, res, ncases);
   /* The runner tells a failure while tearing down (results complete) from one while measuring. */
   fprintf(stderr, "bench_ping: results written to %s; tearing down\n", json);
-  for (size_t i = 0; i < ncases; i++) free(res[i].round_seconds);
+  for (size_t i = 0; i < ncases; i++) {
+    free(res[i].keep_last.round_seconds);
+    free(res[i].keep_all.round_seconds);
+  }
 
   bench_msg_fini(&p.rx);
   rc = rcl_wait_set_fini(&p.ws);
   if (rc != RCL_RET_OK) bench_die_rcl("rcl_wait_set_fini", rc);
   rc = rcl_subscription_fini(&p.pong_sub, &p.b.node);
   if (rc != RCL_RET_OK) bench_die_rcl("rcl_subscription_fini", rc);
+  rc = rcl_publisher_fini(&p.burst_all_pub, &p.b.node);
+  if (rc != RCL_RET_OK) bench_die_rcl("rcl_publisher_fini", rc);
   rc = rcl_publisher_fini(&p.burst_pub, &p.b.node);
   if (rc != RCL_RET_OK) bench_die_rcl("rcl_publisher_fini", rc);
   rc = rcl_publisher_fini(&p.ping_pub, &p.b.node);

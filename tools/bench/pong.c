@@ -1,7 +1,7 @@
 /* bench_pong: the passive half of the rcl benchmark.
  *
  * Echoes every BENCH_ECHO message from /bench/ping back on /bench/pong unchanged, counts
- * BENCH_BURST messages from /bench/burst and answers each complete round with a BENCH_ACK.
+ * BENCH_BURST messages from /bench/burst (keep_last) and /bench/burst_all (keep_all) and answers each complete round with a BENCH_ACK.
  * It blocks in rcl_wait on one wait set; it never polls. It exits 0 on BENCH_QUIT if it saw no
  * loss, 1 on any loss, malformed message, rcl error, or when nothing arrives for --idle-timeout.
  *
@@ -121,14 +121,15 @@ int main(int argc, char **argv)
 
   bench_rcl b;
   bench_rcl_init(&b, "bench_pong");
-  rcl_subscription_t ping_sub, burst_sub;
+  rcl_subscription_t ping_sub, burst_sub, burst_all_sub;
   rcl_publisher_t pong_pub;
   bench_sub_init(&b, &ping_sub, BENCH_TOPIC_PING, BENCH_CONTROL_DEPTH);
   bench_sub_init(&b, &burst_sub, BENCH_TOPIC_BURST, burst_depth);
+  bench_sub_init(&b, &burst_all_sub, BENCH_TOPIC_BURST_ALL, 0);
   bench_pub_init(&b, &pong_pub, BENCH_TOPIC_PONG, BENCH_CONTROL_DEPTH);
 
   rcl_wait_set_t ws = rcl_get_zero_initialized_wait_set();
-  rcl_ret_t rc = rcl_wait_set_init(&ws, 2, 0, 0, 0, 0, 0, &b.context, rcutils_get_default_allocator());
+  rcl_ret_t rc = rcl_wait_set_init(&ws, 3, 0, 0, 0, 0, 0, &b.context, rcutils_get_default_allocator());
   if (rc != RCL_RET_OK) bench_die_rcl("rcl_wait_set_init", rc);
 
   std_msgs__msg__UInt8MultiArray ctl, data, ack_msg;
@@ -144,6 +145,8 @@ int main(int argc, char **argv)
     rc = rcl_wait_set_clear(&ws);
     if (rc != RCL_RET_OK) bench_die_rcl("rcl_wait_set_clear", rc);
     rc = rcl_wait_set_add_subscription(&ws, &burst_sub, NULL);
+    if (rc != RCL_RET_OK) bench_die_rcl("rcl_wait_set_add_subscription", rc);
+    rc = rcl_wait_set_add_subscription(&ws, &burst_all_sub, NULL);
     if (rc != RCL_RET_OK) bench_die_rcl("rcl_wait_set_add_subscription", rc);
     rc = rcl_wait_set_add_subscription(&ws, &ping_sub, NULL);
     if (rc != RCL_RET_OK) bench_die_rcl("rcl_wait_set_add_subscription", rc);
@@ -163,6 +166,9 @@ int main(int argc, char **argv)
       while (bench_take(&burst_sub, &data)) on_burst(&st, &data, bench_now_ns(), &pong_pub, &ack_msg);
     }
     if (ws.subscriptions[1] != NULL) {
+      while (bench_take(&burst_all_sub, &data)) on_burst(&st, &data, bench_now_ns(), &pong_pub, &ack_msg);
+    }
+    if (ws.subscriptions[2] != NULL) {
       while (!quit && bench_take(&ping_sub, &ctl)) {
         bench_hdr h;
         if (!bench_get_hdr(&ctl, &h))
@@ -174,7 +180,8 @@ int main(int argc, char **argv)
         case BENCH_HELLO:
           /* Answer only once every endpoint of ours is matched, so ping knows the whole
            * graph is up when it gets the answer. */
-          if (sub_matches(&ping_sub) > 0 && sub_matches(&burst_sub) > 0 && pub_matches(&pong_pub) > 0)
+          if (sub_matches(&ping_sub) > 0 && sub_matches(&burst_sub) > 0 && sub_matches(&burst_all_sub) > 0 &&
+              pub_matches(&pong_pub) > 0)
             bench_publish(&pong_pub, &ctl);
           break;
         case BENCH_STATUS: {
@@ -203,6 +210,8 @@ int main(int argc, char **argv)
   if (rc != RCL_RET_OK) bench_die_rcl("rcl_wait_set_fini", rc);
   rc = rcl_publisher_fini(&pong_pub, &b.node);
   if (rc != RCL_RET_OK) bench_die_rcl("rcl_publisher_fini", rc);
+  rc = rcl_subscription_fini(&burst_all_sub, &b.node);
+  if (rc != RCL_RET_OK) bench_die_rcl("rcl_subscription_fini", rc);
   rc = rcl_subscription_fini(&burst_sub, &b.node);
   if (rc != RCL_RET_OK) bench_die_rcl("rcl_subscription_fini", rc);
   rc = rcl_subscription_fini(&ping_sub, &b.node);

@@ -4,8 +4,9 @@ Started by tools/bench/run (which picks the venv's python). For each payload siz
 ping/pong process pair per rmw, alternating the rmws size by size so that a change in machine
 load hits both alike, then prints a table with tracer/fastdds ratios and writes the JSON.
 
-Everything runs inside a private network namespace (only loopback) when `unshare -n` is
-allowed; otherwise Fast DDS is held to localhost with ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST.
+Everything runs inside private network and mount namespaces (only loopback; an empty tmpfs on
+/dev/shm, so Fast DDS's shared-memory files go with the run) when `unshare -n -m` is allowed;
+otherwise Fast DDS is held to localhost with ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST.
 A process that fails, times out or reports a lost message fails the whole run (exit 1).
 """
 
@@ -33,8 +34,13 @@ NETNS_MARK = "RMW_TRACER_BENCH_IN_NETNS"
 # rmw key -> (RMW_IMPLEMENTATION, identifier the node must report)
 RMWS = {
     "fastdds": ("rmw_fastrtps_cpp", "rmw_fastrtps_cpp"),
+    # Fast DDS with only its shared-memory transport, sized for large samples (fastdds_shm.xml).
+    "fastdds_shm": ("rmw_fastrtps_cpp", "rmw_fastrtps_cpp"),
     "tracer": ("rmw_tracer", "rmw_tracer"),
 }
+FASTDDS_SHM_PROFILE = os.path.join(HERE, "fastdds_shm.xml")
+# The Fast DDS variants, each compared with the tracer.
+FASTDDS_KEYS = ("fastdds", "fastdds_shm")
 
 # size -> (latency iterations, latency warm-up, burst size, measured burst rounds). Chosen so
 # that both rmws together take a few minutes at most on 2 cores; each case also runs one
@@ -109,7 +115,7 @@ def library_path(venv):
 
 def ensure_built(no_build):
     sources = [os.path.join(HERE, f) for f in ("ping.c", "pong.c", "intra.c", "bench_common.c", "bench_common.h",
-                                               "refs.c", "discovery.c", "scale.c", "loans.c", "build")]
+                                               "refs.c", "discovery.c", "scale.c", "loans.c", "allocs.c", "build")]
     bins = [os.path.join(BIN, b) for b in ("bench_ping", "bench_pong", "bench_intra", "bench_refs", "bench_discovery", "bench_scale", "bench_loans")]
     newest_src = max(os.path.getmtime(s) for s in sources)
     stale = any(not os.path.exists(b) or os.path.getmtime(b) < newest_src for b in bins)
@@ -120,14 +126,17 @@ def ensure_built(no_build):
 
 
 def enter_netns():
-    """Re-run this script inside a private network namespace with loopback up, once."""
+    """Re-run this script, once, inside new network and mount namespaces: loopback up and an empty
+    tmpfs on /dev/shm (Fast DDS's shared-memory files live and die with the run)."""
     if os.environ.get(NETNS_MARK) or shutil.which("unshare") is None:
         return
     env = dict(os.environ, **{NETNS_MARK: "1"})
-    cmd = ["unshare", "-n", "--", "sh", "-c", 'ip link set lo up && exec "$@"', "sh", sys.executable] + sys.argv
-    probe = subprocess.run(["unshare", "-n", "--", "true"], capture_output=True)
+    cmd = ["unshare", "-n", "-m", "--propagation", "private", "--", "sh", "-c",
+           'ip link set lo up && mount -t tmpfs -o mode=1777 tmpfs /dev/shm && exec "$@"', "sh",
+           sys.executable] + sys.argv
+    probe = subprocess.run(["unshare", "-n", "-m", "--", "true"], capture_output=True)
     if probe.returncode != 0:
-        print("bench: unshare -n is not allowed here; Fast DDS is held to localhost instead", file=sys.stderr)
+        print("bench: unshare -n -m is not allowed here; Fast DDS is held to localhost instead", file=sys.stderr)
         return
     os.execvpe(cmd[0], cmd, env)
 
@@ -152,10 +161,13 @@ def rmw_env(key, args, base_env, workdir):
         rendezvous = tempfile.mkdtemp(prefix="rendezvous-", dir=workdir)
         os.chmod(rendezvous, 0o700)
         env["RMW_TRACER_RENDEZVOUS_DIR"] = rendezvous
-    elif not os.environ.get(NETNS_MARK):
-        # Outside a private namespace Fast DDS must not look beyond this host; inside one it keeps
-        # every default, as a ROS user would have it.
-        env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    else:
+        if key == "fastdds_shm":
+            env["FASTRTPS_DEFAULT_PROFILES_FILE"] = FASTDDS_SHM_PROFILE
+        if not os.environ.get(NETNS_MARK):
+            # Outside a private namespace Fast DDS must not look beyond this host; inside one it
+            # keeps every default, as a ROS user would have it.
+            env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     return env, rendezvous
 
 
@@ -234,10 +246,11 @@ def run_pair(key, size, case, args, base_env, workdir):
             + (" (is LD_PRELOAD of the tracer library taking effect?)" if key == "tracer" else "")
         )
     for c in doc["cases"]:
-        t = c["throughput"]
-        if t["lost"] != 0 or t["messages"] != burst * rounds:
-            raise BenchError(f"{key} at {human_size(size)}: {t['lost']} messages lost")
-        t["median_round_mb_per_s"] = burst * size / statistics.median(t["round_seconds"]) / 1e6
+        for section in ("throughput", "throughput_keep_all"):
+            t = c[section]
+            if t["lost"] != 0 or t["messages"] != burst * rounds:
+                raise BenchError(f"{key} at {human_size(size)} ({section}): {t['lost']} messages lost")
+            t["median_round_mb_per_s"] = burst * size / statistics.median(t["round_seconds"]) / 1e6
     if failure:
         raise TeardownError(failure, doc)
     if rendezvous:
@@ -256,20 +269,20 @@ def run_refs(size, iters):
 
 def print_refs(sizes, results, refs, keys):
     print("references: raw Unix-socket ping-pong (two processes, no framing) and one memcpy, same run")
-    print(f"{'payload':>9} | {'socket rtt p50':>14} {'p99':>9} | {'memcpy p50':>10} | "
-          f"{'tracer/socket p50':>17} {'fastdds/socket p50':>18}")
+    head = f"{'payload':>9} | {'socket rtt p50':>14} {'p99':>9} | {'memcpy p50':>10} |"
+    for key in keys:
+        head += f" {key + '/socket':>17}"
+    print(head)
     for size in sizes:
         r = refs.get(size)
         if r is None:
             continue
         s50 = r["socket_rtt_us"]["p50"]
-
-        def over(key):
+        line = f"{human_size(size):>9} | {s50:>14.1f} {r['socket_rtt_us']['p99']:>9.1f} | {r['memcpy_us']['p50']:>10.1f} |"
+        for key in keys:
             case = results.get(key, {}).get(size)
-            return fmt(ratio(case["latency_rtt_us"]["p50"], s50) if case else None, 17 if key == "tracer" else 18, 2)
-
-        print(f"{human_size(size):>9} | {s50:>14.1f} {r['socket_rtt_us']['p99']:>9.1f} | "
-              f"{r['memcpy_us']['p50']:>10.1f} | {over('tracer')} {over('fastdds')}")
+            line += f" {fmt(ratio(case['latency_rtt_us']['p50'], s50) if case else None, 17, 2)}"
+        print(line)
 
 
 def ratio(a, b):
@@ -278,8 +291,8 @@ def ratio(a, b):
     return a / b
 
 
-def pair_ratio(results, size, section, field):
-    return ratio(results["tracer"][size][section][field], results["fastdds"][size][section][field])
+def pair_ratio(results, size, section, field, base="fastdds"):
+    return ratio(results["tracer"][size][section][field], results[base][size][section][field])
 
 
 def fmt(v, width, digits=1):
@@ -287,16 +300,20 @@ def fmt(v, width, digits=1):
 
 
 def print_table(sizes, results, keys, title, cols):
+    """One row per size; per column group the value of each rmw, then tracer / each Fast DDS."""
+
     def get(key, size, section, field):
         case = results.get(key, {}).get(size)
         return None if case is None else case[section][field]
 
-    both = "fastdds" in keys and "tracer" in keys
+    bases = [k for k in FASTDDS_KEYS if k in keys] if "tracer" in keys else []
+    names = list(keys) + [f"tr/{'shm' if b == 'fastdds_shm' else 'fdds'}" for b in bases]
+    width = 11 * len(names) - 1
     head1 = f"{'payload':>9} |"
     head2 = f"{'':>9} |"
     for name, _, _ in cols:
-        head1 += f" {name:^31} |"
-        head2 += f" {'fastdds':>10} {'tracer':>10} {'ratio':>9} |"
+        head1 += f" {name:^{width}} |"
+        head2 += "".join(f" {n:>10}" for n in names) + " |"
     print(title)
     print(head1)
     print(head2)
@@ -304,10 +321,13 @@ def print_table(sizes, results, keys, title, cols):
     for size in sizes:
         line = f"{human_size(size):>9} |"
         for _, section, field in cols:
-            fd = get("fastdds", size, section, field)
-            tr = get("tracer", size, section, field)
             digits = 0 if field == "msgs_per_s" else 1
-            line += f" {fmt(fd, 10, digits)} {fmt(tr, 10, digits)} {fmt(ratio(tr, fd) if both else None, 9, 2)} |"
+            for key in keys:
+                line += f" {fmt(get(key, size, section, field), 10, digits)}"
+            tr = get("tracer", size, section, field)
+            for b in bases:
+                line += f" {fmt(ratio(tr, get(b, size, section, field)), 10, 2)}"
+            line += " |"
         print(line)
 
 
@@ -315,19 +335,24 @@ def print_tables(sizes, results, keys):
     print_table(sizes, results, keys, "latency: round trip ping -> pong -> ping, one message in flight",
                 [("rtt p50 us", "latency_rtt_us", "p50"), ("rtt p99 us", "latency_rtt_us", "p99")])
     print()
-    print_table(sizes, results, keys, "throughput: reliable bursts, first publish to last receipt (MB = 10^6 bytes)",
-                [("MB/s, all rounds", "throughput", "mb_per_s"), ("msg/s, all rounds", "throughput", "msgs_per_s"),
-                 ("MB/s, median round", "throughput", "median_round_mb_per_s")])
-    print("ratio = tracer / fastdds: below 1 is better for latency, above 1 is better for throughput;")
-    print("nothing was lost. 'all rounds' = total bytes / total time, so a stall (e.g. a reliability repair")
-    print("waiting for a heartbeat) counts in full; 'median round' shows the steady state.")
+    for section, what in (("throughput", "keep_last(burst)"), ("throughput_keep_all", "keep_all")):
+        print_table(sizes, results, keys,
+                    f"throughput, reliable {what}: bursts, first publish to last receipt (MB = 10^6 bytes)",
+                    [("MB/s, all rounds", section, "mb_per_s"), ("msg/s, all rounds", section, "msgs_per_s"),
+                     ("MB/s, median round", section, "median_round_mb_per_s")])
+        print()
+    print("tr/fdds = tracer / Fast DDS default, tr/shm = tracer / Fast DDS SHM-only (fastdds_shm.xml): below 1 is")
+    print("better for latency, above 1 for throughput; nothing was lost. 'all rounds' = total bytes / total time,")
+    print("so a stall (e.g. a reliability repair waiting for a heartbeat) counts in full; 'median round' shows the")
+    print("steady state.")
 
 
 def main():
     ap = argparse.ArgumentParser(prog="tools/bench/run", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rmw", default="fastdds,tracer",
-                    help="comma-separated subset of: fastdds, tracer (default: both)")
+    ap.add_argument("--rmw", default="fastdds,fastdds_shm,tracer",
+                    help="comma-separated subset of: fastdds, fastdds_shm (Fast DDS with only its SHM transport, "
+                         "fastdds_shm.xml), tracer (default: all three)")
     ap.add_argument("--sizes", default="64,4K,64K,1M,4M", help="payload sizes (default: 64,4K,64K,1M,4M)")
     ap.add_argument("--lat-iters", type=int, help="latency iterations for every size (default: per size)")
     ap.add_argument("--warmup", type=int, help="latency warm-up iterations for every size (default: 10%%)")
@@ -430,7 +455,8 @@ def main():
             if args.refs:
                 refs[size] = run_refs(size, cases[size][0])
         if args.intra:
-            for key in keys:
+            # Intra-process delivery uses no transport: fastdds_shm would measure fastdds again.
+            for key in [k for k in keys if k != "fastdds_shm"]:
                 print(f"bench: {key} intra-process 64 B", file=sys.stderr)
                 intra[key] = run_intra(key, 64, max(100, int(10000 * args.scale)), args, base_env, workdir)
     except BenchError as e:
@@ -470,22 +496,30 @@ def main():
                  "private_netns": in_netns},
         "message_type": "std_msgs/msg/UInt8MultiArray",
         "latency": "round trip ping -> pong -> ping, microseconds, one message in flight",
-        "throughput": "burst of messages published back to back, first publish to last receipt; MB = 10^6 bytes",
+        "throughput": "burst of messages published back to back, first publish to last receipt; MB = 10^6 bytes; "
+                      "throughput: reliable keep_last(burst), throughput_keep_all: reliable keep_all",
+        "rmws": {k: {"implementation": RMWS[k][0],
+                     "profile": os.path.basename(FASTDDS_SHM_PROFILE) if k == "fastdds_shm" else None} for k in keys},
         "tracer_lib": tracer_info,
         "elapsed_s": round(elapsed, 1),
         "errors": errors,
-        "results": {RMWS[k][1]: [results[k][s] for s in sizes if s in results[k]] for k in keys},
+        "results": {(RMWS[k][1] if k != "fastdds_shm" else "rmw_fastrtps_cpp_shm"):
+                    [results[k][s] for s in sizes if s in results[k]] for k in keys},
         "references": [refs[s] for s in sizes if s in refs],
         "intra_process": {RMWS[k][1]: intra[k] for k in keys if k in intra},
-        "ratios_tracer_over_fastdds": [
-            {
-                "size": s,
-                "rtt_p50": pair_ratio(results, s, "latency_rtt_us", "p50"),
-                "rtt_p99": pair_ratio(results, s, "latency_rtt_us", "p99"),
-                "mb_per_s": pair_ratio(results, s, "throughput", "mb_per_s"),
-            }
-            for s in sizes if s in results.get("tracer", {}) and s in results.get("fastdds", {})
-        ] if "tracer" in keys and "fastdds" in keys else None,
+        "ratios_tracer_over": {
+            base: [
+                {
+                    "size": s,
+                    "rtt_p50": pair_ratio(results, s, "latency_rtt_us", "p50", base),
+                    "rtt_p99": pair_ratio(results, s, "latency_rtt_us", "p99", base),
+                    "mb_per_s": pair_ratio(results, s, "throughput", "mb_per_s", base),
+                    "keep_all_mb_per_s": pair_ratio(results, s, "throughput_keep_all", "mb_per_s", base),
+                }
+                for s in sizes if s in results.get("tracer", {}) and s in results.get(base, {})
+            ]
+            for base in FASTDDS_KEYS if "tracer" in keys and base in keys
+        },
     }
     with open(args.output, "w") as f:
         json.dump(out, f, indent=2)

@@ -58,8 +58,11 @@ pub(crate) struct GraphInner {
     pub(crate) domain_id: u32,
     pub(crate) owner: Credentials,
     pub(crate) tree: Tree,
-    /// How many vertices carry an `:acl`. While 0 the owner's requests skip the ancestor walk.
+    /// How many vertices carry an `:acl`. While 0 a request needs no ancestor walk.
     acls: AtomicUsize,
+    /// How many of those ACLs have a deny entry that matches the owner. While 0 the owner's
+    /// requests skip the ancestor walk (the owner holds every right no ACL denies it).
+    owner_denials: AtomicUsize,
     pub(crate) next_edge: AtomicU64,
     pub(crate) net: Net,
 }
@@ -152,6 +155,7 @@ impl Graph {
                 owner: Credentials::current(),
                 tree,
                 acls: AtomicUsize::new(0),
+                owner_denials: AtomicUsize::new(0),
                 next_edge: AtomicU64::new(1),
                 net: Net::default(),
             }),
@@ -173,7 +177,7 @@ impl Graph {
 
     /// The uid/gid this graph runs as; local calls act as this principal.
     pub fn owner(&self) -> Credentials {
-        self.inner.owner
+        self.inner.owner.clone()
     }
 
     fn handle(&self, node: Arc<Node>) -> Vertex {
@@ -371,9 +375,9 @@ impl Graph {
             .get(p.base())
             .ok_or_else(|| Error::NotFound(p.base().to_string()))?;
         self.inner.check(&n, &self.inner.owner, Rights::ADMIN)?;
-        if n.acl.write().replace(Arc::new(acl)).is_none() {
-            self.inner.acls.fetch_add(1, Ordering::AcqRel);
-        }
+        let new = Arc::new(acl);
+        let old = n.acl.write().replace(new.clone());
+        self.inner.count_acl(old.as_deref(), Some(&new));
         Ok(())
     }
 
@@ -381,9 +385,8 @@ impl Graph {
     pub fn clear_acl(&self, path: &str) -> Result<(), Error> {
         let n = self.local_node(path)?;
         self.inner.check(&n, &self.inner.owner, Rights::ADMIN)?;
-        if n.acl.write().take().is_some() {
-            self.inner.acls.fetch_sub(1, Ordering::AcqRel);
-        }
+        let old = n.acl.write().take();
+        self.inner.count_acl(old.as_deref(), None);
         Ok(())
     }
 

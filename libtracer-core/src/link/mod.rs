@@ -53,20 +53,24 @@ mod unix_loop;
 mod unix_rx;
 
 pub use memory::{MemoryFabric, MemoryNode};
-pub use quic::{QuicConfig, QuicLink, QuicSecurity, QuicTransport};
+pub use quic::{subject_of, QuicConfig, QuicLink, QuicSecurity, QuicTransport};
 pub use rendezvous::{default_rendezvous_dir, rendezvous_dir_in};
 pub use transport::{HostTransport, TransportConfig};
 pub use unix::UnixLink;
 
 /// Who is at the other end of a link. On a Unix-socket link `uid`, `gid` and `pid` come from
 /// the kernel (SO_PEERCRED), so they are authenticated; `name` is what the peer announced in
-/// HELLO (and, for the Unix transport, the name of the socket it bound).
+/// HELLO (and, for the Unix transport, the name of the socket it bound). On a link to another
+/// host (QUIC) `remote` is what the TLS handshake proved: the subject of the peer's
+/// certificate when it chained to the trusted CA, else `Anonymous`; `uid`/`gid` are then this
+/// process's own and mean nothing to the ACL.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct PeerIdentity {
     pub name: String,
     pub uid: u32,
     pub gid: u32,
     pub pid: u32,
+    pub remote: Option<crate::acl::Subject>,
 }
 
 /// A connection to one peer graph.
@@ -159,5 +163,6 @@ pub(crate) fn own_identity(name: &str) -> PeerIdentity {
         uid: nix::unistd::getuid().as_raw(),
         gid: nix::unistd::getgid().as_raw(),
         pid: std::process::id(),
+        remote: None,
     }
 }

@@ -347,6 +347,7 @@ fn peer_identity(stream: &UnixStream, name: String) -> io::Result<PeerIdentity> 
         uid: c.uid(),
         gid: c.gid(),
         pid: c.pid() as u32,
+        remote: None,
     })
 }
 

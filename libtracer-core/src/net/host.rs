@@ -43,6 +43,7 @@ impl PeerLink for Adapter {
             uid: p.uid,
             gid: p.gid,
             pid: p.pid,
+            remote: p.remote.clone(),
         }
     }
     fn close(&self) {

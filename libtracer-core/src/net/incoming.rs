@@ -182,7 +182,7 @@ fn incoming_write(
         return Err(Error::NotFound(p.base().to_string()));
     }
     node.writable()?;
-    g.check(&node, &st.creds(), Rights::WRITE)?;
+    g.check(&node, st.creds(), Rights::WRITE)?;
     dispatch(
         &node,
         Sample {
@@ -213,7 +213,7 @@ fn incoming_subscribe(
         .tree
         .get(p.base())
         .ok_or_else(|| Error::NotFound(p.base().to_string()))?;
-    g.check(&node, &st.creds(), Rights::SUBSCRIBE)?;
+    g.check(&node, st.creds(), Rights::SUBSCRIBE)?;
     {
         let mut prod = st.produced.lock();
         if prod.contains_key(&edge) {
@@ -252,7 +252,7 @@ fn incoming_read(g: &GraphInner, st: &LinkState, req: ReqId, path: &str) -> Resu
         .tree
         .get(p.base())
         .ok_or_else(|| Error::NotFound(p.base().to_string()))?;
-    g.check(&node, &st.creds(), Rights::READ)?;
+    g.check(&node, st.creds(), Rights::READ)?;
     let value = {
         let s = node.store.lock();
         match node.kind.get() {

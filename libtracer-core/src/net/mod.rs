@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
-use crate::acl::Credentials;
+use crate::acl::{Credentials, Subject};
 use crate::edge::{DeliveryPolicy, Edge, EdgeKind, EdgeShared, EdgeState};
 use crate::error::Error;
 use crate::graph::GraphInner;
@@ -39,6 +39,19 @@ pub struct PeerInfo {
     pub uid: u32,
     pub gid: u32,
     pub pid: u32,
+    /// `Some` for a graph on another host: what its link authenticated (its certificate's
+    /// subject, or nothing). The ACL then sees that, never `uid`/`gid`.
+    pub remote: Option<Subject>,
+}
+
+impl PeerInfo {
+    /// The principal the ACL checks this peer's requests as.
+    pub fn credentials(&self) -> Credentials {
+        match &self.remote {
+            Some(s) => Credentials::Remote(s.clone()),
+            None => Credentials::local(self.uid, self.gid),
+        }
+    }
 }
 
 /// What the graph needs from a link.
@@ -100,6 +113,7 @@ struct Consumer {
 pub(crate) struct LinkState {
     pub(crate) key: usize,
     pub(crate) peer: PeerInfo,
+    creds: Credentials,
     link: Arc<dyn PeerLink>,
     mount: Mutex<Option<Arc<Node>>>,
     consumer: Mutex<HashMap<EdgeId, Consumer>>,
@@ -126,11 +140,10 @@ impl LinkState {
         Ok(())
     }
 
-    fn creds(&self) -> Credentials {
-        Credentials {
-            uid: self.peer.uid,
-            gid: self.peer.gid,
-        }
+    /// Who the peer is for the ACL: the kernel's uid and gid on this host, what the link
+    /// authenticated across hosts. Made once per link.
+    fn creds(&self) -> &Credentials {
+        &self.creds
     }
 
     /// Forget a consumer-side edge (its target went); `tell` sends UNSUBSCRIBE.
@@ -428,6 +441,7 @@ pub(crate) fn attach(g: &GraphInner, link: Arc<dyn PeerLink>) -> Result<LinkId, 
     let st = Arc::new(LinkState {
         key,
         peer: peer.clone(),
+        creds: peer.credentials(),
         link,
         mount: Mutex::new(None),
         consumer: Mutex::new(HashMap::new()),

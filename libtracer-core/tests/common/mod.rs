@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use libtracer_core::wire::frame::Frame;
 use libtracer_core::{
     Error, Graph, GraphConfig, LinkId, Meta, Payload, PeerInfo, PeerLink, Sample, StructEvent,
-    Vertex,
+    Subject, Vertex,
 };
 
 pub fn graph(name: &str) -> Graph {
@@ -80,12 +80,30 @@ impl PeerLink for Scripted {
 
 /// Attach a scripted link to `g` from the peer `name` with the kernel-attested `uid` / `gid`.
 pub fn scripted(g: &Graph, name: &str, uid: u32, gid: u32) -> (Arc<Scripted>, LinkId) {
+    scripted_as(g, name, uid, gid, None)
+}
+
+/// Attach a scripted link from a graph on another host that its link authenticated as
+/// `remote` (it runs as our own uid over there, which must not matter).
+pub fn scripted_remote(g: &Graph, name: &str, remote: Subject) -> (Arc<Scripted>, LinkId) {
+    let me = g.owner();
+    scripted_as(g, name, me.uid().unwrap(), me.gid().unwrap(), Some(remote))
+}
+
+fn scripted_as(
+    g: &Graph,
+    name: &str,
+    uid: u32,
+    gid: u32,
+    remote: Option<Subject>,
+) -> (Arc<Scripted>, LinkId) {
     let l = Arc::new(Scripted {
         info: PeerInfo {
             name: name.into(),
             uid,
             gid,
             pid: 1,
+            remote,
         },
         sent: Mutex::new(Vec::new()),
     });

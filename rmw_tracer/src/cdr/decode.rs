@@ -57,17 +57,38 @@ unsafe fn field(
                 }
             }
             // SAFETY: `p` is a sequence member; `n` is justified by the bytes left.
-            unsafe { resize(f, p, n) }?;
+            unsafe { resize(t.flavor, f, p, n) }?;
             // SAFETY: the sequence now holds `n` elements.
             unsafe { elements(t.flavor, f, p, n, r, scratch) }
         }
     }
 }
 
-unsafe fn resize(f: &Field, p: *mut c_void, n: usize) -> Result<(), CdrError> {
-    // Already that long (a message taken into again and again): keep its memory. A C
-    // sequence's resize function frees and callocs, which for a large sequence costs a fresh
-    // mapping, its page faults and its zeroing on every take, only to be overwritten.
+/// A C sequence of primitives as rosidl_runtime_c declares every one of them
+/// (`rosidl_runtime_c__<type>__Sequence` in `primitives_sequence.h`).
+#[repr(C)]
+struct CPrimitiveSequence {
+    data: *mut c_void,
+    size: usize,
+    capacity: usize,
+}
+
+unsafe fn resize(flavor: Flavor, f: &Field, p: *mut c_void, n: usize) -> Result<(), CdrError> {
+    // A C sequence of primitives with room for `n` (a message taken into again and again):
+    // keep its memory and set its size. Its resize function frees and callocs, which for a
+    // large sequence costs a fresh mapping, its page faults and its zeroing on every take, only
+    // to be overwritten. Its elements need no init or fini, and its fini function frees `data`
+    // whatever `size` says.
+    if flavor == Flavor::C && matches!(f.kind, Kind::Prim(_) | Kind::Bool) {
+        // SAFETY: a C sequence member of primitives is a `CPrimitiveSequence` (the type support
+        // of every C message uses rosidl_runtime_c's sequence types), and ours alone meanwhile.
+        let seq = unsafe { &mut *p.cast::<CPrimitiveSequence>() };
+        if n <= seq.capacity && (n == 0 || !seq.data.is_null()) {
+            seq.size = n;
+            return Ok(());
+        }
+    }
+    // Already that long: keep its memory (a C++ vector, a sequence of messages or strings).
     if let Some(size_fn) = f.size_fn {
         // SAFETY: the member's own size function applied to the member.
         if unsafe { size_fn(p) } == n {
@@ -150,7 +171,7 @@ unsafe fn elements(
 /// Copies primitives from wire order into memory order.
 fn store_prims(wire_le: bool, size: usize, src: &[u8], dst: &mut [u8]) {
     if size == 1 || wire_le == cfg!(target_endian = "little") {
-        dst.copy_from_slice(src);
+        super::copy::bytes(dst, src);
     } else {
         for (d, s) in dst.chunks_exact_mut(size).zip(src.chunks_exact(size)) {
             d.copy_from_slice(s);

@@ -9,9 +9,10 @@
 //!
 //! Unsafe code: walking a C or C++ message in memory cannot be done otherwise. It lives in
 //! `plan` (reading the introspection structs), `encode` / `decode` (reading and writing message
-//! fields through the type support's own functions) and `type_info`, each block with its
-//! `// SAFETY:`. `wire` (the byte format) is safe Rust.
+//! fields through the type support's own functions), `type_info` and `copy` (large runs of
+//! bytes), each block with its `// SAFETY:`. `wire` (the byte format) is safe Rust.
 
+mod copy;
 mod cxx;
 mod decode;
 mod encode;

@@ -166,7 +166,7 @@ impl Sink for SliceSink<'_> {
     }
     fn put(&mut self, bytes: &[u8]) {
         if let Some(dst) = self.take(bytes.len()) {
-            dst.copy_from_slice(bytes);
+            super::copy::bytes(dst, bytes);
         }
     }
 }

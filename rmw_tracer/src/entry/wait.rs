@@ -81,48 +81,63 @@ pub unsafe extern "C" fn rmw_wait(
         let clis = unsafe { handle::wait_slots(clients, "clients") }?;
         // SAFETY: as above.
         let evs = unsafe { handle::wait_slots(events, "events") }?;
-        let mut entries: Vec<Option<Entry<'_>>> =
-            Vec::with_capacity(subs.len() + gcs.len() + srvs.len() + clis.len() + evs.len());
+        // Up to SMALL entries (the usual executor's few) live on the stack: no allocation.
+        const SMALL: usize = 16;
+        let total = subs.len() + gcs.len() + srvs.len() + clis.len() + evs.len();
+        let mut small: [Option<Entry<'_>>; SMALL] = [const { None }; SMALL];
+        let mut large: Vec<Option<Entry<'_>>> = Vec::new();
+        let mut n = 0;
+        let mut push = |e| {
+            if total <= SMALL {
+                small[n] = e;
+                n += 1;
+            } else {
+                large.push(e);
+            }
+        };
         for &p in subs.iter() {
             // SAFETY: a non-null slot is a live subscription's data pointer.
             let s = unsafe { handle::opt_from_data::<Subscription>(p) };
-            entries.push(s.map(Entry::Subscription));
+            push(s.map(Entry::Subscription));
         }
         for &p in gcs.iter() {
             // SAFETY: a non-null slot is a live guard condition's data pointer.
             let g = unsafe { handle::opt_from_data::<GuardCondition>(p) };
-            entries.push(g.map(Entry::GuardCondition));
+            push(g.map(Entry::GuardCondition));
         }
         for &p in srvs.iter() {
             // SAFETY: a non-null slot is a live service's data pointer.
             let s = unsafe { handle::opt_from_data::<Server>(p) };
-            entries.push(s.map(Entry::Service));
+            push(s.map(Entry::Service));
         }
         for &p in clis.iter() {
             // SAFETY: a non-null slot is a live client's data pointer.
             let c = unsafe { handle::opt_from_data::<Client>(p) };
-            entries.push(c.map(Entry::Client));
+            push(c.map(Entry::Client));
         }
         for &p in evs.iter() {
             // SAFETY: a non-null slot is a live event handle (rcl puts the rmw_event_t there).
-            entries.push(unsafe { super::event::waitable(p) }?.map(Entry::Event));
+            push(unsafe { super::event::waitable(p) }?.map(Entry::Event));
         }
-        let ready = ws.wait(&entries, timeout)?;
-        let mut ready = ready.into_iter();
-        let mut any = false;
-        for s in subs
-            .iter_mut()
-            .chain(gcs.iter_mut())
-            .chain(srvs.iter_mut())
-            .chain(clis.iter_mut())
-            .chain(evs.iter_mut())
-        {
-            if ready.next().unwrap_or(false) {
-                any = true;
-            } else {
-                *s = std::ptr::null_mut();
+        let entries: &[Option<Entry<'_>>] = if total <= SMALL { &small[..n] } else { &large };
+        let any = ws.wait(entries, timeout, |ready| {
+            let mut ready = ready.iter();
+            let mut any = false;
+            for s in subs
+                .iter_mut()
+                .chain(gcs.iter_mut())
+                .chain(srvs.iter_mut())
+                .chain(clis.iter_mut())
+                .chain(evs.iter_mut())
+            {
+                if ready.next().copied().unwrap_or(false) {
+                    any = true;
+                } else {
+                    *s = std::ptr::null_mut();
+                }
             }
-        }
+            any
+        })?;
         if any {
             Ok(())
         } else {

@@ -69,6 +69,8 @@ pub struct SubscriptionLink {
     /// One edge per peer that has a matching publisher; `None` once the subscription is going
     /// away, so that the worker, which may still hold the link, wires nothing more into it.
     pub remote: Mutex<Option<BTreeMap<String, RemoteEdge>>>,
+    /// Peers that refused this subscription (their ACL: SROS2 permissions), each logged once.
+    pub refused_by: Mutex<std::collections::BTreeSet<String>>,
 }
 
 /// An edge from a peer's topic vertex into a local subscription.
@@ -504,10 +506,11 @@ impl Inner {
 
     fn connect_peer(&self, peer: &str, p: &mut Peer) {
         let source = names::on_peer(peer, ENDPOINTS);
-        match self
-            .graph
-            .subscribe(&source, &p.sink, DeliveryPolicy::new(true, 0, true))
-        {
+        match self.graph.subscribe(
+            &source,
+            &p.sink,
+            DeliveryPolicy::new(true, crate::priority::REGISTRY_CLASS, true),
+        ) {
             Ok(e) => p.edge = Some(e),
             Err(e) => log!(RMW_LOG_SEVERITY_DEBUG, "cannot subscribe {source}: {e}"),
         }
@@ -583,7 +586,18 @@ impl Inner {
             return; // the subscription is going away
         };
         remote.retain(|peer, e| {
-            let dead = matches!(e.edge.state(), EdgeState::Failed(_) | EdgeState::Closed);
+            let state = e.edge.state();
+            if let EdgeState::Failed(why @ libtracer_core::Error::PermissionDenied { .. }) = &state
+            {
+                if sub.refused_by.lock().insert(peer.clone()) {
+                    log!(
+                        RMW_LOG_SEVERITY_WARN,
+                        "security: {peer} refused the subscription to {}: {why}",
+                        sub.topic
+                    );
+                }
+            }
+            let dead = matches!(state, EdgeState::Failed(_) | EdgeState::Closed);
             let keep = wanted.contains(peer.as_str()) && !(dead && e.made.elapsed() >= RETRY);
             if !keep {
                 let _ = self.graph.unsubscribe(&e.edge);

@@ -84,10 +84,28 @@ impl Endpoint {
         request_path(name, Gid::default())?;
         let service_name = cstr::owned(name, "service_name")?;
         let qos = super::resolve_qos(qos)?;
+        // SROS2 names a service's two DDS topics: requests rq<name>Request, replies
+        // rr<name>Reply. A server subscribes requests and publishes replies, a client the
+        // other way; this endpoint's inbox is written by peers that publish the other one.
+        use crate::security::{dds_topic, Action};
+        let (rq, rr) = (
+            dds_topic("rq", name, "Request"),
+            dds_topic("rr", name, "Reply"),
+        );
+        let (checks, inbox_topic) = if kind == EntityKind::Service {
+            ([(Action::Subscribe, &rq), (Action::Publish, &rr)], &rq)
+        } else {
+            ([(Action::Publish, &rq), (Action::Subscribe, &rr)], &rr)
+        };
+        ctx.permit(&checks.map(|(a, t)| (a, t.as_str())))?;
         let gid = ctx.gids.next();
         let path = path_of(gid)?;
         let inbox = Inbox::new(qos.subscription_ring());
         ctx.graph.create_sink(&path, inbox.sink())?;
+        ctx.guard(
+            &path,
+            (Action::Publish, inbox_topic, libtracer_core::Rights::WRITE),
+        )?;
         let made = (|| -> RmwResult<Entry> {
             if let Some(schema) = schema {
                 ctx.graph.set_schema(&path, schema)?;

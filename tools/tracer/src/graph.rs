@@ -3,7 +3,9 @@
 //! and the edges rmw_tracer makes from them: every publisher reaches every subscription of
 //! its topic and type (docs/rmw-mapping.md), locally or over the link between two peers,
 //! unless their QoS does not match: such a pair is listed, marked with the policy, as
-//! rmw_tracer decides it (`tracer_recording::qos_match`, the one copy of the rules).
+//! rmw_tracer decides it (`tracer_recording::qos_match`, the one copy of the rules). A topic
+//! endpoint also shows the `layout` of its peer's topic vertex `:schema` (`plain <n>`: the type
+//! is loanable, its n-byte struct is its CDR body; docs/loans.md).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{IsTerminal, Write};
@@ -16,7 +18,7 @@ use tracer_mcap::ros2::{Durability, History, Liveliness, Reliability};
 use tracer_recording::qos_match::{self, Policy};
 use tracer_recording::{Announcement, EntityKind, Gid, QosNumbers, Record};
 
-use crate::participant::{Event, Participant};
+use crate::participant::{topic_path, Event, Participant, Schemas};
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum Format {
@@ -51,6 +53,8 @@ pub struct Args {
 struct Model {
     peers: BTreeSet<String>,
     entities: BTreeMap<(String, Gid), Record>,
+    /// The peers' vertex `:schema`s (the participant's structural feeds): topic layouts.
+    schemas: Schemas,
 }
 
 impl Model {
@@ -134,13 +138,14 @@ fn node_of(r: &Record) -> String {
     fqn(&r.node_namespace, &r.node_name)
 }
 
-fn endpoint_json(peer: &str, r: &Record) -> Value {
+fn endpoint_json(peer: &str, r: &Record, layout: Option<String>) -> Value {
     json!({
         "node": node_of(r),
         "peer": peer,
         "gid": r.gid.hex(),
         "type": r.type_name,
         "qos": r.qos.as_ref().map(qos_text),
+        "layout": layout,
     })
 }
 
@@ -151,6 +156,13 @@ impl Model {
             .filter(|(_, r)| r.kind == kind && !(hide_ros && is_ros_infra(&r.topic)))
             .map(|((p, _), r)| (p.as_str(), r))
             .collect()
+    }
+
+    /// The `layout` of `topic`'s vertex `:schema` on `peer`; None when it has none (or empty).
+    fn layout(&self, peer: &str, topic: &str) -> Option<String> {
+        let schemas = self.schemas.lock();
+        let l = &schemas.get(&(peer.to_owned(), topic_path(topic)))?.layout;
+        (!l.is_empty()).then(|| l.clone())
     }
 
     /// The shown graph as one JSON value; text and DOT are drawn from it.
@@ -195,10 +207,14 @@ impl Model {
                 if !t["types"].as_array().expect("array").contains(&ty) {
                     t["types"].as_array_mut().expect("array").push(ty);
                 }
+                let layout = match kind {
+                    EntityKind::Publisher | EntityKind::Subscription => self.layout(peer, &r.topic),
+                    _ => None,
+                };
                 t[key]
                     .as_array_mut()
                     .expect("array literal")
-                    .push(endpoint_json(peer, r));
+                    .push(endpoint_json(peer, r, layout));
             }
         }
         for t in topics.values_mut().chain(services.values_mut()) {
@@ -303,7 +319,23 @@ fn text(v: &Value) -> String {
         o.push_str(&format!("{title} ({}):\n", items.len()));
         for t in items {
             let types: Vec<&str> = list(&t["types"]).iter().map(s).collect();
-            o.push_str(&format!("  {} [{}]\n", s(&t["name"]), types.join(", ")));
+            let mut layouts: Vec<&str> = roles
+                .iter()
+                .flat_map(|r| list(&t[*r]))
+                .filter_map(|e| e["layout"].as_str())
+                .collect();
+            layouts.sort_unstable();
+            layouts.dedup();
+            let layout = if layouts.is_empty() {
+                String::new()
+            } else {
+                format!("  layout {}", layouts.join(", "))
+            };
+            o.push_str(&format!(
+                "  {} [{}]{layout}\n",
+                s(&t["name"]),
+                types.join(", ")
+            ));
             for role in roles {
                 for e in list(&t[role]) {
                     let qos = e["qos"]
@@ -434,7 +466,10 @@ pub fn run(a: Args) -> Result<(), String> {
             .map_err(|e| format!("cannot handle SIGINT/SIGTERM: {e}"))?;
     }
     let mut part = Participant::join("graph")?;
-    let mut model = Model::default();
+    let mut model = Model {
+        schemas: part.schemas.clone(),
+        ..Model::default()
+    };
     let started = Instant::now();
     let deadline = started + Duration::from_secs_f64(a.wait.max(0.0));
     let mut last_change = Instant::now();
@@ -561,6 +596,31 @@ mod tests {
         assert_eq!(edges[1]["crosses"], json!(["a", "b"]));
         assert_eq!(edges[2]["kind"], "service");
         assert_eq!(list(&v["topics"])[0]["types"], json!([s, "x/msg/Y"]));
+        // No :schema seen: no layout.
+        assert_eq!(
+            list(&v["topics"])[0]["publishers"][0]["layout"],
+            Value::Null
+        );
+        m.schemas.lock().insert(
+            ("a".into(), "/chatter".into()),
+            libtracer_core::SchemaInfo {
+                type_name: s.into(),
+                encoding: "ros2msg".into(),
+                type_hash: String::new(),
+                definition: String::new(),
+                layout: "plain 48".into(),
+            },
+        );
+        let v = m.view(false);
+        let chatter = &list(&v["topics"])[0];
+        assert_eq!(chatter["publishers"][0]["layout"], "plain 48");
+        assert_eq!(chatter["subscriptions"][0]["layout"], "plain 48");
+        assert_eq!(
+            chatter["subscriptions"][1]["layout"],
+            Value::Null,
+            "peer b has no :schema"
+        );
+        assert!(text(&v).contains("  /chatter [std_msgs/msg/String, x/msg/Y]  layout plain 48\n"));
         let t = text(&v);
         assert!(
             t.contains("/chatter: /talker -> /listener  (link a -> b)"),

@@ -7,11 +7,17 @@
 //! <keystore>/enclaves/<enclave>/cert.pem      the enclave's certificate, signed by the identity CA
 //! <keystore>/enclaves/<enclave>/key.pem       its key (mode 0600)
 //! <keystore>/enclaves/<enclave>/identity_ca.cert.pem, permissions_ca.cert.pem   copies of the CA
+//! <keystore>/enclaves/governance.xml, governance.p7s   the domain's governance (sros2's default),
+//!                                                      S/MIME-signed by the permissions CA
+//! <keystore>/enclaves/<enclave>/governance.p7s         a copy of it
+//! <keystore>/enclaves/<enclave>/permissions.xml, permissions.p7s   the enclave's grant, signed
 //! ```
 //!
-//! One CA serves as identity and permissions CA, as `ros2 security create_keystore` does. The
-//! DDS governance and permissions documents are not made: rmw_tracer's access control is the
-//! libtracer ACL, not DDS security's.
+//! One CA serves as identity and permissions CA, as `ros2 security create_keystore` does. A new
+//! enclave gets the allow-all permissions `ros2 security create_enclave` gives;
+//! `tracer keystore permission` replaces them from an SROS2 policy, as `ros2 security
+//! create_permission` does. The documents are for `ROS_DOMAIN_ID` (0 when unset), as sros2's
+//! are. rmw_tracer enforces them through the libtracer ACL (docs/network.md section 5).
 
 use std::fs;
 use std::io::Write;
@@ -34,11 +40,20 @@ pub enum Cmd {
         /// The keystore directory (made if missing; refused if it already holds a CA).
         keystore: PathBuf,
     },
-    /// Make an enclave's certificate and key, signed by the keystore's identity CA.
+    /// Make an enclave's certificate and key, signed by the keystore's identity CA, and its
+    /// allow-all permissions.
     Enclave {
         keystore: PathBuf,
         /// The enclave name, as rcl takes it: `/talker` or `/robot/camera`.
         enclave: String,
+    },
+    /// Replace an enclave's permissions from an SROS2 policy file (`ros2 security
+    /// create_permission`): permissions.xml, signed as permissions.p7s.
+    Permission {
+        keystore: PathBuf,
+        enclave: String,
+        /// The policy (`<policy><enclaves><enclave path=...><profiles>...`).
+        policy: PathBuf,
     },
 }
 
@@ -51,7 +66,55 @@ pub fn run(cmd: Cmd) -> Result<(), String> {
             println!("{}", dir.display());
             Ok(())
         }
+        Cmd::Permission {
+            keystore,
+            enclave,
+            policy,
+        } => {
+            let dir = enclave_dir(&keystore, &enclave)?;
+            if !dir.join("cert.pem").is_file() {
+                return Err(format!(
+                    "{}: no such enclave (make it first: tracer keystore enclave)",
+                    dir.display()
+                ));
+            }
+            let text = fs::read_to_string(&policy).map_err(ctx(policy.display()))?;
+            write_permissions(&keystore, &enclave, &dir, &text)?;
+            println!("{}", dir.join("permissions.p7s").display());
+            Ok(())
+        }
     }
+}
+
+/// The domain the documents are for: `ROS_DOMAIN_ID`, else 0 (as sros2 does).
+fn domain_id() -> Result<u32, String> {
+    match std::env::var("ROS_DOMAIN_ID") {
+        Ok(v) if !v.trim().is_empty() => v
+            .trim()
+            .parse()
+            .map_err(|_| format!("ROS_DOMAIN_ID={v:?} is not a domain id")),
+        _ => Ok(0),
+    }
+}
+
+/// The enclave's permissions.xml from `policy`, and its signed permissions.p7s (replacing
+/// both), valid as long as the enclave's certificate.
+fn write_permissions(
+    keystore: &Path,
+    enclave: &str,
+    dir: &Path,
+    policy: &str,
+) -> Result<(), String> {
+    let xml = tracer_sros2::policy::permissions_xml(
+        policy,
+        enclave,
+        domain_id()?,
+        ("2020-01-01T00:00:00", "2099-12-31T00:00:00"),
+    )
+    .map_err(|e| e.to_string())?;
+    let (x, p) = (dir.join("permissions.xml"), dir.join("permissions.p7s"));
+    fs::write(&x, xml).map_err(ctx(x.display()))?;
+    tracer_sros2::keystore::sign_file(keystore, &x, &p).map_err(|e| e.to_string())
 }
 
 fn ctx<E: std::fmt::Display>(what: impl std::fmt::Display) -> impl FnOnce(E) -> String {
@@ -110,6 +173,15 @@ fn create(keystore: &Path) -> Result<(), String> {
             true,
         )?;
     }
+    let enclaves = keystore.join("enclaves");
+    let gov = enclaves.join("governance.xml");
+    write_file(
+        &gov,
+        &tracer_sros2::governance::default_xml(domain_id()?),
+        false,
+    )?;
+    tracer_sros2::keystore::sign_file(keystore, &gov, &enclaves.join("governance.p7s"))
+        .map_err(|e| e.to_string())?;
     println!("{}", keystore.display());
     Ok(())
 }
@@ -168,7 +240,13 @@ fn make_enclave(keystore: &Path, enclave: &str, dir: &Path) -> Result<(), String
     for name in ["identity_ca", "permissions_ca"] {
         write_file(&dir.join(format!("{name}.cert.pem")), &ca_pem, false)?;
     }
-    Ok(())
+    let gov = keystore.join("enclaves").join("governance.p7s");
+    let gov_text = fs::read_to_string(&gov).map_err(ctx(format!(
+        "{} (a keystore of an older tracer: make it again with tracer keystore create)",
+        gov.display()
+    )))?;
+    write_file(&dir.join("governance.p7s"), &gov_text, false)?;
+    write_permissions(keystore, enclave, dir, tracer_sros2::policy::DEFAULT_POLICY)
 }
 
 #[cfg(test)]
@@ -195,14 +273,35 @@ mod tests {
         assert!(create(&ks).is_err());
         let dir = enclave_dir(&ks, "/talker").unwrap();
         make_enclave(&ks, "/talker", &dir).unwrap();
-        for f in [
-            "cert.pem",
-            "key.pem",
-            "identity_ca.cert.pem",
-            "permissions_ca.cert.pem",
-        ] {
+        for f in tracer_sros2::keystore::REQUIRED {
             assert!(dir.join(f).is_file(), "{f}");
         }
+        let d = domain_id().unwrap();
+        // What rmw_tracer reads at init: verified, with an allow-all grant for the enclave.
+        let l = tracer_sros2::keystore::load(&dir, d).unwrap();
+        assert_eq!(l.subject, "CN=/talker");
+        use tracer_sros2::Action;
+        assert!(l.own.decide(d, Action::Publish, "rt/chatter"));
+        assert_eq!(l.peers.len(), 1);
+        let policy = tmp.path().join("policy.xml");
+        fs::write(
+            &policy,
+            r#"<policy version="0.2.0"><enclaves><enclave path="/talker"><profiles>
+            <profile ns="/" node="talker"><topics publish="ALLOW"><topic>chatter</topic></topics>
+            <topics publish="DENY"><topic>secret</topic></topics></profile>
+            </profiles></enclave></enclaves></policy>"#,
+        )
+        .unwrap();
+        run(Cmd::Permission {
+            keystore: ks.clone(),
+            enclave: "/talker".into(),
+            policy,
+        })
+        .unwrap();
+        let l = tracer_sros2::keystore::load(&dir, d).unwrap();
+        assert!(l.own.decide(d, Action::Publish, "rt/chatter"));
+        assert!(!l.own.decide(d, Action::Publish, "rt/secret"));
+        assert!(!l.own.decide(d, Action::Subscribe, "rt/chatter"));
         let mode = fs::metadata(dir.join("key.pem"))
             .unwrap()
             .permissions()

@@ -241,26 +241,47 @@ async fn query(inner: &Inner, addr: SocketAddr) -> Result<Vec<(String, u16)>, St
             .read_to_end(MAX_ANSWER)
             .await
             .map_err(|e| format!("directory answer: {e}"))?;
-        let text = String::from_utf8(bytes).map_err(|_| "directory answer is not UTF-8")?;
-        let mut members = Vec::new();
-        for line in text.lines() {
-            let mut it = line.split(' ');
-            match (
-                it.next(),
-                it.next().and_then(|p| p.parse::<u16>().ok()),
-                it.next(),
-            ) {
-                (Some(name), Some(port), None) if valid_node_name(name) && port != 0 => {
-                    members.push((name.to_owned(), port))
-                }
-                _ => return Err(format!("malformed directory line {line:?}")),
-            }
-        }
-        Ok(members)
+        parse_answer(&bytes)
     }
     .await;
     conn.close(0u32.into(), b"done");
     out
+}
+
+/// A host directory's answer: one `<name> <port>\n` line per member (the last newline may be
+/// missing). Every line must be exactly that, with a valid node name and a port other than 0,
+/// or the whole answer is refused (a peer that sends one bad line is not trusted for the
+/// rest). At most [`MAX_ANSWER`] bytes, so at most that many members come of one answer.
+pub(crate) fn parse_answer(bytes: &[u8]) -> Result<Vec<(String, u16)>, String> {
+    if bytes.len() > MAX_ANSWER {
+        return Err(format!(
+            "directory answer of {} bytes (at most {MAX_ANSWER})",
+            bytes.len()
+        ));
+    }
+    let text = std::str::from_utf8(bytes).map_err(|_| "directory answer is not UTF-8")?;
+    let mut members = Vec::new();
+    for line in text.lines() {
+        let mut it = line.split(' ');
+        match (it.next(), it.next().and_then(parse_port), it.next()) {
+            (Some(name), Some(port), None) if valid_node_name(name) => {
+                members.push((name.to_owned(), port))
+            }
+            _ => {
+                let shown: String = line.chars().take(80).collect();
+                return Err(format!("malformed directory line {shown:?}"));
+            }
+        }
+    }
+    Ok(members)
+}
+
+/// A port in plain decimal digits (no sign, as `u16::from_str` would take `+80`), not 0.
+fn parse_port(s: &str) -> Option<u16> {
+    if s.is_empty() || s.len() > 5 || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse::<u16>().ok().filter(|p| *p != 0)
 }
 
 /// `host`, `host:port`, `[v6]` or `[v6]:port`; a bare IPv6 address takes the default port.
@@ -372,7 +393,30 @@ pub(crate) async fn peer_loop(
 
 #[cfg(test)]
 mod tests {
-    use super::parse_peer;
+    use super::{parse_answer, parse_peer};
+
+    #[test]
+    fn directory_answers() {
+        assert_eq!(
+            parse_answer(b"a 1\nb-2 65535\n").unwrap(),
+            vec![("a".into(), 1), ("b-2".into(), 65535)]
+        );
+        assert_eq!(parse_answer(b"a 7").unwrap(), vec![("a".into(), 7)]);
+        assert!(parse_answer(b"").unwrap().is_empty());
+        for bad in [
+            &b"a 0\n"[..],
+            b"a 65536\n",
+            b"a +80\n",
+            b"a  80\n",
+            b"a 80 x\n",
+            b"../x 80\n",
+            b"a\n",
+            b"\n",
+            b"a 80\n\xff 1\n",
+        ] {
+            assert!(parse_answer(bad).is_err(), "{bad:?}");
+        }
+    }
 
     #[test]
     fn static_peer_entries() {

@@ -1,5 +1,7 @@
 //! Hostile clients for tests (the house's `exercise_*` habit): a flood of QUIC connections that
-//! complete the TLS handshake and then never say HELLO, or send garbage instead.
+//! complete the TLS handshake and then never say HELLO, or send garbage instead; and the
+//! decoders of what a peer host sends outside the wire codec (directory answers, certificate
+//! subjects), for fuzzing.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -80,4 +82,43 @@ pub fn exercise_flood(addr: SocketAddr, n: usize, garbage: bool, hold: Duration)
         r
     };
     runtime::block_on(&rt, fut).unwrap_or_default()
+}
+
+/// Feed `bytes` to the decoders of the QUIC adapter's own exchanges (the fuzz targets and
+/// `tests/quic_fuzz_corpus.rs` call this): the host directory's answer parser, and the
+/// certificate-subject reader that names an authenticated peer. Never panics; returns how many
+/// members the answer named (0 when it was refused). An accepted answer is checked to
+/// round-trip: each member re-encoded as the holder writes it parses back to the same list.
+pub fn exercise_directory_answer(bytes: &[u8]) -> usize {
+    let _ = tls::subject_of(bytes);
+    match super::directory::parse_answer(bytes) {
+        Ok(members) => {
+            let mut text = String::new();
+            for (name, port) in &members {
+                text.push_str(&format!("{name} {port}\n"));
+            }
+            let again = super::directory::parse_answer(text.as_bytes());
+            assert_eq!(again.as_ref(), Ok(&members), "re-encoded answer differs");
+            members.len()
+        }
+        Err(_) => 0,
+    }
+}
+
+/// One input as a datagram from a peer (the house's `exercise_*` habit; the fuzz target
+/// `datagram` and `tests/link_quic_streams.rs` run it): it decodes to a DELIVERY or is an
+/// error, never a panic; a DELIVERY re-encodes to a datagram that decodes to the same frame.
+/// True when the input was accepted.
+pub fn exercise_datagram(data: &[u8]) -> bool {
+    use crate::wire::{encode_parts, MAX_FRAME};
+    let Ok(frame) = super::decode_datagram(&bytes::Bytes::copy_from_slice(data)) else {
+        return false;
+    };
+    let again = encode_parts(&frame, MAX_FRAME)
+        .expect("a decoded DELIVERY re-encodes")
+        .to_vec();
+    assert_eq!(again.len(), data.len(), "a datagram's frame fills it");
+    let back = super::decode_datagram(&again.into()).expect("a re-encoded DELIVERY decodes");
+    assert_eq!(back, frame, "frame changed across re-encode");
+    true
 }

@@ -1,6 +1,7 @@
-//! One link over a QUIC connection: the frame stream on one bidirectional stream (the same
-//! length-prefixed codec as a Unix socket), the writer (caller's thread, under the stream's
-//! lock), the reader task, and the dispatcher that runs the handler's callbacks.
+//! One link over a QUIC connection: the control stream (the bidirectional HELLO stream), the
+//! edge streams and datagrams of `streams.rs` (the same length-prefixed codec as a Unix
+//! socket), the reader tasks (one per stream and one for datagrams), and the dispatcher that
+//! runs the handler's callbacks.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
@@ -10,7 +11,8 @@ use bytes::{Buf, Bytes};
 use tokio::runtime::Handle;
 use tokio::sync::{mpsc, watch};
 
-use super::runtime::block_on;
+use super::receive::{accept_streams, read_datagrams, Markers};
+use super::streams::{parse_barrier, Outgoing, Route, SendFail, Shed};
 use super::Inner;
 use crate::link::{
     close_handler_failed, close_malformed, run_callback, Link, LinkError, LinkHandler, PeerIdentity,
@@ -20,7 +22,7 @@ use crate::wire::{encode_parts, EncodedFrame, Frame, FrameDecoder, MAX_FRAME, PR
 /// Frame bound before the HELLO exchange (as on the Unix transport).
 const HANDSHAKE_FRAME: u32 = 8 * 1024;
 /// Largest chunk the reader takes from the stream at once.
-const READ_CHUNK: usize = 256 * 1024;
+pub(super) const READ_CHUNK: usize = 256 * 1024;
 /// How long a closing link waits for the peer to acknowledge what was written (an ERROR that
 /// explains the close) before it drops the connection.
 const LINGER: Duration = Duration::from_millis(500);
@@ -36,13 +38,17 @@ pub(crate) enum Event {
 /// One end of a QUIC link.
 pub struct QuicLink {
     peer: PeerIdentity,
-    conn: quinn::Connection,
-    send: Arc<tokio::sync::Mutex<quinn::SendStream>>,
+    pub(super) conn: quinn::Connection,
+    out: Outgoing,
+    /// The peer's barrier markers, as its edge streams hand frames up (wire.md section 5).
+    pub(super) markers: Markers,
     peer_max: u32,
-    rt: Handle,
+    pub(super) rt: Handle,
     write_timeout: Duration,
     closed: AtomicBool,
-    closing: watch::Sender<bool>,
+    /// `on_down` ran: frames still queued from the other streams are dropped.
+    down: AtomicBool,
+    pub(super) closing: watch::Sender<bool>,
     /// A callback panicked: no more callbacks but `on_down`.
     failed: AtomicBool,
     /// The reader ended because the peer closed the stream or the connection died (not
@@ -66,14 +72,17 @@ impl QuicLink {
         handler: Arc<dyn LinkHandler>,
         owner: Weak<Inner>,
     ) -> QuicLink {
+        let out = Outgoing::new(conn.clone(), send, rt.clone(), write_timeout);
         QuicLink {
             peer,
             conn,
-            send: Arc::new(tokio::sync::Mutex::new(send)),
+            out,
+            markers: Markers::default(),
             peer_max,
             rt,
             write_timeout,
             closed: AtomicBool::new(false),
+            down: AtomicBool::new(false),
             closing: watch::channel(false).0,
             failed: AtomicBool::new(false),
             peer_ended: AtomicBool::new(false),
@@ -90,10 +99,30 @@ impl QuicLink {
 
     /// Write `bytes` as they are (tests use it to send malformed input).
     pub fn send_raw(&self, bytes: &[u8]) -> Result<(), LinkError> {
-        self.write(EncodedFrame {
-            head: bytes.to_vec(),
-            payload: None,
-        })
+        self.write(
+            Route::Control,
+            EncodedFrame {
+                head: bytes.to_vec(),
+                payload: None,
+            },
+        )
+    }
+
+    /// Send `bytes` as they are as one datagram (tests use it to send malformed input).
+    pub fn send_raw_datagram(&self, bytes: &[u8]) -> Result<(), LinkError> {
+        self.conn
+            .send_datagram(Bytes::copy_from_slice(bytes))
+            .map_err(|e| LinkError::Io(std::io::Error::other(e.to_string())))
+    }
+
+    /// What the sending side gave up or sent as datagrams (best effort).
+    pub fn shed(&self) -> ShedCounts {
+        let s: &Shed = &self.out.shed;
+        ShedCounts {
+            datagrams: s.datagrams.load(Ordering::Relaxed),
+            replaced: s.replaced.load(Ordering::Relaxed),
+            abandoned: s.abandoned.load(Ordering::Relaxed),
+        }
     }
 
     pub fn is_closed(&self) -> bool {
@@ -105,51 +134,37 @@ impl QuicLink {
         self.conn.remote_address()
     }
 
-    fn write(&self, enc: EncodedFrame) -> Result<(), LinkError> {
+    fn write(&self, route: Route, enc: EncodedFrame) -> Result<(), LinkError> {
         if self.is_closed() {
             return Err(LinkError::Closed(self.peer.name.clone()));
         }
-        let send = self.send.clone();
-        let timeout = self.write_timeout;
-        let fut = async move {
-            let mut s = send.lock().await;
-            let w = async {
-                s.write_all(&enc.head).await?;
-                if let Some(p) = enc.payload {
-                    s.write_chunk(p).await?;
-                }
-                Ok::<(), quinn::WriteError>(())
-            };
-            match tokio::time::timeout(timeout, w).await {
-                Ok(r) => r.map_err(|e| e.to_string()),
-                Err(_) => Err(format!("write blocked for {timeout:?}")),
-            }
-        };
-        match block_on(&self.rt, fut) {
-            Some(Ok(())) => Ok(()),
-            Some(Err(why)) => {
-                self.close();
-                Err(LinkError::Io(std::io::Error::other(why)))
-            }
-            None => {
+        match self.out.send(route, enc) {
+            Ok(()) => Ok(()),
+            Err(SendFail::Closed) => {
                 self.close();
                 Err(LinkError::Closed(self.peer.name.clone()))
             }
+            Err(SendFail::Blocked) => {
+                self.close();
+                Err(LinkError::Io(std::io::Error::other(format!(
+                    "write blocked for {:?}",
+                    self.write_timeout
+                ))))
+            }
         }
     }
+}
 
-    /// A PONG, from the reader task: skipped when a write is in progress (bytes flow then).
-    fn pong(self: &Arc<Self>, nonce: u64) {
-        let Ok(enc) = encode_parts(&Frame::Pong { nonce }, self.peer_max) else {
-            return;
-        };
-        let send = self.send.clone();
-        self.rt.spawn(async move {
-            if let Ok(mut s) = send.try_lock() {
-                let _ = s.write_all(&enc.head).await;
-            }
-        });
-    }
+/// What a link's sending side did with best-effort samples (`QuicLink::shed`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ShedCounts {
+    /// Sent as one datagram each.
+    pub datagrams: u64,
+    /// Replaced by a newer sample of their class before they were written (too large for a
+    /// datagram, waiting for the class's stream).
+    pub replaced: u64,
+    /// Half written when a newer one came: their stream was reset.
+    pub abandoned: u64,
 }
 
 impl Link for QuicLink {
@@ -157,7 +172,8 @@ impl Link for QuicLink {
         if self.is_closed() {
             return Err(LinkError::Closed(self.peer.name.clone()));
         }
-        self.write(encode_parts(frame, self.peer_max)?)
+        let enc = encode_parts(frame, self.peer_max)?;
+        self.write(self.out.route(frame), enc)
     }
     fn peer(&self) -> &PeerIdentity {
         &self.peer
@@ -170,13 +186,12 @@ impl Link for QuicLink {
             return;
         }
         self.closing.send_replace(true);
-        let send = self.send.clone();
+        let writers = self.out.close();
         let conn = self.conn.clone();
         let task = self.rt.spawn(async move {
             let linger = async {
-                let mut s = send.lock().await;
-                if s.finish().is_ok() {
-                    let _ = s.stopped().await;
+                for w in writers {
+                    let _ = w.await;
                 }
             };
             let _ = tokio::time::timeout(LINGER, linger).await;
@@ -281,8 +296,9 @@ pub(crate) async fn read_hello(
     }
 }
 
-/// The reader task of one link: `Up`, every frame in order, then `Down`, all through the link's
-/// dispatcher queue (awaited: a full queue stops the reading, and QUIC flow control the peer).
+/// The reader task of one link's control stream: `Up`, every frame in order, then `Down`, all
+/// through the link's dispatcher queue (awaited: a full queue stops the reading, and QUIC flow
+/// control the peer). It starts the readers of the edge streams and of datagrams after `Up`.
 pub(crate) async fn read_loop(
     link: Arc<QuicLink>,
     mut recv: quinn::RecvStream,
@@ -295,12 +311,29 @@ pub(crate) async fn read_loop(
         link.close();
         return;
     }
+    link.rt.spawn(accept_streams(link.clone(), tx.clone()));
+    link.rt.spawn(read_datagrams(link.clone(), tx.clone()));
     'outer: loop {
         loop {
             let n = dec.push(&pending);
             pending.advance(n);
             match dec.pop() {
-                Ok(Some(Frame::Ping { nonce })) => link.pong(nonce),
+                Ok(Some(Frame::Ping { nonce })) => match parse_barrier(nonce) {
+                    // A READ follows: hold the control stream until the named edge streams
+                    // have handed up what was written on them before it (wire.md section 5).
+                    Some((number, classes)) => {
+                        let met = tokio::select! {
+                            m = link.markers.wait(number, classes, link.write_timeout) => m,
+                            _ = closing.wait_for(|c| *c) => break 'outer,
+                        };
+                        if !met {
+                            let why = "a barrier's markers did not arrive".to_string();
+                            let _ = tx.send(Event::Malformed(link.clone(), why)).await;
+                            break 'outer;
+                        }
+                    }
+                    None => link.out.pong(nonce),
+                },
                 Ok(Some(Frame::Pong { .. })) => {}
                 Ok(Some(Frame::Hello { .. })) => {
                     let _ = tx
@@ -312,6 +345,9 @@ pub(crate) async fn read_loop(
                     break 'outer;
                 }
                 Ok(Some(frame)) => {
+                    // Learned before the graph sees it, so that the edge's deliveries and the
+                    // answer find their stream.
+                    link.out.learn(&frame);
                     if tx.send(Event::Frame(link.clone(), frame)).await.is_err() {
                         break 'outer;
                     }
@@ -355,7 +391,7 @@ pub(crate) fn dispatch(ev: Event) {
             }
         }
         Event::Frame(l, frame) => {
-            if l.failed.load(Ordering::Acquire) {
+            if l.failed.load(Ordering::Acquire) || l.down.load(Ordering::Acquire) {
                 return;
             }
             let d: Arc<dyn Link> = l.clone();
@@ -367,6 +403,7 @@ pub(crate) fn dispatch(ev: Event) {
         // The reader leaves the closing to its dispatcher, so the ERROR goes out first.
         Event::Malformed(l, why) => close_malformed(&*l, &why),
         Event::Down(l) => {
+            l.down.store(true, Ordering::Release);
             l.close();
             if let Some(inner) = l.owner.upgrade() {
                 inner.forget(&l, !l.peer_ended.load(Ordering::Acquire));

@@ -5,10 +5,11 @@
 //! links. One process per host and domain holds the host role (an `flock` in the rendezvous
 //! directory) and serves the host directory on the domain's well-known port: the names and
 //! link ports of the host's members. For each static peer a task asks that host's directory
-//! every `poll_interval` and connects to each member it has no link to. A link is one
-//! bidirectional stream carrying the same frames, codec and HELLO handshake as a Unix socket;
-//! one link per pair survives a connect race by the same rule (the smaller name's connection
-//! wins).
+//! every `poll_interval` and connects to each member it has no link to. A link's control
+//! stream (bidirectional) carries the HELLO handshake and the requests, its edge streams
+//! (unidirectional, one per priority class) and datagrams the deliveries (`streams.rs`), all
+//! with the same frames and codec as a Unix socket; one link per pair survives a connect race by
+//! the same rule (the smaller name's connection wins).
 //!
 //! Threads: every endpoint and connection of the process runs on one small tokio runtime, and
 //! handler callbacks on two dispatcher threads (`runtime.rs`), whatever the number of links.
@@ -16,7 +17,9 @@
 mod directory;
 mod exercise;
 mod link;
+mod receive;
 mod runtime;
+mod streams;
 mod tls;
 
 use std::collections::{HashMap, HashSet};
@@ -30,9 +33,10 @@ use parking_lot::{Condvar, Mutex};
 use tokio::runtime::Handle;
 use tokio::sync::watch;
 
-pub use exercise::{exercise_flood, FloodReport};
-pub use link::QuicLink;
-pub use tls::QuicSecurity;
+pub use exercise::{exercise_datagram, exercise_directory_answer, exercise_flood, FloodReport};
+pub use link::{QuicLink, ShedCounts};
+pub use receive::decode_datagram;
+pub use tls::{subject_of, QuicSecurity};
 
 use self::link::{hello, read_hello, refuse, write_frame, HelloOutcome};
 use super::rendezvous::prepare_dir;
@@ -634,11 +638,12 @@ impl Inner {
         };
         let id = PeerIdentity {
             name: name.clone(),
-            // Not attested across hosts: a remote peer acts as this process's own user
-            // (docs/network.md section 5).
+            // Not attested across hosts and not used by the ACL: a remote peer is the
+            // principal its handshake proved (docs/network.md section 5).
             uid: nix::unistd::getuid().as_raw(),
             gid: nix::unistd::getgid().as_raw(),
             pid: 0,
+            remote: Some(self.identity.peer_subject(&conn)),
         };
         let link = Arc::new(QuicLink::new(
             id,

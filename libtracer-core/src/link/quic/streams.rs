@@ -1,0 +1,546 @@
+//! The sending side of a QUIC link (docs/network.md section 7, wire.md section 5): which
+//! stream or datagram carries each frame, and the writers that drain them.
+//!
+//! ```text
+//! control stream (bidi, HELLO)   requests, answers, everything not of an edge      priority 100
+//! reliable stream of class c     DELIVERY / STRUCTURE of reliable edges of class c   2c + 1
+//!                                and the answer to their SUBSCRIBE
+//! best-effort stream of class c  best-effort DELIVERY too large for a datagram      2c
+//! datagram                       best-effort DELIVERY that fits (one frame each)    (before streams)
+//! ```
+//!
+//! Each unidirectional stream starts with one tag byte (the adapter's framing): `c` for the
+//! reliable stream of class `c`, `8 + c` for a best-effort one. Then frames, as on the control
+//! stream. A reliable stream is opened once per link and class; a best-effort one may be reset
+//! (abandoned) when a newer sample of its class is waiting, and a new one opened.
+//!
+//! A send never waits for the network while its stream has less than `QUEUE_BYTES` queued: the
+//! frame is queued and a writer task on the runtime writes it. Past that a reliable send waits
+//! (flow control reaches the publisher) up to the write timeout, then the link closes; a
+//! best-effort send never waits: the newest sample of a class replaces one still waiting.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use parking_lot::{Condvar, Mutex};
+use tokio::runtime::Handle;
+use tokio::sync::{mpsc, Notify};
+
+use crate::edge::DeliveryPolicy;
+use crate::wire::{EdgeId, EncodedFrame, Frame, ReqId};
+
+/// Priority classes of the delivery policy.
+pub(crate) const CLASSES: usize = 8;
+/// Tag of the first best-effort stream; tags at or above `2 * CLASSES` are malformed.
+pub(crate) const BEST_EFFORT_TAG: u8 = CLASSES as u8;
+/// quinn priority of the control stream: above every edge stream.
+const CONTROL_PRIORITY: i32 = 100;
+/// Bytes a stream may have queued before a reliable send waits.
+const QUEUE_BYTES: usize = 16 << 20;
+/// Edges whose policy a link remembers (learned from SUBSCRIBE); an edge past it is carried on
+/// the control stream, reliably and in order.
+const MAX_EDGES: usize = 65536;
+/// Top 16 bits of a barrier PING's nonce on the control stream (wire.md section 5).
+const BARRIER_MAGIC: u64 = 0xB1A7;
+
+/// A barrier PING's nonce: `0xB1A7 | number (40 bits) | class set (8 bits)`.
+pub(crate) fn barrier_nonce(number: u64, classes: u8) -> u64 {
+    (BARRIER_MAGIC << 48) | ((number & 0xFF_FFFF_FFFF) << 8) | u64::from(classes)
+}
+
+/// The barrier a control-stream PING stands for, if it is one: (number, class set).
+pub(crate) fn parse_barrier(nonce: u64) -> Option<(u64, u8)> {
+    (nonce >> 48 == BARRIER_MAGIC).then_some(((nonce >> 8) & 0xFF_FFFF_FFFF, nonce as u8))
+}
+
+/// Where one frame goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Route {
+    Control,
+    Reliable(u8),
+    /// A datagram if it fits, else the best-effort stream of the class.
+    BestEffort(u8),
+    /// A READ: a barrier over the reliable streams, then the READ on the control stream.
+    Barrier,
+}
+
+/// What the link has learned of the edges the peer made here (from the SUBSCRIBEs it sent).
+#[derive(Default)]
+struct Edges {
+    policy: HashMap<EdgeId, DeliveryPolicy>,
+    /// SUBSCRIBE requests not answered yet, and their edge.
+    answer: HashMap<ReqId, EdgeId>,
+}
+
+/// Counters of the frames a link's sending side gave up (best effort only).
+#[derive(Default)]
+pub(crate) struct Shed {
+    /// Best-effort samples replaced by a newer one of their class before they were written.
+    pub replaced: AtomicU64,
+    /// Best-effort streams reset with a sample half written (a newer one was waiting).
+    pub abandoned: AtomicU64,
+    /// Best-effort samples sent as datagrams.
+    pub datagrams: AtomicU64,
+}
+
+/// Room left in a stream's queue, shared by the senders and its writer task.
+struct Room {
+    queued: Mutex<usize>,
+    freed: Condvar,
+}
+
+/// One ordered stream (the control stream or a reliable edge stream) and its writer task.
+struct Writer {
+    tx: Mutex<Option<mpsc::UnboundedSender<EncodedFrame>>>,
+    closed: AtomicBool,
+    room: Arc<Room>,
+    /// A frame was queued since the last barrier marker (reliable streams only).
+    dirty: AtomicBool,
+    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+/// The newest waiting best-effort sample of one class, and its writer task.
+struct BestEffortWriter {
+    slot: Arc<Mutex<Slot>>,
+    wake: Arc<Notify>,
+    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+#[derive(Default)]
+struct Slot {
+    next: Option<EncodedFrame>,
+    closed: bool,
+}
+
+/// The sending side of one link.
+pub(crate) struct Outgoing {
+    conn: quinn::Connection,
+    rt: Handle,
+    write_timeout: Duration,
+    control: Writer,
+    reliable: [Mutex<Option<Arc<Writer>>>; CLASSES],
+    best_effort: [Mutex<Option<Arc<BestEffortWriter>>>; CLASSES],
+    edges: Mutex<Edges>,
+    /// Serialises barriers: markers and the barrier PING of one READ go out together.
+    barrier: Mutex<u64>,
+    pub(crate) shed: Arc<Shed>,
+}
+
+/// Why a send failed: the caller closes the link.
+pub(crate) enum SendFail {
+    Closed,
+    Blocked,
+}
+
+impl Outgoing {
+    pub(crate) fn new(
+        conn: quinn::Connection,
+        control: quinn::SendStream,
+        rt: Handle,
+        write_timeout: Duration,
+    ) -> Outgoing {
+        let _ = control.set_priority(CONTROL_PRIORITY);
+        let control = Writer::start(&rt, &conn, StreamSource::Ready(control), write_timeout);
+        Outgoing {
+            conn,
+            rt,
+            write_timeout,
+            control,
+            reliable: Default::default(),
+            best_effort: Default::default(),
+            edges: Mutex::new(Edges::default()),
+            barrier: Mutex::new(0),
+            shed: Arc::new(Shed::default()),
+        }
+    }
+
+    /// A frame the peer sent on the control stream, seen before the graph handles it: a
+    /// SUBSCRIBE names the edge and class its deliveries and its answer will use.
+    pub(crate) fn learn(&self, frame: &Frame) {
+        let mut e = self.edges.lock();
+        match frame {
+            Frame::Subscribe {
+                req, edge, policy, ..
+            } if e.policy.len() < MAX_EDGES => {
+                e.policy.insert(*edge, DeliveryPolicy::from_bits(*policy));
+                if *req != 0 && e.answer.len() < MAX_EDGES {
+                    e.answer.insert(*req, *edge);
+                }
+            }
+            Frame::Unsubscribe { edge } => {
+                e.policy.remove(edge);
+            }
+            _ => {}
+        }
+    }
+
+    fn edge_route(policy: Option<DeliveryPolicy>) -> Route {
+        match policy {
+            Some(p) if p.is_reliable() => Route::Reliable(p.priority()),
+            Some(p) => Route::BestEffort(p.priority()),
+            None => Route::Control,
+        }
+    }
+
+    /// Where `frame` goes (wire.md section 5, "A link of several streams").
+    pub(crate) fn route(&self, frame: &Frame) -> Route {
+        match frame {
+            Frame::Delivery { edge, .. } => {
+                Self::edge_route(self.edges.lock().policy.get(edge).copied())
+            }
+            Frame::Structure { edge, .. } => match self.edges.lock().policy.get(edge).copied() {
+                Some(p) if p.is_reliable() => Route::Reliable(p.priority()),
+                _ => Route::Control,
+            },
+            Frame::Ok { req } => {
+                let mut e = self.edges.lock();
+                let edge = e.answer.remove(req);
+                match edge.and_then(|id| e.policy.get(&id).copied()) {
+                    Some(p) if p.is_reliable() => Route::Reliable(p.priority()),
+                    _ => Route::Control,
+                }
+            }
+            Frame::Error { req, .. } => {
+                let mut e = self.edges.lock();
+                if let Some(edge) = e.answer.remove(req) {
+                    e.policy.remove(&edge);
+                }
+                Route::Control
+            }
+            Frame::Read { .. } => Route::Barrier,
+            _ => Route::Control,
+        }
+    }
+
+    /// Queue `enc` (the encoding of `frame`) where `route` says.
+    pub(crate) fn send(&self, route: Route, enc: EncodedFrame) -> Result<(), SendFail> {
+        match route {
+            Route::Control => self.control.push(enc, self.write_timeout),
+            Route::Reliable(c) => {
+                let w = self.reliable_writer(c);
+                w.push(enc, self.write_timeout)?;
+                w.dirty.store(true, Ordering::Release);
+                Ok(())
+            }
+            Route::BestEffort(c) => {
+                if let Some(dg) = self.try_datagram(&enc) {
+                    return dg;
+                }
+                self.best_effort_writer(c).offer(enc, &self.shed);
+                Ok(())
+            }
+            Route::Barrier => {
+                let mut n = self.barrier.lock();
+                *n += 1;
+                let mut classes = 0u8;
+                for c in 0..CLASSES {
+                    let w = self.reliable[c].lock().clone();
+                    if let Some(w) = w.filter(|w| w.dirty.swap(false, Ordering::AcqRel)) {
+                        w.push(ping(*n), self.write_timeout)?;
+                        classes |= 1 << c;
+                    }
+                }
+                if classes != 0 {
+                    self.control
+                        .push(ping(barrier_nonce(*n, classes)), self.write_timeout)?;
+                }
+                self.control.push(enc, self.write_timeout)
+            }
+        }
+    }
+
+    /// A PONG (from a reader task): never waits; dropped when the control queue is full.
+    pub(crate) fn pong(&self, nonce: u64) {
+        if let Ok(enc) = crate::wire::encode_parts(&Frame::Pong { nonce }, crate::wire::MAX_FRAME) {
+            let _ = self.control.push(enc, Duration::ZERO);
+        }
+    }
+
+    /// A best-effort frame as one datagram, if the connection takes datagrams of its size.
+    /// `None`: it goes on the best-effort stream instead.
+    fn try_datagram(&self, enc: &EncodedFrame) -> Option<Result<(), SendFail>> {
+        let max = self.conn.max_datagram_size()?;
+        if enc.len() > max {
+            return None;
+        }
+        let mut b = BytesMut::with_capacity(enc.len());
+        b.extend_from_slice(&enc.head);
+        if let Some(p) = &enc.payload {
+            b.extend_from_slice(p);
+        }
+        match self.conn.send_datagram(b.freeze()) {
+            Ok(()) => {
+                self.shed.datagrams.fetch_add(1, Ordering::Relaxed);
+                Some(Ok(()))
+            }
+            Err(quinn::SendDatagramError::ConnectionLost(_)) => Some(Err(SendFail::Closed)),
+            // Too large after all (the path's size shrank) or not allowed: the stream.
+            Err(_) => None,
+        }
+    }
+
+    fn reliable_writer(&self, class: u8) -> Arc<Writer> {
+        let c = usize::from(class) % CLASSES;
+        let mut w = self.reliable[c].lock();
+        w.get_or_insert_with(|| {
+            Arc::new(Writer::start(
+                &self.rt,
+                &self.conn,
+                StreamSource::Open {
+                    tag: c as u8,
+                    priority: 2 * c as i32 + 1,
+                },
+                self.write_timeout,
+            ))
+        })
+        .clone()
+    }
+
+    fn best_effort_writer(&self, class: u8) -> Arc<BestEffortWriter> {
+        let c = usize::from(class) % CLASSES;
+        let mut w = self.best_effort[c].lock();
+        w.get_or_insert_with(|| {
+            Arc::new(BestEffortWriter::start(
+                &self.rt,
+                &self.conn,
+                c as u8,
+                self.shed.clone(),
+            ))
+        })
+        .clone()
+    }
+
+    /// Stop taking frames; the writers drain what is queued, finish their streams and end.
+    /// The handles of the writer tasks, to wait for.
+    pub(crate) fn close(&self) -> Vec<tokio::task::JoinHandle<()>> {
+        let mut tasks = Vec::new();
+        tasks.extend(self.control.close());
+        for w in &self.reliable {
+            if let Some(w) = w.lock().as_ref() {
+                tasks.extend(w.close());
+            }
+        }
+        for w in &self.best_effort {
+            if let Some(w) = w.lock().as_ref() {
+                tasks.extend(w.close());
+            }
+        }
+        tasks
+    }
+}
+
+fn ping(nonce: u64) -> EncodedFrame {
+    crate::wire::encode_parts(&Frame::Ping { nonce }, crate::wire::MAX_FRAME)
+        .expect("a PING always encodes")
+}
+
+/// A writer's stream: the control stream, already open, or an edge stream it opens itself.
+enum StreamSource {
+    Ready(quinn::SendStream),
+    Open { tag: u8, priority: i32 },
+}
+
+async fn open_tagged(
+    conn: &quinn::Connection,
+    tag: u8,
+    priority: i32,
+) -> Option<quinn::SendStream> {
+    let mut s = conn.open_uni().await.ok()?;
+    let _ = s.set_priority(priority);
+    s.write_all(&[tag]).await.ok()?;
+    Some(s)
+}
+
+async fn write_enc(s: &mut quinn::SendStream, enc: EncodedFrame) -> Result<(), quinn::WriteError> {
+    s.write_all(&enc.head).await?;
+    if let Some(p) = enc.payload {
+        s.write_chunk(p).await?;
+    }
+    Ok(())
+}
+
+impl Room {
+    fn release(&self, n: usize) {
+        let mut q = self.queued.lock();
+        *q = q.saturating_sub(n);
+        self.freed.notify_all();
+    }
+}
+
+impl Writer {
+    fn start(
+        rt: &Handle,
+        conn: &quinn::Connection,
+        source: StreamSource,
+        write_timeout: Duration,
+    ) -> Writer {
+        let (tx, mut rx) = mpsc::unbounded_channel::<EncodedFrame>();
+        let room = Arc::new(Room {
+            queued: Mutex::new(0),
+            freed: Condvar::new(),
+        });
+        let conn = conn.clone();
+        let r = room.clone();
+        let task = rt.spawn(async move {
+            let stream = match source {
+                StreamSource::Ready(s) => Some(s),
+                StreamSource::Open { tag, priority } => open_tagged(&conn, tag, priority).await,
+            };
+            let Some(mut s) = stream else {
+                conn.close(0u32.into(), b"cannot open a stream");
+                return;
+            };
+            while let Some(enc) = rx.recv().await {
+                let n = enc.len();
+                let w = tokio::time::timeout(write_timeout, write_enc(&mut s, enc)).await;
+                r.release(n);
+                if !matches!(w, Ok(Ok(()))) {
+                    // Blocked past the write timeout (the peer stopped reading) or the stream
+                    // failed: the link is lost; the connection's end tells the reader.
+                    conn.close(0u32.into(), b"write failed");
+                    return;
+                }
+            }
+            // Closed: what was queued is written; finish, and let the peer have it.
+            if s.finish().is_ok() {
+                let _ = s.stopped().await;
+            }
+        });
+        Writer {
+            tx: Mutex::new(Some(tx)),
+            closed: AtomicBool::new(false),
+            room,
+            dirty: AtomicBool::new(false),
+            task: Mutex::new(Some(task)),
+        }
+    }
+
+    /// Queue a frame, waiting up to `wait` for room past `QUEUE_BYTES` (a frame alone in the
+    /// queue always fits, whatever its size).
+    fn push(&self, enc: EncodedFrame, wait: Duration) -> Result<(), SendFail> {
+        let n = enc.len();
+        {
+            let deadline = Instant::now() + wait;
+            let mut q = self.room.queued.lock();
+            while *q > 0 && *q + n > QUEUE_BYTES {
+                if self.closed.load(Ordering::Acquire) {
+                    return Err(SendFail::Closed);
+                }
+                if wait.is_zero() || self.room.freed.wait_until(&mut q, deadline).timed_out() {
+                    return Err(SendFail::Blocked);
+                }
+            }
+            *q += n;
+        }
+        let tx = self.tx.lock();
+        match tx.as_ref().map(|t| t.send(enc)) {
+            Some(Ok(())) => Ok(()),
+            _ => {
+                self.room.release(n);
+                Err(SendFail::Closed)
+            }
+        }
+    }
+
+    fn close(&self) -> Option<tokio::task::JoinHandle<()>> {
+        self.tx.lock().take();
+        self.closed.store(true, Ordering::Release);
+        // A sender waiting for room is told at once.
+        self.room.freed.notify_all();
+        self.task.lock().take()
+    }
+}
+
+impl BestEffortWriter {
+    fn start(
+        rt: &Handle,
+        conn: &quinn::Connection,
+        class: u8,
+        shed: Arc<Shed>,
+    ) -> BestEffortWriter {
+        let slot = Arc::new(Mutex::new(Slot::default()));
+        let wake = Arc::new(Notify::new());
+        let conn = conn.clone();
+        let (sl, wk) = (slot.clone(), wake.clone());
+        let tag = BEST_EFFORT_TAG + class;
+        let priority = 2 * i32::from(class);
+        let task = rt.spawn(async move {
+            let mut stream: Option<quinn::SendStream> = None;
+            loop {
+                // `None`: nothing waits (yet); `Some(None)`: closed and drained.
+                let next = {
+                    let mut s = sl.lock();
+                    match s.next.take() {
+                        Some(enc) => Some(Some(enc)),
+                        None if s.closed => Some(None),
+                        None => None,
+                    }
+                };
+                let enc = match next {
+                    Some(Some(enc)) => enc,
+                    Some(None) => break,
+                    None => {
+                        wk.notified().await;
+                        continue;
+                    }
+                };
+                if stream.is_none() {
+                    stream = open_tagged(&conn, tag, priority).await;
+                }
+                let Some(s) = stream.as_mut() else { return };
+                // A newer sample waits while this one is stuck (flow control, a slow path):
+                // abandon this one, reset its stream, go on with the newer. (A wake-up left
+                // from the offer just taken is not a newer sample: the slot says.)
+                let newer = async {
+                    loop {
+                        wk.notified().await;
+                        if sl.lock().next.is_some() {
+                            break;
+                        }
+                    }
+                };
+                tokio::select! {
+                    r = write_enc(s, enc) => if r.is_err() { stream = None },
+                    _ = newer => {
+                        let _ = s.reset(0u32.into());
+                        stream = None;
+                        shed.abandoned.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+            if let Some(mut s) = stream {
+                if s.finish().is_ok() {
+                    let _ = s.stopped().await;
+                }
+            }
+        });
+        BestEffortWriter {
+            slot,
+            wake,
+            task: Mutex::new(Some(task)),
+        }
+    }
+
+    /// The newest sample of the class: replaces one still waiting (counted), never waits.
+    fn offer(&self, enc: EncodedFrame, shed: &Shed) {
+        {
+            let mut s = self.slot.lock();
+            if s.closed {
+                return;
+            }
+            if s.next.replace(enc).is_some() {
+                shed.replaced.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        self.wake.notify_one();
+    }
+
+    fn close(&self) -> Option<tokio::task::JoinHandle<()>> {
+        self.slot.lock().closed = true;
+        self.wake.notify_one();
+        self.task.lock().take()
+    }
+}
