@@ -2,8 +2,9 @@
  *
  *   bench_scale INDEX N TOPICS
  *
- * A node `scale_<INDEX>` with one publisher on /scale/t<INDEX % TOPICS> and one subscription on
- * /scale/t<(INDEX + 1) % TOPICS> (std_msgs/msg/String, default QoS), so the N processes share
+ * A node `scale_<INDEX>` (bench_common's set-up: no rosout) with one publisher on
+ * /scale/t<INDEX % TOPICS> and one subscription on /scale/t<(INDEX + 1) % TOPICS>
+ * (std_msgs/msg/UInt8MultiArray, reliable, volatile, keep_last 10), so the N processes share
  * TOPICS topics, each with about N / TOPICS publishers and as many subscriptions. It polls every
  * 100 ms until its graph is complete: rcl_get_node_names lists all N nodes, the publisher is
  * matched with every subscription of its topic and the subscription with every publisher of its
@@ -16,43 +17,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include <rcl/error_handling.h>
 #include <rcl/graph.h>
-#include <rcl/rcl.h>
 #include <rcutils/types/string_array.h>
-#include <rosidl_runtime_c/message_type_support_struct.h>
-#include <std_msgs/msg/string.h>
 
-#define CHECK(call)                                                                 \
-  do {                                                                              \
-    rcl_ret_t rc_ = (call);                                                         \
-    if (rc_ != RCL_RET_OK) {                                                        \
-      fprintf(stderr, "bench_scale: %s failed (%d): %s\n", #call, (int)rc_,         \
-              rcl_get_error_string().str);                                          \
-      exit(1);                                                                      \
-    }                                                                               \
-  } while (0)
+#include "bench_common.h"
 
 static volatile sig_atomic_t stop = 0;
 static void on_signal(int sig)
 {
   (void)sig;
   stop = 1;
-}
-
-static long long now_ns(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static void sleep_ms(long ms)
-{
-  struct timespec d = {ms / 1000, (ms % 1000) * 1000000L};
-  nanosleep(&d, NULL);
 }
 
 /* Processes j in 0..n-1 with j % topics == t. */
@@ -67,18 +42,18 @@ static size_t node_count(const rcl_node_t *node)
 {
   rcutils_string_array_t names = rcutils_get_zero_initialized_string_array();
   rcutils_string_array_t spaces = rcutils_get_zero_initialized_string_array();
-  CHECK(rcl_get_node_names(node, rcl_get_default_allocator(), &names, &spaces));
+  rcl_ret_t rc = rcl_get_node_names(node, rcl_get_default_allocator(), &names, &spaces);
+  if (rc != RCL_RET_OK) bench_die_rcl("rcl_get_node_names", rc);
   size_t n = names.size;
   if (rcutils_string_array_fini(&names) != RCUTILS_RET_OK ||
-      rcutils_string_array_fini(&spaces) != RCUTILS_RET_OK) {
-    fprintf(stderr, "bench_scale: rcutils_string_array_fini failed\n");
-    exit(1);
-  }
+      rcutils_string_array_fini(&spaces) != RCUTILS_RET_OK)
+    bench_die("rcutils_string_array_fini failed");
   return n;
 }
 
 int main(int argc, char **argv)
 {
+  bench_set_name("scale");
   if (argc != 4) {
     fprintf(stderr, "usage: bench_scale INDEX N TOPICS\n");
     return 2;
@@ -99,54 +74,44 @@ int main(int argc, char **argv)
   size_t want_subs = on_topic(n, topics, (pub_topic + topics - 1) % topics);
   size_t want_pubs = on_topic(n, topics, sub_topic);
 
-  rcl_allocator_t alloc = rcl_get_default_allocator();
-  rcl_init_options_t io = rcl_get_zero_initialized_init_options();
-  CHECK(rcl_init_options_init(&io, alloc));
-  rcl_context_t ctx = rcl_get_zero_initialized_context();
-  CHECK(rcl_init(0, NULL, &io, &ctx));
-  rcl_node_t node = rcl_get_zero_initialized_node();
-  rcl_node_options_t no = rcl_node_get_default_options();
-  no.enable_rosout = false;
   char name[64], pub_name[64], sub_name[64];
   snprintf(name, sizeof name, "scale_%ld", index);
   snprintf(pub_name, sizeof pub_name, "/scale/t%ld", pub_topic);
   snprintf(sub_name, sizeof sub_name, "/scale/t%ld", sub_topic);
-  CHECK(rcl_node_init(&node, name, "/", &ctx, &no));
-  const rosidl_message_type_support_t *ts = ROSIDL_GET_MSG_TYPE_SUPPORT(std_msgs, msg, String);
-  rcl_publisher_t pub = rcl_get_zero_initialized_publisher();
-  rcl_publisher_options_t po = rcl_publisher_get_default_options();
-  CHECK(rcl_publisher_init(&pub, &node, ts, pub_name, &po));
-  rcl_subscription_t sub = rcl_get_zero_initialized_subscription();
-  rcl_subscription_options_t so = rcl_subscription_get_default_options();
-  CHECK(rcl_subscription_init(&sub, &node, ts, sub_name, &so));
+  bench_rcl b;
+  bench_rcl_init(&b, name);
+  rcl_publisher_t pub;
+  bench_pub_init(&b, &pub, pub_name, 10);
+  rcl_subscription_t sub;
+  bench_sub_init(&b, &sub, sub_name, 10);
 
   int status = 0;
-  long long start = now_ns();
+  int64_t start = bench_now_ns();
   size_t nodes = 0, subs = 0, pubs = 0;
+  rcl_ret_t rc;
   while (!stop) {
-    CHECK(rcl_publisher_get_subscription_count(&pub, &subs));
-    CHECK(rcl_subscription_get_publisher_count(&sub, &pubs));
-    nodes = node_count(&node);
+    if ((rc = rcl_publisher_get_subscription_count(&pub, &subs)) != RCL_RET_OK)
+      bench_die_rcl("rcl_publisher_get_subscription_count", rc);
+    if ((rc = rcl_subscription_get_publisher_count(&sub, &pubs)) != RCL_RET_OK)
+      bench_die_rcl("rcl_subscription_get_publisher_count", rc);
+    nodes = node_count(&b.node);
     if (subs >= want_subs && pubs >= want_pubs && nodes >= (size_t)n) break;
-    if (now_ns() - start > 600LL * 1000000000LL) {
+    if (bench_now_ns() - start > 600LL * 1000000000LL) {
       fprintf(stderr, "bench_scale %ld: graph not complete after 600 s: nodes %zu/%ld, "
               "subscriptions %zu/%zu, publishers %zu/%zu\n",
               index, nodes, n, subs, want_subs, pubs, want_pubs);
       status = 1;
       break;
     }
-    sleep_ms(100);
+    bench_sleep_ns(100 * 1000000LL);
   }
   if (status == 0 && !stop) {
-    printf("matched %lld\n", now_ns());
+    printf("matched %lld\n", (long long)bench_now_ns());
     fflush(stdout);
-    while (!stop) sleep_ms(1000);
+    while (!stop) bench_sleep_ns(1000 * 1000000LL);
   }
-  CHECK(rcl_subscription_fini(&sub, &node));
-  CHECK(rcl_publisher_fini(&pub, &node));
-  CHECK(rcl_node_fini(&node));
-  CHECK(rcl_shutdown(&ctx));
-  CHECK(rcl_context_fini(&ctx));
-  CHECK(rcl_init_options_fini(&io));
+  if ((rc = rcl_subscription_fini(&sub, &b.node)) != RCL_RET_OK) bench_die_rcl("rcl_subscription_fini", rc);
+  if ((rc = rcl_publisher_fini(&pub, &b.node)) != RCL_RET_OK) bench_die_rcl("rcl_publisher_fini", rc);
+  bench_rcl_fini(&b);
   return status;
 }

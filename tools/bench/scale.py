@@ -21,8 +21,9 @@ A batch is bounded by `--timeout`; the run stops early if the machine's availabl
 below `--min-free-mib`. A benchmark, not a test: it fails (exit 1) only when a process fails or
 a graph is not complete in time.
 
-Runs inside new network and mount namespaces (loopback up, an empty tmpfs on /dev/shm), so Fast
-DDS's discovery stays on this loopback and its shared-memory files go with the namespace.
+Runs inside new network and mount namespaces (runner.enter_netns: loopback up, an empty tmpfs on
+/dev/shm), so Fast DDS's discovery stays on this loopback and its shared-memory files go with the
+namespace.
 """
 
 import argparse
@@ -41,23 +42,7 @@ import time
 import runner
 
 BIN = os.path.join(runner.BIN, "bench_scale")
-MARK = "RMW_TRACER_BENCH_SCALE_NS"
 TICK = os.sysconf("SC_CLK_TCK")
-
-
-def enter_private_ns():
-    """Re-run inside new network and mount namespaces: loopback up, an empty /dev/shm."""
-    if os.environ.get(MARK) or shutil.which("unshare") is None:
-        return
-    probe = subprocess.run(["unshare", "-n", "-m", "--", "true"], capture_output=True)
-    if probe.returncode != 0:
-        print("scale: unshare -n -m is not allowed here; Fast DDS is held to localhost", file=sys.stderr)
-        return
-    env = dict(os.environ, **{MARK: "1", runner.NETNS_MARK: "1"})
-    cmd = ["unshare", "-n", "-m", "--propagation", "private", "--", "sh", "-c",
-           'ip link set lo up && mount -t tmpfs -o mode=1777 tmpfs /dev/shm && exec "$@"', "sh",
-           sys.executable] + sys.argv
-    os.execvpe(cmd[0], cmd, env)
 
 
 def mem_available_mib():
@@ -227,10 +212,10 @@ def main():
     ns = [int(x) for x in args.n.split(",")]
     args.output = os.path.abspath(args.output)
     runner.ensure_built(args.no_build)
-    enter_private_ns()
+    runner.enter_netns()
 
     base_env = dict(os.environ)
-    for k in (MARK, runner.NETNS_MARK, "ROS_LOCALHOST_ONLY", "ROS_AUTOMATIC_DISCOVERY_RANGE",
+    for k in (runner.NETNS_MARK, "ROS_LOCALHOST_ONLY", "ROS_AUTOMATIC_DISCOVERY_RANGE",
               "ROS_STATIC_PEERS", "FASTRTPS_DEFAULT_PROFILES_FILE", "RMW_TRACER_RENDEZVOUS_DIR"):
         base_env.pop(k, None)
     base_env["LD_LIBRARY_PATH"] = runner.library_path(runner.venv_dir())
