@@ -112,8 +112,34 @@ impl Strand {
     }
 
     /// Queue `ev`; false when the strand is now full (the loop should stop reading).
+    ///
+    /// A DELIVERY to an idle strand (nothing queued, no worker on it) given by the loop thread
+    /// is handled right here instead: it only lands a sample in its target (a ring push and a
+    /// wake-up, or a sink, which must not block), and the strand is marked busy meanwhile, so
+    /// order and one-at-a-time hold as if a worker ran it. Views evicted by the landing release
+    /// without blocking (`unix_rx::Releaser`).
     pub(crate) fn push(self: &Arc<Self>, ev: Event) -> bool {
         let mut q = self.q.lock();
+        if !q.scheduled
+            && q.events.is_empty()
+            && matches!(ev, Event::Frame(Frame::Delivery { .. }))
+            && super::unix_loop::on_loop()
+        {
+            q.scheduled = true;
+            drop(q);
+            self.handle(ev);
+            let mut q = self.q.lock();
+            if q.events.is_empty() {
+                q.scheduled = false;
+            } else {
+                // Queued by another thread meanwhile (only the loop queues frames): a worker
+                // takes them, after what ran here.
+                drop(q);
+                let job: Arc<dyn Job> = self.clone();
+                dispatch::schedule(job);
+            }
+            return true;
+        }
         q.bytes += ev.bytes();
         q.events.push_back(ev);
         let full = q.events.len() >= QUEUE_EVENTS || q.bytes >= QUEUE_BYTES;

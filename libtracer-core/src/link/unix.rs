@@ -163,14 +163,28 @@ impl UnixLink {
     /// keepalive thread serves every link, and a reader stuck on a PONG into a full buffer
     /// would stop reading, and then take the peer for silent.
     pub(crate) fn try_send_liveness(&self, frame: &Frame) {
+        let _ = self.try_send_now(frame);
+    }
+
+    /// A RELEASE from the event loop, which never blocks (`unix_rx::Releaser`): false when it
+    /// could not be written now (the caller hands it to a worker).
+    pub(crate) fn try_release(&self, token: u64) -> bool {
+        self.try_send_now(&Frame::Release {
+            tokens: vec![token],
+        })
+    }
+
+    /// Write a small frame now or not at all: false when a write is in progress or the socket
+    /// buffer is full; true when it was written or the link is closed (nothing more to do).
+    fn try_send_now(&self, frame: &Frame) -> bool {
         if self.is_closed() {
-            return;
+            return true;
         }
         let Some(guard) = self.write_lock.try_lock() else {
-            return;
+            return false;
         };
         let Ok(enc) = encode_parts(frame, self.peer_max) else {
-            return;
+            return true;
         };
         let head: &[u8] = &enc.head;
         let flags = MsgFlags::MSG_NOSIGNAL | MsgFlags::MSG_DONTWAIT;
@@ -183,10 +197,10 @@ impl UnixLink {
                 None,
             ) {
                 Err(Errno::EINTR) => continue,
-                Err(Errno::EAGAIN) => return,
+                Err(Errno::EAGAIN) => return false,
                 Ok(n) if n == head.len() => break Ok(()),
-                // A few bytes fitted (a PING is one small buffer, so this is rare): the frame
-                // must be completed, or the stream would lose its framing.
+                // A few bytes fitted (a small frame is one small buffer, so this is rare): the
+                // frame must be completed, or the stream would lose its framing.
                 Ok(n) => break write_all2(&self.stream, &head[n..], &[]),
                 Err(e) => break Err(io::Error::from(e)),
             }
@@ -196,6 +210,7 @@ impl UnixLink {
             Ok(()) => self.last_tx_ms.store(self.now_ms(), Ordering::Relaxed),
             Err(_) => self.close(),
         }
+        true
     }
 
     fn write_parts(&self, head: &[u8], payload: &[u8]) -> Result<(), LinkError> {

@@ -3,19 +3,22 @@
 //! `HostTransport` of the process, so a process has the same threads with one peer or two
 //! hundred. It also runs the keepalive of every link.
 //!
-//! The loop never runs a handler callback and never blocks: it reads with `MSG_DONTWAIT` (the
-//! sockets stay in blocking mode for the writers, which write from their own threads), decodes,
-//! does the link's own business itself (PING answered, PONG dropped, SEGMENT mapped, RELEASE
-//! returned, SHM_DELIVERY turned into a DELIVERY of a view) and queues every other frame on the
-//! link's **strand**: a queue that one of the workers of `dispatch.rs` drains, one event at a
-//! time, so a link's callbacks run in order and each completely before the next (docs/wire.md
-//! section 5, the ruling `Graph::sync_peers` builds on), while a callback that blocks holds up
-//! only its own link.
+//! The loop never blocks: it reads with `MSG_DONTWAIT` (the sockets stay in blocking mode for the
+//! writers, which write from their own threads), decodes, does the link's own business itself
+//! (PING answered, PONG dropped, SEGMENT mapped, RELEASE returned, SHM_DELIVERY turned into a
+//! DELIVERY of a view) and gives every other frame to the link's **strand** (`strand.rs`): a
+//! queue that one of the workers of `dispatch.rs` drains, one event at a time, so a link's
+//! callbacks run in order and each completely before the next (docs/wire.md section 5, the
+//! ruling `Graph::sync_peers` builds on), while a callback that blocks holds up only its own
+//! link. The one callback the loop runs itself is a DELIVERY to a link whose strand is idle
+//! (nothing queued, no worker on it): landing a sample in its target does not block, and the hop
+//! to a worker would cost every message a thread wake-up.
 //!
 //! Back-pressure (`strand.rs`): when a link's strand is full the loop stops reading that link
 //! until a worker has drained it; a link the loop does not read is not taken for silent by the
 //! keepalive. Reading itself is `unix_rx.rs`.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -73,6 +76,15 @@ struct Shared {
 
 static LOOP: OnceLock<Result<Arc<Shared>, String>> = OnceLock::new();
 
+thread_local! {
+    static ON_LOOP: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the caller is the loop thread (which must never block).
+pub(crate) fn on_loop() -> bool {
+    ON_LOOP.with(|l| l.get())
+}
+
 fn shared() -> Result<&'static Arc<Shared>, String> {
     LOOP.get_or_init(|| {
         let poll = Poll::new().map_err(|e| format!("cannot create the link event loop: {e}"))?;
@@ -88,6 +100,7 @@ fn shared() -> Result<&'static Arc<Shared>, String> {
         std::thread::Builder::new()
             .name("tracer-unix".into())
             .spawn(move || {
+                ON_LOOP.with(|l| l.set(true));
                 LoopThread {
                     poll,
                     sources: HashMap::new(),

@@ -13,6 +13,7 @@ use std::time::Duration;
 use tracer_shm::fdpass::FdReceiver;
 use tracer_shm::{MapError, Mapping, Release};
 
+use super::dispatch::{self, Job};
 use super::strand::{Event, Hooks, Strand};
 use super::unix::{Leftover, UnixLink};
 use super::unix_loop::{self, Source};
@@ -81,7 +82,7 @@ pub(crate) fn add_link(n: NewLink) {
         shm: ShmReceive {
             fds,
             maps: HashMap::new(),
-            release: weak,
+            release: Arc::new(Releaser(weak)),
         },
         ping_ms: n.ping.as_millis() as u64,
         dead_ms: n.dead_after.as_millis() as u64,
@@ -254,7 +255,40 @@ impl LinkRx {
 struct ShmReceive {
     fds: Vec<OwnedFd>,
     maps: HashMap<u32, Option<Arc<Mapping>>>,
-    release: Weak<UnixLink>,
+    release: Arc<Releaser>,
+}
+
+/// What the link's views of the peer's memory release through: the link's RELEASE. A view may
+/// be dropped on the loop thread (a delivery landed there evicts the oldest sample of a ring),
+/// and the loop never blocks: there the RELEASE is written only if it fits at once, else a
+/// worker writes it. RELEASEs need no order among the link's frames. Views dropped after the
+/// loop let the link go (it ended) release nothing: the peer has taken everything back.
+struct Releaser(Weak<UnixLink>);
+
+impl Release for Releaser {
+    fn release(&self, token: u64) {
+        let Some(link) = self.0.upgrade() else {
+            return;
+        };
+        if !unix_loop::on_loop() {
+            link.release(token);
+        } else if !link.try_release(token) {
+            dispatch::schedule(Arc::new(ReleaseLater { link, token }));
+        }
+    }
+}
+
+/// A RELEASE the loop could not write at once, written by a worker.
+struct ReleaseLater {
+    link: Arc<UnixLink>,
+    token: u64,
+}
+
+impl Job for ReleaseLater {
+    fn run(&self) -> bool {
+        self.link.release(self.token);
+        false
+    }
 }
 
 enum ShmPayload {
@@ -293,7 +327,7 @@ impl ShmReceive {
             Some(None) => return Ok(ShmPayload::Unmapped),
             Some(Some(m)) => m,
         };
-        let release: Weak<dyn Release> = self.release.clone();
+        let release: Weak<dyn Release> = Arc::downgrade(&self.release) as Weak<dyn Release>;
         map.view(r.offset, u64::from(r.len), release, r.token)
             .map(|v| ShmPayload::View(Payload::from_view(v)))
             .ok_or_else(|| format!("reference past the end of segment {}", r.segment))
