@@ -21,6 +21,12 @@ A batch is bounded by `--timeout`; the run stops early if the machine's availabl
 below `--min-free-mib`. A benchmark, not a test: it fails (exit 1) only when a process fails or
 a graph is not complete in time.
 
+`--hosts H` spreads the processes over H "hosts" (process i on host i % H): network namespaces
+scale-h<i> with 192.0.2.<i + 1>/24 on a veth to one bridge (namespace scale-br), all made inside
+the run's own network namespace and removed at the end; rmw_tracer's processes get their host's
+own rendezvous directory and the other hosts in ROS_STATIC_PEERS, Fast DDS its default (SUBNET)
+discovery, multicast over the bridge.
+
 Runs inside new network and mount namespaces (runner.enter_netns: loopback up, an empty tmpfs on
 /dev/shm), so Fast DDS's discovery stays on this loopback and its shared-memory files go with the
 namespace.
@@ -76,20 +82,62 @@ def summary(values):
     return {"median": statistics.median(values), "max": max(values), "min": min(values)}
 
 
-def env_for(key, args, base_env, workdir):
+def env_for(key, args, base_env, workdir, host=None):
+    """The environment of a batch's processes (on `host` of `args.hosts`, when there are several)."""
     env = dict(base_env)
     env.pop("LD_PRELOAD", None)
     if key == "fastdds":
         env["RMW_IMPLEMENTATION"] = "rmw_fastrtps_cpp"
         if not os.environ.get(runner.NETNS_MARK):
             env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+        # Several hosts: discovery range left at Fast DDS's default (SUBNET), multicast over the
+        # hosts' bridge, which is inside this run's own network namespace.
         return env
     env["RMW_IMPLEMENTATION"] = "rmw_tracer"
     env["LD_PRELOAD"] = args.libs[key]
     rendezvous = tempfile.mkdtemp(prefix="rendezvous-", dir=workdir)
     os.chmod(rendezvous, 0o700)
     env["RMW_TRACER_RENDEZVOUS_DIR"] = rendezvous
+    if host is not None:
+        env["ROS_STATIC_PEERS"] = ";".join(host_addr(h) for h in range(args.hosts) if h != host)
     return env
+
+
+HOST_NS = "scale-h{}"
+BRIDGE_NS = "scale-br"
+
+
+def host_addr(h):
+    return f"192.0.2.{h + 1}"
+
+
+def make_hosts(count):
+    """`count` network namespaces scale-h<i> ("hosts"), each with loopback and eth0 =
+    192.0.2.<i + 1>/24 (multicast routed to it), joined by one bridge in namespace scale-br.
+    Made inside the run's own network and mount namespaces, so nothing reaches the machine's
+    network and the names are this run's alone."""
+    def ip(*args):
+        r = subprocess.run(["ip", *args], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise runner.BenchError(f"ip {' '.join(args)}: {r.stderr.strip()}")
+    remove_hosts(count)
+    ip("netns", "add", BRIDGE_NS)
+    ip("-n", BRIDGE_NS, "link", "add", "br0", "type", "bridge", "mcast_snooping", "0")
+    ip("-n", BRIDGE_NS, "link", "set", "br0", "up")
+    for h in range(count):
+        ns = HOST_NS.format(h)
+        ip("netns", "add", ns)
+        ip("-n", ns, "link", "add", "eth0", "type", "veth", "peer", "name", f"p{h}", "netns", BRIDGE_NS)
+        ip("-n", BRIDGE_NS, "link", "set", f"p{h}", "master", "br0", "up")
+        ip("-n", ns, "addr", "add", f"{host_addr(h)}/24", "dev", "eth0")
+        ip("-n", ns, "link", "set", "eth0", "up")
+        ip("-n", ns, "link", "set", "lo", "up")
+        ip("-n", ns, "route", "add", "224.0.0.0/4", "dev", "eth0")
+
+
+def remove_hosts(count):
+    for ns in [HOST_NS.format(h) for h in range(count)] + [BRIDGE_NS]:
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
 
 def stop_group(pgid, procs, grace):
@@ -114,18 +162,24 @@ def stop_group(pgid, procs, grace):
 
 
 def run_batch(key, n, args, base_env, workdir):
-    env = env_for(key, args, base_env, workdir)
+    if args.hosts > 1:
+        envs = [env_for(key, args, base_env, workdir, h) for h in range(args.hosts)]
+    else:
+        envs = [env_for(key, args, base_env, workdir)]
     logs = tempfile.mkdtemp(prefix=f"{key}-{n}-", dir=workdir)
     procs = []
     pgid = None
-    result = {"n": n, "rmw": key}
+    result = {"n": n, "rmw": key, "hosts": args.hosts}
     try:
         t0 = time.monotonic_ns()
         for i in range(n):
             out = open(os.path.join(logs, f"{i}.out"), "w")
             err = open(os.path.join(logs, f"{i}.err"), "w")
-            p = subprocess.Popen(["nice", "-n", str(args.nice), BIN, str(i), str(n), str(args.topics)],
-                                 env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+            # Process i on host i % hosts; `ip netns exec` and nice exec the program (same pid).
+            host = i % args.hosts
+            enter = ["ip", "netns", "exec", HOST_NS.format(host)] if args.hosts > 1 else []
+            p = subprocess.Popen(enter + ["nice", "-n", str(args.nice), BIN, str(i), str(n), str(args.topics)],
+                                 env=envs[host], stdout=out, stderr=err, stdin=subprocess.DEVNULL,
                                  process_group=0 if pgid is None else pgid)
             out.close()
             err.close()
@@ -195,6 +249,9 @@ def main():
     ap.add_argument("--topics", type=int, default=10, help="topics shared by the processes (default: 10)")
     ap.add_argument("--settle", type=float, default=3.0, help="seconds after the full graph before sampling")
     ap.add_argument("--idle", type=float, default=10.0, help="seconds over which idle CPU is measured")
+    ap.add_argument("--hosts", type=int, default=1,
+                    help="spread the processes over this many hosts (network namespaces joined by a "
+                         "bridge, 192.0.2.0/24; rmw_tracer through ROS_STATIC_PEERS); default 1")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds for one batch's full graph")
     ap.add_argument("--nice", type=int, default=10, help="niceness of the benchmark processes (default: 10)")
     ap.add_argument("--min-free-mib", type=int, default=3072, help="stop when MemAvailable falls below this")
@@ -236,6 +293,11 @@ def main():
     load_before = os.getloadavg()
     print(f"{'rmw':>9} {'N':>4} | {'full s':>7} {'after':>7} | {'thr':>4} {'max':>4} | {'fds':>4} {'max':>4} | "
           f"{'RSS MiB':>6} {'anon':>6} | {'cpu %':>6} {'all %':>7}")
+    if args.hosts > 1:
+        if not os.environ.get(runner.NETNS_MARK):
+            print("scale: --hosts needs the run's own network namespace (unshare -n -m)", file=sys.stderr)
+            return 1
+        make_hosts(args.hosts)
     try:
         for n in ns:
             for key in keys:
@@ -252,9 +314,12 @@ def main():
                 break
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+        if args.hosts > 1:
+            remove_hosts(args.hosts)
     doc = {
         "benchmark": "scale",
         "topics": args.topics,
+        "hosts": args.hosts,
         "settle_s": args.settle,
         "idle_s": args.idle,
         "nice": args.nice,
