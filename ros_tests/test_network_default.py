@@ -18,6 +18,7 @@ import harness
 
 NODE = Path(__file__).resolve().parent / "shutdown_node.py"
 DIRECTORY_PORT_BASE = 24650
+ANNOUNCE_PORT_BASE = 25650
 
 
 def udp_ports(pid: int) -> set[int]:
@@ -70,9 +71,13 @@ def test_subnet_set_by_the_user_opens_the_network(tracer_env):
     env = {**tracer_env, "ROS_AUTOMATIC_DISCOVERY_RANGE": "SUBNET"}
     with harness.NetNamespace() as ns:
         ports = run_and_look(env, ns)
-    # The domain's directory port (this process holds the host role) and its link endpoint.
-    assert DIRECTORY_PORT_BASE + int(env["ROS_DOMAIN_ID"]) in ports, ports
-    assert len(ports) == 2, ports
+    # Exactly four, all made before rmw_init returns: the domain's directory port (this
+    # process holds the host role), its link endpoint, the SUBNET announcement port it listens
+    # on, and the socket the holder announces from (docs/network.md section 2a).
+    domain = int(env["ROS_DOMAIN_ID"])
+    assert DIRECTORY_PORT_BASE + domain in ports, ports
+    assert ANNOUNCE_PORT_BASE + domain in ports, ports
+    assert len(ports) == 4, ports
 
 
 def test_localhost_opens_no_udp_socket(tracer_env):

@@ -162,3 +162,25 @@ def test_a_peer_whose_permissions_deny_the_subscription_is_refused_data(tmp_path
            "SUBSCRIBE on /chatter for peer CN=/net/b"
     assert want in r.stderr, r.stderr
     assert r.stderr.count("refused the subscription to /chatter") == 1, r.stderr
+
+
+def test_a_peer_whose_permissions_deny_publishing_is_not_taken_from(tmp_path, hosts):
+    """The other direction: host b reads /net/a's permissions (deny publishing /chatter) and
+    makes no edge to a's publisher, as a DDS DataReader ignores a remote DataWriter that may
+    not publish the topic; a runs with its own copy of the keystore whose permissions for
+    /net/a allow it, so a's own check passes and only b's check stands between a's data and b."""
+    envs = tracer_envs(tmp_path)
+    ks = keystore(tmp_path / "ks", envs, "/net/a", "/net/b")
+    subprocess.run(["cp", "-a", ks, tmp_path / "ks_a"], check=True)
+    permission(ks, envs, "/net/a", policy(tmp_path / "a.xml", "/net/a",
+                                    '<topics publish="DENY"><topic>chatter</topic></topics>'))
+    secure(envs["a"], tmp_path / "ks_a", "/net/a")
+    secure(envs["b"], ks, "/net/b")
+    t, r = exchange(envs, hosts, 1, 8, 6)
+    # No edge: the publisher sees no subscription, the subscription no data.
+    assert t.returncode == 2 and "only 0 of 1 subscriptions matched" in t.stdout, t.describe()
+    assert json_line(r.stdout, r.describe())["received"] == [[]]
+    # b says why, once, naming a's certificate subject.
+    want = "its enclave CN=/net/a may not publish rt/chatter"
+    lines = [l for l in r.stderr.splitlines() if "security: not taking /chatter from " in l]
+    assert len(lines) == 1 and want in lines[0], r.stderr

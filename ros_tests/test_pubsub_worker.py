@@ -6,10 +6,12 @@ ROS is imported only when run as a program.
             publish P messages at once, print "pre-done", wait until K subscriptions match,
             print "matched", publish N more ("<tag> <i>", i continuing after the P), then stay
             until no subscription is left (or --linger seconds pass)
-    listen  --topic T --count N [--subs K] [--expect-matched M] [--qos ...]
-            K subscriptions, print "ready", collect until each has N messages (or --timeout),
-            (wait up to 5 s for M matched publishers), print one JSON line
-            {"received": [[...], ...], "matched": [...]}
+    listen  --topic T --count N [--until U] [--subs K] [--expect-matched M] [--qos ...]
+            K subscriptions, print "ready", collect until each has N messages (or --timeout;
+            with --until, until each has "<tag> U" and every number 0..U is received or
+            reported lost), (wait up to 5 s for M matched publishers), print one JSON line
+            {"received": [[...], ...], "matched": [...], "lost": [[[total, change], ...], ...]}
+            (the message_lost events of each subscription)
     selfpub --topic T --count N     one node publishing to itself
     intra   --topic T --count N     two nodes of one context: publisher in one, subscription
                                     in the other
@@ -106,14 +108,32 @@ def cmd_talk(args) -> None:
 def cmd_listen(args) -> None:
     from std_msgs.msg import String
 
+    from rclpy.event_handler import SubscriptionEventCallbacks
+
     node = _node("listener")
     got: list[list[str]] = [[] for _ in range(args.subs)]
+    # The message_lost events of each subscription: (total_count, total_count_change).
+    lost: list[list[tuple[int, int]]] = [[] for _ in range(args.subs)]
     subs = [
-        node.create_subscription(String, args.topic, lambda m, k=k: got[k].append(m.data), _qos(args))
+        node.create_subscription(
+            String, args.topic, lambda m, k=k: got[k].append(m.data), _qos(args),
+            event_callbacks=SubscriptionEventCallbacks(
+                message_lost=lambda e, k=k: lost[k].append((e.total_count, e.total_count_change))))
         for k in range(args.subs)
     ]
     print("ready", flush=True)
-    _wait_for(lambda: all(len(g) >= args.count for g in got), args.timeout, spin_node=node)
+
+    def done(g: list[str]) -> bool:
+        # --until: the message "<tag> <until>" came (what was lost before it is then known).
+        if args.until is not None:
+            return bool(g) and g[-1] == f"{args.tag} {args.until}"
+        return len(g) >= args.count
+
+    _wait_for(lambda: all(done(g) for g in got), args.timeout, spin_node=node)
+    if args.until is not None:
+        # The lost-message events may follow the sample that revealed the gap by a spin.
+        _wait_for(lambda: all(len(g) + sum(c for _, c in l) >= args.until + 1
+                              for g, l in zip(got, lost)), 5, spin_node=node)
     # A short grace period shows extra (duplicate) deliveries, which must not exist.
     end = time.monotonic() + 0.3
     while time.monotonic() < end:
@@ -123,7 +143,8 @@ def cmd_listen(args) -> None:
     if args.expect_matched is not None:
         # Publishers that left are unmatched once their link is gone (within about a second).
         _wait_for(lambda: all(s.get_publisher_count() == args.expect_matched for s in subs), 5, spin_node=node)
-    print(json.dumps({"received": got, "matched": [s.get_publisher_count() for s in subs]}), flush=True)
+    print(json.dumps({"received": got, "matched": [s.get_publisher_count() for s in subs],
+                      "lost": lost}), flush=True)
     node.destroy_node()
 
 
@@ -320,6 +341,7 @@ def main() -> None:
     p.add_argument("cmd")
     p.add_argument("--topic", default="/chatter")
     p.add_argument("--count", type=int, default=100)
+    p.add_argument("--until", type=int, default=None)
     p.add_argument("--pre", type=int, default=0)
     p.add_argument("--wait-subs", type=int, default=1)
     p.add_argument("--subs", type=int, default=1)

@@ -1,7 +1,8 @@
-"""Two hosts for the network tests (docs/network.md): two network namespaces joined by a veth
+"""Hosts for the network tests (docs/network.md): two network namespaces joined by a veth
 pair (192.0.2.1/24 and 192.0.2.2/24, nothing else in reach), or, shaped, by two veth pairs and
 ``link_shaper.py`` (delay and loss, the ``tc netem`` this kernel lacks) in a third namespace
-between them. Names are prefixed with a room name (``net-`` unless a test asks for its own)
+between them; or (:class:`BridgedHosts`) two or more namespaces on one bridge, a switch in a
+namespace of its own (192.0.2.1, .2, .3 ... /24; multicast stays on the bridge). Names are prefixed with a room name (``net-`` unless a test asks for its own)
 and unique to the run; everything is removed on exit, also when a test fails. Not collected by pytest (no ``test_`` prefix).
 """
 
@@ -17,7 +18,7 @@ import pytest
 
 import harness
 
-ADDR = {"a": "192.0.2.1", "b": "192.0.2.2"}
+ADDR = {"a": "192.0.2.1", "b": "192.0.2.2", "c": "192.0.2.3"}
 HERE = Path(__file__).resolve().parent
 SHAPER = HERE / "link_shaper.py"
 PUBSUB = HERE / "test_pubsub_worker.py"
@@ -38,6 +39,14 @@ def _no_offload(ns: str, dev: str) -> None:
                    check=True, capture_output=True, timeout=20)
 
 
+def _remove(made: list[str]) -> None:
+    """Delete the namespaces in ``made``, last made first. Deleting a namespace deletes its ends
+    of the veths, and with them the pairs."""
+    for ns in reversed(made):
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=20)
+    made.clear()
+
+
 class Host:
     """One side of a :class:`TwoHosts`: ``spawn(..., netns=host)`` runs a program on it."""
 
@@ -48,7 +57,32 @@ class Host:
         return ["ip", "netns", "exec", self.ns]
 
 
-class TwoHosts:
+class _Namespaces:
+    """What both kinds of hosts share: ``_make`` builds them, recording each namespace in
+    ``made``; a failure half way, or the end of the ``with``, removes what was made."""
+
+    ns: dict[str, str]
+    made: list[str]
+
+    def _make(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self):
+        try:
+            self._make()
+        except Exception:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def host(self, h: str) -> Host:
+        return Host(self.ns[h])
+
+    def __exit__(self, *exc) -> None:
+        _remove(self.made)
+
+
+class TwoHosts(_Namespaces):
     """Hosts ``a`` and ``b``; ``shape=(loss, delay_s)`` puts the shaper between them (each
     way: a share ``loss`` of the IPv4 frames dropped, every frame delayed by ``delay_s``)."""
 
@@ -68,42 +102,34 @@ class TwoHosts:
             return False
         return subprocess.run(["ip", "netns", "list"], capture_output=True).returncode == 0
 
-    def __enter__(self) -> "TwoHosts":
-        try:
-            names = ("a", "b", "m") if self.shape else ("a", "b")
-            for h in names:
-                _ip("netns", "add", self.ns[h])
-                self.made.append(self.ns[h])
-            if self.shape:
-                for h in ("a", "b"):
-                    _ip("link", "add", self.dev[h], "type", "veth", "peer", "name", self.mdev[h])
-                    _ip("link", "set", self.mdev[h], "netns", self.ns["m"])
-                    _ip("-n", self.ns["m"], "link", "set", self.mdev[h], "promisc", "on", "up")
-            else:
-                _ip("link", "add", self.dev["a"], "type", "veth", "peer", "name", self.dev["b"])
+    def _make(self) -> None:
+        names = ("a", "b", "m") if self.shape else ("a", "b")
+        for h in names:
+            _ip("netns", "add", self.ns[h])
+            self.made.append(self.ns[h])
+        if self.shape:
             for h in ("a", "b"):
-                _ip("link", "set", self.dev[h], "netns", self.ns[h])
-                _ip("-n", self.ns[h], "addr", "add", f"{ADDR[h]}/24", "dev", self.dev[h])
-                _ip("-n", self.ns[h], "link", "set", self.dev[h], "up")
-                _ip("-n", self.ns[h], "link", "set", "lo", "up")
-            if self.shape:
-                for h in ("a", "b"):
-                    _no_offload(self.ns[h], self.dev[h])
-                    _no_offload(self.ns["m"], self.mdev[h])
-                loss, delay = self.shape
-                self.shaper = harness.spawn(
-                    ["python3", SHAPER, self.mdev["a"], self.mdev["b"], "--loss", str(loss),
-                     "--delay", str(delay), "--seconds", "600"],
-                    env=dict(os.environ), netns=Host(self.ns["m"]), timeout=700)
-                if not self.shaper.wait_for_output("shaping", 20):
-                    raise RuntimeError(self.shaper.join(1).describe())
-        except Exception:
-            self.__exit__(None, None, None)
-            raise
-        return self
-
-    def host(self, h: str) -> Host:
-        return Host(self.ns[h])
+                _ip("link", "add", self.dev[h], "type", "veth", "peer", "name", self.mdev[h])
+                _ip("link", "set", self.mdev[h], "netns", self.ns["m"])
+                _ip("-n", self.ns["m"], "link", "set", self.mdev[h], "promisc", "on", "up")
+        else:
+            _ip("link", "add", self.dev["a"], "type", "veth", "peer", "name", self.dev["b"])
+        for h in ("a", "b"):
+            _ip("link", "set", self.dev[h], "netns", self.ns[h])
+            _ip("-n", self.ns[h], "addr", "add", f"{ADDR[h]}/24", "dev", self.dev[h])
+            _ip("-n", self.ns[h], "link", "set", self.dev[h], "up")
+            _ip("-n", self.ns[h], "link", "set", "lo", "up")
+        if self.shape:
+            for h in ("a", "b"):
+                _no_offload(self.ns[h], self.dev[h])
+                _no_offload(self.ns["m"], self.mdev[h])
+            loss, delay = self.shape
+            self.shaper = harness.spawn(
+                ["python3", SHAPER, self.mdev["a"], self.mdev["b"], "--loss", str(loss),
+                 "--delay", str(delay), "--seconds", "600"],
+                env=dict(os.environ), netns=Host(self.ns["m"]), timeout=700)
+            if not self.shaper.wait_for_output("shaping", 20):
+                raise RuntimeError(self.shaper.join(1).describe())
 
     def link(self, up: bool) -> None:
         """Cut (or heal) the cable: host a's end of the veth down (or up)."""
@@ -126,10 +152,41 @@ class TwoHosts:
             self.shaper.kill()
             self.shaper.join(10)
             self.shaper = None
-        # Deleting a namespace deletes its ends of the veths, and with them the pairs.
-        for ns in reversed(self.made):
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=20)
-        self.made.clear()
+        super().__exit__(*exc)
+
+
+class BridgedHosts(_Namespaces):
+    """Hosts ``names`` (``a``, ``b``, ``c`` ...), each a namespace ``<room>-<n>-<h>`` with one
+    veth whose other end is on the bridge ``<room>-<n>`` in the switch namespace
+    ``<room>-<n>-sw``; addresses from ``ADDR``. Multicast snooping is off on the bridge, so a
+    group datagram reaches every host (as on a small switch without an IGMP querier). ``room``
+    prefixes the names as in :class:`TwoHosts`."""
+
+    def __init__(self, names: tuple[str, ...] = ("a", "b", "c"), room: str = "hosts") -> None:
+        n = f"{os.getpid() % 100000}-{next(_pairs)}"
+        self.names = names
+        self.ns = {h: f"{room}-{n}-{h}" for h in names}
+        self.switch = f"{room}-{n}-sw"
+        self.bridge = f"{room}-{n}"[:15]
+        self.dev = {h: f"hh{n}{h}"[:15] for h in names}
+        self.port = {h: f"hs{n}{h}"[:15] for h in names}
+        self.made: list[str] = []
+
+    def _make(self) -> None:
+        _ip("netns", "add", self.switch)
+        self.made.append(self.switch)
+        _ip("-n", self.switch, "link", "add", self.bridge, "type", "bridge", "mcast_snooping", "0")
+        _ip("-n", self.switch, "link", "set", self.bridge, "up")
+        for h in self.names:
+            _ip("netns", "add", self.ns[h])
+            self.made.append(self.ns[h])
+            # Made inside the switch namespace, so no end ever sits in the root namespace.
+            _ip("-n", self.switch, "link", "add", self.port[h], "type", "veth", "peer", "name",
+                self.dev[h], "netns", self.ns[h])
+            _ip("-n", self.switch, "link", "set", self.port[h], "master", self.bridge, "up")
+            _ip("-n", self.ns[h], "addr", "add", f"{ADDR[h]}/24", "dev", self.dev[h])
+            _ip("-n", self.ns[h], "link", "set", self.dev[h], "up")
+            _ip("-n", self.ns[h], "link", "set", "lo", "up")
 
 
 def _fixture(shape, room: str = "net"):
@@ -142,6 +199,24 @@ def _fixture(shape, room: str = "net"):
 @pytest.fixture
 def hosts():
     yield from _fixture(None)
+
+
+@pytest.fixture
+def three_hosts():
+    """Hosts a, b and c on one bridge (BridgedHosts)."""
+    if not TwoHosts.available():
+        pytest.skip("network namespaces need root and iproute2")
+    with BridgedHosts(("a", "b", "c")) as h:
+        yield h
+
+
+@pytest.fixture
+def bridged_pair():
+    """Hosts a and b on one bridge (BridgedHosts): multicast between them, as on a LAN."""
+    if not TwoHosts.available():
+        pytest.skip("network namespaces need root and iproute2")
+    with BridgedHosts(("a", "b")) as h:
+        yield h
 
 
 @pytest.fixture

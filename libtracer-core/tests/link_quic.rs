@@ -13,7 +13,7 @@ use libtracer_core::link::quic::{exercise_flood, NetLog};
 use libtracer_core::link::{Link, QuicSecurity, QuicTransport};
 use libtracer_core::wire::Frame;
 use libtracer_core::Subject;
-use link_support::{free_udp_port, loopback_quic, Ev, Recorder, TempDir, T};
+use link_support::{free_udp_port, loopback_quic, wait_until, Ev, Recorder, TempDir, T};
 use parking_lot::Mutex;
 
 fn ok_arrives(from: &Arc<dyn Link>, to: &Recorder, req: u64) {
@@ -21,17 +21,6 @@ fn ok_arrives(from: &Arc<dyn Link>, to: &Recorder, req: u64) {
     assert!(to.wait_for(T, |e| e
         .iter()
         .any(|e| matches!(e, Ev::Frame(_, Frame::Ok { req: r }) if *r == req))));
-}
-
-fn wait_until(timeout: Duration, f: impl Fn() -> bool) -> bool {
-    let deadline = Instant::now() + timeout;
-    while Instant::now() < deadline {
-        if f() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    f()
 }
 
 #[test]

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use libtracer_core::link::quic::DIRECTORY_PORT_BASE;
+use libtracer_core::link::quic::{SubnetConfig, ANNOUNCE_PORT_BASE, DIRECTORY_PORT_BASE};
 use libtracer_core::link::QuicConfig;
 use libtracer_core::{Discovery, Graph, GraphConfig};
 use parking_lot::Mutex;
@@ -195,6 +195,20 @@ fn network_in(
                 .parse()
                 .map_err(|_| RmwError::invalid(format!("{BIND_ENV}={v}: not an IP address")))?;
         }
+    }
+    if range == ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SUBNET {
+        // The announcements' port keeps its distance from the directory's (docs/network.md
+        // section 2a): 25650 + d by default, moved with the base.
+        let mut sub = SubnetConfig::for_domain(u16::try_from(domain_id).unwrap_or(u16::MAX));
+        sub.port = (ANNOUNCE_PORT_BASE - DIRECTORY_PORT_BASE)
+            .checked_add(cfg.directory_port)
+            .ok_or_else(|| {
+                RmwError::invalid(format!(
+                    "{PORT_BASE_ENV}={base}: the SUBNET announcement port of domain {domain_id} \
+                     is past the last UDP port"
+                ))
+            })?;
+        cfg.subnet = Some(sub);
     }
     cfg.static_peers = peers;
     cfg.log = Some(Arc::new(|m: &str| {
@@ -431,12 +445,15 @@ mod tests {
         let c = on(ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_LOCALHOST, &peers).unwrap();
         assert_eq!(c.static_peers, vec!["192.0.2.2"]);
         assert_eq!(c.directory_port, DIRECTORY_PORT_BASE + 3);
+        assert!(c.subnet.is_none(), "static peers alone announce nothing");
         // rcl's SUBNET for an unset variable (the test's environment): off.
         assert!(on(ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SUBNET, &[]).is_none());
         let s = network_in(ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SUBNET, vec![], 3)
             .unwrap()
             .unwrap();
         assert!(s.static_peers.is_empty());
+        let sub = s.subnet.expect("SUBNET announces");
+        assert_eq!((sub.domain_id, sub.port), (3, ANNOUNCE_PORT_BASE + 3));
     }
 
     /// rcl's SUBNET for an unset variable is the system default (LOCALHOST); a SUBNET the user

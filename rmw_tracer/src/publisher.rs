@@ -1,10 +1,11 @@
 //! Publishers: a topic stream vertex, written with CDR payloads.
 
 use std::ffi::CString;
-use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use libtracer_core::{Meta, Payload, Vertex};
+use parking_lot::Mutex;
 
 use crate::boundary::message::MessageRef;
 use crate::boundary::{cstr, RmwError, RmwResult};
@@ -24,7 +25,11 @@ pub struct Publisher {
     pub qos: Qos,
     vertex: Vertex,
     ty: TopicType,
-    seq: AtomicU64,
+    /// The last sequence number written. Held while a sample is written, so that samples
+    /// enter the topic in sequence order even when threads publish at once: a subscription
+    /// takes a jump for samples that never came and a step back for a repeat
+    /// (`crate::resume`).
+    seq: Mutex<u64>,
     /// The size of the last message: the next buffer starts this large.
     size_hint: AtomicUsize,
     /// QoS event state (`crate::event`).
@@ -106,7 +111,7 @@ impl Publisher {
             qos,
             vertex,
             ty,
-            seq: AtomicU64::new(0),
+            seq: Mutex::new(0),
             size_hint: AtomicUsize::new(64),
             _ctx: ctx,
             rec,
@@ -192,15 +197,21 @@ impl Publisher {
     }
 
     fn write(&self, payload: Payload) -> RmwResult<()> {
-        let meta = Meta {
-            source_timestamp_ns: now_ns(),
-            sequence: self.seq.fetch_add(1, Ordering::Relaxed) + 1,
-            writer: self.gid.0,
-        };
-        if let Some(r) = &self.record {
-            r.published(&payload, &meta);
+        {
+            let mut seq = self.seq.lock();
+            // Taken even if the write fails: a subscription that got the sample anyway must
+            // not see the next one as its repeat.
+            *seq += 1;
+            let meta = Meta {
+                source_timestamp_ns: now_ns(),
+                sequence: *seq,
+                writer: self.gid.0,
+            };
+            if let Some(r) = &self.record {
+                r.published(&payload, &meta);
+            }
+            self.vertex.write(payload, meta)?;
         }
-        self.vertex.write(payload, meta)?;
         self.events.on_publish();
         Ok(())
     }

@@ -5,6 +5,12 @@
 //! The subscription's ring runs [`Resume::admit`] on every sample before it lands (the core's
 //! stream filter); the registry asks [`Resume::rewire`] whether an edge it makes to a peer is a
 //! first one (volatile as the QoS says) or a re-made one (replay the history, then go on).
+//!
+//! A writer's sequence numbers go up by one per publication, and a reliable edge delivers them
+//! all in order, so a jump is samples that never came: a cut longer than the publisher's resend
+//! window (its oldest samples were gone when the edge was made again), or a sender that had to
+//! shed them. [`Resume::take_gaps`] counts them, and the subscription reports them as lost
+//! messages with its ring's overflow (`RMW_EVENT_MESSAGE_LOST`).
 
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -28,6 +34,8 @@ struct State {
     last: HashMap<WriterId, u64>,
     /// `last`'s writers, oldest first, to bound it.
     order: VecDeque<WriterId>,
+    /// Samples skipped by sequence jumps since the last [`Resume::take_gaps`].
+    gaps: u64,
     /// Each peer this subscription has been wired to: when the first edge was made (ns since
     /// the Unix epoch), and whether an edge has been made again since.
     peers: HashMap<String, Peer>,
@@ -82,12 +90,15 @@ impl Resume {
         if seq == 0 {
             return true;
         }
-        let mut st = self.state.lock();
+        let mut guard = self.state.lock();
+        let st = &mut *guard;
         if let Some(last) = st.last.get_mut(&s.meta.writer) {
             if seq <= *last {
                 return false;
             }
+            let skipped = seq - *last - 1;
             *last = seq;
+            st.gaps = st.gaps.saturating_add(skipped);
             return true;
         }
         if let Some(p) = s.origin.as_deref().and_then(|o| st.peers.get(o)) {
@@ -103,6 +114,12 @@ impl Resume {
             }
         }
         true
+    }
+
+    /// Samples that sequence jumps showed missing since the last call (never counted twice: a
+    /// late sample at or below a writer's last admitted one is not admitted).
+    pub fn take_gaps(&self) -> u64 {
+        std::mem::take(&mut self.state.lock().gaps)
     }
 }
 
@@ -121,7 +138,7 @@ mod tests {
             },
             received_timestamp_ns: 0,
             suffix: None,
-            origin: origin.map(str::to_owned),
+            origin: origin.map(Into::into),
         }
     }
 
@@ -166,5 +183,24 @@ mod tests {
             assert!(r.admit(&s));
         }
         assert_eq!(r.state.lock().last.len(), MAX_WRITERS);
+    }
+
+    #[test]
+    fn sequence_jumps_are_counted_once_as_gaps() {
+        let r = Resume::default();
+        // A writer's first sample sets where it starts: what came before the match is no gap.
+        assert!(r.admit(&sample(1, 40, now_ns(), Some("p"))));
+        assert!(r.admit(&sample(1, 41, now_ns(), Some("p"))));
+        assert_eq!(r.take_gaps(), 0);
+        // A cut outlasted the window: 42..=49 never came.
+        assert!(r.admit(&sample(1, 50, now_ns(), Some("p"))));
+        // A late one below the last admitted is not admitted and changes nothing.
+        assert!(!r.admit(&sample(1, 45, now_ns(), Some("p"))));
+        // Writers are apart; unsequenced samples are never judged.
+        assert!(r.admit(&sample(2, 7, now_ns(), None)));
+        assert!(r.admit(&sample(2, 9, now_ns(), None)));
+        assert!(r.admit(&sample(1, 0, 0, None)));
+        assert_eq!(r.take_gaps(), 8 + 1);
+        assert_eq!(r.take_gaps(), 0);
     }
 }

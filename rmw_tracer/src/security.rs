@@ -20,7 +20,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use libtracer_core::link::QuicSecurity;
-use libtracer_core::{Acl, Graph, Principal, Rights};
+use libtracer_core::{Acl, Graph, Principal, Rights, Subject};
 pub use tracer_sros2::Action;
 
 use crate::boundary::{RmwError, RmwResult};
@@ -131,6 +131,20 @@ impl Access {
         )))
     }
 
+    /// May the process on another host whose link authenticated `subject` `action` the DDS
+    /// `topic`, by its grant in this keystore? (Not controlled by the governance: anyone
+    /// authenticated may; a subject with no grant here: no.) What a DDS DataReader checks of a
+    /// remote DataWriter before it takes the writer's data.
+    pub fn peer_may(&self, subject: &str, action: Action, topic: &str) -> bool {
+        let read = action == Action::Subscribe;
+        if !self.loaded.domain.controlled(topic, read) {
+            return true;
+        }
+        self.loaded.peers.iter().any(|g| {
+            subject_text(&g.subject_name) == subject && g.decide(self.domain, action, topic)
+        })
+    }
+
     /// Whether the governance lets a peer with no grant for this domain in (no join access
     /// control).
     fn open_join(&self) -> bool {
@@ -173,6 +187,31 @@ impl Access {
             }
         }
         acl
+    }
+}
+
+/// Which peers a subscription takes a topic's data from (SROS2: the writer's publish permission),
+/// checked before the registry wires the subscription to a peer's publishers.
+pub struct WriterCheck {
+    pub access: Arc<Access>,
+    /// The DDS topic (`rt/<name>`).
+    pub dds: String,
+}
+
+impl WriterCheck {
+    /// Why the publishers of the peer whose link proved `subject` may not feed this subscription
+    /// (`None`: they may). A peer of this host (`None`) is the kernel's and the local ACL's.
+    pub fn refuses(&self, subject: Option<&Subject>) -> Option<String> {
+        match subject? {
+            Subject::Authenticated(s) if self.access.peer_may(s, Action::Publish, &self.dds) => {
+                None
+            }
+            Subject::Authenticated(s) => Some(format!(
+                "its enclave {s} may not publish {} (its permissions.p7s in our keystore, domain {})",
+                self.dds, self.access.domain
+            )),
+            Subject::Anonymous => Some("it is not authenticated".to_owned()),
+        }
     }
 }
 

@@ -147,8 +147,13 @@ impl Subscription {
             policy,
             qos,
             resume,
+            writers: ctx.access.as_ref().map(|a| crate::security::WriterCheck {
+                access: a.clone(),
+                dds: dds.clone(),
+            }),
             remote: Mutex::new(Some(BTreeMap::new())),
             refused_by: Mutex::new(Default::default()),
+            refused_writers: Mutex::new(Default::default()),
         });
         let gid = ctx.gids.next();
         let rec = node.endpoint_record(
@@ -162,6 +167,7 @@ impl Subscription {
         let entry = ctx.registry.announce(rec)?;
         ctx.registry.add_subscription(&link);
         let ring = target.clone();
+        let gaps = link.resume.clone();
         let newest = target.clone();
         let events = crate::event::Events::new(
             ctx.clone(),
@@ -173,7 +179,11 @@ impl Subscription {
                 qos,
             },
             Some(crate::event::RingProbe {
-                dropped: Arc::new(move || ring.take_dropped()),
+                // Lost: what the ring dropped on overflow, and what never came (a reliable
+                // writer's sequence jumped: `crate::resume`).
+                dropped: Arc::new(move || {
+                    ring.take_dropped() + gaps.as_ref().map_or(0, |g| g.take_gaps())
+                }),
                 newest: Arc::new(move || {
                     newest
                         .value()
@@ -383,12 +393,6 @@ impl Subscription {
 
     pub fn matched_publishers(&self) -> usize {
         self.ctx.registry.matched_publishers(&self.link)
-    }
-
-    /// Messages lost to ring overflow since the last call.
-    #[allow(dead_code)] // for RMW_EVENT_MESSAGE_LOST (R3 events)
-    pub fn take_lost(&self) -> u64 {
-        self.target.take_dropped()
     }
 
     fn has_callback(&self) -> bool {

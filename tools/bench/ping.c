@@ -5,15 +5,18 @@
  *     echoed by bench_pong on /bench/pong, one in flight at a time, after warm-up iterations;
  *   - throughput: bursts of BURST_COUNT messages published back to back on /bench/burst with
  *     reliable keep_last(--burst-depth) QoS, then the same on /bench/burst_all with reliable
- *     keep_all QoS; bench_pong acknowledges each complete round with its counters and receive
- *     timestamps. Time runs from the first publish to the last receipt.
+ *     keep_all QoS (only the keep_all bursts with --keep-all-only); bench_pong acknowledges each
+ *     complete round with its counters and receive timestamps. Time runs from the first publish
+ *     to the last receipt.
+ * LAT_ITERS 0 skips the latency part of a case, and then the unmeasured warm-up round of bursts
+ * too (a lossy link's throughput run, where one round may take a minute).
  * and writes the results as JSON. Every loss, reordering, corrupted echo, timeout or rcl error
  * makes it exit 1 with a message on stderr: the numbers are only worth anything if nothing was lost.
  * It blocks in rcl_wait on a wait set while waiting for messages; only matching is polled.
  *
  * usage: bench_ping --json PATH --burst-depth N
  *                   --case SIZE:LAT_ITERS:LAT_WARMUP:BURST_COUNT:BURST_ROUNDS [--case ...]
- *                   [--timeout SECONDS] [--match-timeout SECONDS] */
+ *                   [--timeout SECONDS] [--match-timeout SECONDS] [--keep-all-only] */
 #define _POSIX_C_SOURCE 200809L
 #include <inttypes.h>
 #include <stdio.h>
@@ -55,7 +58,7 @@ typedef struct ping_ctx {
 static void usage(void)
 {
   bench_die("usage: bench_ping --json PATH --burst-depth N --case SIZE:LAT_ITERS:LAT_WARMUP:BURST_COUNT:BURST_ROUNDS "
-            "[--case ...] [--timeout SECONDS] [--match-timeout SECONDS]");
+            "[--case ...] [--timeout SECONDS] [--match-timeout SECONDS] [--keep-all-only]");
 }
 
 static uint64_t parse_u64(const char *s, const char *what)
@@ -74,8 +77,8 @@ static bench_case parse_case(const char *s)
              &c.lat_warmup, &c.burst_count, &c.burst_rounds, &tail) != 5)
     bench_die("bad --case '%s': want SIZE:LAT_ITERS:LAT_WARMUP:BURST_COUNT:BURST_ROUNDS", s);
   if (c.size < BENCH_MIN_PAYLOAD) bench_die("--case '%s': size must be at least %zu", s, BENCH_MIN_PAYLOAD);
-  if (c.lat_iters == 0 || c.burst_count == 0 || c.burst_rounds == 0)
-    bench_die("--case '%s': iteration counts must be positive (warm-up may be 0)", s);
+  if (c.burst_count == 0 || c.burst_rounds == 0)
+    bench_die("--case '%s': burst counts must be positive (LAT_ITERS 0 skips latency, warm-up may be 0)", s);
   return c;
 }
 
@@ -179,6 +182,7 @@ static double pct_us(const int64_t *v, size_t n, double q)
 static void run_latency(ping_ctx *p, case_result *r)
 {
   const bench_case *c = &r->c;
+  if (c->lat_iters == 0) return;
   std_msgs__msg__UInt8MultiArray m;
   bench_msg_alloc(&m, c->size);
   int64_t *rtt = malloc(c->lat_iters * sizeof *rtt);
@@ -265,7 +269,8 @@ static void run_throughput(ping_ctx *p, rcl_publisher_t *pub, const bench_case *
   std_msgs__msg__UInt8MultiArray m;
   bench_msg_alloc(&m, c->size);
   int64_t t0, tp;
-  (void)run_round(p, pub, &m, c, &t0, &tp); /* warm-up: allocations, fragment buffers, caches */
+  /* warm-up: allocations, fragment buffers, caches */
+  if (c->lat_iters > 0) (void)run_round(p, pub, &m, c, &t0, &tp);
   int64_t total_ns = 0, pub_ns = 0;
   r->round_seconds = malloc(c->burst_rounds * sizeof *r->round_seconds);
   if (r->round_seconds == NULL) bench_die("out of memory");
@@ -314,7 +319,10 @@ static void write_json(const char *path, const char *rmw, uint64_t burst_depth, 
             ", \"min\": %.3f, \"p50\": %.3f, \"p90\": %.3f, \"p99\": %.3f, \"max\": %.3f, \"mean\": %.3f},\n",
             r->c.size, r->c.lat_iters, r->c.lat_warmup, r->lat_min_us, r->lat_p50_us, r->lat_p90_us, r->lat_p99_us,
             r->lat_max_us, r->lat_mean_us);
-    write_thr(f, "throughput", &r->c, &r->keep_last);
+    if (r->keep_last.round_seconds != NULL)
+      write_thr(f, "throughput", &r->c, &r->keep_last);
+    else
+      fprintf(f, "     \"throughput\": null");
     fprintf(f, ",\n");
     write_thr(f, "throughput_keep_all", &r->c, &r->keep_all);
     fprintf(f, "}%s\n", i + 1 < n ? "," : "");
@@ -328,6 +336,7 @@ int main(int argc, char **argv)
   bench_set_name("bench_ping");
   const char *json = NULL;
   uint64_t burst_depth = 0, timeout_s = 30, match_timeout_s = 30;
+  bool keep_all_only = false;
   bench_case cases[MAX_CASES];
   size_t ncases = 0;
   for (int i = 1; i < argc; i++) {
@@ -339,6 +348,8 @@ int main(int argc, char **argv)
       timeout_s = parse_u64(argv[++i], "--timeout");
     else if (strcmp(argv[i], "--match-timeout") == 0 && i + 1 < argc)
       match_timeout_s = parse_u64(argv[++i], "--match-timeout");
+    else if (strcmp(argv[i], "--keep-all-only") == 0)
+      keep_all_only = true;
     else if (strcmp(argv[i], "--case") == 0 && i + 1 < argc) {
       if (ncases == MAX_CASES) bench_die("at most %d cases", MAX_CASES);
       cases[ncases++] = parse_case(argv[++i]);
@@ -381,7 +392,7 @@ int main(int argc, char **argv)
     res[i].c = cases[i];
     t = bench_now_ns();
     run_latency(&p, &res[i]);
-    run_throughput(&p, &p.burst_pub, &res[i].c, &res[i].keep_last);
+    if (!keep_all_only) run_throughput(&p, &p.burst_pub, &res[i].c, &res[i].keep_last);
     run_throughput(&p, &p.burst_all_pub, &res[i].c, &res[i].keep_all);
     fprintf(stderr,
             "bench_ping: %s: %8" PRIu64 " B  rtt p50 %9.1f us  p99 %9.1f us  |  %10.0f msg/s %9.1f MB/s"

@@ -189,26 +189,36 @@ def run_intra(key, size, iters, args, base_env, workdir):
     return doc
 
 
-def run_pair(key, size, case, args, base_env, workdir):
-    """One bench_pong + bench_ping pair for one rmw and one size; returns ping's JSON document."""
+def run_pair(key, size, case, args, base_env, workdir, sides=None, keep_all_only=False, tag=None):
+    """One bench_pong + bench_ping pair for one rmw and one size; returns ping's JSON document.
+
+    ``sides`` (tools/bench/net): {"ping": (command prefix, env), "pong": (...)} runs each program
+    with its own environment behind its prefix (``ip netns exec ...``); by default both run here
+    with ``rmw_env``. ``keep_all_only``: only the keep_all bursts are measured (the keep_last
+    section of the document is then null)."""
     lat_iters, lat_warmup, burst, rounds = case
     ident = RMWS[key][1]
-    env, rendezvous = rmw_env(key, args, base_env, workdir)
-    tag = f"{key}-{size}"
+    rendezvous = None
+    if sides is None:
+        env, rendezvous = rmw_env(key, args, base_env, workdir)
+        sides = {"ping": ([], env), "pong": ([], env)}
+    tag = tag or f"{key}-{size}"
     json_path = os.path.join(workdir, f"{tag}.json")
     pong_log = os.path.join(workdir, f"{tag}-pong.log")
     ping_log = os.path.join(workdir, f"{tag}-ping.log")
     depth = str(burst)
-    pong_cmd = [os.path.join(BIN, "bench_pong"), "--burst-depth", depth, "--idle-timeout", str(args.timeout + 30)]
-    ping_cmd = [
+    pong_cmd = sides["pong"][0] + [os.path.join(BIN, "bench_pong"), "--burst-depth", depth,
+                                   "--idle-timeout", str(args.timeout + 30)]
+    ping_cmd = sides["ping"][0] + [
         os.path.join(BIN, "bench_ping"), "--json", json_path, "--burst-depth", depth,
         "--timeout", str(args.timeout), "--match-timeout", str(args.match_timeout),
         "--case", f"{size}:{lat_iters}:{lat_warmup}:{burst}:{rounds}",
-    ]
+    ] + (["--keep-all-only"] if keep_all_only else [])
     with open(pong_log, "w") as pl, open(ping_log, "w") as il:
-        pong = subprocess.Popen(pong_cmd, env=env, stdout=pl, stderr=subprocess.STDOUT, cwd=workdir)
+        pong = subprocess.Popen(pong_cmd, env=sides["pong"][1], stdout=pl, stderr=subprocess.STDOUT, cwd=workdir)
         try:
-            ping = subprocess.Popen(ping_cmd, env=env, stdout=il, stderr=subprocess.STDOUT, cwd=workdir)
+            ping = subprocess.Popen(ping_cmd, env=sides["ping"][1], stdout=il, stderr=subprocess.STDOUT,
+                                    cwd=workdir)
             try:
                 ping_rc = ping.wait(timeout=args.pair_timeout)
             except subprocess.TimeoutExpired:
@@ -248,6 +258,8 @@ def run_pair(key, size, case, args, base_env, workdir):
     for c in doc["cases"]:
         for section in ("throughput", "throughput_keep_all"):
             t = c[section]
+            if t is None and section == "throughput" and keep_all_only:
+                continue
             if t["lost"] != 0 or t["messages"] != burst * rounds:
                 raise BenchError(f"{key} at {human_size(size)} ({section}): {t['lost']} messages lost")
             t["median_round_mb_per_s"] = burst * size / statistics.median(t["round_seconds"]) / 1e6

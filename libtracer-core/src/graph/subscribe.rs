@@ -160,6 +160,13 @@ impl Graph {
         self.inner.net.peers()
     }
 
+    /// Who `peer` is, when it is a graph on another host: what its link authenticated (the
+    /// certificate subject, or anonymous). `None` for a peer of this host (its uid is the
+    /// kernel's word) or a name with no link.
+    pub fn peer_subject(&self, peer: &str) -> Option<crate::acl::Subject> {
+        self.inner.net.peer_subject(peer)
+    }
+
     /// Wait until each of `peers` has handled every frame this graph sent it before the call
     /// (so every delivery of an earlier write has landed in the peer's targets), or until
     /// `deadline` (`None`: no deadline) with `Error::Timeout`. One READ round trip per peer,

@@ -113,6 +113,8 @@ struct Consumer {
 pub(crate) struct LinkState {
     pub(crate) key: usize,
     pub(crate) peer: PeerInfo,
+    /// `peer.name`, as every sample that arrives over the link carries it (`Sample::origin`).
+    pub(crate) origin: Arc<str>,
     creds: Credentials,
     link: Arc<dyn PeerLink>,
     mount: Mutex<Option<Arc<Node>>>,
@@ -207,6 +209,12 @@ impl Net {
     /// The peers whose mount `/net/<peer>` exists. `attach` registers a link before it mounts
     /// (so a subscribe prompted by the mount's `Created` event finds the link); a peer listed
     /// here can be subscribed through at once.
+    /// What the link of `peer` authenticated, for a graph on another host (`PeerInfo::remote`);
+    /// `None` for a peer of this host or one not linked.
+    pub(crate) fn peer_subject(&self, peer: &str) -> Option<Subject> {
+        self.by_name.read().get(peer)?.peer.remote.clone()
+    }
+
     pub(crate) fn peers(&self) -> Vec<String> {
         let mut v: Vec<String> = self
             .by_name
@@ -441,6 +449,7 @@ pub(crate) fn attach(g: &GraphInner, link: Arc<dyn PeerLink>) -> Result<LinkId, 
     let st = Arc::new(LinkState {
         key,
         peer: peer.clone(),
+        origin: Arc::from(peer.name.as_str()),
         creds: peer.credentials(),
         link,
         mount: Mutex::new(None),

@@ -71,6 +71,10 @@ pub struct SubscriptionLink {
     pub remote: Mutex<Option<BTreeMap<String, RemoteEdge>>>,
     /// Peers that refused this subscription (their ACL: SROS2 permissions), each logged once.
     pub refused_by: Mutex<std::collections::BTreeSet<String>>,
+    /// With SROS2: which peers' publishers may feed it (their publish permission).
+    pub writers: Option<crate::security::WriterCheck>,
+    /// Peers whose publishers it does not take from (`writers`), each logged once.
+    pub refused_writers: Mutex<std::collections::BTreeSet<String>>,
 }
 
 /// An edge from a peer's topic vertex into a local subscription.
@@ -569,6 +573,26 @@ impl Inner {
         }
     }
 
+    /// With SROS2, whether `peer`'s publishers may feed `sub`: as a DDS DataReader ignores a
+    /// remote DataWriter whose permissions do not allow it to publish the topic, no edge is
+    /// made to such a peer, so neither its data nor a match is counted (logged once).
+    fn writer_allowed(&self, sub: &SubscriptionLink, peer: &str) -> bool {
+        let Some(check) = &sub.writers else {
+            return true;
+        };
+        let Some(why) = check.refuses(self.graph.peer_subject(peer).as_ref()) else {
+            return true;
+        };
+        if sub.refused_writers.lock().insert(peer.to_owned()) {
+            log!(
+                RMW_LOG_SEVERITY_WARN,
+                "security: not taking {} from {peer}: {why}",
+                sub.topic
+            );
+        }
+        false
+    }
+
     /// Make `sub`'s remote edges match the peers that have a matching publisher.
     fn reconcile(&self, st: &State, sub: &SubscriptionLink) {
         let wanted: BTreeSet<&str> = st
@@ -580,6 +604,7 @@ impl Inner {
                     .any(|r| delivers_to(r, &sub.topic, &sub.type_name, &sub.qos))
             })
             .map(|(n, _)| n.as_str())
+            .filter(|peer| self.writer_allowed(sub, peer))
             .collect();
         let mut remote = sub.remote.lock();
         let Some(remote) = remote.as_mut() else {

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
-use tokio::sync::Semaphore;
+use tokio::sync::{watch, Semaphore};
 
 use super::{new_endpoint, tls, Inner};
 use crate::link::{valid_node_name, LinkError};
@@ -137,6 +137,18 @@ fn take_role(inner: &Arc<Inner>) -> Result<(), String> {
     }
     if let Some(h) = try_take_role(inner)? {
         inner.rt.spawn(serve(inner.clone(), h.endpoint.clone()));
+        if inner.cfg.subnet.is_some() {
+            match super::subnet::send_socket(inner.cfg.bind) {
+                Ok(sock) => {
+                    inner
+                        .rt
+                        .spawn(super::subnet::announce_loop(inner.clone(), sock));
+                }
+                Err(e) => inner.log(&format!(
+                    "network: SUBNET announcements: {e}; not announced"
+                )),
+            }
+        }
         *inner.role.lock() = Some(h);
     }
     Ok(())
@@ -320,33 +332,77 @@ async fn resolve(host: &str, port: u16, bind: IpAddr) -> Result<SocketAddr, Stri
         .ok_or_else(|| format!("{host} has no address of the family we bind ({bind})"))
 }
 
-/// Reach one static peer host for as long as the transport runs: ask its directory every
-/// `poll_interval` and connect to its members; a failure is reported once, then retried quietly
-/// with a backoff until the host answers again.
-/// After the first round (the query and the connects it started), `first` is told once.
+/// A peer host whose directory is asked: a static peer's entry (`host[:port]`, resolved at
+/// each round, since names may move) or the address a SUBNET announcement gave.
+pub(crate) enum PeerHost {
+    Static(String),
+    Announced(SocketAddr),
+}
+
+impl PeerHost {
+    fn label(&self) -> String {
+        match self {
+            PeerHost::Static(e) => format!("static peer {e}"),
+            PeerHost::Announced(a) => format!("announced host {a}"),
+        }
+    }
+}
+
+/// Resolves when `gone` turns true or its sender goes (never without one: a static peer).
+async fn ended(gone: &mut Option<watch::Receiver<bool>>) {
+    match gone {
+        Some(g) => {
+            let _ = g.wait_for(|g| *g).await;
+        }
+        None => std::future::pending().await,
+    }
+}
+
+enum Where {
+    Name(String, u16),
+    Addr(SocketAddr),
+}
+
+/// Reach one peer host for as long as the transport runs (a static peer) or until `gone` turns
+/// true (an announced host no longer heard): ask its directory every `poll_interval` and connect
+/// to its members; a failure is reported once, then retried quietly with a backoff until the
+/// host answers again. After the first round (the query and the connects it started), `first`
+/// is told once.
 pub(crate) async fn peer_loop(
     inner: Arc<Inner>,
-    entry: String,
-    first: std::sync::mpsc::Sender<()>,
+    host: PeerHost,
+    first: Option<std::sync::mpsc::Sender<()>>,
+    gone: Option<watch::Receiver<bool>>,
 ) {
-    let mut first = Some(first);
+    let mut first = first;
     let mut stop = inner.stop.clone();
-    let Some((host, port)) = parse_peer(&entry, inner.cfg.directory_port) else {
-        inner.log(&format!(
-            "network: static peer {entry:?} is not host[:port]; ignored"
-        ));
-        let _ = first.take().map(|f| f.send(()));
-        return;
+    let mut gone = gone;
+    let label = host.label();
+    let target = match &host {
+        PeerHost::Static(entry) => match parse_peer(entry, inner.cfg.directory_port) {
+            Some((name, port)) => Where::Name(name, port),
+            None => {
+                inner.log(&format!(
+                    "network: static peer {entry:?} is not host[:port]; ignored"
+                ));
+                let _ = first.take().map(|f| f.send(()));
+                return;
+            }
+        },
+        PeerHost::Announced(a) => Where::Addr(*a),
     };
     let mut backoff = BACKOFF.0;
     let mut reported = false;
     loop {
-        if inner.stopped() {
+        if inner.stopped() || gone.as_ref().is_some_and(|g| *g.borrow()) {
             break;
         }
         let hs = inner.cfg.handshake_timeout;
         let r = async {
-            let addr = resolve(&host, port, inner.cfg.bind).await?;
+            let addr = match &target {
+                Where::Addr(a) => *a,
+                Where::Name(name, port) => resolve(name, *port, inner.cfg.bind).await?,
+            };
             let members = tokio::time::timeout(hs, query(&inner, addr))
                 .await
                 .map_err(|_| format!("{addr}: no answer from the host directory"))??;
@@ -356,7 +412,7 @@ pub(crate) async fn peer_loop(
         let wait = match r {
             Ok((addr, members)) => {
                 if reported {
-                    inner.log(&format!("network: static peer {entry} reached again"));
+                    inner.log(&format!("network: {label} reached again"));
                     reported = false;
                 }
                 backoff = BACKOFF.0;
@@ -373,9 +429,7 @@ pub(crate) async fn peer_loop(
             }
             Err(why) => {
                 if !reported {
-                    inner.log(&format!(
-                        "network: static peer {entry}: {why}; retrying quietly"
-                    ));
+                    inner.log(&format!("network: {label}: {why}; retrying quietly"));
                     reported = true;
                 }
                 let w = backoff;
@@ -387,6 +441,7 @@ pub(crate) async fn peer_loop(
         tokio::select! {
             _ = tokio::time::sleep(wait) => {}
             _ = stop.wait_for(|s| *s) => break,
+            _ = ended(&mut gone) => break,
         }
     }
 }

@@ -9,22 +9,28 @@
 //! stream (bidirectional) carries the HELLO handshake and the requests, its edge streams
 //! (unidirectional, one per priority class) and datagrams the deliveries (`streams.rs`), all
 //! with the same frames and codec as a Unix socket; one link per pair survives a connect race by
-//! the same rule (the smaller name's connection wins).
+//! the same rule (the smaller name's connection wins). With SUBNET the holder also
+//! announces the directory on the local network and every process reaches each host it hears
+//! as a static peer (`subnet.rs`, `announce.rs`).
 //!
 //! Threads: every endpoint and connection of the process runs on one small tokio runtime, and
 //! handler callbacks on two dispatcher threads (`runtime.rs`), whatever the number of links.
 
+mod announce;
 mod directory;
 mod exercise;
 mod link;
 mod receive;
 mod runtime;
 mod streams;
+mod subnet;
 mod tls;
+mod tuning;
 
 use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -33,9 +39,14 @@ use parking_lot::{Condvar, Mutex};
 use tokio::runtime::Handle;
 use tokio::sync::watch;
 
+pub use announce::{
+    decode as decode_announcement, encode as announce_bytes, exercise_announce, AnnounceError,
+    Announcement,
+};
 pub use exercise::{exercise_datagram, exercise_directory_answer, exercise_flood, FloodReport};
 pub use link::{QuicLink, ShedCounts};
 pub use receive::decode_datagram;
+pub use subnet::{SubnetConfig, ANNOUNCE_GROUP, ANNOUNCE_PORT_BASE, MAX_HOSTS};
 pub use tls::{subject_of, QuicSecurity};
 
 use self::link::{hello, read_hello, refuse, write_frame, HelloOutcome};
@@ -81,6 +92,10 @@ pub struct QuicConfig {
     pub initial_wait: Duration,
     /// Diagnostics; `None` = stderr with a `libtracer: ` prefix.
     pub log: Option<NetLog>,
+    /// SUBNET discovery (`ROS_AUTOMATIC_DISCOVERY_RANGE=SUBNET`): the host role's holder
+    /// announces this host's directory on the local network and every process reaches the
+    /// hosts it hears (docs/network.md section 2a). `None`: only the static peers are reached.
+    pub subnet: Option<SubnetConfig>,
     /// SROS2 authentication: present the enclave's certificate and refuse every peer whose
     /// certificate does not chain to the keystore's identity CA. `None`: encrypted, not
     /// authenticated (docs/network.md section 5).
@@ -109,6 +124,7 @@ impl QuicConfig {
             write_timeout: Duration::from_secs(10),
             initial_wait: Duration::from_millis(500),
             log: None,
+            subnet: None,
             security: None,
         }
     }
@@ -122,6 +138,7 @@ impl std::fmt::Debug for QuicConfig {
             .field("static_peers", &self.static_peers)
             .field("poll_interval", &self.poll_interval)
             .field("idle_timeout", &self.idle_timeout)
+            .field("subnet", &self.subnet)
             .field("authenticated", &self.security.is_some())
             .finish_non_exhaustive()
     }
@@ -175,6 +192,14 @@ pub(crate) struct Inner {
     stop: watch::Receiver<bool>,
     role: Mutex<Option<directory::Holder>>,
     member_file: PathBuf,
+    /// This host's id for the domain (SUBNET only; 0 without).
+    host_id: u64,
+    /// Announced hosts being reached (SUBNET).
+    found: Mutex<subnet::FoundHosts>,
+    /// Datagrams on the announcement port that were not announcements of our subnet.
+    rejected: AtomicU64,
+    /// Conditions already reported (each once; bounded).
+    said: Mutex<HashSet<String>>,
 }
 
 /// The QUIC transport of one graph. Dropping it (or `shutdown`) closes every link and waits for
@@ -210,10 +235,14 @@ impl QuicTransport {
             tls::client_config(&identity, tls::ALPN_LINK, transport.clone()).map_err(io_err)?;
         let dir_client =
             tls::client_config(&identity, tls::ALPN_DIR, transport.clone()).map_err(io_err)?;
-        let sock = UdpSocket::bind((cfg.bind, 0))?;
+        let sock = tuning::bind(SocketAddr::new(cfg.bind, 0))?;
         let endpoint = new_endpoint(&rt, Some(server), sock)?;
         let port = endpoint.local_addr()?.port();
         let member_file = directory::register(dir, local_name, port)?;
+        let host_id = match cfg.subnet {
+            Some(_) => subnet::host_id(dir)?,
+            None => 0,
+        };
         let (stop_tx, stop_rx) = watch::channel(false);
         let inner = Arc::new(Inner {
             name: local_name.to_owned(),
@@ -231,6 +260,10 @@ impl QuicTransport {
             stop: stop_rx,
             role: Mutex::new(None),
             member_file,
+            host_id,
+            found: Mutex::new(HashMap::new()),
+            rejected: AtomicU64::new(0),
+            said: Mutex::new(HashSet::new()),
         });
         let t = QuicTransport {
             inner: inner.clone(),
@@ -240,10 +273,26 @@ impl QuicTransport {
         directory::take_role_now(&inner);
         rt.spawn(inner.clone().accept_loop());
         rt.spawn(directory::role_loop(inner.clone()));
+        if let Some(sub) = &inner.cfg.subnet {
+            match subnet::listen_socket(sub) {
+                Ok(sock) => {
+                    rt.spawn(subnet::listen_loop(inner.clone(), sock));
+                }
+                Err(e) => inner.log(&format!(
+                    "network: SUBNET: cannot listen for announcements on port {}: {e}",
+                    sub.port
+                )),
+            }
+        }
         let (first_tx, first_rx) = std::sync::mpsc::channel();
         let n = inner.cfg.static_peers.len();
         for entry in inner.cfg.static_peers.clone() {
-            rt.spawn(directory::peer_loop(inner.clone(), entry, first_tx.clone()));
+            rt.spawn(directory::peer_loop(
+                inner.clone(),
+                directory::PeerHost::Static(entry),
+                Some(first_tx.clone()),
+                None,
+            ));
         }
         let deadline = Instant::now() + inner.cfg.initial_wait;
         for _ in 0..n {
@@ -267,6 +316,17 @@ impl QuicTransport {
     /// Whether this process holds its host's role (serves the directory).
     pub fn holds_role(&self) -> bool {
         self.inner.role.lock().is_some()
+    }
+
+    /// The directory addresses of the hosts found by SUBNET announcements, sorted.
+    pub fn announced_hosts(&self) -> Vec<SocketAddr> {
+        subnet::found_hosts(&self.inner)
+    }
+
+    /// Datagrams heard on the announcement port that were not an announcement (garbage,
+    /// another version) or came from beyond our subnets; each was dropped.
+    pub fn announcements_rejected(&self) -> u64 {
+        self.inner.rejected.load(Ordering::Relaxed)
     }
 
     /// Names of the peers with a live link, sorted.
@@ -354,6 +414,20 @@ impl Inner {
             Some(f) => f(msg),
             None => eprintln!("libtracer: {msg}"),
         }
+    }
+
+    /// Report `msg` once for `key` (the set is bounded: past it, conditions are said again).
+    fn log_once(&self, key: String, msg: &str) {
+        {
+            let mut said = self.said.lock();
+            if said.len() >= AUTH_LOGGED_MAX {
+                said.clear();
+            }
+            if !said.insert(key) {
+                return;
+            }
+        }
+        self.log(msg);
     }
 
     fn stopped(&self) -> bool {

@@ -161,6 +161,8 @@ pub(crate) fn transport(idle: Duration, keep_alive: Duration) -> Arc<quinn::Tran
     t.max_concurrent_uni_streams(64u32.into());
     t.max_idle_timeout(idle.try_into().ok());
     t.keep_alive_interval(Some(keep_alive));
+    // BBR with a window floor, not quinn's Cubic: why in `tuning.rs`.
+    t.congestion_controller_factory(Arc::new(super::tuning::FlooredBbrConfig::default()));
     // Room for a few 1 MiB frames in flight on a fast path; bounded per connection. The
     // connection's windows are twice a stream's: quinn counts buffered data against them, so a
     // bulk stream of a low class can take at most half, and a higher class always finds room
