@@ -29,8 +29,9 @@ pub struct Sample {
     pub received_timestamp_ns: i64,
     /// `Some("b/c")` when the write happened at `<source>/b/c` (subtree delivery).
     pub suffix: Option<String>,
-    /// `None` = written in this graph; `Some(peer)` = arrived over the link to `<peer>`.
-    pub origin: Option<String>,
+    /// `None` = written in this graph; `Some(peer)` = arrived over the link to `<peer>` (one
+    /// name per link, shared by its samples: no allocation per sample).
+    pub origin: Option<Arc<str>>,
 }
 
 /// The bounds of a stream's ring; 0 = unbounded for that bound.

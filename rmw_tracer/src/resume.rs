@@ -138,7 +138,7 @@ mod tests {
             },
             received_timestamp_ns: 0,
             suffix: None,
-            origin: origin.map(str::to_owned),
+            origin: origin.map(Into::into),
         }
     }
 

@@ -64,7 +64,7 @@ pub(crate) fn on_frame(g: &GraphInner, id: LinkId, frame: Frame) {
                     meta,
                     received_timestamp_ns: now_ns(),
                     suffix,
-                    origin: Some(st.peer.name.clone()),
+                    origin: Some(st.origin.clone()),
                 });
             }
         }
@@ -79,7 +79,7 @@ pub(crate) fn on_frame(g: &GraphInner, id: LinkId, frame: Frame) {
                 // On a data edge only "the source is gone" is meaningful; nothing lands.
                 if structural {
                     let mut s = structure::event_sample(&event);
-                    s.origin = Some(st.peer.name.clone());
+                    s.origin = Some(st.origin.clone());
                     t.land(s);
                 }
                 // The watched vertex itself went: the producer has dropped the edge already.
@@ -107,7 +107,7 @@ pub(crate) fn on_frame(g: &GraphInner, id: LinkId, frame: Frame) {
                     meta,
                     received_timestamp_ns: now_ns(),
                     suffix: None,
-                    origin: Some(st.peer.name.clone()),
+                    origin: Some(st.origin.clone()),
                 })));
             }
         }
@@ -190,7 +190,7 @@ fn incoming_write(
             meta,
             received_timestamp_ns: now_ns(),
             suffix: None,
-            origin: Some(st.peer.name.clone()),
+            origin: Some(st.origin.clone()),
         },
     );
     Ok(())

@@ -113,6 +113,8 @@ struct Consumer {
 pub(crate) struct LinkState {
     pub(crate) key: usize,
     pub(crate) peer: PeerInfo,
+    /// `peer.name`, as every sample that arrives over the link carries it (`Sample::origin`).
+    pub(crate) origin: Arc<str>,
     creds: Credentials,
     link: Arc<dyn PeerLink>,
     mount: Mutex<Option<Arc<Node>>>,
@@ -447,6 +449,7 @@ pub(crate) fn attach(g: &GraphInner, link: Arc<dyn PeerLink>) -> Result<LinkId, 
     let st = Arc::new(LinkState {
         key,
         peer: peer.clone(),
+        origin: Arc::from(peer.name.as_str()),
         creds: peer.credentials(),
         link,
         mount: Mutex::new(None),

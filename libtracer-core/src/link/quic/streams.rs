@@ -16,15 +16,23 @@
 //!
 //! A send never waits for the network while its stream has less than `QUEUE_BYTES` queued: the
 //! frame is queued and a writer task on the runtime writes it. Past that a reliable send waits
-//! (flow control reaches the publisher) up to the write timeout, then the link closes; a
-//! best-effort send never waits: the newest sample of a class replaces one still waiting.
+//! (flow control reaches the publisher); a best-effort send never waits: the newest sample of a
+//! class replaces one still waiting.
+//!
+//! **The write timeout bounds a stall, not a transfer.** A writer, and a send waiting for room,
+//! give up (and the link closes) only when the stream has taken no byte for the whole write
+//! timeout: the peer stopped reading, or the path is gone. A large frame on a slow but live path
+//! takes as long as it takes, as a Unix socket's `SO_SNDTIMEO` bounds each write call, not a
+//! frame. (Bounding the whole frame cut a 4 MiB image at 10 s on any path slower than
+//! 0.4 MB/s; the link came back, the resend window sent the image again from its first byte,
+//! and it never arrived: docs/network.md section 9.)
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use parking_lot::{Condvar, Mutex};
 use tokio::runtime::Handle;
 use tokio::sync::{mpsc, Notify};
@@ -90,6 +98,8 @@ pub(crate) struct Shed {
 struct Room {
     queued: Mutex<usize>,
     freed: Condvar,
+    /// Bytes the stream has taken so far (a waiting sender's sign of progress).
+    taken: AtomicU64,
 }
 
 /// One ordered stream (the control stream or a reliable edge stream) and its writer task.
@@ -354,6 +364,36 @@ async fn open_tagged(
     Some(s)
 }
 
+/// Write one frame, handing its bytes back to `room` as the stream takes them; fails when the
+/// stream takes nothing for `stall` (or fails). What was not written is released too.
+async fn write_steady(
+    s: &mut quinn::SendStream,
+    enc: EncodedFrame,
+    stall: Duration,
+    room: &Room,
+) -> Result<(), ()> {
+    let mut left = enc.len();
+    let mut chunks = [Bytes::from(enc.head), enc.payload.unwrap_or_default()];
+    let mut next = 0;
+    let result = loop {
+        while next < chunks.len() && chunks[next].is_empty() {
+            next += 1;
+        }
+        if next == chunks.len() {
+            break Ok(());
+        }
+        match tokio::time::timeout(stall, s.write_chunks(&mut chunks[next..])).await {
+            Ok(Ok(w)) => {
+                room.release(w.bytes);
+                left -= w.bytes;
+            }
+            Ok(Err(_)) | Err(_) => break Err(()),
+        }
+    };
+    room.release(left);
+    result
+}
+
 async fn write_enc(s: &mut quinn::SendStream, enc: EncodedFrame) -> Result<(), quinn::WriteError> {
     s.write_all(&enc.head).await?;
     if let Some(p) = enc.payload {
@@ -366,6 +406,7 @@ impl Room {
     fn release(&self, n: usize) {
         let mut q = self.queued.lock();
         *q = q.saturating_sub(n);
+        self.taken.fetch_add(n as u64, Ordering::Relaxed);
         self.freed.notify_all();
     }
 }
@@ -381,6 +422,7 @@ impl Writer {
         let room = Arc::new(Room {
             queued: Mutex::new(0),
             freed: Condvar::new(),
+            taken: AtomicU64::new(0),
         });
         let conn = conn.clone();
         let r = room.clone();
@@ -394,12 +436,9 @@ impl Writer {
                 return;
             };
             while let Some(enc) = rx.recv().await {
-                let n = enc.len();
-                let w = tokio::time::timeout(write_timeout, write_enc(&mut s, enc)).await;
-                r.release(n);
-                if !matches!(w, Ok(Ok(()))) {
-                    // Blocked past the write timeout (the peer stopped reading) or the stream
-                    // failed: the link is lost; the connection's end tells the reader.
+                if write_steady(&mut s, enc, write_timeout, &r).await.is_err() {
+                    // Nothing taken for the write timeout (the peer stopped reading) or the
+                    // stream failed: the link is lost; the connection's end tells the reader.
                     conn.close(0u32.into(), b"write failed");
                     return;
                 }
@@ -418,18 +457,28 @@ impl Writer {
         }
     }
 
-    /// Queue a frame, waiting up to `wait` for room past `QUEUE_BYTES` (a frame alone in the
-    /// queue always fits, whatever its size).
+    /// Queue a frame, waiting for room past `QUEUE_BYTES` (a frame alone in the queue always
+    /// fits, whatever its size) as long as the queue drains: `wait` bounds the time without
+    /// any byte written, not the whole wait.
     fn push(&self, enc: EncodedFrame, wait: Duration) -> Result<(), SendFail> {
         let n = enc.len();
         {
-            let deadline = Instant::now() + wait;
+            let mut deadline = Instant::now() + wait;
             let mut q = self.room.queued.lock();
+            let mut taken = self.room.taken.load(Ordering::Relaxed);
             while *q > 0 && *q + n > QUEUE_BYTES {
                 if self.closed.load(Ordering::Acquire) {
                     return Err(SendFail::Closed);
                 }
-                if wait.is_zero() || self.room.freed.wait_until(&mut q, deadline).timed_out() {
+                if wait.is_zero() {
+                    return Err(SendFail::Blocked);
+                }
+                let timed_out = self.room.freed.wait_until(&mut q, deadline).timed_out();
+                let now_taken = self.room.taken.load(Ordering::Relaxed);
+                if now_taken != taken {
+                    taken = now_taken;
+                    deadline = Instant::now() + wait;
+                } else if timed_out {
                     return Err(SendFail::Blocked);
                 }
             }
