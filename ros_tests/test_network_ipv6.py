@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 import harness
-from two_hosts import ADDR6, TwoHosts, pubsub, started
+from two_hosts import ADDR6, TwoHosts, stream
 from worker_output import json_line
 
 DIRECTORY_PORT_BASE = 24650
@@ -31,15 +31,7 @@ def test_static_peers_as_ipv6_literals(tmp_path, v6_hosts, procs):
     peers = {"a": ADDR6["b"], "b": f"[{ADDR6['a']}]:{DIRECTORY_PORT_BASE + domain}"}
     envs = {h: harness.tracer_env(tmp_path / h, domain, {"ROS_STATIC_PEERS": peers[h]})
             for h in ("a", "b")}
-    listener = pubsub(envs["b"], hosts.host("b"), "listen", "--count", "200", "--timeout", "60",
-                      "--depth", "1000")
-    procs.append(listener)
-    started(listener)
-    talker = pubsub(envs["a"], hosts.host("a"), "talk", "--count", "200", "--timeout", "60",
-                    "--depth", "1000", "--linger", "20")
-    procs.append(talker)
-    r = listener.join()
-    t = talker.join()
+    r, t = stream(procs, envs, hosts)
     assert r.returncode == 0, r.describe() + "\n" + t.describe()
     assert t.returncode == 0, t.describe()
     got = json_line(r.stdout, r.describe())

@@ -250,6 +250,21 @@ def pubsub(env, host, *args: str, timeout: float = 90) -> harness.Proc:
     return harness.spawn_python(PUBSUB, list(args), env=env, netns=host, timeout=timeout)
 
 
+def stream(procs: list, envs, hosts, count: int = 200, talker: str = "a",
+           listener: str = "b") -> tuple[harness.Result, harness.Result]:
+    """A listener on host ``listener``, then a talker on host ``talker``: ``count`` reliable
+    messages (depth 1000, nothing lost within it); both joined. Every process goes in ``procs``
+    (the ``procs`` fixture kills them on failure)."""
+    lp = pubsub(envs[listener], hosts.host(listener), "listen", "--count", str(count),
+                "--timeout", "60", "--depth", "1000")
+    procs.append(lp)
+    started(lp)
+    tp = pubsub(envs[talker], hosts.host(talker), "talk", "--count", str(count), "--timeout", "60",
+                "--depth", "1000", "--linger", "20")
+    procs.append(tp)
+    return lp.join(), tp.join()
+
+
 def started(p: harness.Proc, text: str = "ready") -> harness.Proc:
     assert p.wait_for_output(text, timeout=60), p.join(1).describe()
     return p
