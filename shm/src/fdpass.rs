@@ -53,13 +53,35 @@ impl FdReceiver {
         buf: &mut [u8],
         fds: &mut Vec<OwnedFd>,
     ) -> io::Result<usize> {
+        self.recv_with(sock, buf, fds, MsgFlags::empty())
+    }
+
+    /// As [`Self::recv`], but never waits (`MSG_DONTWAIT`): nothing to read is `WouldBlock`,
+    /// whatever the socket's blocking mode. An event loop reads a socket this way while other
+    /// threads write to the same socket with blocking writes.
+    pub fn try_recv(
+        &mut self,
+        sock: BorrowedFd<'_>,
+        buf: &mut [u8],
+        fds: &mut Vec<OwnedFd>,
+    ) -> io::Result<usize> {
+        self.recv_with(sock, buf, fds, MsgFlags::MSG_DONTWAIT)
+    }
+
+    fn recv_with(
+        &mut self,
+        sock: BorrowedFd<'_>,
+        buf: &mut [u8],
+        fds: &mut Vec<OwnedFd>,
+        flags: MsgFlags,
+    ) -> io::Result<usize> {
         let mut iov = [IoSliceMut::new(buf)];
         let msg = loop {
             match recvmsg::<()>(
                 sock.as_raw_fd(),
                 &mut iov,
                 Some(&mut self.cmsg),
-                MsgFlags::MSG_CMSG_CLOEXEC,
+                MsgFlags::MSG_CMSG_CLOEXEC | flags,
             ) {
                 Err(Errno::EINTR) => continue,
                 r => break r?,

@@ -20,8 +20,10 @@
 //! Guarantees a handler can build on (the conformance suite, tests/link_conformance.rs, checks
 //! each against every implementation):
 //! - For one link, `on_up`, then every `on_frame` in the order the peer sent them, then exactly
-//!   one `on_down`, all on that link's own reader thread. The `Arc<dyn Link>` passed is the same
-//!   object each time (compare with `Arc::ptr_eq`). Different links run concurrently.
+//!   one `on_down`, one at a time, each completely before the next (on the Unix transport on one
+//!   of the process's few link workers, on QUIC on one of its two dispatchers, in memory on the
+//!   link's reader thread). The `Arc<dyn Link>` passed is the same object each time (compare
+//!   with `Arc::ptr_eq`). Different links run concurrently.
 //! - `on_up` may run before `HostTransport::start` / `join` has returned.
 //! - At most one link per pair of node names at any time.
 //! - `send` writes on the caller's thread (no hop), holding only that link's write lock; it is
@@ -31,20 +33,24 @@
 //! - HELLO, PING and PONG are the link's own business and never reach the handler.
 //! - A malformed frame from the peer: the link answers ERROR{malformed} and closes; other links
 //!   are unaffected.
-//! - A callback that panics loses its link, not the reader thread's duty: the link answers
+//! - A callback that panics loses its link, not the thread's duty: the link answers
 //!   ERROR{internal} and closes, and `on_down` still runs.
-//! - A callback should not block for long: it holds up that link's reader (and so its liveness
-//!   replies, though not its keepalive, which runs elsewhere).
+//! - A callback should not block for long: it holds up that link's later frames (and a thread
+//!   other links may need: on the Unix transport one of four workers).
 
 use std::sync::Arc;
 
 use crate::wire::{EncodeError, Frame};
 
+mod dispatch;
 pub mod memory;
 pub mod quic;
 pub mod rendezvous;
+mod strand;
 pub mod transport;
 pub mod unix;
+mod unix_loop;
+mod unix_rx;
 
 pub use memory::{MemoryFabric, MemoryNode};
 pub use quic::{subject_of, QuicConfig, QuicLink, QuicSecurity, QuicTransport};
@@ -116,10 +122,10 @@ pub fn valid_node_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"_.~-".contains(&b))
 }
 
-/// Run one handler callback on a link's reader thread. A panic in it (a bug above the link) is
-/// caught, so that the link can still be closed and `on_down` still run: otherwise the reader
-/// thread would die with the link still registered, never telling the handler, and with a peer
-/// kept alive by our keepalive while nobody reads. False when the callback panicked.
+/// Run one handler callback of a link. A panic in it (a bug above the link) is caught, so that
+/// the link can still be closed and `on_down` still run: otherwise the thread would die with the
+/// link still registered, never telling the handler, and with a peer kept alive by our
+/// keepalive while nobody reads. False when the callback panicked.
 pub(crate) fn run_callback(f: impl FnOnce()) -> bool {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_ok()
 }

@@ -10,9 +10,15 @@
 //! listener is served, which makes the rule see every race (docs/wire.md walks through it).
 //!
 //! Liveness: EOF or a socket error ends a link at once (a killed process's sockets are closed
-//! by the kernel). A keepalive thread sends PING on a link that has sent nothing for
+//! by the kernel). The keepalive sends PING on a link that has sent nothing for
 //! `ping_interval`, and closes a link that has received nothing for `dead_after`, which finds a
 //! hung (stopped, deadlocked) peer.
+//!
+//! Threads: none of its own once started. The listening socket, the incoming handshakes, the
+//! reading of every link and the keepalive run on the process's one event loop
+//! (`unix_loop.rs`), the handler callbacks on its few workers (`dispatch.rs`), whatever the
+//! number of peers. Only `start` connects to the graphs already there from a few threads of its
+//! own (at most `CONNECTORS`), gone when it returns.
 
 use std::collections::{HashMap, HashSet};
 use std::io;
@@ -21,8 +27,7 @@ use std::os::unix::fs::MetadataExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Weak};
-use std::thread::JoinHandle;
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
@@ -30,9 +35,16 @@ use nix::sys::time::{TimeVal, TimeValLike};
 use parking_lot::{Condvar, Mutex};
 
 use super::rendezvous::prepare_dir;
-use super::unix::{hello, read_hello, refuse, run_reader, write_frame, HelloOutcome, UnixLink};
-use super::{valid_node_name, Link, LinkError, LinkHandler, PeerIdentity};
-use crate::wire::{ErrorCode, Frame};
+use super::strand::Hooks;
+use super::unix::{hello, read_hello, refuse, write_frame, HelloOutcome, UnixLink};
+use super::unix_loop::{self, Source};
+use super::unix_rx::NewLink;
+use super::{dispatch, valid_node_name, Link, LinkError, LinkHandler, PeerIdentity};
+use crate::wire::ErrorCode;
+
+/// Threads `start` connects from at most (each handshake is bounded by the handshake timeout,
+/// so this many silent peers cost one timeout, not one each).
+const CONNECTORS: usize = 8;
 
 /// Timing of a transport. The defaults find a hung peer within one second.
 #[derive(Clone, Debug)]
@@ -71,29 +83,30 @@ struct Table {
     links: HashMap<String, Arc<UnixLink>>,
     /// Peers we are connecting to, registered before the listener is served.
     pending: HashSet<String>,
-    readers: Vec<JoinHandle<()>>,
+    /// Links installed whose `on_down` has not returned yet.
+    live: usize,
     stopped: bool,
 }
 
-struct Inner {
+pub(crate) struct Inner {
     dir: PathBuf,
     name: String,
     sock_path: PathBuf,
     sock_ino: u64,
     handler: Arc<dyn LinkHandler>,
-    cfg: TransportConfig,
+    pub(crate) cfg: TransportConfig,
     table: Mutex<Table>,
-    wake: Condvar,
-    nonce: AtomicU64,
+    /// Told when `live` falls.
+    gone: Condvar,
 }
 
 /// The Unix-socket transport of one graph. Dropping it (or `shutdown`) closes every link,
 /// waits for their `on_down`, and removes its socket.
 pub struct HostTransport {
     inner: Arc<Inner>,
-    threads: Mutex<Vec<JoinHandle<()>>>,
-    /// The listening socket (a duplicate of the accept loop's descriptor): `shutdown(2)` on it
-    /// wakes the blocked `accept`, which needs neither the socket file nor the directory.
+    /// The listening socket (a duplicate of the event loop's descriptor): `shutdown(2)` on it
+    /// makes the loop's `accept` fail, and the loop drops it; that needs neither the socket
+    /// file nor the directory.
     listener: UnixListener,
 }
 
@@ -132,6 +145,8 @@ impl HostTransport {
                 return Err(e.into());
             }
         };
+        unix_loop::start()?;
+        listener.set_nonblocking(true)?;
         let inner = Arc::new(Inner {
             dir: dir.to_owned(),
             name: local_name.to_owned(),
@@ -140,45 +155,47 @@ impl HostTransport {
             handler,
             cfg,
             table: Mutex::new(Table::default()),
-            wake: Condvar::new(),
-            nonce: AtomicU64::new(1),
+            gone: Condvar::new(),
         });
         let peers = inner.scan();
         inner.table.lock().pending.extend(peers.iter().cloned());
         let t = HostTransport {
             inner: inner.clone(),
-            threads: Mutex::new(Vec::new()),
             listener: wake_listener,
         };
         // On an error below, dropping `t` shuts down what was started and removes the socket.
-        let weak = Arc::downgrade(&inner);
-        t.spawn("tracer-accept", move || accept_loop(listener, weak))?;
-        let weak = Arc::downgrade(&inner);
-        t.spawn("tracer-keepalive", move || keepalive_loop(weak))?;
-        // One thread per peer, so that peers slow to answer (each bounded by the handshake
-        // timeout) cost one timeout in all, not one each.
+        unix_loop::add(Source::Listener {
+            listener,
+            owner: Arc::downgrade(&inner),
+        });
+        // A few threads share the peers, so that peers slow to answer (each bounded by the
+        // handshake timeout) cost about one timeout in all, not one each.
+        let queue = Arc::new(Mutex::new(peers));
+        let n = queue.lock().len().min(CONNECTORS);
         let mut connects = Vec::new();
-        for peer in peers {
-            let (i, p) = (inner.clone(), peer.clone());
+        for _ in 0..n {
+            let (i, q) = (inner.clone(), queue.clone());
+            let work = move || loop {
+                let Some(peer) = q.lock().pop() else { return };
+                i.connect_to(&peer);
+            };
             match std::thread::Builder::new()
-                .name(format!("tracer-connect-{peer}"))
-                .spawn(move || i.connect_to(&p))
+                .name("tracer-connect".into())
+                .spawn(work)
             {
                 Ok(h) => connects.push(h),
-                // No thread to spare: connect from this one (slower, same outcome).
-                Err(_) => inner.connect_to(&peer),
+                // No thread to spare: the others (or this one, below) take its share.
+                Err(_) => break,
             }
         }
         for c in connects {
             let _ = c.join();
         }
+        // Whatever no thread took (none could be started): from this one.
+        while let Some(peer) = queue.lock().pop() {
+            inner.connect_to(&peer);
+        }
         Ok(t)
-    }
-
-    fn spawn(&self, name: &str, f: impl FnOnce() + Send + 'static) -> io::Result<()> {
-        let h = std::thread::Builder::new().name(name.to_owned()).spawn(f)?;
-        self.threads.lock().push(h);
-        Ok(())
     }
 
     pub fn name(&self) -> &str {
@@ -205,8 +222,9 @@ impl HostTransport {
         self.inner.table.lock().links.get(peer).cloned()
     }
 
-    /// Close everything and remove the socket. Waits for every link's `on_down`, except that of
-    /// a link whose reader thread is the caller. Idempotent.
+    /// Close everything and remove the socket. Waits for every link's `on_down`, except when
+    /// called from inside a handler callback (a worker thread), where waiting could wait for
+    /// the caller itself. Idempotent.
     pub fn shutdown(&self) {
         let links: Vec<Arc<UnixLink>> = {
             let mut table = self.inner.table.lock();
@@ -216,21 +234,18 @@ impl HostTransport {
             table.stopped = true;
             table.links.values().cloned().collect()
         };
-        self.inner.wake.notify_all();
-        // Wake the accept loop, which sees `stopped` and ends. Not by connecting to our socket
-        // path: the directory may be gone, or the path another graph's by now. On Linux,
-        // shutdown of a listening socket makes a blocked (or later) `accept` fail at once.
+        // The event loop drops the listener when its accept fails: on Linux, shutdown of a
+        // listening socket makes every later `accept` fail at once. Not by connecting to our
+        // socket path: the directory may be gone, or the path another graph's by now.
         let _ =
             nix::sys::socket::shutdown(self.listener.as_raw_fd(), nix::sys::socket::Shutdown::Both);
         for l in links {
             l.close();
         }
-        let me = std::thread::current().id();
-        let mut handles: Vec<JoinHandle<()>> = std::mem::take(&mut *self.threads.lock());
-        handles.append(&mut std::mem::take(&mut self.inner.table.lock().readers));
-        for h in handles {
-            if h.thread().id() != me {
-                let _ = h.join();
+        if !dispatch::on_worker() {
+            let mut table = self.inner.table.lock();
+            while table.live > 0 {
+                self.inner.gone.wait(&mut table);
             }
         }
         // Only our own socket: a newer graph may have taken the name after a stale removal.
@@ -419,20 +434,27 @@ impl Inner {
             self.install(&mut table, stream, id, &h, (dec, left), Some(up_tx))
                 .map_err(|_| None)?;
         }
-        // `on_up` runs on the link's reader thread; the caller (`start_with`) promises it has
+        // `on_up` runs on a worker; the caller (`start_with`) promises it has
         // run, so that the peer is mounted when the transport's start returns. Bounded: a
         // handler that hangs in `on_up` costs one handshake timeout.
         let _ = up_rx.recv_timeout(self.cfg.handshake_timeout);
         Ok(())
     }
 
-    /// Acceptor side, on its own thread per connection.
-    fn handshake_in(self: &Arc<Self>, stream: UnixStream) {
+    pub(crate) fn is_stopped(&self) -> bool {
+        self.table.lock().stopped
+    }
+
+    /// Acceptor side, on the event loop once the connection's HELLO is in: refuse, or answer
+    /// and install the link.
+    pub(crate) fn accept_hello(
+        self: &Arc<Self>,
+        stream: UnixStream,
+        h: super::unix::PeerHello,
+        dec: crate::wire::FrameDecoder,
+        left: super::unix::Leftover,
+    ) {
         let _ = stream.set_write_timeout(Some(self.cfg.handshake_timeout));
-        let (h, dec, left) = match read_hello(&stream, self.cfg.handshake_timeout) {
-            Ok(HelloOutcome::Hello(h, dec, left)) => (h, dec, left),
-            _ => return,
-        };
         if !valid_node_name(&h.node) || h.node == self.name {
             refuse(
                 &stream,
@@ -481,12 +503,11 @@ impl Inner {
         hello: &super::unix::PeerHello,
         // What the handshake read past the HELLO: the decoder's state and the bytes after.
         (dec, left): (crate::wire::FrameDecoder, super::unix::Leftover),
-        // Told once the reader thread's `on_up` has returned.
+        // Told once the link's `on_up` has returned.
         up: Option<mpsc::SyncSender<()>>,
     ) -> io::Result<()> {
         stream.set_write_timeout(Some(self.cfg.write_timeout))?;
         stream.set_read_timeout(None)?;
-        let reader_stream = stream.try_clone()?;
         let name = id.name.clone();
         // References only to a peer that maps them and is of our own uid: a segment holds
         // samples of every topic of this process, and another user may be granted only some.
@@ -501,89 +522,42 @@ impl Inner {
             Instant::now(),
             shm,
         ));
-        table.links.insert(name.clone(), link.clone());
-        let handler = self.handler.clone();
+        table.links.insert(name, link.clone());
+        table.live += 1;
         let weak = Arc::downgrade(self);
-        let h = std::thread::Builder::new()
-            .name(format!("tracer-link-{name}"))
-            .spawn(move || {
-                let after_up = move || {
+        let done = weak.clone();
+        super::unix_rx::add_link(NewLink {
+            link,
+            dec,
+            left,
+            handler: self.handler.clone(),
+            ping: self.cfg.ping_interval,
+            dead_after: self.cfg.dead_after,
+            hooks: Hooks {
+                after_up: Some(Box::new(move || {
                     if let Some(up) = up {
                         let _ = up.send(());
                     }
-                };
-                run_reader(
-                    link,
-                    reader_stream,
-                    dec,
-                    left,
-                    handler,
-                    after_up,
-                    move |l| {
-                        if let Some(inner) = weak.upgrade() {
-                            let mut t = inner.table.lock();
-                            if t.links
-                                .get(&l.peer().name)
-                                .is_some_and(|x| Arc::ptr_eq(x, l))
-                            {
-                                t.links.remove(&l.peer().name);
-                            }
+                })),
+                on_exit: Some(Box::new(move |l| {
+                    if let Some(inner) = weak.upgrade() {
+                        let mut t = inner.table.lock();
+                        if t.links
+                            .get(&l.peer().name)
+                            .is_some_and(|x| Arc::ptr_eq(x, l))
+                        {
+                            t.links.remove(&l.peer().name);
                         }
-                    },
-                )
-            })?;
-        table.readers.retain(|h| !h.is_finished());
-        table.readers.push(h);
+                    }
+                })),
+                on_done: Some(Box::new(move || {
+                    if let Some(inner) = done.upgrade() {
+                        inner.table.lock().live -= 1;
+                        inner.gone.notify_all();
+                    }
+                })),
+            },
+        });
         Ok(())
-    }
-}
-
-fn accept_loop(listener: UnixListener, inner: Weak<Inner>) {
-    loop {
-        let conn = listener.accept();
-        let Some(inner) = inner.upgrade() else { return };
-        if inner.table.lock().stopped {
-            return;
-        }
-        match conn {
-            Ok((stream, _)) => {
-                let i = inner.clone();
-                let _ = std::thread::Builder::new()
-                    .name("tracer-hello".into())
-                    .spawn(move || i.handshake_in(stream));
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            // Out of descriptors or memory: try again shortly rather than spin.
-            Err(_) => std::thread::sleep(Duration::from_millis(20)),
-        }
-    }
-}
-
-fn keepalive_loop(inner: Weak<Inner>) {
-    loop {
-        let Some(inner) = inner.upgrade() else { return };
-        let tick = (inner.cfg.ping_interval / 2).max(Duration::from_millis(10));
-        let links: Vec<Arc<UnixLink>> = {
-            let mut table = inner.table.lock();
-            if table.stopped {
-                return;
-            }
-            inner.wake.wait_for(&mut table, tick);
-            if table.stopped {
-                return;
-            }
-            table.links.values().cloned().collect()
-        };
-        let dead_ms = inner.cfg.dead_after.as_millis() as u64;
-        let ping_ms = inner.cfg.ping_interval.as_millis() as u64;
-        for l in links {
-            if l.peer_silent_for(dead_ms) {
-                l.close();
-            } else if l.ms_since_tx() >= ping_ms {
-                l.try_send_liveness(&Frame::Ping {
-                    nonce: inner.nonce.fetch_add(1, Ordering::Relaxed),
-                });
-            }
-        }
     }
 }

@@ -1,5 +1,6 @@
-//! A link over a Unix-domain stream socket: the HELLO handshake, the writer (caller's thread,
-//! one vectored write per frame under a per-link lock) and the reader thread.
+//! A link over a Unix-domain stream socket: the HELLO handshake and the writer (caller's thread,
+//! one vectored write per frame under a per-link lock). The reading side of every link of the
+//! process is the event loop of `unix_loop.rs`.
 //!
 //! Shared memory (docs/wire.md, SEGMENT / SHM_DELIVERY / RELEASE) is this link's own business:
 //! a DELIVERY whose payload is a slot of our pool goes as a reference when the peer maps
@@ -11,19 +12,16 @@ use std::io::{self, IoSlice};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use tracer_shm::fdpass::{send_with_fd, FdReceiver};
-use tracer_shm::{MapError, Mapping, Release};
+use tracer_shm::Release;
 
 use nix::errno::Errno;
 use nix::sys::socket::{sendmsg, MsgFlags};
 use parking_lot::Mutex;
 
-use super::{
-    close_handler_failed, close_malformed, run_callback, Link, LinkError, LinkHandler, PeerIdentity,
-};
+use super::{Link, LinkError, PeerIdentity};
 use crate::payload::Payload;
 use crate::wire::{
     encode_parts, ErrorCode, Frame, FrameDecoder, ShmRef, MAX_FRAME, PROTOCOL_VERSION,
@@ -32,13 +30,9 @@ use crate::wire::{
 /// Read buffer of a link's reader (large bodies bypass it, see `FrameDecoder::body_window`).
 pub(crate) const READ_BUF: usize = 64 * 1024;
 /// Frame bound before the HELLO exchange: a HELLO, or an ERROR with its longest message.
-const HANDSHAKE_FRAME: u32 = 8 * 1024;
-/// After a frame at least this large, the reader reads the next prefix on its own.
-const PREFIX_FIRST: usize = 32 * 1024;
-/// Segments a peer may announce on one link.
-const MAX_SEGMENTS: usize = 4096;
-/// Descriptors that may wait for their SEGMENT frame.
-const MAX_WAITING_FDS: usize = 8;
+pub(crate) const HANDSHAKE_FRAME: u32 = 8 * 1024;
+/// Nonces of our PINGs (any value does; they only have to differ).
+static NONCE: AtomicU64 = AtomicU64::new(1);
 
 /// How this end sends shared-memory references to the peer.
 pub(crate) struct ShmSend {
@@ -69,8 +63,9 @@ pub struct UnixLink {
     epoch: Instant,
     last_rx_ms: AtomicU64,
     last_tx_ms: AtomicU64,
-    /// The reader is inside a handler callback: silence then is ours, not the peer's.
-    in_callback: AtomicBool,
+    /// The event loop is not reading this link (its strand is full): silence then is ours,
+    /// not the peer's.
+    paused: AtomicBool,
 }
 
 impl UnixLink {
@@ -94,7 +89,7 @@ impl UnixLink {
             epoch,
             last_rx_ms: AtomicU64::new(now),
             last_tx_ms: AtomicU64::new(now),
-            in_callback: AtomicBool::new(false),
+            paused: AtomicBool::new(false),
         }
     }
 
@@ -133,11 +128,32 @@ impl UnixLink {
 
     /// Whether the peer has been silent for `dead_ms` while we were listening.
     pub(crate) fn peer_silent_for(&self, dead_ms: u64) -> bool {
-        !self.in_callback.load(Ordering::Relaxed) && self.ms_since_rx() >= dead_ms
+        !self.paused.load(Ordering::Relaxed) && self.ms_since_rx() >= dead_ms
     }
 
-    fn touch_rx(&self) {
+    pub(crate) fn touch_rx(&self) {
         self.last_rx_ms.store(self.now_ms(), Ordering::Relaxed);
+    }
+
+    /// The loop stops (true) or starts again (false) reading this link. Whatever the peer sent
+    /// meanwhile is still unread: the time paused is not counted as its silence.
+    pub(crate) fn set_paused(&self, paused: bool) {
+        self.paused.store(paused, Ordering::Relaxed);
+        if !paused {
+            self.touch_rx();
+        }
+    }
+
+    /// The socket, for the event loop's reads.
+    pub(crate) fn socket(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.stream.as_fd()
+    }
+
+    /// The keepalive's PING (never blocks, see `try_send_liveness`).
+    pub(crate) fn send_ping(&self) {
+        self.try_send_liveness(&Frame::Ping {
+            nonce: NONCE.fetch_add(1, Ordering::Relaxed),
+        });
     }
 
     /// Send a PING (from the keepalive) or a PONG (from the reader), or skip it: these only
@@ -147,14 +163,28 @@ impl UnixLink {
     /// keepalive thread serves every link, and a reader stuck on a PONG into a full buffer
     /// would stop reading, and then take the peer for silent.
     pub(crate) fn try_send_liveness(&self, frame: &Frame) {
+        let _ = self.try_send_now(frame);
+    }
+
+    /// A RELEASE from the event loop, which never blocks (`unix_rx::Releaser`): false when it
+    /// could not be written now (the caller hands it to a worker).
+    pub(crate) fn try_release(&self, token: u64) -> bool {
+        self.try_send_now(&Frame::Release {
+            tokens: vec![token],
+        })
+    }
+
+    /// Write a small frame now or not at all: false when a write is in progress or the socket
+    /// buffer is full; true when it was written or the link is closed (nothing more to do).
+    fn try_send_now(&self, frame: &Frame) -> bool {
         if self.is_closed() {
-            return;
+            return true;
         }
         let Some(guard) = self.write_lock.try_lock() else {
-            return;
+            return false;
         };
         let Ok(enc) = encode_parts(frame, self.peer_max) else {
-            return;
+            return true;
         };
         let head: &[u8] = &enc.head;
         let flags = MsgFlags::MSG_NOSIGNAL | MsgFlags::MSG_DONTWAIT;
@@ -167,10 +197,10 @@ impl UnixLink {
                 None,
             ) {
                 Err(Errno::EINTR) => continue,
-                Err(Errno::EAGAIN) => return,
+                Err(Errno::EAGAIN) => return false,
                 Ok(n) if n == head.len() => break Ok(()),
-                // A few bytes fitted (a PING is one small buffer, so this is rare): the frame
-                // must be completed, or the stream would lose its framing.
+                // A few bytes fitted (a small frame is one small buffer, so this is rare): the
+                // frame must be completed, or the stream would lose its framing.
                 Ok(n) => break write_all2(&self.stream, &head[n..], &[]),
                 Err(e) => break Err(io::Error::from(e)),
             }
@@ -180,6 +210,7 @@ impl UnixLink {
             Ok(()) => self.last_tx_ms.store(self.now_ms(), Ordering::Relaxed),
             Err(_) => self.close(),
         }
+        true
     }
 
     fn write_parts(&self, head: &[u8], payload: &[u8]) -> Result<(), LinkError> {
@@ -276,7 +307,7 @@ impl UnixLink {
 
     /// The peer returned references: their slots may be reused (once nobody else holds them).
     /// False when a token was not out (the peer broke the protocol).
-    fn released(&self, tokens: &[u64]) -> bool {
+    pub(crate) fn released(&self, tokens: &[u64]) -> bool {
         let mut out = self.out.lock();
         let mut gone = Vec::with_capacity(tokens.len());
         let mut ok = true;
@@ -461,272 +492,60 @@ pub(crate) fn read_hello(stream: &UnixStream, timeout: Duration) -> Result<Hello
         let taken = dec.push(&buf[..n]);
         match dec.pop() {
             Ok(None) => continue,
-            Ok(Some(Frame::Hello {
-                version,
-                node,
-                max_frame,
-                shm,
-            })) => {
+            Ok(Some(frame)) => {
                 stream.set_read_timeout(None).map_err(|e| e.to_string())?;
-                dec.set_max_frame(MAX_FRAME);
-                if version < 1 {
-                    return Err(format!("peer speaks protocol version {version}"));
-                }
-                if max_frame < 1024 {
-                    return Err(format!(
-                        "peer frame bound {max_frame} is below the 1 KiB minimum"
-                    ));
-                }
                 let left = Leftover {
                     buf,
                     start: taken,
                     end: n,
                     fds,
                 };
-                return Ok(HelloOutcome::Hello(
-                    PeerHello {
-                        node,
-                        max_frame,
-                        shm,
-                    },
-                    dec,
-                    left,
-                ));
+                return check_hello(frame, dec, left);
             }
-            Ok(Some(Frame::Error { message, .. })) => return Ok(HelloOutcome::Refused(message)),
-            Ok(Some(other)) => return Err(format!("first frame is not HELLO: {other:?}")),
             Err(e) => return Err(e.to_string()),
         }
+    }
+}
+
+/// The first frame of a connection: HELLO (checked, the decoder then takes full-size frames),
+/// or ERROR (a refusal); anything else fails the handshake.
+pub(crate) fn check_hello(
+    frame: Frame,
+    mut dec: FrameDecoder,
+    left: Leftover,
+) -> Result<HelloOutcome, String> {
+    match frame {
+        Frame::Hello {
+            version,
+            node,
+            max_frame,
+            shm,
+        } => {
+            dec.set_max_frame(MAX_FRAME);
+            if version < 1 {
+                return Err(format!("peer speaks protocol version {version}"));
+            }
+            if max_frame < 1024 {
+                return Err(format!(
+                    "peer frame bound {max_frame} is below the 1 KiB minimum"
+                ));
+            }
+            Ok(HelloOutcome::Hello(
+                PeerHello {
+                    node,
+                    max_frame,
+                    shm,
+                },
+                dec,
+                left,
+            ))
+        }
+        Frame::Error { message, .. } => Ok(HelloOutcome::Refused(message)),
+        other => Err(format!("first frame is not HELLO: {other:?}")),
     }
 }
 
 pub(crate) fn refuse(stream: &UnixStream, code: ErrorCode, why: &str) {
     let _ = write_frame(stream, &super::refusal(code, why));
     let _ = stream.shutdown(std::net::Shutdown::Both);
-}
-
-/// The reader thread of one link: `on_up`, every frame, `on_down`. `after_up` runs once
-/// `on_up` returned (whatever it answered), `on_exit` before `on_down` (the transport drops the
-/// link from its table there).
-pub(crate) fn run_reader(
-    link: Arc<UnixLink>,
-    stream: UnixStream,
-    dec: FrameDecoder,
-    left: Leftover,
-    handler: Arc<dyn LinkHandler>,
-    after_up: impl FnOnce(),
-    on_exit: impl FnOnce(&Arc<UnixLink>),
-) {
-    let dyn_link: Arc<dyn Link> = link.clone();
-    link.in_callback.store(true, Ordering::Relaxed);
-    let up = run_callback(|| handler.on_up(dyn_link.clone()));
-    link.in_callback.store(false, Ordering::Relaxed);
-    after_up();
-    link.touch_rx();
-    if up {
-        read_frames(&link, &dyn_link, &*handler, stream, dec, left);
-    } else {
-        close_handler_failed(&*link);
-    }
-    link.close();
-    on_exit(&link);
-    let _ = run_callback(|| handler.on_down(&dyn_link));
-}
-
-/// Dispatch every frame the peer sends until EOF, an error, or a frame that ends the link.
-fn read_frames(
-    link: &Arc<UnixLink>,
-    dyn_link: &Arc<dyn Link>,
-    handler: &dyn LinkHandler,
-    stream: UnixStream,
-    mut dec: FrameDecoder,
-    left: Leftover,
-) {
-    let Leftover {
-        mut buf,
-        mut start,
-        mut end,
-        fds,
-    } = left;
-    let mut rx = ShmReceive {
-        fds,
-        maps: HashMap::new(),
-        release: {
-            let weak: Weak<UnixLink> = Arc::downgrade(link);
-            weak
-        },
-    };
-    let mut recv = FdReceiver::default();
-    'outer: loop {
-        // Drain what is buffered.
-        loop {
-            start += dec.push(&buf[start..end]);
-            match dec.pop() {
-                Ok(Some(frame)) => {
-                    if !dispatch(link, dyn_link, handler, &mut rx, frame) {
-                        break 'outer;
-                    }
-                }
-                Ok(None) if start == end => break,
-                Ok(None) => {}
-                Err(e) => {
-                    close_malformed(&**link, &e.to_string());
-                    break 'outer;
-                }
-            }
-        }
-        // Read more: large bodies straight into the frame buffer, the rest through `buf`. After
-        // a large frame, read just the next length prefix first, so that a large body that
-        // follows goes straight into its own buffer instead of through `buf`.
-        // Always recvmsg: descriptors (SEGMENT) come with the bytes.
-        let sock = stream.as_fd();
-        let r = match dec.body_window() {
-            Some(w) => recv.recv(sock, w, &mut rx.fds).inspect(|&n| dec.commit(n)),
-            None => {
-                let want = if !dec.is_mid_frame() && dec.last_frame_len() >= PREFIX_FIRST {
-                    crate::wire::LEN_PREFIX
-                } else {
-                    buf.len()
-                };
-                recv.recv(sock, &mut buf[..want], &mut rx.fds)
-                    .inspect(|&n| {
-                        start = 0;
-                        end = n;
-                    })
-            }
-        };
-        if rx.fds.len() > MAX_WAITING_FDS {
-            close_malformed(&**link, "descriptors sent without SEGMENT frames");
-            break;
-        }
-        match r {
-            Ok(0) => break,
-            Ok(_) => link.touch_rx(),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {
-                dec.commit(0);
-            }
-            Err(_) => break,
-        }
-    }
-}
-
-/// The reader's shared-memory state: descriptors waiting for their SEGMENT, the peer's
-/// segments mapped (None: could not be mapped here), and the hook views release through.
-struct ShmReceive {
-    fds: Vec<OwnedFd>,
-    maps: HashMap<u32, Option<Arc<Mapping>>>,
-    release: Weak<UnixLink>,
-}
-
-impl ShmReceive {
-    /// A SEGMENT: map its descriptor. Err: the peer broke the protocol.
-    fn segment(&mut self, id: u32, size: u64) -> Result<(), String> {
-        if self.fds.is_empty() {
-            return Err(format!("SEGMENT {id} came without a descriptor"));
-        }
-        if self.maps.contains_key(&id) {
-            return Err(format!("SEGMENT {id} announced twice"));
-        }
-        if self.maps.len() >= MAX_SEGMENTS {
-            return Err(format!("more than {MAX_SEGMENTS} segments"));
-        }
-        let fd = self.fds.remove(0);
-        let map = match Mapping::map(fd, size) {
-            Ok(m) => Some(Arc::new(m)),
-            // Out of address space or map count here: its samples are released unread.
-            Err(MapError::Os(_)) => None,
-            Err(e) => return Err(format!("SEGMENT {id}: {e}")),
-        };
-        self.maps.insert(id, map);
-        Ok(())
-    }
-
-    /// An SHM_DELIVERY's payload: Ok(None) when its segment could not be mapped (released at once).
-    fn payload(&self, r: &ShmRef) -> Result<Option<Payload>, String> {
-        let map = match self.maps.get(&r.segment) {
-            None => return Err(format!("reference into unknown segment {}", r.segment)),
-            Some(None) => {
-                if let Some(l) = self.release.upgrade() {
-                    l.release(r.token);
-                }
-                return Ok(None);
-            }
-            Some(Some(m)) => m,
-        };
-        let release: Weak<dyn Release> = self.release.clone();
-        map.view(r.offset, u64::from(r.len), release, r.token)
-            .map(|v| Some(Payload::from_view(v)))
-            .ok_or_else(|| format!("reference past the end of segment {}", r.segment))
-    }
-}
-
-/// Handle one frame; false ends the link.
-fn dispatch(
-    link: &Arc<UnixLink>,
-    dyn_link: &Arc<dyn Link>,
-    handler: &dyn LinkHandler,
-    rx: &mut ShmReceive,
-    frame: Frame,
-) -> bool {
-    let frame = match frame {
-        Frame::Segment { id, size } => {
-            return match rx.segment(id, size) {
-                Ok(()) => true,
-                Err(why) => {
-                    close_malformed(&**link, &why);
-                    false
-                }
-            };
-        }
-        Frame::Release { tokens } => {
-            if link.released(&tokens) {
-                return true;
-            }
-            close_malformed(&**link, "RELEASE of a reference that is not out");
-            return false;
-        }
-        Frame::ShmDelivery {
-            edge,
-            meta,
-            suffix,
-            shm,
-        } => match rx.payload(&shm) {
-            Ok(Some(payload)) => Frame::Delivery {
-                edge,
-                meta,
-                suffix,
-                payload,
-            },
-            Ok(None) => return true,
-            Err(why) => {
-                close_malformed(&**link, &why);
-                return false;
-            }
-        },
-        other => other,
-    };
-    match frame {
-        Frame::Ping { nonce } => {
-            link.try_send_liveness(&Frame::Pong { nonce });
-            true
-        }
-        Frame::Pong { .. } => true,
-        Frame::Hello { .. } => {
-            close_malformed(&**link, "HELLO after the handshake");
-            false
-        }
-        frame => {
-            link.in_callback.store(true, Ordering::Relaxed);
-            let ok = run_callback(|| handler.on_frame(dyn_link, frame));
-            link.in_callback.store(false, Ordering::Relaxed);
-            if !ok {
-                close_handler_failed(&**link);
-                return false;
-            }
-            // Whatever the peer sent while we were busy is still unread: do not count that
-            // time as its silence.
-            link.touch_rx();
-            true
-        }
-    }
 }

@@ -1,0 +1,94 @@
+//! The worker threads that run the Unix links' handler callbacks, shared by every link of the
+//! process and fixed in number (`WORKERS`), whatever the number of links.
+//!
+//! Work comes as jobs: a link's strand (`unix_loop.rs`) is one job, scheduled when it has
+//! events and never twice at once, so a link's callbacks run one at a time and in order, while
+//! different links run on different workers. A job runs a bounded batch and is put back at the
+//! end of the queue if it has more, so one busy link does not starve the others. A callback that
+//! blocks (a send into a peer's full socket buffer) holds one worker; the others go on serving
+//! the other links, and the event loop goes on reading every socket.
+
+use std::cell::Cell;
+use std::collections::VecDeque;
+use std::sync::{Arc, OnceLock};
+
+use parking_lot::{Condvar, Mutex};
+
+/// Workers of the process. More than one, so that a callback blocked in a send does not hold
+/// up the links of other peers; few, since callbacks are short (a ring push, a reply).
+const WORKERS: usize = 4;
+
+/// A unit of work for a worker.
+pub(crate) trait Job: Send + Sync {
+    /// Run a bounded batch; true when more is waiting (the job is queued again, at the end).
+    fn run(&self) -> bool;
+}
+
+struct Pool {
+    ready: Mutex<VecDeque<Arc<dyn Job>>>,
+    cv: Condvar,
+}
+
+static POOL: OnceLock<Result<Arc<Pool>, String>> = OnceLock::new();
+
+thread_local! {
+    static ON_WORKER: Cell<bool> = const { Cell::new(false) };
+}
+
+fn pool() -> Result<&'static Arc<Pool>, String> {
+    POOL.get_or_init(|| {
+        let pool = Arc::new(Pool {
+            ready: Mutex::new(VecDeque::new()),
+            cv: Condvar::new(),
+        });
+        for i in 0..WORKERS {
+            let p = pool.clone();
+            std::thread::Builder::new()
+                .name(format!("tracer-unix-cb{i}"))
+                .spawn(move || work(&p))
+                .map_err(|e| format!("cannot start a link worker: {e}"))?;
+        }
+        Ok(pool)
+    })
+    .as_ref()
+    .map_err(Clone::clone)
+}
+
+/// Start the workers now (a transport does at start, so that a failure is its error).
+pub(crate) fn start() -> Result<(), String> {
+    pool().map(|_| ())
+}
+
+/// Queue `job` for a worker. The caller makes sure a job is queued at most once at a time.
+pub(crate) fn schedule(job: Arc<dyn Job>) {
+    // The pool was started by the transport before any link existed.
+    if let Ok(p) = pool() {
+        p.ready.lock().push_back(job);
+        p.cv.notify_one();
+    }
+}
+
+/// Whether the caller is a worker (a shutdown from inside a callback must not wait for the
+/// callbacks of the workers).
+pub(crate) fn on_worker() -> bool {
+    ON_WORKER.with(|w| w.get())
+}
+
+fn work(pool: &Pool) {
+    ON_WORKER.with(|w| w.set(true));
+    loop {
+        let job = {
+            let mut ready = pool.ready.lock();
+            loop {
+                if let Some(j) = ready.pop_front() {
+                    break j;
+                }
+                pool.cv.wait(&mut ready);
+            }
+        };
+        if job.run() {
+            pool.ready.lock().push_back(job);
+            pool.cv.notify_one();
+        }
+    }
+}

@@ -1,0 +1,456 @@
+//! The event loop of the Unix-socket links: one thread per process (`tracer-unix`) waits, with
+//! epoll (through `mio`), on every listening socket, incoming handshake and link of every
+//! `HostTransport` of the process, so a process has the same threads with one peer or two
+//! hundred. It also runs the keepalive of every link.
+//!
+//! The loop never blocks: it reads with `MSG_DONTWAIT` (the sockets stay in blocking mode for the
+//! writers, which write from their own threads), decodes, does the link's own business itself
+//! (PING answered, PONG dropped, SEGMENT mapped, RELEASE returned, SHM_DELIVERY turned into a
+//! DELIVERY of a view) and gives every other frame to the link's **strand** (`strand.rs`): a
+//! queue that one of the workers of `dispatch.rs` drains, one event at a time, so a link's
+//! callbacks run in order and each completely before the next (docs/wire.md section 5, the
+//! ruling `Graph::sync_peers` builds on), while a callback that blocks holds up only its own
+//! link. The one callback the loop runs itself is a DELIVERY to a link whose strand is idle
+//! (nothing queued, no worker on it): landing a sample in its target does not block, and the hop
+//! to a worker would cost every message a thread wake-up.
+//!
+//! Back-pressure (`strand.rs`): when a link's strand is full the loop stops reading that link
+//! until a worker has drained it; a link the loop does not read is not taken for silent by the
+//! keepalive. Reading itself is `unix_rx.rs`.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::{Duration, Instant};
+
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Token, Waker};
+use parking_lot::Mutex;
+use tracer_shm::fdpass::FdReceiver;
+
+use super::strand::Event;
+use super::transport::Inner;
+use super::unix::{check_hello, HelloOutcome, Leftover, HANDSHAKE_FRAME, READ_BUF};
+use super::unix_rx::{LinkRx, Pumped, MAX_WAITING_FDS};
+use super::{dispatch, Link};
+use crate::wire::FrameDecoder;
+
+/// Incoming connections that have not said HELLO yet, over all transports of the process (each
+/// is dropped after its transport's handshake timeout); past it, new ones are closed at once.
+const MAX_HANDSHAKES: usize = 64;
+/// The keepalive's tick when no transport asks for a shorter one (half the default PING
+/// interval, as the keepalive thread had).
+const DEFAULT_TICK_MS: u64 = 100;
+
+const WAKER: Token = Token(0);
+
+/// What the loop waits on.
+pub(crate) enum Source {
+    /// A transport's listening socket (non-blocking).
+    Listener {
+        listener: UnixListener,
+        owner: Weak<Inner>,
+    },
+    /// An accepted connection until its HELLO.
+    Hello(Box<HelloRx>),
+    /// An established link.
+    Link(Box<LinkRx>),
+}
+
+enum Cmd {
+    Add(Token, Source),
+    /// The strand of this link was drained: read it again.
+    Resume(Token),
+}
+
+struct Shared {
+    cmds: Mutex<Vec<Cmd>>,
+    waker: Waker,
+    next_token: AtomicUsize,
+    tick_ms: AtomicU64,
+}
+
+static LOOP: OnceLock<Result<Arc<Shared>, String>> = OnceLock::new();
+
+thread_local! {
+    static ON_LOOP: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the caller is the loop thread (which must never block).
+pub(crate) fn on_loop() -> bool {
+    ON_LOOP.with(|l| l.get())
+}
+
+fn shared() -> Result<&'static Arc<Shared>, String> {
+    LOOP.get_or_init(|| {
+        let poll = Poll::new().map_err(|e| format!("cannot create the link event loop: {e}"))?;
+        let waker = Waker::new(poll.registry(), WAKER)
+            .map_err(|e| format!("cannot create the link event loop: {e}"))?;
+        let shared = Arc::new(Shared {
+            cmds: Mutex::new(Vec::new()),
+            waker,
+            next_token: AtomicUsize::new(1),
+            tick_ms: AtomicU64::new(DEFAULT_TICK_MS),
+        });
+        let s = shared.clone();
+        std::thread::Builder::new()
+            .name("tracer-unix".into())
+            .spawn(move || {
+                ON_LOOP.with(|l| l.set(true));
+                LoopThread {
+                    poll,
+                    sources: HashMap::new(),
+                    hellos: 0,
+                    again: Vec::new(),
+                }
+                .run(&s)
+            })
+            .map_err(|e| format!("cannot start the link event loop: {e}"))?;
+        Ok(shared)
+    })
+    .as_ref()
+    .map_err(Clone::clone)
+}
+
+/// Start the loop and the workers now (a transport does at start, so that a failure is its
+/// error rather than a link that never comes up).
+pub(crate) fn start() -> io::Result<()> {
+    shared().map_err(io::Error::other)?;
+    dispatch::start().map_err(io::Error::other)
+}
+
+/// Hand `source` to the loop.
+pub(crate) fn add(source: Source) {
+    if let Ok(s) = shared() {
+        s.command(Cmd::Add(new_token(), source));
+    }
+}
+
+/// Hand `source` to the loop under `t` (from `new_token`).
+pub(crate) fn add_as(t: Token, source: Source) {
+    match shared() {
+        Ok(s) => s.command(Cmd::Add(t, source)),
+        // Unreachable (a transport starts the loop first): a link goes down.
+        Err(_) => {
+            if let Source::Link(rx) = source {
+                rx.link.close();
+                rx.strand.push(Event::Down);
+            }
+        }
+    }
+}
+
+/// The strand of the link `token` was drained: read it again.
+pub(crate) fn resume(token: usize) {
+    if let Ok(s) = shared() {
+        s.command(Cmd::Resume(Token(token)));
+    }
+}
+
+/// A token no source had before (0 is the waker's).
+pub(crate) fn new_token() -> Token {
+    match shared() {
+        Ok(s) => Token(s.next_token.fetch_add(1, Ordering::Relaxed)),
+        Err(_) => WAKER,
+    }
+}
+
+/// Ask the keepalive to tick at least every `ms` milliseconds (10 at the least).
+pub(crate) fn tick_at_most(ms: u64) {
+    if let Ok(s) = shared() {
+        s.tick_ms.fetch_min(ms.max(10), Ordering::Relaxed);
+    }
+}
+
+impl Shared {
+    fn command(&self, c: Cmd) {
+        self.cmds.lock().push(c);
+        // A loop that cannot be woken still turns at its next tick.
+        let _ = self.waker.wake();
+    }
+}
+
+struct LoopThread {
+    poll: Poll,
+    sources: HashMap<Token, Source>,
+    /// Sources in the Hello state.
+    hellos: usize,
+    /// Links that still had bytes when their turn ended.
+    again: Vec<Token>,
+}
+
+impl LoopThread {
+    fn run(mut self, shared: &Shared) {
+        let mut events = Events::with_capacity(256);
+        let mut next_tick = Instant::now();
+        loop {
+            let now = Instant::now();
+            let timeout = if self.again.is_empty() {
+                next_tick.saturating_duration_since(now)
+            } else {
+                Duration::ZERO
+            };
+            if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
+                if e.kind() != io::ErrorKind::Interrupted {
+                    // Not expected from epoll_wait; do not spin on it.
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                continue;
+            }
+            let mut ready: Vec<Token> = events
+                .iter()
+                .map(|e| e.token())
+                .filter(|t| *t != WAKER)
+                .collect();
+            ready.append(&mut self.again);
+            for c in std::mem::take(&mut *shared.cmds.lock()) {
+                match c {
+                    Cmd::Add(t, s) => {
+                        if self.insert(t, s) {
+                            ready.push(t);
+                        }
+                    }
+                    Cmd::Resume(t) => {
+                        if let Some(Source::Link(rx)) = self.sources.get_mut(&t) {
+                            rx.paused = false;
+                            rx.link.set_paused(false);
+                            ready.push(t);
+                        }
+                    }
+                }
+            }
+            ready.sort_unstable();
+            ready.dedup();
+            for t in ready {
+                self.service(t);
+            }
+            if Instant::now() >= next_tick {
+                self.tick();
+                let ms = shared.tick_ms.load(Ordering::Relaxed);
+                next_tick = Instant::now() + Duration::from_millis(ms);
+            }
+        }
+    }
+
+    /// Register and keep `s`; false when it could not be registered (it is dropped, which
+    /// closes it; a link is brought down).
+    fn insert(&mut self, t: Token, s: Source) -> bool {
+        let fd = match &s {
+            Source::Listener { listener, .. } => listener.as_raw_fd(),
+            Source::Hello(h) => h.stream.as_raw_fd(),
+            Source::Link(rx) => rx.link.socket().as_raw_fd(),
+        };
+        let r = self
+            .poll
+            .registry()
+            .register(&mut SourceFd(&fd), t, Interest::READABLE);
+        if r.is_err() {
+            if let Source::Link(rx) = s {
+                rx.link.close();
+                rx.strand.push(Event::Down);
+            }
+            return false;
+        }
+        if matches!(s, Source::Hello(_)) {
+            self.hellos += 1;
+        }
+        self.sources.insert(t, s);
+        true
+    }
+
+    fn remove(&mut self, t: Token) -> Option<Source> {
+        let s = self.sources.remove(&t)?;
+        let fd = match &s {
+            Source::Listener { listener, .. } => listener.as_raw_fd(),
+            Source::Hello(h) => h.stream.as_raw_fd(),
+            Source::Link(rx) => rx.link.socket().as_raw_fd(),
+        };
+        let _ = self.poll.registry().deregister(&mut SourceFd(&fd));
+        if matches!(s, Source::Hello(_)) {
+            self.hellos -= 1;
+        }
+        Some(s)
+    }
+
+    fn service(&mut self, t: Token) {
+        let Some(src) = self.sources.get_mut(&t) else {
+            return;
+        };
+        match src {
+            Source::Listener { listener, owner } => {
+                let (accepted, keep) = accept_all(listener, owner);
+                if !keep {
+                    self.remove(t);
+                }
+                for (stream, owner) in accepted {
+                    if self.hellos >= MAX_HANDSHAKES {
+                        // Dropped: closed at once.
+                        continue;
+                    }
+                    let Some(timeout) = owner.upgrade().map(|i| i.cfg.handshake_timeout) else {
+                        continue;
+                    };
+                    let h = HelloRx::new(stream, owner, Instant::now() + timeout);
+                    let t = new_token();
+                    if self.insert(t, Source::Hello(Box::new(h))) {
+                        // Its HELLO may be in already.
+                        self.service(t);
+                    }
+                }
+            }
+            Source::Hello(h) => match h.read() {
+                HelloStep::Wait => {}
+                HelloStep::Drop => {
+                    self.remove(t);
+                }
+                HelloStep::Done(hello, dec, left) => {
+                    if let Some(Source::Hello(h)) = self.remove(t) {
+                        let HelloRx { stream, owner, .. } = *h;
+                        if let Some(inner) = owner.upgrade() {
+                            // Writes our small HELLO on a fresh socket (bounded by the
+                            // handshake timeout, never near it) and hands the link back to us.
+                            inner.accept_hello(stream, hello, dec, left);
+                        }
+                    }
+                }
+            },
+            Source::Link(rx) => match rx.pump() {
+                Pumped::Idle => {}
+                Pumped::More => self.again.push(t),
+                Pumped::Ended => {
+                    if let Some(Source::Link(rx)) = self.remove(t) {
+                        rx.strand.push(Event::Down);
+                    }
+                }
+            },
+        }
+    }
+
+    /// The keepalive of every link, the handshake deadlines, and another look at listeners (an
+    /// accept that failed for lack of descriptors is retried here).
+    fn tick(&mut self) {
+        let now = Instant::now();
+        let mut check = Vec::new();
+        for (t, s) in &self.sources {
+            match s {
+                Source::Link(rx) => {
+                    let l = &rx.link;
+                    if l.peer_silent_for(rx.dead_ms) {
+                        l.close();
+                        check.push(*t);
+                    } else if l.ms_since_tx() >= rx.ping_ms {
+                        l.send_ping();
+                    }
+                }
+                Source::Hello(h) if now >= h.deadline => check.push(*t),
+                Source::Hello(_) => {}
+                Source::Listener { .. } => check.push(*t),
+            }
+        }
+        for t in check {
+            match self.sources.get(&t) {
+                Some(Source::Hello(_)) => {
+                    self.remove(t);
+                }
+                _ => self.service(t),
+            }
+        }
+    }
+}
+
+/// Accept every waiting connection. False: the transport is gone or shut down (its listener is
+/// dropped).
+fn accept_all(
+    listener: &UnixListener,
+    owner: &Weak<Inner>,
+) -> (Vec<(UnixStream, Weak<Inner>)>, bool) {
+    let mut out = Vec::new();
+    loop {
+        if owner.upgrade().is_none_or(|i| i.is_stopped()) {
+            return (out, false);
+        }
+        match listener.accept() {
+            // Accepted sockets are blocking (accept4 without SOCK_NONBLOCK), which the writers
+            // want; the loop reads them with MSG_DONTWAIT.
+            Ok((s, _)) => out.push((s, owner.clone())),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return (out, true),
+            // Shut down (EINVAL): the transport is stopping.
+            Err(e) if e.kind() == io::ErrorKind::InvalidInput => return (out, false),
+            // Out of descriptors or memory: the next tick tries again.
+            Err(_) => return (out, true),
+        }
+    }
+}
+
+/// An accepted connection until its HELLO: at most `HANDSHAKE_FRAME` before it, within the
+/// transport's handshake timeout.
+pub(crate) struct HelloRx {
+    stream: UnixStream,
+    owner: Weak<Inner>,
+    dec: FrameDecoder,
+    buf: Vec<u8>,
+    recv: FdReceiver,
+    fds: Vec<OwnedFd>,
+    deadline: Instant,
+}
+
+enum HelloStep {
+    Wait,
+    Drop,
+    Done(super::unix::PeerHello, FrameDecoder, Leftover),
+}
+
+impl HelloRx {
+    fn new(stream: UnixStream, owner: Weak<Inner>, deadline: Instant) -> HelloRx {
+        HelloRx {
+            stream,
+            owner,
+            dec: FrameDecoder::new(HANDSHAKE_FRAME),
+            buf: vec![0u8; READ_BUF],
+            recv: FdReceiver::default(),
+            fds: Vec::new(),
+            deadline,
+        }
+    }
+
+    fn read(&mut self) -> HelloStep {
+        loop {
+            let n = match self
+                .recv
+                .try_recv(self.stream.as_fd(), &mut self.buf, &mut self.fds)
+            {
+                Ok(0) => return HelloStep::Drop,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return HelloStep::Wait,
+                Err(_) => return HelloStep::Drop,
+            };
+            if self.fds.len() > MAX_WAITING_FDS {
+                return HelloStep::Drop;
+            }
+            let taken = self.dec.push(&self.buf[..n]);
+            match self.dec.pop() {
+                Ok(None) => continue,
+                Ok(Some(frame)) => {
+                    let dec = std::mem::replace(&mut self.dec, FrameDecoder::new(HANDSHAKE_FRAME));
+                    let left = Leftover {
+                        buf: std::mem::take(&mut self.buf),
+                        start: taken,
+                        end: n,
+                        fds: std::mem::take(&mut self.fds),
+                    };
+                    return match check_hello(frame, dec, left) {
+                        Ok(HelloOutcome::Hello(h, dec, left)) => HelloStep::Done(h, dec, left),
+                        // Anything but HELLO first: dropped.
+                        _ => HelloStep::Drop,
+                    };
+                }
+                Err(_) => return HelloStep::Drop,
+            }
+        }
+    }
+}
