@@ -20,7 +20,7 @@ from pathlib import Path
 
 import harness
 from test_network_security import keystore, secure
-from two_hosts import ADDR, bridged_pair, pubsub, started, three_hosts  # noqa: F401  (fixtures)
+from two_hosts import ADDR, bridged_pair, pubsub, started, stream, three_hosts  # noqa: F401  (fixtures)
 from worker_output import json_line
 
 HERE = Path(__file__).resolve().parent
@@ -81,15 +81,7 @@ def test_subnet_finds_the_other_host_without_a_list_and_drops_garbage(tmp_path, 
     garbage = harness.spawn_python(GARBAGE, [ADDR["a"], ANNOUNCE_GROUP, str(port), "500"],
                                    env=harness.ros_env(), netns=hosts.host("a"), timeout=60)
     procs.append(garbage)
-    listener = pubsub(envs["b"], hosts.host("b"), "listen", "--count", "200",
-                      "--timeout", "60", "--depth", "1000")
-    procs.append(listener)
-    started(listener)
-    talker = pubsub(envs["a"], hosts.host("a"), "talk", "--count", "200", "--timeout", "60",
-                    "--depth", "1000", "--linger", "20")
-    procs.append(talker)
-    r = listener.join()
-    t = talker.join()
+    r, t = stream(procs, envs, hosts)
     g = garbage.join(30)
     assert g.returncode == 0 and "sent 500" in g.stdout, g.describe()
     assert r.returncode == 0, r.describe() + "\n" + t.describe()

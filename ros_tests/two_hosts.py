@@ -19,6 +19,8 @@ import pytest
 import harness
 
 ADDR = {"a": "192.0.2.1", "b": "192.0.2.2", "c": "192.0.2.3"}
+# Unique local IPv6 addresses (RFC 4193) for ``TwoHosts(ipv6_only=True)``.
+ADDR6 = {"a": "fd00:db8::1", "b": "fd00:db8::2"}
 HERE = Path(__file__).resolve().parent
 SHAPER = HERE / "link_shaper.py"
 PUBSUB = HERE / "test_pubsub_worker.py"
@@ -84,9 +86,14 @@ class _Namespaces:
 
 class TwoHosts(_Namespaces):
     """Hosts ``a`` and ``b``; ``shape=(loss, delay_s)`` puts the shaper between them (each
-    way: a share ``loss`` of the IPv4 frames dropped, every frame delayed by ``delay_s``)."""
+    way: a share ``loss`` of the IPv4 frames dropped, every frame delayed by ``delay_s``).
+    ``ipv6_only``: the veth ends get ``ADDR6`` (/64, no duplicate address detection, so they
+    are usable at once) instead of ``ADDR``; no IPv4 address but loopback's."""
 
-    def __init__(self, shape: tuple[float, float] | None = None, room: str = "net") -> None:
+    def __init__(self, shape: tuple[float, float] | None = None, room: str = "net",
+                 ipv6_only: bool = False) -> None:
+        assert not (shape and ipv6_only), "the shaper forwards IPv4 frames only"
+        self.ipv6_only = ipv6_only
         n = f"{os.getpid() % 100000}-{next(_pairs)}"
         self.ns = {h: f"{room}-{n}-{h}" for h in ("a", "b", "m")}
         # Interface names are at most 15 bytes.
@@ -116,7 +123,10 @@ class TwoHosts(_Namespaces):
             _ip("link", "add", self.dev["a"], "type", "veth", "peer", "name", self.dev["b"])
         for h in ("a", "b"):
             _ip("link", "set", self.dev[h], "netns", self.ns[h])
-            _ip("-n", self.ns[h], "addr", "add", f"{ADDR[h]}/24", "dev", self.dev[h])
+            if self.ipv6_only:
+                _ip("-n", self.ns[h], "addr", "add", f"{ADDR6[h]}/64", "dev", self.dev[h], "nodad")
+            else:
+                _ip("-n", self.ns[h], "addr", "add", f"{ADDR[h]}/24", "dev", self.dev[h])
             _ip("-n", self.ns[h], "link", "set", self.dev[h], "up")
             _ip("-n", self.ns[h], "link", "set", "lo", "up")
         if self.shape:
@@ -238,6 +248,21 @@ def tracer_envs(tmp_path: Path) -> dict[str, dict[str, str]]:
 
 def pubsub(env, host, *args: str, timeout: float = 90) -> harness.Proc:
     return harness.spawn_python(PUBSUB, list(args), env=env, netns=host, timeout=timeout)
+
+
+def stream(procs: list, envs, hosts, count: int = 200, talker: str = "a",
+           listener: str = "b") -> tuple[harness.Result, harness.Result]:
+    """A listener on host ``listener``, then a talker on host ``talker``: ``count`` reliable
+    messages (depth 1000, nothing lost within it); both joined. Every process goes in ``procs``
+    (the ``procs`` fixture kills them on failure)."""
+    lp = pubsub(envs[listener], hosts.host(listener), "listen", "--count", str(count),
+                "--timeout", "60", "--depth", "1000")
+    procs.append(lp)
+    started(lp)
+    tp = pubsub(envs[talker], hosts.host(talker), "talk", "--count", str(count), "--timeout", "60",
+                "--depth", "1000", "--linger", "20")
+    procs.append(tp)
+    return lp.join(), tp.join()
 
 
 def started(p: harness.Proc, text: str = "ready") -> harness.Proc:

@@ -8,7 +8,7 @@
 //! This is the QUIC adapter's own exchange, not a libtracer frame (docs/network.md).
 
 use std::fs::{File, OpenOptions};
-use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -120,7 +120,7 @@ fn try_take_role(inner: &Inner) -> Result<Option<Holder>, String> {
         Err((_, e)) => return Err(format!("{}: {e}", path.display())),
     };
     let port = inner.cfg.directory_port;
-    let sock = UdpSocket::bind((inner.cfg.bind, port))
+    let sock = super::bind_udp(SocketAddr::new(inner.cfg.bind, port))
         .map_err(|e| format!("cannot bind the host directory port {port}: {e}"))?;
     let sc = tls::server_config(&inner.identity, tls::ALPN_DIR, inner.transport.clone())?;
     let endpoint = new_endpoint(&inner.rt, Some(sc), sock).map_err(|e| e.to_string())?;
@@ -207,7 +207,7 @@ async fn serve(inner: Arc<Inner>, endpoint: quinn::Endpoint) {
 
 async fn answer(inner: &Inner, incoming: quinn::Incoming) -> Result<(), String> {
     let dir = inner.dir.as_path();
-    let from = incoming.remote_address();
+    let from = super::peer_address(incoming.remote_address());
     let conn = match incoming.await {
         Ok(c) => c,
         Err(e) => {
@@ -321,14 +321,21 @@ pub(crate) fn parse_peer(entry: &str, default_port: u16) -> Option<(String, u16)
     }
 }
 
-/// Resolve `host` to an address of the family we bind (each time: names may move).
+/// Whether an endpoint bound at `bind` can send to `to`: from the dual-stack `[::]`, any
+/// address; otherwise one of the same family.
+fn reachable_from(bind: IpAddr, to: IpAddr) -> bool {
+    bind == IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED) || bind.is_ipv4() == to.is_ipv4()
+}
+
+/// Resolve `host` to an address we can reach from `bind` (each time: names may move): any,
+/// in the resolver's order, from the dual-stack `[::]`; otherwise one of `bind`'s family.
 async fn resolve(host: &str, port: u16, bind: IpAddr) -> Result<SocketAddr, String> {
     let addrs = tokio::net::lookup_host((host, port))
         .await
         .map_err(|e| format!("cannot resolve {host}: {e}"))?;
     addrs
         .into_iter()
-        .find(|a| a.is_ipv4() == bind.is_ipv4())
+        .find(|a| reachable_from(bind, a.ip()))
         .ok_or_else(|| format!("{host} has no address of the family we bind ({bind})"))
 }
 
@@ -448,7 +455,19 @@ pub(crate) async fn peer_loop(
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_answer, parse_peer};
+    use super::{parse_answer, parse_peer, reachable_from};
+    use std::net::IpAddr;
+
+    #[test]
+    fn families_reached_from_a_bind_address() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        assert!(reachable_from(ip("::"), ip("192.0.2.2")));
+        assert!(reachable_from(ip("::"), ip("fd00:db8::2")));
+        assert!(reachable_from(ip("0.0.0.0"), ip("192.0.2.2")));
+        assert!(!reachable_from(ip("0.0.0.0"), ip("fd00:db8::2")));
+        assert!(reachable_from(ip("fd00:db8::1"), ip("fd00:db8::2")));
+        assert!(!reachable_from(ip("fd00:db8::1"), ip("192.0.2.2")));
+    }
 
     #[test]
     fn directory_answers() {
@@ -484,6 +503,16 @@ mod tests {
         assert_eq!(parse_peer("[::1]:900", 7), Some(("::1".into(), 900)));
         assert_eq!(parse_peer("[::1]", 7), Some(("::1".into(), 7)));
         assert_eq!(parse_peer("fe80::1", 7), Some(("fe80::1".into(), 7)));
+        assert_eq!(
+            parse_peer("fd00:db8::2", 7),
+            Some(("fd00:db8::2".into(), 7))
+        );
+        assert_eq!(
+            parse_peer("[fd00:db8::1]:24651", 7),
+            Some(("fd00:db8::1".into(), 24651))
+        );
+        assert_eq!(parse_peer("[fd00:db8::1]x", 7), None);
+        assert_eq!(parse_peer("[fd00:db8::1", 7), None);
         assert_eq!(parse_peer("h:x", 7), None);
         assert_eq!(parse_peer("", 7), None);
     }

@@ -131,7 +131,7 @@ impl QuicLink {
 
     /// The peer's UDP address.
     pub fn remote_address(&self) -> std::net::SocketAddr {
-        self.conn.remote_address()
+        super::peer_address(self.conn.remote_address())
     }
 
     fn write(&self, route: Route, enc: EncodedFrame) -> Result<(), LinkError> {

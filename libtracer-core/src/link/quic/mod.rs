@@ -28,7 +28,7 @@ mod tls;
 mod tuning;
 
 use std::collections::{HashMap, HashSet};
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -69,7 +69,9 @@ pub type NetLog = Arc<dyn Fn(&str) + Send + Sync>;
 /// Settings of a QUIC transport. The defaults are the documented ones of docs/network.md.
 #[derive(Clone)]
 pub struct QuicConfig {
-    /// Address the endpoints bind (`0.0.0.0` with the network on; tests bind loopback).
+    /// Address the endpoints bind: every address by default (`[::]`, dual stack: IPv6 and
+    /// IPv4 peers alike; `0.0.0.0` on a kernel without IPv6; see [`every_address`]); tests bind
+    /// loopback.
     pub bind: IpAddr,
     /// This host's directory port for the domain (`24650 + domain id` by default).
     pub directory_port: u16,
@@ -113,7 +115,7 @@ impl QuicConfig {
             .and_then(|d| DIRECTORY_PORT_BASE.checked_add(d))
             .unwrap_or(DIRECTORY_PORT_BASE);
         QuicConfig {
-            bind: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            bind: every_address(),
             directory_port: port,
             static_peers: Vec::new(),
             poll_interval: Duration::from_secs(1),
@@ -394,6 +396,34 @@ fn cooling(t: &Table, name: &str) -> bool {
         .is_some_and(|until| *until > Instant::now())
 }
 
+/// The address that binds every address of this host: `[::]` as one dual-stack socket (IPv4
+/// peers reach it as IPv4-mapped addresses) where the kernel has IPv6, else `0.0.0.0`.
+pub fn every_address() -> IpAddr {
+    let v6 = SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), 0);
+    match bind_udp(v6) {
+        Ok(_) => v6.ip(),
+        Err(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+    }
+}
+
+/// A peer's address as the peer knows itself: an IPv4 peer of the dual-stack `[::]` arrives as
+/// `[::ffff:a.b.c.d]`, which is said (in logs, in `QuicLink::remote_address`) as `a.b.c.d`.
+pub(crate) fn peer_address(a: SocketAddr) -> SocketAddr {
+    SocketAddr::new(a.ip().to_canonical(), a.port())
+}
+
+/// A UDP socket bound at `addr`; at `[::]` it takes IPv4 too (`IPV6_V6ONLY` off, whatever the
+/// system's `net.ipv6.bindv6only` says).
+pub(crate) fn bind_udp(addr: SocketAddr) -> std::io::Result<UdpSocket> {
+    let domain = socket2::Domain::for_address(addr);
+    let s = socket2::Socket::new(domain, socket2::Type::DGRAM, Some(socket2::Protocol::UDP))?;
+    if addr.ip() == IpAddr::V6(Ipv6Addr::UNSPECIFIED) {
+        s.set_only_v6(false)?;
+    }
+    s.bind(&addr.into())?;
+    Ok(s.into())
+}
+
 fn new_endpoint(
     rt: &Handle,
     server: Option<quinn::ServerConfig>,
@@ -630,7 +660,7 @@ impl Inner {
     async fn handshake_in(self: &Arc<Self>, incoming: quinn::Incoming) {
         let hs = self.cfg.handshake_timeout;
         let deadline = Instant::now() + hs;
-        let from = incoming.remote_address();
+        let from = peer_address(incoming.remote_address());
         let conn = match tokio::time::timeout(hs, incoming).await {
             Ok(Ok(c)) => c,
             Ok(Err(e)) => {

@@ -115,11 +115,21 @@ struct Iface {
     mask: Ipv4Addr,
 }
 
+/// The IPv4 address SUBNET works on for the endpoints' `bind`: the same, or `0.0.0.0` for the
+/// dual-stack `[::]`; none for one IPv6 address (announcements are IPv4 only).
+fn ipv4_of(bind: IpAddr) -> Option<Ipv4Addr> {
+    match bind {
+        IpAddr::V4(a) => Some(a),
+        IpAddr::V6(a) if a.is_unspecified() => Some(Ipv4Addr::UNSPECIFIED),
+        IpAddr::V6(_) => None,
+    }
+}
+
 /// The interfaces announced on and listened on: up and IPv4; when the endpoints bind every
 /// address, each non-loopback multicast interface; when they bind one address, its interface
 /// only (loopback included: tests). IPv6 is not announced (not built).
 fn interfaces(bind: IpAddr) -> Vec<Iface> {
-    let IpAddr::V4(bind) = bind else {
+    let Some(bind) = ipv4_of(bind) else {
         return Vec::new();
     };
     let Ok(addrs) = nix::ifaddrs::getifaddrs() else {
@@ -163,12 +173,18 @@ fn on_subnet(ip: Ipv4Addr, ifs: &[Iface]) -> bool {
 /// The holder's announcement socket. Made when the role is taken, before its loop is spawned,
 /// so that the sockets a process holds do not depend on when its runtime gets to a task.
 pub(crate) fn send_socket(bind: IpAddr) -> std::io::Result<std::net::UdpSocket> {
+    let bind = ipv4_of(bind).ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            format!("announcements are IPv4 only and the endpoints bind {bind}"),
+        )
+    })?;
     let s = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP))?;
     s.set_multicast_ttl_v4(1)?;
     // Other graphs of this machine (another user, another rendezvous directory) are hosts too.
     s.set_multicast_loop_v4(true)?;
     s.set_nonblocking(true)?;
-    s.bind(&SocketAddr::new(bind, 0).into())?;
+    s.bind(&SocketAddr::from((bind, 0)).into())?;
     Ok(s.into())
 }
 

@@ -41,7 +41,7 @@ pub(crate) const SOCKET_BUFFER: usize = 8 << 20;
 /// Bind a UDP socket at `addr` with the larger buffers. Buffer sizes are a request: a kernel
 /// that refuses or caps them leaves a working socket.
 pub(crate) fn bind(addr: SocketAddr) -> std::io::Result<UdpSocket> {
-    let sock = UdpSocket::bind(addr)?;
+    let sock = super::bind_udp(addr)?;
     let _ = setsockopt(&sock, sockopt::RcvBuf, &SOCKET_BUFFER);
     let _ = setsockopt(&sock, sockopt::SndBuf, &SOCKET_BUFFER);
     Ok(sock)
