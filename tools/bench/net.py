@@ -228,6 +228,28 @@ def targets(summary):
     return out
 
 
+def run_setup(args):
+    """The environment both hosts start from (inherited settings that would change either rmw's
+    behaviour cleared, the venv's libraries, a random domain) and the pair timeouts; SIGTERM and
+    SIGHUP then end the run through its finally blocks (namespaces and processes go). Shared
+    with tools/bench/relay."""
+    base_env = dict(os.environ)
+    for k in ("ROS_LOCALHOST_ONLY", "ROS_AUTOMATIC_DISCOVERY_RANGE", "ROS_STATIC_PEERS", "FASTRTPS_DEFAULT_PROFILES_FILE",
+              "RMW_FASTRTPS_PUBLICATION_MODE", "RMW_FASTRTPS_USE_QOS_FROM_XML", "FASTDDS_BUILTIN_TRANSPORTS",
+              "RMW_TRACER_RENDEZVOUS_DIR", "LD_PRELOAD", runner.NETNS_MARK):
+        base_env.pop(k, None)
+    base_env["LD_LIBRARY_PATH"] = runner.library_path(runner.venv_dir())
+    base_env["ROS_DOMAIN_ID"] = str(random.randint(100, 200))
+    pair_args = types.SimpleNamespace(timeout=args.timeout, match_timeout=args.match_timeout,
+                                      pair_timeout=args.pair_timeout)
+
+    def stop(signum, _frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+    for s in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, stop)
+    return base_env, pair_args
+
+
 def main():
     ap = argparse.ArgumentParser(prog="tools/bench/net", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -263,22 +285,7 @@ def main():
         return (max(10, int(dl * args.scale)), max(1, int(dw * args.scale)), max(5, int(db * args.scale)), dr)
 
     cases = {s: cases_for(s) for s in sizes}
-    base_env = dict(os.environ)
-    for k in ("ROS_LOCALHOST_ONLY", "ROS_AUTOMATIC_DISCOVERY_RANGE", "ROS_STATIC_PEERS", "FASTRTPS_DEFAULT_PROFILES_FILE",
-              "RMW_FASTRTPS_PUBLICATION_MODE", "RMW_FASTRTPS_USE_QOS_FROM_XML", "FASTDDS_BUILTIN_TRANSPORTS",
-              "RMW_TRACER_RENDEZVOUS_DIR", "LD_PRELOAD", runner.NETNS_MARK):
-        base_env.pop(k, None)
-    base_env["LD_LIBRARY_PATH"] = runner.library_path(runner.venv_dir())
-    base_env["ROS_DOMAIN_ID"] = str(random.randint(100, 200))
-    pair_args = types.SimpleNamespace(timeout=args.timeout, match_timeout=args.match_timeout,
-                                      pair_timeout=args.pair_timeout)
-
-    # SIGTERM / SIGHUP end the run through the finally blocks (namespaces and processes go).
-    def stop(signum, _frame):
-        raise KeyboardInterrupt(f"signal {signum}")
-    for s in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(s, stop)
-
+    base_env, pair_args = run_setup(args)
     workdir = tempfile.mkdtemp(prefix="rmw-tracer-netbench-")
     rows, errors = [], []
     started = time.time()

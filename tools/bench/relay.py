@@ -21,14 +21,12 @@ import argparse
 import datetime
 import json
 import os
-import random
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-import types
 
 import net
 import runner
@@ -119,20 +117,7 @@ def main():
         return 1
     args.output = os.path.abspath(args.output)
     runner.ensure_built(args.no_build)
-    base_env = dict(os.environ)
-    for k in ("ROS_LOCALHOST_ONLY", "ROS_AUTOMATIC_DISCOVERY_RANGE", "ROS_STATIC_PEERS",
-              "RMW_TRACER_RENDEZVOUS_DIR", "LD_PRELOAD", runner.NETNS_MARK):
-        base_env.pop(k, None)
-    base_env["LD_LIBRARY_PATH"] = runner.library_path(runner.venv_dir())
-    base_env["ROS_DOMAIN_ID"] = str(random.randint(100, 200))
-    pair_args = types.SimpleNamespace(timeout=args.timeout, match_timeout=args.match_timeout,
-                                      pair_timeout=args.pair_timeout)
-
-    def on_signal(signum, _frame):
-        raise KeyboardInterrupt(f"signal {signum}")
-    for s in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(s, on_signal)
-
+    base_env, pair_args = net.run_setup(args)
     workdir = tempfile.mkdtemp(prefix="rmw-tracer-relaybench-")
     frozen = os.path.join(workdir, "librmw_tracer.so")
     shutil.copy2(args.tracer_lib, frozen)
