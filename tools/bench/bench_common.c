@@ -49,7 +49,9 @@ void bench_sleep_ns(int64_t ns)
   }
 }
 
-void bench_rcl_init(bench_rcl *b, const char *node_name)
+void bench_rcl_init(bench_rcl *b, const char *node_name) { bench_rcl_init_domain(b, node_name, -1); }
+
+void bench_rcl_init_domain(bench_rcl *b, const char *node_name, long domain)
 {
   rcl_allocator_t alloc = rcutils_get_default_allocator();
   rcl_ret_t rc;
@@ -57,6 +59,10 @@ void bench_rcl_init(bench_rcl *b, const char *node_name)
   b->init_options = rcl_get_zero_initialized_init_options();
   rc = rcl_init_options_init(&b->init_options, alloc);
   if (rc != RCL_RET_OK) bench_die_rcl("rcl_init_options_init", rc);
+  if (domain >= 0) {
+    rc = rcl_init_options_set_domain_id(&b->init_options, (size_t)domain);
+    if (rc != RCL_RET_OK) bench_die_rcl("rcl_init_options_set_domain_id", rc);
+  }
   b->context = rcl_get_zero_initialized_context();
   rc = rcl_init(0, NULL, &b->init_options, &b->context);
   if (rc != RCL_RET_OK) bench_die_rcl("rcl_init", rc);

@@ -74,6 +74,8 @@ typedef struct bench_rcl {
 } bench_rcl;
 
 void bench_rcl_init(bench_rcl *b, const char *node_name);
+/* The same in domain `domain` (negative: ROS_DOMAIN_ID, as bench_rcl_init). */
+void bench_rcl_init_domain(bench_rcl *b, const char *node_name, long domain);
 void bench_rcl_fini(bench_rcl *b);
 
 /* Reliable, volatile, keep_last(depth); depth 0 = keep_all. */

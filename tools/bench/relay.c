@@ -39,51 +39,19 @@ static void on_signal(int sig)
   stop = 1;
 }
 
-typedef struct side {
-  rcl_init_options_t init_options;
-  rcl_context_t context;
-  rcl_node_t node;
-} side;
-
-static void side_init(side *s, size_t domain, const char *name)
-{
-  rcl_allocator_t alloc = rcutils_get_default_allocator();
-  s->init_options = rcl_get_zero_initialized_init_options();
-  rcl_ret_t rc = rcl_init_options_init(&s->init_options, alloc);
-  if (rc != RCL_RET_OK) bench_die_rcl("rcl_init_options_init", rc);
-  rc = rcl_init_options_set_domain_id(&s->init_options, domain);
-  if (rc != RCL_RET_OK) bench_die_rcl("rcl_init_options_set_domain_id", rc);
-  s->context = rcl_get_zero_initialized_context();
-  rc = rcl_init(0, NULL, &s->init_options, &s->context);
-  if (rc != RCL_RET_OK) bench_die_rcl("rcl_init", rc);
-  s->node = rcl_get_zero_initialized_node();
-  rcl_node_options_t no = rcl_node_get_default_options();
-  no.enable_rosout = false;
-  rc = rcl_node_init(&s->node, name, "", &s->context, &no);
-  if (rc != RCL_RET_OK) bench_die_rcl("rcl_node_init", rc);
-}
-
 typedef struct hop {
   const char *topic;
   size_t depth; /* 0: keep_all */
-  side *from, *to;
+  bench_rcl *from, *to;
   rcl_subscription_t sub;
   rcl_publisher_t pub;
   unsigned long long forwarded;
 } hop;
 
-static void hop_init(hop *h, const rosidl_message_type_support_t *ts)
+static void hop_init(hop *h)
 {
-  h->sub = rcl_get_zero_initialized_subscription();
-  rcl_subscription_options_t so = rcl_subscription_get_default_options();
-  so.qos = bench_qos(h->depth);
-  rcl_ret_t rc = rcl_subscription_init(&h->sub, &h->from->node, ts, h->topic, &so);
-  if (rc != RCL_RET_OK) bench_die_rcl("rcl_subscription_init", rc);
-  h->pub = rcl_get_zero_initialized_publisher();
-  rcl_publisher_options_t po = rcl_publisher_get_default_options();
-  po.qos = bench_qos(h->depth);
-  rc = rcl_publisher_init(&h->pub, &h->to->node, ts, h->topic, &po);
-  if (rc != RCL_RET_OK) bench_die_rcl("rcl_publisher_init", rc);
+  bench_sub_init(h->from, &h->sub, h->topic, h->depth);
+  bench_pub_init(h->to, &h->pub, h->topic, h->depth);
 }
 
 static void *forward(void *arg)
@@ -139,11 +107,11 @@ int main(int argc, char **argv)
   sigaction(SIGTERM, &sa, NULL);
   sigaction(SIGINT, &sa, NULL);
 
-  side local, net;
-  side_init(&local, (size_t)local_domain, "bench_relay_local");
-  side_init(&net, (size_t)net_domain, "bench_relay_net");
+  bench_rcl local, net;
+  bench_rcl_init_domain(&local, "bench_relay_local", local_domain);
+  bench_rcl_init_domain(&net, "bench_relay_net", net_domain);
   bool a = strcmp(which, "a") == 0;
-  side *down_from = a ? &local : &net, *down_to = a ? &net : &local;
+  bench_rcl *down_from = a ? &local : &net, *down_to = a ? &net : &local;
   hop hops[] = {
       {BENCH_TOPIC_PING, BENCH_CONTROL_DEPTH, down_from, down_to, {0}, {0}, 0},
       {BENCH_TOPIC_BURST, (size_t)burst_depth, down_from, down_to, {0}, {0}, 0},
@@ -151,9 +119,8 @@ int main(int argc, char **argv)
       {BENCH_TOPIC_PONG, BENCH_CONTROL_DEPTH, down_to, down_from, {0}, {0}, 0},
   };
   enum { N = sizeof hops / sizeof hops[0] };
-  const rosidl_message_type_support_t *ts = ROSIDL_GET_MSG_TYPE_SUPPORT(std_msgs, msg, UInt8MultiArray);
   pthread_t threads[N];
-  for (size_t i = 0; i < N; i++) hop_init(&hops[i], ts);
+  for (size_t i = 0; i < N; i++) hop_init(&hops[i]);
   printf("relaying\n");
   fflush(stdout);
   for (size_t i = 0; i < N; i++)
@@ -164,12 +131,7 @@ int main(int argc, char **argv)
     ok(rcl_subscription_fini(&hops[i].sub, &hops[i].from->node), "rcl_subscription_fini");
     ok(rcl_publisher_fini(&hops[i].pub, &hops[i].to->node), "rcl_publisher_fini");
   }
-  side *sides[] = {&local, &net};
-  for (size_t i = 0; i < 2; i++) {
-    ok(rcl_node_fini(&sides[i]->node), "rcl_node_fini");
-    ok(rcl_shutdown(&sides[i]->context), "rcl_shutdown");
-    ok(rcl_context_fini(&sides[i]->context), "rcl_context_fini");
-    ok(rcl_init_options_fini(&sides[i]->init_options), "rcl_init_options_fini");
-  }
+  bench_rcl_fini(&local);
+  bench_rcl_fini(&net);
   return 0;
 }
