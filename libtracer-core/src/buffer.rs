@@ -63,6 +63,8 @@ struct Lists {
     lent: Vec<Arc<Block>>,
     /// Where the next reclaim scan starts in `lent`.
     cursor: usize,
+    /// Blocks made: free, lent, or being written.
+    made: usize,
 }
 
 struct Class {
@@ -81,6 +83,7 @@ impl Class {
                 free: Vec::with_capacity(max),
                 lent: Vec::with_capacity(max),
                 cursor: 0,
+                made: 0,
             }),
         }
     }
@@ -106,7 +109,8 @@ impl Class {
             i += 1;
         }
         l.cursor = i;
-        if l.free.len() + l.lent.len() < self.max {
+        if l.made < self.max {
+            l.made += 1;
             return Some(Arc::new(Block {
                 data: vec![0u8; self.size].into_boxed_slice(),
             }));
@@ -128,7 +132,7 @@ impl Class {
 /// What a pool holds and how often it could not serve.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PoolStats {
-    /// Blocks made (they are kept: free or lent).
+    /// Blocks made (they are kept: free, lent, or being written).
     pub blocks: usize,
     /// Bytes in those blocks.
     pub bytes: usize,
@@ -185,8 +189,7 @@ impl BufferPool {
             ..PoolStats::default()
         };
         for c in &self.classes {
-            let l = c.lists.lock();
-            let n = l.free.len() + l.lent.len();
+            let n = c.lists.lock().made;
             s.blocks += n;
             s.bytes += n * c.size;
         }

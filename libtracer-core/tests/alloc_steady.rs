@@ -130,7 +130,7 @@ fn echo(from: Vertex, to: Vertex) -> std::thread::JoinHandle<()> {
 fn round_trips(ping: &Vertex, back: &Vertex, size: usize) -> (u64, Vec<u64>) {
     let w = Waiter::new();
     w.attach(&back.readiness());
-    let mut one = |i: usize| {
+    let one = |i: usize| {
         let fill = (i % 251) as u8;
         write_pooled(ping, size, fill, i as u64);
         let s = next(back, &w);
