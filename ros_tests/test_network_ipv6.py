@@ -28,18 +28,22 @@ def v6_hosts():
         yield h
 
 
-def test_static_peers_as_ipv6_literals(tmp_path, v6_hosts, procs):
-    hosts = v6_hosts
-    domain = harness.fresh_domain_id()
-    peers = {"a": ADDR6["b"], "b": f"[{ADDR6['a']}]:{DIRECTORY_PORT_BASE + domain}"}
-    envs = {h: harness.tracer_env(tmp_path / h, domain, {"ROS_STATIC_PEERS": peers[h]})
-            for h in ("a", "b")}
+def all_200_arrive(procs, envs, hosts) -> None:
     r, t = stream(procs, envs, hosts)
     assert r.returncode == 0, r.describe() + "\n" + t.describe()
     assert t.returncode == 0, t.describe()
     got = json_line(r.stdout, r.describe())
     assert got["received"] == [[f"hello {i}" for i in range(200)]]
     assert got["matched"] == [1]
+
+
+def test_static_peers_as_ipv6_literals(tmp_path, v6_hosts, procs):
+    hosts = v6_hosts
+    domain = harness.fresh_domain_id()
+    peers = {"a": ADDR6["b"], "b": f"[{ADDR6['a']}]:{DIRECTORY_PORT_BASE + domain}"}
+    envs = {h: harness.tracer_env(tmp_path / h, domain, {"ROS_STATIC_PEERS": peers[h]})
+            for h in ("a", "b")}
+    all_200_arrive(procs, envs, hosts)
 
 
 def test_subnet_finds_the_other_host_over_ipv6_alone(tmp_path, v6_hosts, procs):
@@ -48,9 +52,4 @@ def test_subnet_finds_the_other_host_over_ipv6_alone(tmp_path, v6_hosts, procs):
     envs = {h: harness.tracer_env(tmp_path / h, domain,
                                   {"ROS_AUTOMATIC_DISCOVERY_RANGE": "SUBNET"})
             for h in ("a", "b")}
-    r, t = stream(procs, envs, hosts)
-    assert r.returncode == 0, r.describe() + "\n" + t.describe()
-    assert t.returncode == 0, t.describe()
-    got = json_line(r.stdout, r.describe())
-    assert got["received"] == [[f"hello {i}" for i in range(200)]]
-    assert got["matched"] == [1]
+    all_200_arrive(procs, envs, hosts)

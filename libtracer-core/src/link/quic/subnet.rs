@@ -132,22 +132,15 @@ fn per_family(
 ) -> Result<(Sockets, Vec<String>), String> {
     let (want4, want6) = ifaces::families(bind);
     let mut why = Vec::new();
-    let v4 = match want4.then(v4) {
-        Some(Ok(s)) => Some(s.into()),
-        Some(Err(e)) => {
-            why.push(format!("IPv4: {e}"));
+    let mut made = |family: &str, r: Option<std::io::Result<Socket>>| match r? {
+        Ok(s) => Some(s.into()),
+        Err(e) => {
+            why.push(format!("{family}: {e}"));
             None
         }
-        None => None,
     };
-    let v6 = match want6.then(v6) {
-        Some(Ok(s)) => Some(s.into()),
-        Some(Err(e)) => {
-            why.push(format!("IPv6: {e}"));
-            None
-        }
-        None => None,
-    };
+    let v4 = made("IPv4", want4.then(v4));
+    let v6 = made("IPv6", want6.then(v6));
     if v4.is_none() && v6.is_none() {
         return Err(why.join("; "));
     }
