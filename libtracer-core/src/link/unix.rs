@@ -24,8 +24,8 @@ use parking_lot::Mutex;
 use super::{Link, LinkError, PeerIdentity};
 use crate::payload::Payload;
 use crate::wire::{
-    encode_head, encode_parts, EncodeError, ErrorCode, Frame, FrameDecoder, ShmRef, MAX_FRAME,
-    PROTOCOL_VERSION,
+    encode_head, encode_parts, EncodeError, ErrorCode, Frame, FrameDecoder, ShmRef, Tokens,
+    MAX_FRAME, PROTOCOL_VERSION,
 };
 
 /// Read buffer of a link's reader (large bodies bypass it, see `FrameDecoder::body_window`).
@@ -49,6 +49,16 @@ pub(crate) struct ShmSend {
 struct WriteState {
     announced: HashSet<u32>,
     head: Vec<u8>,
+}
+
+impl WriteState {
+    /// A RELEASE of `token` into `head`.
+    fn encode_release(&mut self, token: u64, max: u32) -> Result<(), EncodeError> {
+        let frame = Frame::Release {
+            tokens: Tokens::one(token),
+        };
+        encode_head(&frame, max, &mut self.head).map(drop)
+    }
 }
 
 /// One end of a Unix-socket link.
@@ -166,20 +176,21 @@ impl UnixLink {
     /// keepalive thread serves every link, and a reader stuck on a PONG into a full buffer
     /// would stop reading, and then take the peer for silent.
     pub(crate) fn try_send_liveness(&self, frame: &Frame) {
-        let _ = self.try_send_now(frame);
+        let _ = self.try_send_now(|ws| encode_head(frame, self.peer_max, &mut ws.head).map(drop));
     }
 
     /// A RELEASE from the event loop, which never blocks (`unix_rx::Releaser`): false when it
     /// could not be written now (the caller hands it to a worker).
     pub(crate) fn try_release(&self, token: u64) -> bool {
-        self.try_send_now(&Frame::Release {
-            tokens: vec![token],
-        })
+        self.try_send_now(|ws| ws.encode_release(token, self.peer_max))
     }
 
     /// Write a small frame now or not at all: false when a write is in progress or the socket
     /// buffer is full; true when it was written or the link is closed (nothing more to do).
-    fn try_send_now(&self, frame: &Frame) -> bool {
+    fn try_send_now(
+        &self,
+        encode: impl FnOnce(&mut WriteState) -> Result<(), EncodeError>,
+    ) -> bool {
         if self.is_closed() {
             return true;
         }
@@ -187,7 +198,7 @@ impl UnixLink {
             return false;
         };
         let ws = &mut *guard;
-        if encode_head(frame, self.peer_max, &mut ws.head).is_err() {
+        if encode(ws).is_err() {
             return true;
         }
         let head: &[u8] = &ws.head;
@@ -315,18 +326,14 @@ impl UnixLink {
     /// The peer returned references: their slots may be reused (once nobody else holds them).
     /// False when a token was not out (the peer broke the protocol).
     pub(crate) fn released(&self, tokens: &[u64]) -> bool {
-        let mut out = self.out.lock();
-        let mut gone = Vec::with_capacity(tokens.len());
         let mut ok = true;
         for t in tokens {
-            match out.remove(t) {
-                Some(p) => gone.push(p),
-                None => ok = false,
-            }
+            // Each slot goes back to the pool outside the lock (one lock per token: a RELEASE
+            // carries one token or a few).
+            let gone = self.out.lock().remove(t);
+            ok &= gone.is_some();
+            drop(gone);
         }
-        drop(out);
-        // The slots go back to the pool here, outside the lock.
-        drop(gone);
         ok
     }
 }
@@ -336,9 +343,10 @@ impl UnixLink {
 impl Release for UnixLink {
     fn release(&self, token: u64) {
         if !self.is_closed() {
-            let _ = self.send(&Frame::Release {
-                tokens: vec![token],
-            });
+            let _ = self.locked_write(
+                |ws| ws.encode_release(token, self.peer_max),
+                |ws, ()| write_all2(&self.stream, &ws.head, &[]),
+            );
         }
     }
 }
