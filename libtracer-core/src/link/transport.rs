@@ -10,12 +10,13 @@
 //! listener is served, which makes the rule see every race (docs/wire.md walks through it).
 //!
 //! Liveness: EOF or a socket error ends a link at once (a killed process's sockets are closed
-//! by the kernel). The keepalive sends PING on a link that has sent nothing for
-//! `ping_interval`, and closes a link that has received nothing for `dead_after`, which finds a
-//! hung (stopped, deadlocked) peer.
+//! by the kernel). What the kernel cannot tell, a peer alive but hung (stopped, its event loop
+//! wedged), matters only while the peer has frames of ours to read: such a link is PINGed every
+//! `ping_interval` until the peer answers for all of them, and closed when it has owed an
+//! answer for `dead_after` with nothing heard meanwhile. An idle link sends nothing.
 //!
 //! Threads: none of its own once started. The listening socket, the incoming handshakes, the
-//! reading of every link and the keepalive run on the process's one event loop
+//! reading of every link and the liveness check run on the process's one event loop
 //! (`unix_loop.rs`), the handler callbacks on its few workers (`dispatch.rs`), whatever the
 //! number of peers. Only `start` connects to the graphs already there from a few threads of its
 //! own (at most `CONNECTORS`), gone when it returns.
@@ -49,9 +50,9 @@ const CONNECTORS: usize = 8;
 /// Timing of a transport. The defaults find a hung peer within one second.
 #[derive(Clone, Debug)]
 pub struct TransportConfig {
-    /// PING a link that has sent nothing for this long.
+    /// PING a link whose peer has owed us an answer for this long, and again this often.
     pub ping_interval: Duration,
-    /// Close a link that has received nothing for this long.
+    /// Close a link whose peer has owed an answer for this long with nothing heard meanwhile.
     pub dead_after: Duration,
     /// Bound on the HELLO exchange of one connection.
     pub handshake_timeout: Duration,

@@ -1,0 +1,181 @@
+//! Ruling 9, liveness of same-host links without per-link periodic traffic (docs/wire.md,
+//! "Liveness"): an idle link sends nothing once its peer has answered for what we wrote; a peer
+//! that hangs is found as soon as it owes us an answer; a peer that reads a one-way stream and
+//! answers PINGs is kept, however long we keep writing.
+
+mod link_support;
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixListener;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use libtracer_core::link::{HostTransport, TransportConfig};
+use libtracer_core::wire::{encode, Frame, FrameDecoder, MAX_FRAME};
+use link_support::{Ev, Recorder, TempDir, T};
+use parking_lot::Mutex;
+
+/// Short timing, so that a link kept busy for two seconds spans many PING intervals and
+/// `dead_after` periods; `dead_after` far above `ping_interval`, for a loaded machine.
+fn fast() -> TransportConfig {
+    TransportConfig {
+        ping_interval: Duration::from_millis(50),
+        dead_after: Duration::from_millis(700),
+        ..Default::default()
+    }
+}
+
+/// A hand-made peer `name` listening in `dir`: says HELLO back, then reads every frame and
+/// records it with its arrival time; answers PINGs with PONG while `answer` is set, and stops
+/// reading altogether once `answer` is cleared and a frame other than PING has come (a
+/// process that hung while it had nothing to do).
+struct FakePeer {
+    frames: Arc<Mutex<Vec<(Instant, Frame)>>>,
+    answer: Arc<AtomicBool>,
+    _thread: std::thread::JoinHandle<()>,
+}
+
+impl FakePeer {
+    fn start(dir: &std::path::Path, name: &str) -> FakePeer {
+        let listener = UnixListener::bind(dir.join(format!("{name}.sock"))).unwrap();
+        let name = name.to_owned();
+        let frames = Arc::new(Mutex::new(Vec::new()));
+        let answer = Arc::new(AtomicBool::new(true));
+        let (f, a) = (frames.clone(), answer.clone());
+        let thread = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut dec = FrameDecoder::new(MAX_FRAME);
+            let mut buf = [0u8; 4096];
+            let hello = Frame::Hello {
+                version: 1,
+                node: name,
+                max_frame: MAX_FRAME,
+                shm: false,
+            };
+            let mut greeted = false;
+            loop {
+                let n = match s.read(&mut buf) {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => n,
+                };
+                let mut at = 0;
+                while at < n {
+                    at += dec.push(&buf[at..n]);
+                    while let Ok(Some(frame)) = dec.pop() {
+                        if !greeted {
+                            greeted = true;
+                            s.write_all(&encode(&hello).unwrap()).unwrap();
+                            continue;
+                        }
+                        let answering = a.load(Ordering::SeqCst);
+                        let is_ping = matches!(frame, Frame::Ping { .. });
+                        if let (true, Frame::Ping { nonce }) = (answering, &frame) {
+                            let _ = s.write_all(&encode(&Frame::Pong { nonce: *nonce }).unwrap());
+                        }
+                        f.lock().push((Instant::now(), frame));
+                        if !answering && !is_ping {
+                            // Hung: the socket stays open, nothing more is read.
+                            std::thread::sleep(Duration::from_secs(3600));
+                        }
+                    }
+                }
+            }
+        });
+        FakePeer {
+            frames,
+            answer,
+            _thread: thread,
+        }
+    }
+
+    fn pings(&self) -> usize {
+        self.frames
+            .lock()
+            .iter()
+            .filter(|(_, f)| matches!(f, Frame::Ping { .. }))
+            .count()
+    }
+}
+
+#[test]
+fn ruling9_an_idle_link_sends_nothing_once_answered() {
+    let dir = TempDir::new("idle");
+    let peer = FakePeer::start(dir.path(), "zz");
+    let r = Recorder::new();
+    let _a = HostTransport::start_with(dir.path(), "a", r.clone(), fast()).unwrap();
+    r.wait_up("zz", T);
+    // The new link is probed once (our HELLO wants an answer too) ...
+    assert!(
+        link_support::wait_until(T, || peer.pings() >= 1),
+        "the new link was never probed"
+    );
+    let first = peer.frames.lock().len();
+    // ... and then, idle both ways, nothing: forty PING intervals, fourteen dead_after
+    // periods of silence, and not one frame.
+    std::thread::sleep(Duration::from_secs(2));
+    let frames = peer.frames.lock();
+    assert_eq!(
+        frames.len(),
+        first,
+        "an idle link sent {:?}",
+        &frames[first..]
+    );
+    assert_eq!(
+        r.events(),
+        vec![Ev::Up("zz".into())],
+        "the idle link was kept"
+    );
+}
+
+#[test]
+fn ruling9_a_peer_that_hangs_while_idle_is_found_once_it_owes_an_answer() {
+    let dir = TempDir::new("hangidle");
+    let peer = FakePeer::start(dir.path(), "zz");
+    let r = Recorder::new();
+    let _a = HostTransport::start_with(dir.path(), "a", r.clone(), fast()).unwrap();
+    let to_zz = r.wait_up("zz", T);
+    assert!(link_support::wait_until(T, || peer.pings() >= 1));
+    // The peer hangs while it has nothing of ours to read: nobody waits for it, so nothing
+    // tells (as with a stopped DDS participant before its lease ends), and the link stays.
+    peer.answer.store(false, Ordering::SeqCst);
+    std::thread::sleep(Duration::from_millis(2100));
+    assert_eq!(r.events(), vec![Ev::Up("zz".into())]);
+    // A frame it does not answer for: found, within dead_after plus scheduling slack.
+    let sent = Instant::now();
+    to_zz.send(&Frame::Ok { req: 1 }).unwrap();
+    assert!(
+        r.wait_down("zz", Duration::from_secs(20)),
+        "a hung peer that owes us an answer was kept"
+    );
+    eprintln!("hung peer dropped {:?} after the frame", sent.elapsed());
+}
+
+#[test]
+fn ruling9_a_one_way_stream_to_a_live_peer_keeps_its_link() {
+    // b only reads (and answers PINGs from its event loop): it never writes a frame of its
+    // own, so a hears nothing but PONGs for two seconds of writing.
+    let dir = TempDir::new("oneway");
+    let (ra, rb) = (Recorder::new(), Recorder::new());
+    let _a = HostTransport::start_with(dir.path(), "a", ra.clone(), fast()).unwrap();
+    let _b = HostTransport::start_with(dir.path(), "b", rb.clone(), fast()).unwrap();
+    let to_b = ra.wait_up("b", T);
+    let end = Instant::now() + Duration::from_secs(2);
+    let mut n = 0u64;
+    while Instant::now() < end {
+        n += 1;
+        to_b.send(&Frame::Ok { req: n }).unwrap();
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert!(rb.wait_for(T, |e| e
+        .contains(&Ev::Frame("a".into(), Frame::Ok { req: n }))));
+    assert!(
+        !ra.events().iter().any(|e| matches!(e, Ev::Down(_))),
+        "{:?}",
+        ra.events()
+            .iter()
+            .filter(|e| !matches!(e, Ev::Frame(..)))
+            .collect::<Vec<_>>()
+    );
+    assert!(!rb.events().iter().any(|e| matches!(e, Ev::Down(_))));
+}
