@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use libtracer_core::link::{HostTransport, TransportConfig};
+use libtracer_core::link::{HostTransport, Link, TransportConfig};
 use libtracer_core::wire::{encode, Frame, FrameDecoder, MAX_FRAME};
 use link_support::{Ev, Recorder, TempDir, T};
 use parking_lot::Mutex;
@@ -178,4 +178,120 @@ fn ruling9_a_one_way_stream_to_a_live_peer_keeps_its_link() {
             .collect::<Vec<_>>()
     );
     assert!(!rb.events().iter().any(|e| matches!(e, Ev::Down(_))));
+}
+
+/// Read frames from `s` until one is complete (the peer's HELLO), then say HELLO as `name`.
+fn greet(s: &mut std::os::unix::net::UnixStream, name: &str) {
+    let mut dec = FrameDecoder::new(MAX_FRAME);
+    let mut buf = [0u8; 512];
+    while dec.pop().unwrap().is_none() {
+        let n = s.read(&mut buf).unwrap();
+        dec.push(&buf[..n]);
+    }
+    let hello = Frame::Hello {
+        version: 1,
+        node: name.to_owned(),
+        max_frame: MAX_FRAME,
+        shm: false,
+    };
+    s.write_all(&encode(&hello).unwrap()).unwrap();
+}
+
+#[test]
+fn ruling9_a_peer_found_hung_is_linked_again_once_it_answers() {
+    let dir = TempDir::new("redial");
+    let listener = UnixListener::bind(dir.path().join("zz.sock")).unwrap();
+    let done = Arc::new(AtomicBool::new(false));
+    let d = done.clone();
+    let peer = std::thread::spawn(move || {
+        // First connection: HELLO, then it hangs (reads nothing, answers nothing).
+        let (mut first, _) = listener.accept().unwrap();
+        greet(&mut first, "zz");
+        // Second (the redial): HELLO, then PINGs answered, as a resumed process would.
+        let (mut second, _) = listener.accept().unwrap();
+        greet(&mut second, "zz");
+        second
+            .set_read_timeout(Some(Duration::from_millis(100)))
+            .unwrap();
+        let mut dec = FrameDecoder::new(MAX_FRAME);
+        let mut buf = [0u8; 4096];
+        while !d.load(Ordering::SeqCst) {
+            match second.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    dec.push(&buf[..n]);
+                    while let Ok(Some(f)) = dec.pop() {
+                        if let Frame::Ping { nonce } = f {
+                            second
+                                .write_all(&encode(&Frame::Pong { nonce }).unwrap())
+                                .unwrap();
+                        }
+                    }
+                }
+                Err(_) => {}
+            }
+        }
+        drop(first);
+    });
+    let r = Recorder::new();
+    let a = HostTransport::start_with(dir.path(), "a", r.clone(), fast()).unwrap();
+    let up_down_up = |e: &[Ev]| {
+        e == [
+            Ev::Up("zz".into()),
+            Ev::Down("zz".into()),
+            Ev::Up("zz".into()),
+        ]
+    };
+    assert!(
+        r.wait_for(Duration::from_secs(30), up_down_up),
+        "{:?}",
+        r.events()
+    );
+    // The new link is answered: it stays.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(up_down_up(&r.events()), "{:?}", r.events());
+    assert_eq!(a.peers(), vec!["zz"]);
+    done.store(true, Ordering::SeqCst);
+    peer.join().unwrap();
+}
+
+#[test]
+fn ruling9_a_link_closed_while_both_live_comes_back_once() {
+    let dir = TempDir::new("relink");
+    let (ra, rb) = (Recorder::new(), Recorder::new());
+    let a = HostTransport::start(dir.path(), "a", ra.clone()).unwrap();
+    let b = HostTransport::start(dir.path(), "b", rb.clone()).unwrap();
+    rb.wait_up("a", T);
+    ra.wait_up("b", T);
+    // As when one side's liveness check gave up on the other: both ends see it go, both
+    // may dial again at once, and the tie-break keeps one link.
+    b.link_to("a").unwrap().close();
+    for (r, peer) in [(&ra, "b"), (&rb, "a")] {
+        assert!(
+            r.wait_for(Duration::from_secs(30), |e| e
+                .iter()
+                .filter(|x| **x == Ev::Up(peer.into()))
+                .count()
+                == 2),
+            "{:?}",
+            r.events()
+        );
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    for (r, peer) in [(&ra, "b"), (&rb, "a")] {
+        assert_eq!(
+            r.events(),
+            vec![
+                Ev::Up(peer.into()),
+                Ev::Down(peer.into()),
+                Ev::Up(peer.into())
+            ]
+        );
+    }
+    assert_eq!(a.peers(), vec!["b"]);
+    assert_eq!(b.peers(), vec!["a"]);
+    // One connection: a frame sent on a's link arrives at b.
+    a.link_to("b").unwrap().send(&Frame::Ok { req: 9 }).unwrap();
+    assert!(rb.wait_for(T, |e| e
+        .contains(&Ev::Frame("a".into(), Frame::Ok { req: 9 }))));
 }

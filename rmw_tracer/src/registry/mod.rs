@@ -288,7 +288,7 @@ impl Registry {
     pub fn add_subscription(&self, sub: &Arc<SubscriptionLink>) {
         let mut st = self.inner.state.lock();
         st.subs.push(Arc::downgrade(sub));
-        self.inner.reconcile(&st, sub);
+        let _ = self.inner.reconcile(&st, sub);
         drop(st);
         // The worker may be asleep with nothing unsettled: its new edges are.
         let _ = self.inner.tx.send(Msg::Kick);
@@ -462,20 +462,13 @@ impl Inner {
             let mut st = self.state.lock();
             st.subs.retain(|w| w.strong_count() > 0);
             let subs: Vec<_> = st.subs.iter().filter_map(Weak::upgrade).collect();
-            for sub in &subs {
-                self.reconcile(&st, sub);
-            }
             unsettled = st
                 .peers
                 .values()
-                .any(|p| !p.edge.as_ref().is_some_and(established))
-                || subs.iter().any(|s| {
-                    s.remote
-                        .lock()
-                        .iter()
-                        .flatten()
-                        .any(|(_, e)| !established(&e.edge))
-                });
+                .any(|p| !p.edge.as_ref().is_some_and(established));
+            for sub in &subs {
+                unsettled |= !self.reconcile(&st, sub);
+            }
             drop(st);
             if changed {
                 self.notify();
@@ -632,7 +625,9 @@ impl Inner {
     }
 
     /// Make `sub`'s remote edges match the peers that have a matching publisher.
-    fn reconcile(&self, st: &State, sub: &SubscriptionLink) {
+    /// Make `sub`'s remote edges those its matching peers call for. True when each of them is
+    /// established (nothing for the worker's tick to retry).
+    fn reconcile(&self, st: &State, sub: &SubscriptionLink) -> bool {
         let wanted: BTreeSet<&str> = st
             .peers
             .iter()
@@ -646,7 +641,7 @@ impl Inner {
             .collect();
         let mut remote = sub.remote.lock();
         let Some(remote) = remote.as_mut() else {
-            return; // the subscription is going away
+            return true; // the subscription is going away
         };
         remote.retain(|peer, e| {
             let state = e.edge.state();
@@ -667,6 +662,7 @@ impl Inner {
             }
             keep
         });
+        let n_wanted = wanted.len();
         for peer in wanted {
             if remote.contains_key(peer) {
                 continue;
@@ -698,6 +694,7 @@ impl Inner {
                 Err(e) => log!(RMW_LOG_SEVERITY_WARN, "cannot subscribe {source}: {e}"),
             }
         }
+        n_wanted == remote.len() && remote.values().all(|e| established(&e.edge))
     }
 }
 
