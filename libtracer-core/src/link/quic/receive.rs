@@ -97,7 +97,7 @@ pub(super) async fn accept_streams(link: Arc<QuicLink>, tx: mpsc::Sender<Event>)
 }
 
 /// One edge stream: its tag byte, then frames of edges (DELIVERY, STRUCTURE, the answer to a
-/// SUBSCRIBE) and barrier markers. A best-effort stream reset by its sender ends quietly, with
+/// SUBSCRIBE), barrier markers and, on a reliable stream, WRITEs (wire.md section 5, ruling 3). A best-effort stream reset by its sender ends quietly, with
 /// the frame it was cut in dropped.
 async fn read_stream(link: Arc<QuicLink>, mut recv: quinn::RecvStream, tx: mpsc::Sender<Event>) {
     let mut closing = link.closing.subscribe();
@@ -131,12 +131,7 @@ async fn read_stream(link: Arc<QuicLink>, mut recv: quinn::RecvStream, tx: mpsc:
             pending.advance(n);
             match dec.pop() {
                 Ok(Some(Frame::Ping { nonce })) if reliable => link.markers.reached(tag, nonce),
-                Ok(Some(
-                    frame @ (Frame::Delivery { .. }
-                    | Frame::Structure { .. }
-                    | Frame::Ok { .. }
-                    | Frame::Error { .. }),
-                )) => {
+                Ok(Some(frame)) if carried(&frame, reliable) => {
                     if tx.send(Event::Frame(link.clone(), frame)).await.is_err() {
                         return;
                     }
@@ -166,6 +161,18 @@ async fn read_stream(link: Arc<QuicLink>, mut recv: quinn::RecvStream, tx: mpsc:
             },
             _ = closing.wait_for(|c| *c) => return,
         }
+    }
+}
+
+/// Whether an edge stream may carry `frame` (the sender's routes, `streams.rs`).
+fn carried(frame: &Frame, reliable: bool) -> bool {
+    match frame {
+        Frame::Delivery { .. }
+        | Frame::Structure { .. }
+        | Frame::Ok { .. }
+        | Frame::Error { .. } => true,
+        Frame::Write { .. } => reliable,
+        _ => false,
     }
 }
 
