@@ -111,7 +111,8 @@ fn shared() -> Result<&'static Arc<Shared>, String> {
                     poll,
                     sources: HashMap::new(),
                     hellos: 0,
-                    again: Vec::new(),
+                    again: Vec::with_capacity(64),
+                    check: Vec::with_capacity(64),
                     accept_retry: false,
                 }
                 .run(&s)
@@ -198,6 +199,8 @@ struct LoopThread {
     hellos: usize,
     /// Links that still had bytes when their turn ended.
     again: Vec<Token>,
+    /// The tick's list of sources to look at (kept, so a tick allocates nothing).
+    check: Vec<Token>,
     /// An accept failed for lack of descriptors or memory: the next tick tries again.
     accept_retry: bool,
 }
@@ -205,6 +208,8 @@ struct LoopThread {
 impl LoopThread {
     fn run(mut self, shared: &Shared) {
         let mut events = Events::with_capacity(256);
+        // The sources to service this turn; kept across turns, so a turn allocates nothing.
+        let mut ready: Vec<Token> = Vec::with_capacity(256);
         // None: nothing to watch, no tick until something is.
         let mut next_tick = Some(Instant::now());
         loop {
@@ -225,11 +230,8 @@ impl LoopThread {
                 }
                 continue;
             }
-            let mut ready: Vec<Token> = events
-                .iter()
-                .map(|e| e.token())
-                .filter(|t| *t != WAKER)
-                .collect();
+            ready.clear();
+            ready.extend(events.iter().map(|e| e.token()).filter(|t| *t != WAKER));
             ready.append(&mut self.again);
             for c in std::mem::take(&mut *shared.cmds.lock()) {
                 match c {
@@ -249,7 +251,7 @@ impl LoopThread {
             }
             ready.sort_unstable();
             ready.dedup();
-            for t in ready {
+            for &t in &ready {
                 self.service(t);
             }
             if next_tick.is_some_and(|t| Instant::now() >= t) {
@@ -371,7 +373,9 @@ impl LoopThread {
     /// strand is full) PINGs the peer, so that our silence is not taken for a hang either.
     fn tick(&mut self) -> bool {
         let now = Instant::now();
-        let mut check = Vec::new();
+        // Kept across ticks: a tick allocates nothing.
+        let mut check = std::mem::take(&mut self.check);
+        check.clear();
         let mut watching = self.hellos > 0 || self.accept_retry;
         let retry = std::mem::take(&mut self.accept_retry);
         for (t, s) in &self.sources {
@@ -399,7 +403,7 @@ impl LoopThread {
                 Source::Listener { .. } => {}
             }
         }
-        for t in check {
+        for &t in &check {
             match self.sources.get(&t) {
                 Some(Source::Hello(_)) => {
                     self.remove(t);
@@ -407,6 +411,7 @@ impl LoopThread {
                 _ => self.service(t),
             }
         }
+        self.check = check;
         watching || self.hellos > 0 || self.accept_retry
     }
 }
