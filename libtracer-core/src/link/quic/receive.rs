@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use bytes::{Buf, Bytes};
 use parking_lot::Mutex;
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::Notify;
 
-use super::link::{Event, QuicLink, READ_CHUNK};
+use super::link::{Event, QuicLink, ToDispatcher, READ_CHUNK};
 use super::streams::{BEST_EFFORT_TAG, CLASSES};
 use crate::wire::{Frame, FrameDecoder, MAX_FRAME};
 
@@ -84,7 +84,7 @@ pub fn decode_datagram(d: &Bytes) -> Result<Frame, String> {
 }
 
 /// Accept the peer's edge streams (unidirectional, `streams.rs`) while the link lives.
-pub(super) async fn accept_streams(link: Arc<QuicLink>, tx: mpsc::Sender<Event>) {
+pub(super) async fn accept_streams(link: Arc<QuicLink>, tx: ToDispatcher) {
     let mut closing = link.closing.subscribe();
     loop {
         let r = tokio::select! {
@@ -99,7 +99,7 @@ pub(super) async fn accept_streams(link: Arc<QuicLink>, tx: mpsc::Sender<Event>)
 /// One edge stream: its tag byte, then frames of edges (DELIVERY, STRUCTURE, the answer to a
 /// SUBSCRIBE) and barrier markers. A best-effort stream reset by its sender ends quietly, with
 /// the frame it was cut in dropped.
-async fn read_stream(link: Arc<QuicLink>, mut recv: quinn::RecvStream, tx: mpsc::Sender<Event>) {
+async fn read_stream(link: Arc<QuicLink>, mut recv: quinn::RecvStream, tx: ToDispatcher) {
     let mut closing = link.closing.subscribe();
     let malformed = |why: String| Event::Malformed(link.clone(), why);
     let first = tokio::select! {
@@ -114,14 +114,12 @@ async fn read_stream(link: Arc<QuicLink>, mut recv: quinn::RecvStream, tx: mpsc:
     pending.advance(1);
     let reliable = tag < BEST_EFFORT_TAG;
     if usize::from(tag) >= 2 * CLASSES {
-        let _ = tx
-            .send(malformed(format!("unknown stream tag {tag}")))
-            .await;
+        tx.post(malformed(format!("unknown stream tag {tag}"))).await;
         return;
     }
     if reliable && !link.markers.open(tag) {
         let why = format!("a second reliable stream of class {tag}");
-        let _ = tx.send(malformed(why)).await;
+        tx.post(malformed(why)).await;
         return;
     }
     let mut dec = FrameDecoder::new(MAX_FRAME);
@@ -137,19 +135,19 @@ async fn read_stream(link: Arc<QuicLink>, mut recv: quinn::RecvStream, tx: mpsc:
                     | Frame::Ok { .. }
                     | Frame::Error { .. }),
                 )) => {
-                    if tx.send(Event::Frame(link.clone(), frame)).await.is_err() {
+                    if !tx.frame(&link, frame).await {
                         return;
                     }
                 }
                 Ok(Some(other)) => {
                     let why = format!("an edge stream carries no {other:?}");
-                    let _ = tx.send(malformed(why)).await;
+                    tx.post(malformed(why)).await;
                     return;
                 }
                 Ok(None) if pending.is_empty() => break,
                 Ok(None) => {}
                 Err(e) => {
-                    let _ = tx.send(malformed(e.to_string())).await;
+                    tx.post(malformed(e.to_string())).await;
                     return;
                 }
             }
@@ -170,7 +168,7 @@ async fn read_stream(link: Arc<QuicLink>, mut recv: quinn::RecvStream, tx: mpsc:
 }
 
 /// The peer's datagrams: one best-effort DELIVERY each (`streams::decode_datagram`).
-pub(super) async fn read_datagrams(link: Arc<QuicLink>, tx: mpsc::Sender<Event>) {
+pub(super) async fn read_datagrams(link: Arc<QuicLink>, tx: ToDispatcher) {
     let mut closing = link.closing.subscribe();
     loop {
         let r = tokio::select! {
@@ -180,12 +178,12 @@ pub(super) async fn read_datagrams(link: Arc<QuicLink>, tx: mpsc::Sender<Event>)
         let Ok(d) = r else { return };
         match decode_datagram(&d) {
             Ok(frame) => {
-                if tx.send(Event::Frame(link.clone(), frame)).await.is_err() {
+                if !tx.frame(&link, frame).await {
                     return;
                 }
             }
             Err(why) => {
-                let _ = tx.send(Event::Malformed(link.clone(), why)).await;
+                tx.post(Event::Malformed(link.clone(), why)).await;
                 return;
             }
         }

@@ -12,9 +12,9 @@ use std::sync::OnceLock;
 use tokio::runtime::{Handle, Runtime};
 use tokio::sync::mpsc;
 
-use super::link::{dispatch, Event};
+use super::link::{dispatch, Event, ToDispatcher};
 
-const WORKERS: usize = 2;
+const WORKERS: usize = 1;
 const DISPATCHERS: usize = 2;
 /// Events waiting per dispatcher: when full, readers stop reading and QUIC flow control holds
 /// the peers back.
@@ -72,10 +72,10 @@ pub(crate) fn handle() -> Result<Handle, String> {
 }
 
 /// A dispatcher queue for a new link (round robin).
-pub(crate) fn dispatcher() -> Result<mpsc::Sender<Event>, String> {
+pub(crate) fn dispatcher() -> Result<ToDispatcher, String> {
     let t = threads()?;
     let i = t.next.fetch_add(1, Ordering::Relaxed) % t.dispatchers.len();
-    Ok(t.dispatchers[i].clone())
+    Ok(ToDispatcher(t.dispatchers[i].clone()))
 }
 
 /// Whether the caller is a dispatcher thread (shutdown must not wait for its own callbacks).
