@@ -155,7 +155,9 @@ async fn read_stream(link: Arc<QuicLink>, mut recv: quinn::RecvStream, tx: ToDis
                 return;
             }
         }
+        // Biased, as the control stream's reader (`link::read_loop`).
         tokio::select! {
+            biased;
             r = recv.read_chunk(READ_CHUNK, true) => match r {
                 Ok(Some(c)) => pending = c.bytes,
                 // Finished, reset (best effort abandoned a sample) or the connection went:
@@ -171,9 +173,11 @@ async fn read_stream(link: Arc<QuicLink>, mut recv: quinn::RecvStream, tx: ToDis
 pub(super) async fn read_datagrams(link: Arc<QuicLink>, tx: ToDispatcher) {
     let mut closing = link.closing.subscribe();
     loop {
+        // Biased (no random pick per datagram), the close first: nothing else checks it here.
         let r = tokio::select! {
-            r = link.conn.read_datagram() => r,
+            biased;
             _ = closing.wait_for(|c| *c) => return,
+            r = link.conn.read_datagram() => r,
         };
         let Ok(d) = r else { return };
         match decode_datagram(&d) {
