@@ -71,13 +71,14 @@ def test_subnet_set_by_the_user_opens_the_network(tracer_env):
     env = {**tracer_env, "ROS_AUTOMATIC_DISCOVERY_RANGE": "SUBNET"}
     with harness.NetNamespace() as ns:
         ports = run_and_look(env, ns)
-    # Exactly four, all made before rmw_init returns: the domain's directory port (this
+    # Exactly five ports, all taken before rmw_init returns: the domain's directory port (this
     # process holds the host role), its link endpoint, the SUBNET announcement port it listens
-    # on, and the socket the holder announces from (docs/network.md section 2a).
+    # on (an IPv4 and an IPv6 socket, one port), and the two sockets the holder announces from,
+    # IPv4 and IPv6 (docs/network.md section 2a).
     domain = int(env["ROS_DOMAIN_ID"])
     assert DIRECTORY_PORT_BASE + domain in ports, ports
     assert ANNOUNCE_PORT_BASE + domain in ports, ports
-    assert len(ports) == 4, ports
+    assert len(ports) == 5, ports
 
 
 def test_localhost_opens_no_udp_socket(tracer_env):

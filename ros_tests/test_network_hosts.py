@@ -43,6 +43,13 @@ def worker(env, host, *args: str, timeout: float = 90) -> harness.Proc:
     return harness.spawn_python(WORKER, list(args), env=env, netns=host, timeout=timeout)
 
 
+def lan_service(env, host, role: str, timeout: float) -> harness.Proc:
+    """The /lan_svc server or client of the three-host test: 10 calls, ``timeout`` seconds."""
+    return harness.spawn_python(SERVICE, [role, "--service", "/lan_svc", "--count", "10",
+                                          "--timeout", str(timeout)],
+                                env=env, netns=host, timeout=timeout + 30)
+
+
 GARBAGE = r"""
 import random, socket, struct, sys, time
 addr, group, port, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
@@ -145,9 +152,7 @@ def test_three_hosts_pubsub_service_and_action(tmp_path, three_hosts, procs):
     hosts = three_hosts
     names = ("a", "b", "c")
     envs = subnet_envs(tmp_path, names)
-    server = harness.spawn_python(SERVICE, ["server", "--service", "/lan_svc", "--count", "10",
-                                            "--timeout", "90"],
-                                  env=envs["c"], netns=hosts.host("c"), timeout=120)
+    server = lan_service(envs["c"], hosts.host("c"), "server", 90)
     procs.append(server)
     action_server = worker(envs["b"], hosts.host("b"), "action-server", "--action", "/lan_fib",
                            "--goals", "1", "--timeout", "90", timeout=120)
@@ -160,9 +165,7 @@ def test_three_hosts_pubsub_service_and_action(tmp_path, three_hosts, procs):
         procs.append(meshes[h])
     assert server.wait_for_output("ready", 60), server.join(1).describe()
     assert action_server.wait_for_output("ready", 60), action_server.join(1).describe()
-    client = harness.spawn_python(SERVICE, ["client", "--service", "/lan_svc", "--count", "10",
-                                            "--timeout", "60"],
-                                  env=envs["a"], netns=hosts.host("a"), timeout=90)
+    client = lan_service(envs["a"], hosts.host("a"), "client", 60)
     procs.append(client)
     action_client = worker(envs["c"], hosts.host("c"), "action-client", "--action", "/lan_fib",
                            "--order", "10", "--timeout", "60", timeout=90)

@@ -38,6 +38,11 @@ impl DeliveryPolicy {
     const TRANSIENT_BIT: u16 = 1 << 4;
     const KNOWN: u16 = 0b1_1111;
 
+    /// The middle class: what a topic no one classed gets (the rmw's table), and what a WRITE
+    /// travels in on a link of several streams, so that it stays behind the deliveries of that
+    /// class written before it (wire.md section 5, ruling 3).
+    pub const DEFAULT_CLASS: u8 = 3;
+
     pub const BEST_EFFORT: DeliveryPolicy = DeliveryPolicy(0);
     pub const RELIABLE: DeliveryPolicy = DeliveryPolicy(Self::RELIABLE_BIT);
 

@@ -1,6 +1,7 @@
 //! The QUIC link's streams and datagrams (docs/network.md section 7, wire.md section 5 "A link
 //! of several streams"): the answer to a SUBSCRIBE behind the edge's replay, a READ behind every
-//! reliable delivery written before it, a small delivery of a higher class overtaking large
+//! reliable delivery written before it, a WRITE behind the default class's deliveries written
+//! before it (a service reply after its action's feedback), a small delivery of a higher class overtaking large
 //! ones of a lower, best effort as datagrams, and bad datagrams. Everything binds loopback.
 
 mod link_support;
@@ -81,6 +82,7 @@ fn arrivals(r: &Recorder) -> Vec<(u64, u64, &'static str)> {
             Frame::Delivery { edge, meta, .. } => Some((*edge, meta.sequence, "delivery")),
             Frame::Ok { req } => Some((0, *req, "ok")),
             Frame::Read { req, .. } => Some((0, *req, "read")),
+            Frame::Write { req, .. } => Some((0, *req, "write")),
             _ => None,
         })
         .collect()
@@ -102,6 +104,45 @@ fn the_answer_to_a_subscribe_follows_the_edges_replay() {
     let mut want: Vec<_> = (1..=20).map(|s| (1, s, "delivery")).collect();
     want.push((0, 9, "ok"));
     assert_eq!(got, want);
+}
+
+#[test]
+fn a_write_is_handled_after_the_default_class_deliveries_written_before_it() {
+    // What an action server does: feedback (a reliable topic of the default class), then the
+    // result (a service reply, a WRITE). rclpy's action client drops feedback that comes after
+    // the result, so the WRITE must not overtake it (wire.md section 5, ruling 3). The
+    // deliveries are large, so a WRITE on the control stream (top priority) would overtake them.
+    let p = pair("quic-write-order");
+    let class = DeliveryPolicy::DEFAULT_CLASS;
+    subscribe(&p, 1, 1, DeliveryPolicy::new(true, class, false));
+    for round in 1..=4u64 {
+        for seq in 1..=5 {
+            p.to_b
+                .send(&delivery(1, (round - 1) * 5 + seq, 256 * 1024))
+                .unwrap();
+        }
+        p.to_b
+            .send(&Frame::Write {
+                req: 100 + round,
+                path: "/reply".into(),
+                meta: Meta {
+                    source_timestamp_ns: 1,
+                    sequence: round,
+                    writer: [9; 16],
+                },
+                payload: Payload::from(vec![1u8; 64]),
+            })
+            .unwrap();
+    }
+    assert!(p.rb.wait_for(T, |e| e
+        .iter()
+        .any(|e| matches!(e, Ev::Frame(_, Frame::Write { req: 104, .. })))));
+    let mut want = Vec::new();
+    for round in 1..=4u64 {
+        want.extend(((round - 1) * 5 + 1..=round * 5).map(|s| (1, s, "delivery")));
+        want.push((0, 100 + round, "write"));
+    }
+    assert_eq!(arrivals(&p.rb), want);
 }
 
 #[test]

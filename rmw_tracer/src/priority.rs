@@ -15,8 +15,9 @@ use crate::log::log;
 
 /// The variable that holds the table.
 pub const PRIORITY_ENV: &str = "RMW_TRACER_PRIORITY";
-/// The class of a topic no entry names.
-pub const DEFAULT_TOPIC_CLASS: u8 = 3;
+/// The class of a topic no entry names: the core's middle class, which service calls and
+/// replies also travel in between hosts (so an action's feedback stays ahead of its result).
+pub const DEFAULT_TOPIC_CLASS: u8 = libtracer_core::edge::DeliveryPolicy::DEFAULT_CLASS;
 /// The class of the graph's own records (the endpoint registry): above user topics by default,
 /// so that discovery across hosts is never queued behind bulk data; below 7, which is the
 /// user's.

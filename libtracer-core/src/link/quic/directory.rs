@@ -138,11 +138,14 @@ fn take_role(inner: &Arc<Inner>) -> Result<(), String> {
     if let Some(h) = try_take_role(inner)? {
         inner.rt.spawn(serve(inner.clone(), h.endpoint.clone()));
         if inner.cfg.subnet.is_some() {
-            match super::subnet::send_socket(inner.cfg.bind) {
-                Ok(sock) => {
+            match super::subnet::send_sockets(inner.cfg.bind) {
+                Ok((socks, failed)) => {
+                    for e in failed {
+                        inner.log(&format!("network: SUBNET announcements over {e}"));
+                    }
                     inner
                         .rt
-                        .spawn(super::subnet::announce_loop(inner.clone(), sock));
+                        .spawn(super::subnet::announce_loop(inner.clone(), socks));
                 }
                 Err(e) => inner.log(&format!(
                     "network: SUBNET announcements: {e}; not announced"
@@ -425,7 +428,11 @@ pub(crate) async fn peer_loop(
                 backoff = BACKOFF.0;
                 let mut started = Vec::new();
                 for (name, port) in members {
-                    started.extend(inner.maybe_connect(&name, SocketAddr::new(addr.ip(), port)));
+                    // The directory's address with the member's port: a link-local
+                    // address keeps its interface (scope id).
+                    let mut at = addr;
+                    at.set_port(port);
+                    started.extend(inner.maybe_connect(&name, at));
                 }
                 if first.is_some() {
                     for h in started {

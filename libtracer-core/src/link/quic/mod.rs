@@ -19,6 +19,7 @@
 mod announce;
 mod directory;
 mod exercise;
+mod ifaces;
 mod link;
 mod receive;
 mod runtime;
@@ -46,7 +47,7 @@ pub use announce::{
 pub use exercise::{exercise_datagram, exercise_directory_answer, exercise_flood, FloodReport};
 pub use link::{QuicLink, ShedCounts};
 pub use receive::decode_datagram;
-pub use subnet::{SubnetConfig, ANNOUNCE_GROUP, ANNOUNCE_PORT_BASE, MAX_HOSTS};
+pub use subnet::{SubnetConfig, ANNOUNCE_GROUP, ANNOUNCE_GROUP_V6, ANNOUNCE_PORT_BASE, MAX_HOSTS};
 pub use tls::{subject_of, QuicSecurity};
 
 use self::link::{hello, read_hello, refuse, write_frame, HelloOutcome};
@@ -276,9 +277,15 @@ impl QuicTransport {
         rt.spawn(inner.clone().accept_loop());
         rt.spawn(directory::role_loop(inner.clone()));
         if let Some(sub) = &inner.cfg.subnet {
-            match subnet::listen_socket(sub) {
-                Ok(sock) => {
-                    rt.spawn(subnet::listen_loop(inner.clone(), sock));
+            match subnet::listen_sockets(inner.cfg.bind, sub) {
+                Ok((socks, failed)) => {
+                    for e in failed {
+                        inner.log(&format!(
+                            "network: SUBNET: cannot listen for announcements on port {} over {e}",
+                            sub.port
+                        ));
+                    }
+                    rt.spawn(subnet::listen_loop(inner.clone(), socks));
                 }
                 Err(e) => inner.log(&format!(
                     "network: SUBNET: cannot listen for announcements on port {}: {e}",

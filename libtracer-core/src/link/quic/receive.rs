@@ -97,7 +97,7 @@ pub(super) async fn accept_streams(link: Arc<QuicLink>, tx: ToDispatcher) {
 }
 
 /// One edge stream: its tag byte, then frames of edges (DELIVERY, STRUCTURE, the answer to a
-/// SUBSCRIBE) and barrier markers. A best-effort stream reset by its sender ends quietly, with
+/// SUBSCRIBE), barrier markers and, on a reliable stream, WRITEs (wire.md section 5, ruling 3). A best-effort stream reset by its sender ends quietly, with
 /// the frame it was cut in dropped.
 async fn read_stream(link: Arc<QuicLink>, mut recv: quinn::RecvStream, tx: ToDispatcher) {
     let mut closing = link.closing.subscribe();
@@ -114,7 +114,8 @@ async fn read_stream(link: Arc<QuicLink>, mut recv: quinn::RecvStream, tx: ToDis
     pending.advance(1);
     let reliable = tag < BEST_EFFORT_TAG;
     if usize::from(tag) >= 2 * CLASSES {
-        tx.post(malformed(format!("unknown stream tag {tag}"))).await;
+        tx.post(malformed(format!("unknown stream tag {tag}")))
+            .await;
         return;
     }
     if reliable && !link.markers.open(tag) {
@@ -129,12 +130,7 @@ async fn read_stream(link: Arc<QuicLink>, mut recv: quinn::RecvStream, tx: ToDis
             pending.advance(n);
             match dec.pop() {
                 Ok(Some(Frame::Ping { nonce })) if reliable => link.markers.reached(tag, nonce),
-                Ok(Some(
-                    frame @ (Frame::Delivery { .. }
-                    | Frame::Structure { .. }
-                    | Frame::Ok { .. }
-                    | Frame::Error { .. }),
-                )) => {
+                Ok(Some(frame)) if carried(&frame, reliable) => {
                     if !tx.frame(&link, frame).await {
                         return;
                     }
@@ -166,6 +162,18 @@ async fn read_stream(link: Arc<QuicLink>, mut recv: quinn::RecvStream, tx: ToDis
             },
             _ = closing.wait_for(|c| *c) => return,
         }
+    }
+}
+
+/// Whether an edge stream may carry `frame` (the sender's routes, `streams.rs`).
+fn carried(frame: &Frame, reliable: bool) -> bool {
+    match frame {
+        Frame::Delivery { .. }
+        | Frame::Structure { .. }
+        | Frame::Ok { .. }
+        | Frame::Error { .. } => true,
+        Frame::Write { .. } => reliable,
+        _ => false,
     }
 }
 

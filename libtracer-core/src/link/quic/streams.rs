@@ -4,7 +4,8 @@
 //! ```text
 //! control stream (bidi, HELLO)   requests, answers, everything not of an edge      priority 100
 //! reliable stream of class c     DELIVERY / STRUCTURE of reliable edges of class c   2c + 1
-//!                                and the answer to their SUBSCRIBE
+//!                                and the answer to their SUBSCRIBE; in class 3 (the
+//!                                default) also every WRITE (service calls, replies)
 //! best-effort stream of class c  best-effort DELIVERY too large for a datagram      2c
 //! datagram                       best-effort DELIVERY that fits (one frame each)    (before streams)
 //! ```
@@ -221,6 +222,10 @@ impl Outgoing {
                 Route::Control
             }
             Frame::Read { .. } => Route::Barrier,
+            // Behind the default class's deliveries written before it, as on one byte
+            // stream: a service reply after the feedback its server published first
+            // (wire.md section 5, ruling 3).
+            Frame::Write { .. } => Route::Reliable(DeliveryPolicy::DEFAULT_CLASS),
             _ => Route::Control,
         }
     }

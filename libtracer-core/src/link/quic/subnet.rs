@@ -8,23 +8,26 @@
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher, Hasher};
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use nix::net::if_::InterfaceFlags;
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
 use tokio::net::UdpSocket;
 use tokio::sync::watch;
 
 use super::announce::{self, Announcement};
 use super::directory::{peer_loop, PeerHost};
+use super::ifaces;
 use super::Inner;
 
 /// The IPv4 group of the announcements (RFC 2365 local scope, as DDS's 239.255.0.1).
 pub const ANNOUNCE_GROUP: Ipv4Addr = Ipv4Addr::new(239, 255, 76, 84);
+/// The IPv6 group of the announcements: link-local scope (`ff02::`, never routed), its last
+/// 32 bits the datagram's magic "LTHA".
+pub const ANNOUNCE_GROUP_V6: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0x4c54, 0x4841);
 /// The first announcement port; domain `d` announces on `ANNOUNCE_PORT_BASE + d`.
 pub const ANNOUNCE_PORT_BASE: u16 = 25650;
 /// A new holder's first announcements come this often, this many times (a datagram lost at
@@ -44,19 +47,23 @@ pub struct SubnetConfig {
     pub domain_id: u16,
     /// The UDP port announcements are sent to and heard on.
     pub port: u16,
-    /// The multicast group.
+    /// The IPv4 multicast group.
     pub group: Ipv4Addr,
+    /// The IPv6 multicast group (used when the endpoints bind `[::]` or an IPv6 address).
+    pub group6: Ipv6Addr,
     /// Steady announcement interval of the holder.
     pub interval: Duration,
 }
 
 impl SubnetConfig {
-    /// The defaults for `domain_id`: port `25650 + d`, group 239.255.76.84, every 3 s.
+    /// The defaults for `domain_id`: port `25650 + d`, groups 239.255.76.84 and
+    /// ff02::4c54:4841, every 3 s.
     pub fn for_domain(domain_id: u16) -> SubnetConfig {
         SubnetConfig {
             domain_id,
             port: ANNOUNCE_PORT_BASE.saturating_add(domain_id),
             group: ANNOUNCE_GROUP,
+            group6: ANNOUNCE_GROUP_V6,
             interval: Duration::from_secs(3),
         }
     }
@@ -108,96 +115,93 @@ pub(crate) fn host_id(dir: &Path) -> std::io::Result<u64> {
     out
 }
 
-/// An IPv4 interface address of this host that SUBNET covers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct Iface {
-    addr: Ipv4Addr,
-    mask: Ipv4Addr,
+/// The sockets of one SUBNET role (announcing, listening): one per family it works on
+/// (`ifaces::families`). A family whose socket could not be made (IPv6 disabled on the host,
+/// say) is left out, and the other works alone.
+pub(crate) struct Sockets {
+    v4: Option<std::net::UdpSocket>,
+    v6: Option<std::net::UdpSocket>,
 }
 
-/// The IPv4 address SUBNET works on for the endpoints' `bind`: the same, or `0.0.0.0` for the
-/// dual-stack `[::]`; none for one IPv6 address (announcements are IPv4 only).
-fn ipv4_of(bind: IpAddr) -> Option<Ipv4Addr> {
-    match bind {
-        IpAddr::V4(a) => Some(a),
-        IpAddr::V6(a) if a.is_unspecified() => Some(Ipv4Addr::UNSPECIFIED),
-        IpAddr::V6(_) => None,
-    }
-}
-
-/// The interfaces announced on and listened on: up and IPv4; when the endpoints bind every
-/// address, each non-loopback multicast interface; when they bind one address, its interface
-/// only (loopback included: tests). IPv6 is not announced (not built).
-fn interfaces(bind: IpAddr) -> Vec<Iface> {
-    let Some(bind) = ipv4_of(bind) else {
-        return Vec::new();
-    };
-    let Ok(addrs) = nix::ifaddrs::getifaddrs() else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for a in addrs {
-        let v4 = |s: &Option<nix::sys::socket::SockaddrStorage>| {
-            s.as_ref().and_then(|s| s.as_sockaddr_in()).map(|s| s.ip())
-        };
-        let (Some(addr), Some(mask)) = (v4(&a.address), v4(&a.netmask)) else {
-            continue;
-        };
-        if !a.flags.contains(InterfaceFlags::IFF_UP) {
-            continue;
+/// The sockets for `bind` from `v4` and `v6` (each called only for a family `bind` covers),
+/// and why each family that got none failed. `Err` when no family got one.
+fn per_family(
+    bind: IpAddr,
+    v4: impl FnOnce() -> std::io::Result<Socket>,
+    v6: impl FnOnce() -> std::io::Result<Socket>,
+) -> Result<(Sockets, Vec<String>), String> {
+    let (want4, want6) = ifaces::families(bind);
+    let mut why = Vec::new();
+    let mut made = |family: &str, r: Option<std::io::Result<Socket>>| match r? {
+        Ok(s) => Some(s.into()),
+        Err(e) => {
+            why.push(format!("{family}: {e}"));
+            None
         }
-        let wanted = if bind.is_unspecified() {
-            !a.flags.contains(InterfaceFlags::IFF_LOOPBACK)
-                && a.flags.contains(InterfaceFlags::IFF_MULTICAST)
-        } else {
-            addr == bind
-        };
-        if wanted {
-            out.push(Iface { addr, mask });
-        }
+    };
+    let v4 = made("IPv4", want4.then(v4));
+    let v6 = made("IPv6", want6.then(v6));
+    if v4.is_none() && v6.is_none() {
+        return Err(why.join("; "));
     }
-    out.sort();
-    out.dedup();
-    out
+    Ok((Sockets { v4, v6 }, why))
 }
 
-/// Whether `ip` is on the subnet of one of `ifs` (an announcement from beyond a router, or a
-/// forged source address from elsewhere, is not a host of our subnet).
-fn on_subnet(ip: Ipv4Addr, ifs: &[Iface]) -> bool {
-    ifs.iter().any(|i| {
-        let m = u32::from(i.mask);
-        u32::from(ip) & m == u32::from(i.addr) & m
-    })
-}
-
-/// The holder's announcement socket. Made when the role is taken, before its loop is spawned,
+/// The holder's announcement sockets. Made when the role is taken, before its loop is spawned,
 /// so that the sockets a process holds do not depend on when its runtime gets to a task.
-pub(crate) fn send_socket(bind: IpAddr) -> std::io::Result<std::net::UdpSocket> {
-    let bind = ipv4_of(bind).ok_or_else(|| {
-        std::io::Error::new(
-            std::io::ErrorKind::Unsupported,
-            format!("announcements are IPv4 only and the endpoints bind {bind}"),
-        )
-    })?;
-    let s = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP))?;
-    s.set_multicast_ttl_v4(1)?;
-    // Other graphs of this machine (another user, another rendezvous directory) are hosts too.
-    s.set_multicast_loop_v4(true)?;
-    s.set_nonblocking(true)?;
-    s.bind(&SocketAddr::from((bind, 0)).into())?;
-    Ok(s.into())
+pub(crate) fn send_sockets(bind: IpAddr) -> Result<(Sockets, Vec<String>), String> {
+    let v4 = || {
+        let any = match bind {
+            IpAddr::V4(a) => a,
+            IpAddr::V6(_) => Ipv4Addr::UNSPECIFIED,
+        };
+        let s = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP))?;
+        s.set_multicast_ttl_v4(1)?;
+        // Other graphs of this machine (another user, another rendezvous directory) are hosts too.
+        s.set_multicast_loop_v4(true)?;
+        s.set_nonblocking(true)?;
+        s.bind(&SocketAddr::from((any, 0)).into())?;
+        Ok(s)
+    };
+    let v6 = || {
+        let s = Socket::new(Domain::IPV6, Type::DGRAM, Some(Protocol::UDP))?;
+        s.set_only_v6(true)?;
+        s.set_multicast_hops_v6(1)?;
+        s.set_multicast_loop_v6(true)?;
+        s.set_nonblocking(true)?;
+        s.bind(&SocketAddr::from((bind, 0)).into())?;
+        Ok(s)
+    };
+    per_family(bind, v4, v6)
 }
 
-/// Every SUBNET process's socket for the announcements (made at start, as `send_socket`).
-pub(crate) fn listen_socket(cfg: &SubnetConfig) -> std::io::Result<std::net::UdpSocket> {
-    let s = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP))?;
-    // Every process of the host listens on the same port; each gets every announcement.
-    s.set_reuse_address(true)?;
-    // Only the group joined on this socket, and (bound to the group) no unicast to the port.
-    s.set_multicast_all_v4(false)?;
-    s.set_nonblocking(true)?;
-    s.bind(&SocketAddr::V4(SocketAddrV4::new(cfg.group, cfg.port)).into())?;
-    Ok(s.into())
+/// Every SUBNET process's sockets for the announcements (made at start, as `send_sockets`).
+pub(crate) fn listen_sockets(
+    bind: IpAddr,
+    cfg: &SubnetConfig,
+) -> Result<(Sockets, Vec<String>), String> {
+    let v4 = || {
+        let s = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP))?;
+        // Every process of the host listens on the same port; each gets every announcement.
+        s.set_reuse_address(true)?;
+        // Only the group joined on this socket, and (bound to the group) no unicast to the port.
+        s.set_multicast_all_v4(false)?;
+        s.set_nonblocking(true)?;
+        s.bind(&SocketAddr::V4(SocketAddrV4::new(cfg.group, cfg.port)).into())?;
+        Ok(s)
+    };
+    let v6 = || {
+        let s = Socket::new(Domain::IPV6, Type::DGRAM, Some(Protocol::UDP))?;
+        s.set_only_v6(true)?;
+        s.set_reuse_address(true)?;
+        s.set_multicast_all_v6(false)?;
+        s.set_nonblocking(true)?;
+        // Not bound to the group: a link-scope group can be bound on one interface only. A
+        // unicast datagram to the port can reach this socket; `heard` checks it as any other.
+        s.bind(&SocketAddr::V6(SocketAddrV6::new(Ipv6Addr::UNSPECIFIED, cfg.port, 0, 0)).into())?;
+        Ok(s)
+    };
+    per_family(bind, v4, v6)
 }
 
 /// `sock` registered with the runtime the task runs on (fails only without one); logged.
@@ -212,17 +216,15 @@ fn millis(d: Duration) -> u16 {
     u16::try_from(d.as_millis()).unwrap_or(hi).clamp(lo, hi)
 }
 
-/// The holder's announcements from `sock` (`send_socket`), for as long as the transport runs
+/// The holder's announcements from `socks` (`send_sockets`), for as long as the transport runs
 /// (the role is given up only at shutdown).
-pub(crate) async fn announce_loop(inner: Arc<Inner>, sock: std::net::UdpSocket) {
+pub(crate) async fn announce_loop(inner: Arc<Inner>, socks: Sockets) {
     let Some(cfg) = inner.cfg.subnet.clone() else {
         return;
     };
-    let Some(sock) = on_runtime(&inner, sock) else {
-        return;
-    };
-    let dest = SocketAddr::V4(SocketAddrV4::new(cfg.group, cfg.port));
-    let mut failing: HashSet<Ipv4Addr> = HashSet::new();
+    let v4 = socks.v4.and_then(|s| on_runtime(&inner, s));
+    let v6 = socks.v6.and_then(|s| on_runtime(&inner, s));
+    let mut failing: HashSet<String> = HashSet::new();
     let mut stop = inner.stop.clone();
     for n in 0u32.. {
         if inner.stopped() {
@@ -236,22 +238,39 @@ pub(crate) async fn announce_loop(inner: Arc<Inner>, sock: std::net::UdpSocket) 
             host: inner.host_id,
             authenticated: inner.identity.authenticated(),
         });
-        for i in interfaces(inner.cfg.bind) {
-            // Awaited, not `try_send_to`: a new socket is not known to be writable yet, and
-            // a holder's first announcement is the one that matters most.
-            let sent = match SockRef::from(&sock).set_multicast_if_v4(&i.addr) {
-                Ok(()) => sock.send_to(&bytes, dest).await.map(|_| ()),
-                Err(e) => Err(e),
-            };
-            match sent {
+        let ifs = ifaces::interfaces(inner.cfg.bind);
+        // Awaited, not `try_send_to`: a new socket is not known to be writable yet, and a
+        // holder's first announcement is the one that matters most.
+        let mut sent = Vec::new();
+        if let Some(sock) = &v4 {
+            let dest = SocketAddr::V4(SocketAddrV4::new(cfg.group, cfg.port));
+            for i in &ifs.v4 {
+                let r = match SockRef::from(sock).set_multicast_if_v4(&i.addr) {
+                    Ok(()) => sock.send_to(&bytes, dest).await.map(|_| ()),
+                    Err(e) => Err(e),
+                };
+                sent.push((i.addr.to_string(), r));
+            }
+        }
+        if let Some(sock) = &v6 {
+            for index in ifs.v6_indices() {
+                let dest = SocketAddr::V6(SocketAddrV6::new(cfg.group6, cfg.port, 0, index));
+                let r = match SockRef::from(sock).set_multicast_if_v6(index) {
+                    Ok(()) => sock.send_to(&bytes, dest).await.map(|_| ()),
+                    Err(e) => Err(e),
+                };
+                sent.push((format!("interface {index} (IPv6)"), r));
+            }
+        }
+        for (on, r) in sent {
+            match r {
                 Ok(()) => {
-                    failing.remove(&i.addr);
+                    failing.remove(&on);
                 }
                 Err(e) => {
-                    if failing.insert(i.addr) {
+                    if failing.insert(on.clone()) {
                         inner.log(&format!(
-                            "network: SUBNET announcement on {}: {e}; retrying quietly",
-                            i.addr
+                            "network: SUBNET announcement on {on}: {e}; retrying quietly"
                         ));
                     }
                 }
@@ -264,49 +283,105 @@ pub(crate) async fn announce_loop(inner: Arc<Inner>, sock: std::net::UdpSocket) 
     }
 }
 
-/// Every SUBNET process: hear the other hosts' announcements on `sock` (`listen_socket`) and
+/// A datagram from `sock`, or never when there is no socket (a family SUBNET does not use).
+async fn recv(sock: &Option<UdpSocket>, buf: &mut [u8]) -> std::io::Result<(usize, SocketAddr)> {
+    match sock {
+        Some(s) => s.recv_from(buf).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// A group membership of a listening socket: an IPv4 interface by its address, an IPv6 one
+/// by its index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Joined {
+    V4(Ipv4Addr),
+    V6(u32),
+}
+
+impl std::fmt::Display for Joined {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Joined::V4(a) => write!(f, "{a}"),
+            Joined::V6(i) => write!(f, "interface {i} (IPv6)"),
+        }
+    }
+}
+
+/// Join the announcement groups on the interfaces of `ifs` not joined yet; forget the joins
+/// of interfaces that are gone.
+fn join(
+    inner: &Inner,
+    cfg: &SubnetConfig,
+    (v4, v6): (&Option<UdpSocket>, &Option<UdpSocket>),
+    ifs: &ifaces::Ifaces,
+    joined: &mut HashSet<Joined>,
+) {
+    let mut want: Vec<Joined> = Vec::new();
+    if v4.is_some() {
+        want.extend(ifs.v4.iter().map(|i| Joined::V4(i.addr)));
+    }
+    if v6.is_some() {
+        want.extend(ifs.v6_indices().into_iter().map(Joined::V6));
+    }
+    joined.retain(|j| want.contains(j));
+    for j in want {
+        if joined.contains(&j) {
+            continue;
+        }
+        let r = match (j, v4, v6) {
+            (Joined::V4(addr), Some(s), _) => s.join_multicast_v4(cfg.group, addr),
+            (Joined::V6(index), _, Some(s)) => {
+                SockRef::from(s).join_multicast_v6(&cfg.group6, index)
+            }
+            _ => continue,
+        };
+        match r {
+            Ok(()) => {
+                joined.insert(j);
+            }
+            Err(e) if e.raw_os_error() == Some(nix::libc::EADDRINUSE) => {
+                joined.insert(j);
+            }
+            Err(e) => inner.log_once(
+                format!("join {j}"),
+                &format!("network: SUBNET: cannot listen on {j}: {e}"),
+            ),
+        }
+    }
+}
+
+/// Every SUBNET process: hear the other hosts' announcements on `socks` (`listen_sockets`) and
 /// reach the hosts they name.
-pub(crate) async fn listen_loop(inner: Arc<Inner>, sock: std::net::UdpSocket) {
+pub(crate) async fn listen_loop(inner: Arc<Inner>, socks: Sockets) {
     let Some(cfg) = inner.cfg.subnet.clone() else {
         return;
     };
-    let Some(sock) = on_runtime(&inner, sock) else {
-        return;
-    };
+    let v4 = socks.v4.and_then(|s| on_runtime(&inner, s));
+    let v6 = socks.v6.and_then(|s| on_runtime(&inner, s));
     let mut stop = inner.stop.clone();
-    let mut ifs: Vec<Iface> = Vec::new();
-    let mut joined: HashSet<Ipv4Addr> = HashSet::new();
+    let mut ifs = ifaces::Ifaces::default();
+    let mut joined: HashSet<Joined> = HashSet::new();
     let mut rescan = Instant::now();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     // One more byte than an announcement, so a longer datagram is seen as longer.
-    let mut buf = [0u8; announce::LEN + 1];
+    let mut buf4 = [0u8; announce::LEN + 1];
+    let mut buf6 = [0u8; announce::LEN + 1];
     loop {
         if Instant::now() >= rescan {
-            ifs = interfaces(inner.cfg.bind);
-            joined.retain(|a| ifs.iter().any(|i| i.addr == *a));
-            for i in &ifs {
-                if joined.contains(&i.addr) {
-                    continue;
-                }
-                match sock.join_multicast_v4(cfg.group, i.addr) {
-                    Ok(()) => {
-                        joined.insert(i.addr);
-                    }
-                    Err(e) if e.raw_os_error() == Some(nix::libc::EADDRINUSE) => {
-                        joined.insert(i.addr);
-                    }
-                    Err(e) => inner.log_once(
-                        format!("join {}", i.addr),
-                        &format!("network: SUBNET: cannot listen on {}: {e}", i.addr),
-                    ),
-                }
-            }
+            ifs = ifaces::interfaces(inner.cfg.bind);
+            join(&inner, &cfg, (&v4, &v6), &ifs, &mut joined);
             rescan = Instant::now() + RESCAN;
         }
         tokio::select! {
-            r = sock.recv_from(&mut buf) => {
+            r = recv(&v4, &mut buf4) => {
                 if let Ok((n, from)) = r {
-                    heard(&inner, &cfg, &buf[..n], from, &ifs);
+                    heard(&inner, &cfg, &buf4[..n], from, &ifs);
+                }
+            }
+            r = recv(&v6, &mut buf6) => {
+                if let Ok((n, from)) = r {
+                    heard(&inner, &cfg, &buf6[..n], from, &ifs);
                 }
             }
             _ = tick.tick() => expire(&inner),
@@ -315,8 +390,26 @@ pub(crate) async fn listen_loop(inner: Arc<Inner>, sock: std::net::UdpSocket) {
     }
 }
 
+/// Where the directory of the host that announced from `from` is: its source address (with
+/// the interface of a link-local one), at the announced port; `None` when the source is not
+/// on one of our subnets.
+fn directory_of(from: SocketAddr, port: u16, ifs: &ifaces::Ifaces) -> Option<SocketAddr> {
+    match from {
+        SocketAddr::V4(f) => ifaces::on_subnet4(*f.ip(), &ifs.v4)
+            .then(|| SocketAddr::V4(SocketAddrV4::new(*f.ip(), port))),
+        SocketAddr::V6(f) => ifaces::on_subnet6(*f.ip(), f.scope_id(), &ifs.v6)
+            .then(|| SocketAddr::V6(SocketAddrV6::new(*f.ip(), port, 0, f.scope_id()))),
+    }
+}
+
 /// One datagram heard on the announcement port.
-fn heard(inner: &Arc<Inner>, cfg: &SubnetConfig, bytes: &[u8], from: SocketAddr, ifs: &[Iface]) {
+fn heard(
+    inner: &Arc<Inner>,
+    cfg: &SubnetConfig,
+    bytes: &[u8],
+    from: SocketAddr,
+    ifs: &ifaces::Ifaces,
+) {
     let a = match announce::decode(bytes) {
         Ok(a) => a,
         Err(_) => {
@@ -327,13 +420,11 @@ fn heard(inner: &Arc<Inner>, cfg: &SubnetConfig, bytes: &[u8], from: SocketAddr,
     if a.domain != cfg.domain_id || a.host == inner.host_id {
         return;
     }
-    let IpAddr::V4(ip) = from.ip() else {
-        return;
-    };
-    if !on_subnet(ip, ifs) {
+    let Some(addr) = directory_of(from, a.directory_port, ifs) else {
         inner.rejected.fetch_add(1, Ordering::Relaxed);
         return;
-    }
+    };
+    let ip = from.ip();
     if a.authenticated && !inner.identity.authenticated() {
         inner.log_once(
             format!("auth {ip}"),
@@ -344,13 +435,12 @@ fn heard(inner: &Arc<Inner>, cfg: &SubnetConfig, bytes: &[u8], from: SocketAddr,
         );
         return;
     }
-    let addr = SocketAddr::new(IpAddr::V4(ip), a.directory_port);
     let now = Instant::now();
     let until = now + Duration::from_millis(u64::from(a.interval_ms)) * EXPIRY_INTERVALS;
     let mut found = inner.found.lock();
     if let Some(f) = found.get_mut(&a.host) {
-        // A host heard on two of our subnets keeps the address it was first heard at while
-        // that one is alive.
+        // A host heard on two of our subnets (or over both families) keeps the address it was
+        // first heard at while that one is alive.
         if f.addr == addr {
             f.until = until;
         }
@@ -407,14 +497,33 @@ mod tests {
     use super::*;
 
     #[test]
-    fn subnets() {
-        let ifs = [Iface {
-            addr: Ipv4Addr::new(192, 0, 2, 1),
-            mask: Ipv4Addr::new(255, 255, 255, 0),
-        }];
-        assert!(on_subnet(Ipv4Addr::new(192, 0, 2, 200), &ifs));
-        assert!(!on_subnet(Ipv4Addr::new(192, 0, 3, 2), &ifs));
-        assert!(!on_subnet(Ipv4Addr::new(10, 0, 0, 1), &[]));
+    fn the_directory_is_at_the_source_with_its_interface() {
+        let ifs = ifaces::Ifaces {
+            v4: vec![ifaces::Iface4 {
+                addr: Ipv4Addr::new(192, 0, 2, 1),
+                mask: Ipv4Addr::new(255, 255, 255, 0),
+            }],
+            v6: vec![ifaces::Iface6 {
+                index: 7,
+                addr: "fd00:db8::1".parse().unwrap(),
+                mask: "ffff:ffff:ffff:ffff::".parse().unwrap(),
+            }],
+        };
+        let at = |s: &str| directory_of(s.parse().unwrap(), 24650, &ifs);
+        assert_eq!(
+            at("192.0.2.9:40000"),
+            Some("192.0.2.9:24650".parse().unwrap())
+        );
+        assert_eq!(at("192.0.3.9:40000"), None);
+        assert_eq!(
+            at("[fd00:db8::2]:40000"),
+            Some("[fd00:db8::2]:24650".parse().unwrap())
+        );
+        let ll = at("[fe80::2%7]:40000").unwrap();
+        assert_eq!(ll, "[fe80::2%7]:24650".parse().unwrap());
+        let SocketAddr::V6(ll) = ll else { panic!() };
+        assert_eq!(ll.scope_id(), 7);
+        assert_eq!(at("[fe80::2%8]:40000"), None);
     }
 
     #[test]
