@@ -7,6 +7,7 @@
 //! `graph` (the entry point), `net` (links and mounts), `error`.
 
 pub mod acl;
+pub mod buffer;
 pub mod edge;
 pub mod error;
 pub mod graph;

@@ -1,42 +1,81 @@
 //! Payloads and their metadata. The core never parses a payload.
 
+use std::ops::Range;
+use std::sync::Arc;
+
 use bytes::Bytes;
+
+use crate::buffer::Block;
 
 /// Opaque payload bytes.
 ///
-/// Cloning is cheap (reference counted). The bytes are a `bytes::Bytes` whichever memory holds
-/// them: the heap, a pooled frame buffer, a slot of this process's shared-memory pool
-/// ([`Payload::from_slot`]), or a read-only view of another process's slot
-/// ([`Payload::from_view`]); `Bytes::from_owner` keeps that memory alive, so rings, edges,
-/// recording and every consumer see one kind of sample. A payload from our own pool also
-/// remembers its slot, which lets a Unix-socket link send a reference instead of the bytes
-/// (docs/wire.md, SHM_DELIVERY). Nothing on the data path copies a payload between a writer and
-/// the rings it is delivered to in one process.
+/// Cloning is cheap (reference counted, no allocation). The bytes live in one of:
+/// - a block of the process's buffer pool (`buffer.rs`): what the rmw serializes into and a
+///   Unix-socket link reads into, recycled when the last holder drops it;
+/// - a `bytes::Bytes` (the heap, or any owner `Bytes::from_owner` keeps alive);
+/// - a slot of this process's shared-memory pool ([`Payload::from_slot`]), or a read-only view of
+///   another process's slot ([`Payload::from_view`]).
+///
+/// Rings, edges, recording and every consumer see one kind of sample. A payload from our own
+/// shared-memory pool also remembers its slot, which lets a Unix-socket link send a reference
+/// instead of the bytes (docs/wire.md, SHM_DELIVERY). Nothing on the data path copies a payload
+/// between a writer and the rings it is delivered to in one process.
 #[derive(Clone, Default)]
 pub struct Payload {
-    bytes: Bytes,
+    repr: Repr,
     slot: Option<tracer_shm::Slot>,
+}
+
+#[derive(Clone)]
+enum Repr {
+    Bytes(Bytes),
+    /// `range` of a pool block.
+    Block {
+        block: Arc<Block>,
+        start: usize,
+        end: usize,
+    },
+}
+
+impl Default for Repr {
+    fn default() -> Self {
+        Repr::Bytes(Bytes::new())
+    }
 }
 
 impl Payload {
     pub fn new(bytes: Bytes) -> Self {
-        Payload { bytes, slot: None }
+        Payload {
+            repr: Repr::Bytes(bytes),
+            slot: None,
+        }
     }
     pub fn copy_from_slice(data: &[u8]) -> Self {
         Payload::new(Bytes::copy_from_slice(data))
+    }
+    /// `range` of a block of the buffer pool (made by `BufMut::freeze`).
+    pub(crate) fn from_block(block: Arc<Block>, range: Range<usize>) -> Self {
+        Payload {
+            repr: Repr::Block {
+                block,
+                start: range.start,
+                end: range.end,
+            },
+            slot: None,
+        }
     }
     /// A filled slot of this process's shared-memory pool: the slot is free again when the
     /// last clone of the payload (and of any `Bytes` taken from it) is gone, and every peer that
     /// was sent a reference has released it.
     pub fn from_slot(slot: tracer_shm::Slot) -> Self {
         Payload {
-            bytes: Bytes::from_owner(slot.clone()),
+            repr: Repr::Bytes(Bytes::from_owner(slot.clone())),
             slot: Some(slot),
         }
     }
     /// Bytes `range` of `v`, without a copy (a loan in ordinary memory starts where its struct is
     /// aligned, not at the start of its buffer).
-    pub fn from_vec_range(v: Vec<u8>, range: std::ops::Range<usize>) -> Self {
+    pub fn from_vec_range(v: Vec<u8>, range: Range<usize>) -> Self {
         Payload::new(Bytes::from(v).slice(range))
     }
     /// A view of a peer's shared memory (made by the link that received the reference).
@@ -47,31 +86,54 @@ impl Payload {
     pub fn slot(&self) -> Option<&tracer_shm::Slot> {
         self.slot.as_ref()
     }
-    pub fn as_bytes(&self) -> &Bytes {
-        &self.bytes
+    /// Bytes `range` of this payload, sharing its memory (panics when out of bounds, as slicing
+    /// does). The slice of a shared-memory slot is not that slot's sample: it forgets the slot.
+    pub fn slice(&self, range: Range<usize>) -> Payload {
+        assert!(range.start <= range.end && range.end <= self.len());
+        let repr = match &self.repr {
+            Repr::Bytes(b) => Repr::Bytes(b.slice(range)),
+            Repr::Block { block, start, .. } => Repr::Block {
+                block: block.clone(),
+                start: start + range.start,
+                end: start + range.end,
+            },
+        };
+        Payload { repr, slot: None }
     }
-    pub fn into_bytes(self) -> Bytes {
-        self.bytes
+    /// The bytes as a `Bytes` sharing this payload's memory (a pool block is wrapped, which
+    /// allocates once: for consumers that need a `Bytes`, such as the QUIC link).
+    pub fn to_bytes(&self) -> Bytes {
+        match &self.repr {
+            Repr::Bytes(b) => b.clone(),
+            Repr::Block { .. } => Bytes::from_owner(self.clone()),
+        }
+    }
+    /// Whether the bytes are in a block of the buffer pool.
+    pub fn is_pooled(&self) -> bool {
+        matches!(self.repr, Repr::Block { .. })
     }
     pub fn len(&self) -> usize {
-        self.bytes.len()
+        self.as_ref().len()
     }
     pub fn is_empty(&self) -> bool {
-        self.bytes.is_empty()
+        self.len() == 0
     }
 }
 
 /// Equal bytes are equal payloads, wherever they live.
 impl PartialEq for Payload {
     fn eq(&self, other: &Self) -> bool {
-        self.bytes == other.bytes
+        self.as_ref() == other.as_ref()
     }
 }
 impl Eq for Payload {}
 
 impl AsRef<[u8]> for Payload {
     fn as_ref(&self) -> &[u8] {
-        &self.bytes
+        match &self.repr {
+            Repr::Bytes(b) => b,
+            Repr::Block { block, start, end } => &block.bytes()[*start..*end],
+        }
     }
 }
 
@@ -89,9 +151,10 @@ impl From<Bytes> for Payload {
 
 impl std::fmt::Debug for Payload {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.slot {
-            Some(s) => write!(f, "Payload({} bytes in {s:?})", self.bytes.len()),
-            None => write!(f, "Payload({} bytes)", self.bytes.len()),
+        match (&self.slot, &self.repr) {
+            (Some(s), _) => write!(f, "Payload({} bytes in {s:?})", self.len()),
+            (None, Repr::Block { .. }) => write!(f, "Payload({} bytes, pooled)", self.len()),
+            (None, Repr::Bytes(_)) => write!(f, "Payload({} bytes)", self.len()),
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Publishers: a topic stream vertex, written with CDR payloads.
 
 use std::ffi::CString;
-use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
 use libtracer_core::{Meta, Payload, Vertex};
@@ -31,7 +31,6 @@ pub struct Publisher {
     /// (`crate::resume`).
     seq: Mutex<u64>,
     /// The size of the last message: the next buffer starts this large.
-    size_hint: AtomicUsize,
     /// QoS event state (`crate::event`).
     pub events: Arc<crate::event::Events>,
     /// Our registry record (what `Registry::unmatched_edges` matches subscriptions against).
@@ -112,7 +111,6 @@ impl Publisher {
             vertex,
             ty,
             seq: Mutex::new(0),
-            size_hint: AtomicUsize::new(64),
             _ctx: ctx,
             rec,
             last_reannounce: AtomicI64::new(0),
@@ -121,32 +119,28 @@ impl Publisher {
         })
     }
 
-    /// Serialize and write one message.
+    /// Serialize and write one message: a size pass, then straight into the memory the sample
+    /// lives in (a shared-memory slot from the threshold up, else a block of the core's buffer
+    /// pool), with no intermediate buffer and, on the steady path, no allocation.
     pub fn publish(&self, msg: &MessageRef<'_>) -> RmwResult<()> {
-        if let Some(payload) = self.serialize_to_pool(msg)? {
+        let size = msg.serialized_size(&self.ty.ty)?;
+        if let Some(payload) = self.serialize_to_shm(msg, size)? {
             return self.write(payload);
         }
-        let mut buf = Vec::with_capacity(self.size_hint.load(Ordering::Relaxed));
-        msg.serialize(&self.ty.ty, &mut buf)?;
-        self.size_hint.store(buf.len(), Ordering::Relaxed);
-        self.publish_cdr(buf)
+        let mut buf = libtracer_core::buffer::global().take(size);
+        let n = msg.serialize_into(&self.ty.ty, buf.as_mut_slice())?;
+        self.write(buf.freeze(n))
     }
 
-    /// A large message (the last one was at least half the threshold, and this one reaches it)
-    /// serialized straight into a shared-memory slot; None: it goes through a `Vec`.
-    fn serialize_to_pool(&self, msg: &MessageRef<'_>) -> RmwResult<Option<Payload>> {
+    /// A large message (`size` reaches the threshold) serialized into a shared-memory slot;
+    /// None: no pool, a smaller message, or the pool full (never a wait).
+    fn serialize_to_shm(&self, msg: &MessageRef<'_>, size: usize) -> RmwResult<Option<Payload>> {
         let Some(shm) = &self._ctx.shm else {
             return Ok(None);
         };
-        if self.size_hint.load(Ordering::Relaxed) < shm.threshold / 2 {
-            return Ok(None);
-        }
-        let size = msg.serialized_size(&self.ty.ty)?;
-        self.size_hint.store(size, Ordering::Relaxed);
         if size < shm.threshold {
             return Ok(None);
         }
-        // The pool full: ordinary memory, never a wait.
         let Some(mut slot) = shm.pool.alloc(size) else {
             return Ok(None);
         };
@@ -191,9 +185,12 @@ impl Publisher {
         self.loans()?.give_back(p)
     }
 
-    /// Write one message that is already CDR (`rmw_publish_serialized_message`).
-    pub fn publish_cdr(&self, cdr: Vec<u8>) -> RmwResult<()> {
-        self.write(Payload::from(cdr))
+    /// Write one message that is already CDR (`rmw_publish_serialized_message`): copied once,
+    /// into a block of the buffer pool.
+    pub fn publish_cdr(&self, cdr: &[u8]) -> RmwResult<()> {
+        let mut buf = libtracer_core::buffer::global().take(cdr.len());
+        buf.as_mut_slice().copy_from_slice(cdr);
+        self.write(buf.freeze(cdr.len()))
     }
 
     fn write(&self, payload: Payload) -> RmwResult<()> {

@@ -38,7 +38,7 @@ thread_local! {
 fn pool() -> Result<&'static Arc<Pool>, String> {
     POOL.get_or_init(|| {
         let pool = Arc::new(Pool {
-            ready: Mutex::new(VecDeque::new()),
+            ready: Mutex::new(VecDeque::with_capacity(64)),
             cv: Condvar::new(),
         });
         for i in 0..WORKERS {

@@ -24,7 +24,8 @@ use parking_lot::Mutex;
 use super::{Link, LinkError, PeerIdentity};
 use crate::payload::Payload;
 use crate::wire::{
-    encode_parts, ErrorCode, Frame, FrameDecoder, ShmRef, MAX_FRAME, PROTOCOL_VERSION,
+    encode_head, encode_parts, EncodeError, ErrorCode, Frame, FrameDecoder, ShmRef, MAX_FRAME,
+    PROTOCOL_VERSION,
 };
 
 /// Read buffer of a link's reader (large bodies bypass it, see `FrameDecoder::body_window`).
@@ -42,10 +43,12 @@ pub(crate) struct ShmSend {
     pub max_out: usize,
 }
 
-/// What the write lock guards: the socket's byte stream, and which segments it announced.
+/// What the write lock guards: the socket's byte stream, which segments it announced, and the
+/// buffer frame heads are encoded into (kept, so a send allocates nothing).
 #[derive(Default)]
 struct WriteState {
     announced: HashSet<u32>,
+    head: Vec<u8>,
 }
 
 /// One end of a Unix-socket link.
@@ -180,13 +183,14 @@ impl UnixLink {
         if self.is_closed() {
             return true;
         }
-        let Some(guard) = self.write_lock.try_lock() else {
+        let Some(mut guard) = self.write_lock.try_lock() else {
             return false;
         };
-        let Ok(enc) = encode_parts(frame, self.peer_max) else {
+        let ws = &mut *guard;
+        if encode_head(frame, self.peer_max, &mut ws.head).is_err() {
             return true;
-        };
-        let head: &[u8] = &enc.head;
+        }
+        let head: &[u8] = &ws.head;
         let flags = MsgFlags::MSG_NOSIGNAL | MsgFlags::MSG_DONTWAIT;
         let r = loop {
             match sendmsg::<()>(
@@ -214,13 +218,15 @@ impl UnixLink {
     }
 
     fn write_parts(&self, head: &[u8], payload: &[u8]) -> Result<(), LinkError> {
-        self.locked_write(|_| write_all2(&self.stream, head, payload))
+        self.locked_write(|_| Ok(()), |_, ()| write_all2(&self.stream, head, payload))
     }
 
-    /// Run `write` under the write lock, closing the link when it fails.
-    fn locked_write(
+    /// Under the write lock: `encode` (its failure fails the send, the link stays up), then
+    /// `write` (its failure closes the link).
+    fn locked_write<T>(
         &self,
-        write: impl FnOnce(&mut WriteState) -> io::Result<()>,
+        encode: impl FnOnce(&mut WriteState) -> Result<T, EncodeError>,
+        write: impl FnOnce(&mut WriteState, T) -> io::Result<()>,
     ) -> Result<(), LinkError> {
         if self.is_closed() {
             return Err(LinkError::Closed(self.peer.name.clone()));
@@ -230,7 +236,8 @@ impl UnixLink {
         if self.is_closed() {
             return Err(LinkError::Closed(self.peer.name.clone()));
         }
-        let r = write(&mut guard);
+        let encoded = encode(&mut guard)?;
+        let r = write(&mut guard, encoded);
         drop(guard);
         match r {
             Ok(()) => {
@@ -282,23 +289,23 @@ impl UnixLink {
                 token,
             },
         };
-        let r = encode_parts(&frame, self.peer_max)
-            .map_err(LinkError::from)
-            .and_then(|enc| {
-                self.locked_write(|ws| {
-                    let seg = slot.segment().0;
-                    if !ws.announced.contains(&seg) {
-                        let announce = Frame::Segment {
-                            id: seg,
-                            size: slot.segment_size(),
-                        };
-                        let a = encode_parts(&announce, self.peer_max).map_err(io::Error::other)?;
-                        write_with_fd(&self.stream, &a.head, slot)?;
-                        ws.announced.insert(seg);
-                    }
-                    write_all2(&self.stream, &enc.head, &[])
-                })
-            });
+        let seg = slot.segment().0;
+        let r = self.locked_write(
+            |ws| encode_head(&frame, self.peer_max, &mut ws.head).map(drop),
+            |ws, ()| {
+                if !ws.announced.contains(&seg) {
+                    // Once per segment: its own (allocated) encoding.
+                    let announce = Frame::Segment {
+                        id: seg,
+                        size: slot.segment_size(),
+                    };
+                    let a = encode_parts(&announce, self.peer_max).map_err(io::Error::other)?;
+                    write_with_fd(&self.stream, &a.head, slot)?;
+                    ws.announced.insert(seg);
+                }
+                write_all2(&self.stream, &ws.head, &[])
+            },
+        );
         if r.is_err() {
             self.out.lock().remove(&token);
         }
@@ -402,9 +409,10 @@ impl Link for UnixLink {
                 }
             }
         }
-        let enc = encode_parts(frame, self.peer_max)?;
-        let payload: &[u8] = enc.payload.as_deref().unwrap_or(&[]);
-        self.write_parts(&enc.head, payload)
+        self.locked_write(
+            |ws| encode_head(frame, self.peer_max, &mut ws.head),
+            |ws, payload| write_all2(&self.stream, &ws.head, payload.map_or(&[], |p| p.as_ref())),
+        )
     }
     fn peer(&self) -> &PeerIdentity {
         &self.peer

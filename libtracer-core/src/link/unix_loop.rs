@@ -105,7 +105,8 @@ fn shared() -> Result<&'static Arc<Shared>, String> {
                     poll,
                     sources: HashMap::new(),
                     hellos: 0,
-                    again: Vec::new(),
+                    again: Vec::with_capacity(64),
+                    check: Vec::with_capacity(64),
                 }
                 .run(&s)
             })
@@ -181,11 +182,15 @@ struct LoopThread {
     hellos: usize,
     /// Links that still had bytes when their turn ended.
     again: Vec<Token>,
+    /// The tick's list of sources to look at (kept, so a tick allocates nothing).
+    check: Vec<Token>,
 }
 
 impl LoopThread {
     fn run(mut self, shared: &Shared) {
         let mut events = Events::with_capacity(256);
+        // The sources to service this turn; kept across turns, so a turn allocates nothing.
+        let mut ready: Vec<Token> = Vec::with_capacity(256);
         let mut next_tick = Instant::now();
         loop {
             let now = Instant::now();
@@ -201,11 +206,8 @@ impl LoopThread {
                 }
                 continue;
             }
-            let mut ready: Vec<Token> = events
-                .iter()
-                .map(|e| e.token())
-                .filter(|t| *t != WAKER)
-                .collect();
+            ready.clear();
+            ready.extend(events.iter().map(|e| e.token()).filter(|t| *t != WAKER));
             ready.append(&mut self.again);
             for c in std::mem::take(&mut *shared.cmds.lock()) {
                 match c {
@@ -225,7 +227,7 @@ impl LoopThread {
             }
             ready.sort_unstable();
             ready.dedup();
-            for t in ready {
+            for &t in &ready {
                 self.service(t);
             }
             if Instant::now() >= next_tick {
@@ -334,7 +336,9 @@ impl LoopThread {
     /// accept that failed for lack of descriptors is retried here).
     fn tick(&mut self) {
         let now = Instant::now();
-        let mut check = Vec::new();
+        // Kept across ticks: a tick allocates nothing.
+        let mut check = std::mem::take(&mut self.check);
+        check.clear();
         for (t, s) in &self.sources {
             match s {
                 Source::Link(rx) => {
@@ -351,7 +355,7 @@ impl LoopThread {
                 Source::Listener { .. } => check.push(*t),
             }
         }
-        for t in check {
+        for &t in &check {
             match self.sources.get(&t) {
                 Some(Source::Hello(_)) => {
                     self.remove(t);
@@ -359,6 +363,7 @@ impl LoopThread {
                 _ => self.service(t),
             }
         }
+        self.check = check;
     }
 }
 

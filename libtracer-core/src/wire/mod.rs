@@ -8,8 +8,8 @@ pub mod frame;
 pub mod stream;
 
 pub use codec::{
-    decode, decode_body, decode_struct_event, encode, encode_parts, encode_struct_event,
-    EncodedFrame, LEN_PREFIX, MAX_MESSAGE, MAX_NODE, MAX_PATH,
+    decode, decode_body, decode_payload, decode_struct_event, encode, encode_head, encode_parts,
+    encode_struct_event, EncodedFrame, LEN_PREFIX, MAX_MESSAGE, MAX_NODE, MAX_PATH,
 };
 pub use error::{DecodeError, EncodeError};
 pub use exercise::{exercise_decode, ExerciseReport};

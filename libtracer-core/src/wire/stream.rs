@@ -6,63 +6,41 @@
 //! starts there and grows with the bytes that actually arrive (never past the announced
 //! length), so a peer that announces a 60 MiB frame and then stalls costs 4 MiB, not 60.
 //!
-//! Bodies from 64 KiB to 4 MiB come from a small pool: a payload handed out is a slice of its
-//! frame buffer (`Bytes::from_owner`), and when the last reference to it goes the buffer returns
-//! to the pool, already initialized, so the next large frame is read straight into it with no
-//! allocation, no page faults and no zeroing.
-
-use std::sync::Arc;
+//! A body that fits the buffer pool's classes (up to [`crate::buffer::LARGEST`], 4 MiB + 512 B)
+//! is read into a block of the pool (`buffer.rs`): its payload is a slice of that block, and when
+//! the last holder drops it the block is free for the next frame, already initialized, so the
+//! steady path reads straight into it with no allocation, no page faults and no zeroing. A
+//! pool with no free block in the class falls back to a plain allocation (counted).
 
 use bytes::Bytes;
-use parking_lot::Mutex;
 
-use super::codec::{check_frame_len, decode_body, LEN_PREFIX};
+use super::codec::{check_frame_len, decode_payload, LEN_PREFIX};
 use super::error::DecodeError;
 use super::frame::Frame;
+use crate::buffer::{self, BufMut, BufferPool};
+use crate::payload::Payload;
 
 /// Below this many missing body bytes a direct-read window is not worth offering.
 const WINDOW_MIN: usize = 16 * 1024;
-/// A body up to this size is reserved whole when its prefix arrives (no reallocation while it
-/// fills); a larger one starts here and doubles as bytes arrive. So a peer that announces a
-/// large frame and stalls costs at most this much.
+/// A body past the pool's classes up to this size is reserved whole when its prefix arrives (no
+/// reallocation while it fills); a larger one starts here and doubles as bytes arrive. So a
+/// peer that announces a large frame and stalls costs at most this much.
 pub const EAGER_RESERVE: usize = 4 << 20;
-/// Bodies from this size up to `EAGER_RESERVE` use the pool.
-const POOL_MIN: usize = 64 * 1024;
-/// The most the pool keeps, in bytes.
-const POOL_BYTES: usize = 8 << 20;
 
-type Pool = Arc<Mutex<Vec<Vec<u8>>>>;
-
-/// A pooled frame buffer owned by the `Bytes` of one frame; back to the pool when dropped.
-struct Pooled {
-    buf: Vec<u8>,
-    len: usize,
-    pool: Pool,
+/// Where a body's bytes go.
+enum Store {
+    /// A pool block of `need` bytes, written in place (`filled` of them so far).
+    Pooled(BufMut),
+    /// Past the pool's classes: a Vec grown as the bytes arrive (`buf.len() >= filled`;
+    /// `buf[filled..]` is initialized scratch, a window handed out for reading).
+    Grown(Vec<u8>),
 }
 
-impl AsRef<[u8]> for Pooled {
-    fn as_ref(&self) -> &[u8] {
-        &self.buf[..self.len]
-    }
-}
-
-impl Drop for Pooled {
-    fn drop(&mut self) {
-        let mut pool = self.pool.lock();
-        let held: usize = pool.iter().map(Vec::len).sum();
-        if held + self.buf.len() <= POOL_BYTES {
-            pool.push(std::mem::take(&mut self.buf));
-        }
-    }
-}
-
-/// A body being assembled. `buf[..filled]` is received; `buf[filled..]`, if any, is
-/// initialized scratch (a pooled buffer, or a window handed out for reading).
+/// A body being assembled: `filled` of `need` bytes received.
 struct Body {
-    buf: Vec<u8>,
+    store: Store,
     filled: usize,
     need: usize,
-    pooled: bool,
 }
 
 impl std::fmt::Debug for Body {
@@ -72,36 +50,26 @@ impl std::fmt::Debug for Body {
             "Body({} of {} bytes{})",
             self.filled,
             self.need,
-            if self.pooled { ", pooled" } else { "" }
+            if matches!(self.store, Store::Pooled(_)) {
+                ", pooled"
+            } else {
+                ""
+            }
         )
     }
 }
 
 impl Body {
-    fn new(need: usize, pool: &Pool) -> Body {
-        if (POOL_MIN..=EAGER_RESERVE).contains(&need) {
-            // Best fit among buffers no larger than twice the need, so a small frame does not
-            // pin a big buffer; else a fresh zeroed one (calloc: fresh pages need no memset).
-            let reused = {
-                let mut p = pool.lock();
-                let best = (0..p.len())
-                    .filter(|&i| (need..=2 * need).contains(&p[i].len()))
-                    .min_by_key(|&i| p[i].len());
-                best.map(|i| p.swap_remove(i))
-            };
-            let buf = reused.unwrap_or_else(|| vec![0u8; need]);
-            return Body {
-                buf,
-                filled: 0,
-                need,
-                pooled: true,
-            };
-        }
+    fn new(need: usize, pool: &'static BufferPool) -> Body {
+        let store = if need <= buffer::LARGEST {
+            Store::Pooled(pool.take(need))
+        } else {
+            Store::Grown(Vec::with_capacity(need.min(EAGER_RESERVE)))
+        };
         Body {
-            buf: Vec::with_capacity(need.min(EAGER_RESERVE)),
+            store,
             filled: 0,
             need,
-            pooled: false,
         }
     }
 
@@ -112,12 +80,16 @@ impl Body {
     fn push(&mut self, data: &[u8]) -> usize {
         let n = data.len().min(self.missing());
         let end = self.filled + n;
-        if end <= self.buf.len() {
-            self.buf[self.filled..end].copy_from_slice(&data[..n]);
-        } else {
-            self.buf.truncate(self.filled);
-            grow(&mut self.buf, self.need, n);
-            self.buf.extend_from_slice(&data[..n]);
+        match &mut self.store {
+            Store::Pooled(b) => b.as_mut_slice()[self.filled..end].copy_from_slice(&data[..n]),
+            Store::Grown(buf) if end <= buf.len() => {
+                buf[self.filled..end].copy_from_slice(&data[..n])
+            }
+            Store::Grown(buf) => {
+                buf.truncate(self.filled);
+                grow(buf, self.need, n);
+                buf.extend_from_slice(&data[..n]);
+            }
         }
         self.filled = end;
         n
@@ -125,34 +97,33 @@ impl Body {
 
     /// Initialized room after `filled` to read into, at most up to `need`.
     fn window(&mut self) -> &mut [u8] {
-        if self.buf.len() < self.need {
-            // Use the room already reserved; past it, grow by at least 64 KiB.
-            let room = self
-                .buf
-                .capacity()
-                .saturating_sub(self.filled)
-                .max(64 * 1024);
-            let end = self.need.min(self.filled + room);
-            if self.buf.len() < end {
-                self.buf.truncate(self.filled);
-                grow(&mut self.buf, self.need, end - self.filled);
-                self.buf.resize(end, 0);
+        let (filled, need) = (self.filled, self.need);
+        match &mut self.store {
+            Store::Pooled(b) => &mut b.as_mut_slice()[filled..need],
+            Store::Grown(buf) => {
+                if buf.len() < need {
+                    // Use the room already reserved; past it, grow by at least 64 KiB.
+                    let room = buf.capacity().saturating_sub(filled).max(64 * 1024);
+                    let end = need.min(filled + room);
+                    if buf.len() < end {
+                        buf.truncate(filled);
+                        grow(buf, need, end - filled);
+                        buf.resize(end, 0);
+                    }
+                }
+                let end = need.min(buf.len());
+                &mut buf[filled..end]
             }
         }
-        let end = self.need.min(self.buf.len());
-        &mut self.buf[self.filled..end]
     }
 
-    fn into_bytes(mut self, pool: &Pool) -> Bytes {
-        if self.pooled {
-            Bytes::from_owner(Pooled {
-                buf: self.buf,
-                len: self.need,
-                pool: pool.clone(),
-            })
-        } else {
-            self.buf.truncate(self.need);
-            Bytes::from(self.buf)
+    fn into_payload(self) -> Payload {
+        match self.store {
+            Store::Pooled(b) => b.freeze(self.need),
+            Store::Grown(mut buf) => {
+                buf.truncate(self.need);
+                Payload::new(Bytes::from(buf))
+            }
         }
     }
 }
@@ -187,7 +158,7 @@ pub struct FrameDecoder {
     window: usize,
     /// Body length of the last frame popped.
     last_len: usize,
-    pool: Pool,
+    pool: &'static BufferPool,
 }
 
 impl std::fmt::Debug for FrameDecoder {
@@ -202,12 +173,17 @@ impl std::fmt::Debug for FrameDecoder {
 impl FrameDecoder {
     /// A decoder that rejects any frame announcing more than `max_frame` body bytes.
     pub fn new(max_frame: u32) -> Self {
+        FrameDecoder::with_pool(max_frame, buffer::global())
+    }
+
+    /// A decoder whose bodies come from `pool` (tests use their own).
+    pub fn with_pool(max_frame: u32, pool: &'static BufferPool) -> Self {
         FrameDecoder {
             max_frame,
             state: START,
             window: 0,
             last_len: 0,
-            pool: Arc::default(),
+            pool,
         }
     }
 
@@ -237,7 +213,7 @@ impl FrameDecoder {
                     if *have == LEN_PREFIX {
                         let len = u32::from_le_bytes(*buf);
                         self.state = match check_frame_len(len, self.max_frame) {
-                            Ok(len) => State::Body(Body::new(len as usize, &self.pool)),
+                            Ok(len) => State::Body(Body::new(len as usize, self.pool)),
                             Err(e) => State::Failed(e),
                         };
                     }
@@ -268,7 +244,7 @@ impl FrameDecoder {
                     unreachable!()
                 };
                 self.last_len = body.need;
-                decode_body(&body.into_bytes(&self.pool)).map(Some)
+                decode_payload(&body.into_payload()).map(Some)
             }
             State::Failed(e) => Err(e.clone()),
             _ => Ok(None),
@@ -366,7 +342,9 @@ mod tests {
 
     #[test]
     fn large_frame_buffers_are_reused_once_released() {
-        let mut dec = FrameDecoder::new(crate::wire::MAX_FRAME);
+        // A pool of its own: another test's frames cannot take the released buffer first.
+        let pool: &'static BufferPool = Box::leak(Box::default());
+        let mut dec = FrameDecoder::with_pool(crate::wire::MAX_FRAME, pool);
         let (one, two) = (
             encode(&delivery(1 << 20, 1)).unwrap(),
             encode(&delivery(1 << 20, 2)).unwrap(),
@@ -375,13 +353,13 @@ mod tests {
         let Frame::Delivery { payload: p1, .. } = &f1 else {
             panic!()
         };
-        let ptr1 = p1.as_bytes().as_ptr();
+        let ptr1 = p1.as_ref().as_ptr();
         // While the first payload lives, the second frame gets another buffer.
         let f2 = read_through_windows(&mut dec, &two);
         let Frame::Delivery { payload: p2, .. } = &f2 else {
             panic!()
         };
-        assert_ne!(p2.as_bytes().as_ptr(), ptr1);
+        assert_ne!(p2.as_ref().as_ptr(), ptr1);
         assert!(p2.as_ref().iter().all(|b| *b == 2));
         drop(f1);
         // Released: the next frame reads straight into it, and sees only its own bytes.
@@ -389,27 +367,8 @@ mod tests {
         let Frame::Delivery { payload: p3, .. } = &f3 else {
             panic!()
         };
-        assert_eq!(p3.as_bytes().as_ptr(), ptr1);
+        assert_eq!(p3.as_ref().as_ptr(), ptr1);
         assert!(p3.as_ref().iter().all(|b| *b == 1));
         assert_eq!(f3, delivery(1 << 20, 1));
-    }
-
-    #[test]
-    fn pool_keeps_bounded_bytes() {
-        let pool: Pool = Arc::default();
-        let bufs: Vec<Bytes> = (0..4)
-            .map(|_| {
-                Body {
-                    buf: vec![0; 4 << 20],
-                    filled: 4 << 20,
-                    need: 4 << 20,
-                    pooled: true,
-                }
-                .into_bytes(&pool)
-            })
-            .collect();
-        drop(bufs);
-        let held: usize = pool.lock().iter().map(Vec::len).sum();
-        assert!(held <= POOL_BYTES, "{held}");
     }
 }

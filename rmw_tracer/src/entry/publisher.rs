@@ -100,7 +100,7 @@ pub unsafe extern "C" fn rmw_publish_serialized_message(
         let m = unsafe { handle::input(serialized_message, "serialized_message") }?;
         // SAFETY: an initialized uint8 array (caller guarantee).
         let bytes = unsafe { clib::uint8_array_bytes(m) }?;
-        p.publish_cdr(bytes.to_vec())
+        p.publish_cdr(bytes)
     })
 }
 

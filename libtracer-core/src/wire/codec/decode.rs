@@ -3,6 +3,8 @@
 
 use bytes::Bytes;
 
+use crate::payload::Payload;
+
 use super::reader::{bit, Fields};
 use super::{kind, kind_name, tlv, LEN_PREFIX, MAX_MESSAGE, MAX_NODE, MAX_PATH};
 use crate::wire::error::DecodeError;
@@ -34,6 +36,13 @@ fn allowed(k: u8) -> u32 {
 /// Decode one frame body (`version | kind | TLV*`, the bytes after the length prefix). Payloads
 /// are slices of `body`, not copies.
 pub fn decode_body(body: &Bytes) -> Result<Frame, DecodeError> {
+    decode_payload(&Payload::new(body.clone()))
+}
+
+/// [`decode_body`] of a body in a [`Payload`] (a pool block a link read into): payloads are
+/// slices of it, sharing its memory.
+pub fn decode_payload(whole: &Payload) -> Result<Frame, DecodeError> {
+    let body: &[u8] = whole.as_ref();
     if body.len() < 2 {
         return Err(DecodeError::FrameTooShort {
             len: body.len() as u32,
@@ -59,7 +68,7 @@ pub fn decode_body(body: &Bytes) -> Result<Frame, DecodeError> {
             req: f.u64(tlv::REQ)?,
             path: f.string(tlv::PATH, MAX_PATH)?,
             meta: f.meta()?,
-            payload: f.payload(body)?,
+            payload: f.payload(whole)?,
         },
         kind::SUBSCRIBE => Frame::Subscribe {
             req: f.u64(tlv::REQ)?,
@@ -74,7 +83,7 @@ pub fn decode_body(body: &Bytes) -> Result<Frame, DecodeError> {
             edge: f.u64(tlv::EDGE)?,
             meta: f.meta()?,
             suffix: f.opt_string(tlv::SUFFIX, MAX_PATH)?,
-            payload: f.payload(body)?,
+            payload: f.payload(whole)?,
         },
         kind::STRUCTURE => Frame::Structure {
             edge: f.u64(tlv::EDGE)?,
@@ -87,7 +96,7 @@ pub fn decode_body(body: &Bytes) -> Result<Frame, DecodeError> {
         kind::READ_REPLY => {
             // META and PAYLOAD come together or not at all.
             let value = match (f.range(tlv::META), f.range(tlv::PAYLOAD)) {
-                (Some(_), Some(_)) => Some((f.meta()?, f.payload(body)?)),
+                (Some(_), Some(_)) => Some((f.meta()?, f.payload(whole)?)),
                 (None, None) => None,
                 (Some(_), None) => return Err(f.missing(tlv::PAYLOAD)),
                 (None, Some(_)) => return Err(f.missing(tlv::META)),

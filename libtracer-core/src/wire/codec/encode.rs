@@ -2,6 +2,8 @@
 
 use bytes::Bytes;
 
+use crate::payload::Payload;
+
 use super::writer::Enc;
 use super::{kind, tlv, LEN_PREFIX, MAX_MESSAGE, MAX_NODE, MAX_PATH};
 use crate::wire::error::EncodeError;
@@ -37,7 +39,32 @@ impl EncodedFrame {
 /// Encode `frame` as head + payload slices. Fails when a string exceeds its limit or the frame
 /// exceeds `max_frame` (the peer's announced bound), so an over-limit frame never leaves.
 pub fn encode_parts(frame: &Frame, max_frame: u32) -> Result<EncodedFrame, EncodeError> {
-    let mut e = Enc::with_capacity(64);
+    let mut head = Vec::with_capacity(64);
+    let payload = encode_head(frame, max_frame, &mut head)?.map(Payload::to_bytes);
+    Ok(EncodedFrame { head, payload })
+}
+
+/// [`encode_parts`] into `head` (cleared first; a link keeps one, so the steady path allocates
+/// nothing): returns the payload, whose bytes follow the head on the wire.
+pub fn encode_head<'f>(
+    frame: &'f Frame,
+    max_frame: u32,
+    head: &mut Vec<u8>,
+) -> Result<Option<&'f Payload>, EncodeError> {
+    head.clear();
+    let mut e = Enc {
+        buf: std::mem::take(head),
+    };
+    let r = encode_into(frame, max_frame, &mut e);
+    *head = e.buf;
+    r
+}
+
+fn encode_into<'f>(
+    frame: &'f Frame,
+    max_frame: u32,
+    e: &mut Enc,
+) -> Result<Option<&'f Payload>, EncodeError> {
     e.buf.extend_from_slice(&[0; LEN_PREFIX]);
     e.buf.push(PROTOCOL_VERSION);
     e.buf.push(kind_of(frame));
@@ -66,7 +93,7 @@ pub fn encode_parts(frame: &Frame, max_frame: u32) -> Result<EncodedFrame, Encod
             e.str(tlv::PATH, "PATH", path, MAX_PATH)?;
             e.meta(meta);
             e.payload_header(p.len());
-            payload = Some(p.as_bytes().clone());
+            payload = Some(p);
         }
         Frame::Subscribe {
             req,
@@ -92,7 +119,7 @@ pub fn encode_parts(frame: &Frame, max_frame: u32) -> Result<EncodedFrame, Encod
                 e.str(tlv::SUFFIX, "SUFFIX", s, MAX_PATH)?;
             }
             e.payload_header(p.len());
-            payload = Some(p.as_bytes().clone());
+            payload = Some(p);
         }
         Frame::Structure { edge, event } => {
             e.u64(tlv::EDGE, *edge);
@@ -116,7 +143,7 @@ pub fn encode_parts(frame: &Frame, max_frame: u32) -> Result<EncodedFrame, Encod
             if let Some((m, p)) = value {
                 e.meta(m);
                 e.payload_header(p.len());
-                payload = Some(p.as_bytes().clone());
+                payload = Some(p);
             }
         }
         Frame::Ok { req } => e.u64(tlv::REQ, *req),
@@ -161,11 +188,10 @@ pub fn encode_parts(frame: &Frame, max_frame: u32) -> Result<EncodedFrame, Encod
                     max: MAX_TOKENS,
                 });
             }
-            let v: Vec<u8> = tokens.iter().flat_map(|t| t.to_le_bytes()).collect();
-            e.tlv(tlv::TOKENS, &v);
+            e.tokens(tlv::TOKENS, tokens);
         }
     }
-    let body = (e.buf.len() - LEN_PREFIX) as u64 + payload.as_ref().map_or(0, |p| p.len() as u64);
+    let body = (e.buf.len() - LEN_PREFIX) as u64 + payload.map_or(0, |p| p.len() as u64);
     if body > u64::from(max_frame) {
         return Err(EncodeError::FrameTooLarge {
             len: body,
@@ -173,10 +199,7 @@ pub fn encode_parts(frame: &Frame, max_frame: u32) -> Result<EncodedFrame, Encod
         });
     }
     e.buf[..LEN_PREFIX].copy_from_slice(&(body as u32).to_le_bytes());
-    Ok(EncodedFrame {
-        head: e.buf,
-        payload,
-    })
+    Ok(payload)
 }
 
 /// Encode `frame` into one buffer, bounded by [`MAX_FRAME`].
@@ -222,7 +245,7 @@ mod tests {
         let parts = encode_parts(&f, MAX_FRAME).unwrap();
         assert_eq!(
             parts.payload.as_ref().unwrap().as_ptr(),
-            payload.as_bytes().as_ptr()
+            payload.as_ref().as_ptr()
         );
         let bytes = parts.to_vec();
         assert_eq!(&bytes[bytes.len() - 100..], &[7u8; 100][..]);

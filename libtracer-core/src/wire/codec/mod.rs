@@ -21,8 +21,8 @@ mod reader;
 mod writer;
 
 pub(crate) use decode::{check_frame_len, frame_len};
-pub use decode::{decode, decode_body};
-pub use encode::{encode, encode_parts, EncodedFrame};
+pub use decode::{decode, decode_body, decode_payload};
+pub use encode::{encode, encode_head, encode_parts, EncodedFrame};
 pub use event::{decode_struct_event, encode_struct_event};
 
 /// Bytes of the length prefix.

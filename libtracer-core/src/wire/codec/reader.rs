@@ -1,8 +1,6 @@
 //! The TLV reader: varints, the walk over a body's TLVs ([`Fields`]), and the typed reads of
 //! their values. Every fault is a [`DecodeError`] naming the frame and the TLV.
 
-use bytes::Bytes;
-
 use super::{tlv, META_LEN};
 use crate::payload::{Meta, Payload};
 use crate::wire::error::DecodeError;
@@ -243,12 +241,12 @@ impl<'a> Fields<'a> {
             .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
             .collect())
     }
-    /// The PAYLOAD as a slice of `body` (the `Bytes` these fields were parsed from): no copy.
-    pub(super) fn payload(&self, body: &Bytes) -> Result<Payload, DecodeError> {
+    /// The PAYLOAD as a slice of `body` (the payload these fields were parsed from): no copy.
+    pub(super) fn payload(&self, body: &Payload) -> Result<Payload, DecodeError> {
         let (a, b) = self
             .range(tlv::PAYLOAD)
             .ok_or_else(|| self.missing(tlv::PAYLOAD))?;
-        Ok(Payload::new(body.slice(a..b)))
+        Ok(body.slice(a..b))
     }
 }
 

@@ -84,6 +84,14 @@ impl Enc {
         }
         self.tlv(tlv::SCHEMA, &inner.buf);
     }
+    /// A TLV whose value is `values`, each u64 little endian (written in place, no buffer).
+    pub(super) fn tokens(&mut self, t: u8, values: &[u64]) {
+        self.buf.push(t);
+        self.varint((values.len() * 8) as u64);
+        for v in values {
+            self.buf.extend_from_slice(&v.to_le_bytes());
+        }
+    }
     /// The PAYLOAD TLV's type and length; the value itself goes out as a separate slice.
     pub(super) fn payload_header(&mut self, len: usize) {
         self.buf.push(tlv::PAYLOAD);
