@@ -17,9 +17,11 @@ every publisher). Measured:
 The rmws alternate N by N. `--baseline-lib` adds a second rmw_tracer library (e.g. a build of
 an earlier commit) as the rmw `baseline`, for a before/after in one run. Every process of one
 batch is in one process group, killed (SIGTERM, then SIGKILL) when the batch ends or fails.
-A batch is bounded by `--timeout`; the run stops early if the machine's available memory falls
-below `--min-free-mib`. A benchmark, not a test: it fails (exit 1) only when a process fails or
-a graph is not complete in time.
+A batch is bounded by `--timeout`: one not complete by then is reported (how many of the N
+were) and the run goes on with the next rmw and N. The run stops early if a process fails or
+the machine's available memory falls below `--min-free-mib`. A benchmark, not a test: it fails
+(exit 1) when a process fails or a graph is not complete in time. Each row shows the 1-minute
+load average when its batch started (also in the JSON, with the load after).
 
 `--hosts H` spreads the processes over H "hosts" (process i on host i % H): network namespaces
 scale-h<i> with 192.0.2.<i + 1>/24 on a veth to one bridge (namespace scale-br), all made inside
@@ -76,6 +78,14 @@ def proc_sample(pid):
         "rss_anon_kib": int(status.get("RssAnon", "0 kB").split()[0]),
         "cpu_ticks": int(fields[11]) + int(fields[12]),
     }
+
+
+class Incomplete(runner.BenchError):
+    """A batch whose graphs were not all complete in time: `matched` of them were."""
+
+    def __init__(self, message, matched):
+        super().__init__(message)
+        self.matched = matched
 
 
 def summary(values):
@@ -201,8 +211,8 @@ def run_batch(key, n, args, base_env, workdir):
                     raise runner.BenchError(f"{key} N={n}: process {i} exited {runner.describe_rc(p.returncode)}: "
                                             f"{runner.tail(os.path.join(logs, f'{i}.err'), 10)}")
             if time.monotonic() > deadline:
-                raise runner.BenchError(f"{key} N={n}: {n - len(matched)} of {n} graphs not complete "
-                                        f"after {args.timeout} s")
+                raise Incomplete(f"{key} N={n}: {n - len(matched)} of {n} graphs not complete "
+                                 f"after {args.timeout} s", len(matched))
             if mem_available_mib() < args.min_free_mib:
                 raise runner.BenchError(f"{key} N={n}: available memory below {args.min_free_mib} MiB, stopped")
             time.sleep(0.1)
@@ -298,19 +308,32 @@ def main():
             print("scale: --hosts needs the run's own network namespace (unshare -n -m)", file=sys.stderr)
             return 1
         make_hosts(args.hosts)
+    fatal = False
     try:
         for n in ns:
             for key in keys:
+                load = os.getloadavg()
                 try:
                     r = run_batch(key, n, args, base_env, workdir)
+                except Incomplete as e:
+                    # Reported, and the other rmw still runs: one that does not complete at
+                    # this N is a result, not the end of the run.
+                    errors.append(str(e))
+                    print(f"scale: {e}", file=sys.stderr)
+                    rows.append({"n": n, "rmw": key, "hosts": args.hosts, "complete": e.matched,
+                                 "timeout_s": args.timeout, "load_before": load,
+                                 "load_after": os.getloadavg()})
+                    continue
                 except runner.BenchError as e:
                     errors.append(str(e))
                     print(f"scale: {e}", file=sys.stderr)
+                    fatal = True
                     break
+                r["load_before"] = load
                 r["load_after"] = os.getloadavg()
                 rows.append(r)
-                print(fmt_row(r), flush=True)
-            if errors:
+                print(fmt_row(r) + f" | load {load[0]:.1f}", flush=True)
+            if fatal:
                 break
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

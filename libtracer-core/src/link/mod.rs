@@ -45,6 +45,7 @@ use crate::wire::{EncodeError, Frame};
 mod dispatch;
 pub mod memory;
 pub mod quic;
+mod redial;
 pub mod rendezvous;
 mod strand;
 pub mod transport;

@@ -10,12 +10,18 @@
 //! listener is served, which makes the rule see every race (docs/wire.md walks through it).
 //!
 //! Liveness: EOF or a socket error ends a link at once (a killed process's sockets are closed
-//! by the kernel). The keepalive sends PING on a link that has sent nothing for
-//! `ping_interval`, and closes a link that has received nothing for `dead_after`, which finds a
-//! hung (stopped, deadlocked) peer.
+//! by the kernel). What the kernel cannot tell, a peer alive but hung (stopped, its event loop
+//! wedged), matters only while the peer has frames of ours to read: such a link is PINGed every
+//! `ping_interval` until the peer answers for all of them, and closed when it has owed an
+//! answer for `dead_after` with nothing heard meanwhile. An idle link sends nothing.
 //!
-//! Threads: none of its own once started. The listening socket, the incoming handshakes, the
-//! reading of every link and the keepalive run on the process's one event loop
+//! Redial: a connection that could not be made (the peer's queue full, a handshake that timed
+//! out or was dropped, as when hundreds of graphs start at once), or a link lost while the peer
+//! may live on (closed by either side's liveness check), is tried again with a backoff
+//! (`redial.rs`) for as long as the peer's socket is there and live.
+//!
+//! Threads: none of its own once started, but for the one redial thread while a peer is due. The listening socket, the incoming handshakes, the
+//! reading of every link and the liveness check run on the process's one event loop
 //! (`unix_loop.rs`), the handler callbacks on its few workers (`dispatch.rs`), whatever the
 //! number of peers. Only `start` connects to the graphs already there from a few threads of its
 //! own (at most `CONNECTORS`), gone when it returns.
@@ -34,6 +40,7 @@ use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
 use nix::sys::time::{TimeVal, TimeValLike};
 use parking_lot::{Condvar, Mutex};
 
+use super::redial::Redial;
 use super::rendezvous::prepare_dir;
 use super::strand::Hooks;
 use super::unix::{hello, read_hello, refuse, write_frame, HelloOutcome, UnixLink};
@@ -49,9 +56,9 @@ const CONNECTORS: usize = 8;
 /// Timing of a transport. The defaults find a hung peer within one second.
 #[derive(Clone, Debug)]
 pub struct TransportConfig {
-    /// PING a link that has sent nothing for this long.
+    /// PING a link whose peer has owed us an answer for this long, and again this often.
     pub ping_interval: Duration,
-    /// Close a link that has received nothing for this long.
+    /// Close a link whose peer has owed an answer for this long with nothing heard meanwhile.
     pub dead_after: Duration,
     /// Bound on the HELLO exchange of one connection.
     pub handshake_timeout: Duration,
@@ -98,6 +105,18 @@ pub(crate) struct Inner {
     table: Mutex<Table>,
     /// Told when `live` falls.
     gone: Condvar,
+    redial: Redial,
+}
+
+/// How a connection attempt ended.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Dialed {
+    /// A link to the peer is up (ours, or the one it made to us).
+    Linked,
+    /// No live graph behind the name (no socket, or a stale one, removed): nothing to retry.
+    Gone,
+    /// It failed while the peer may be alive: try again later.
+    Retry,
 }
 
 /// The Unix-socket transport of one graph. Dropping it (or `shutdown`) closes every link,
@@ -156,6 +175,7 @@ impl HostTransport {
             cfg,
             table: Mutex::new(Table::default()),
             gone: Condvar::new(),
+            redial: Redial::default(),
         });
         let peers = inner.scan();
         inner.table.lock().pending.extend(peers.iter().cloned());
@@ -177,7 +197,9 @@ impl HostTransport {
             let (i, q) = (inner.clone(), queue.clone());
             let work = move || loop {
                 let Some(peer) = q.lock().pop() else { return };
-                i.connect_to(&peer);
+                if i.connect_to(&peer) == Dialed::Retry {
+                    i.redial(&peer, 0);
+                }
             };
             match std::thread::Builder::new()
                 .name("tracer-connect".into())
@@ -193,7 +215,9 @@ impl HostTransport {
         }
         // Whatever no thread took (none could be started): from this one.
         while let Some(peer) = queue.lock().pop() {
-            inner.connect_to(&peer);
+            if inner.connect_to(&peer) == Dialed::Retry {
+                inner.redial(&peer, 0);
+            }
         }
         Ok(t)
     }
@@ -234,6 +258,7 @@ impl HostTransport {
             table.stopped = true;
             table.links.values().cloned().collect()
         };
+        self.inner.redial.stop();
         // The event loop drops the listener when its accept fails: on Linux, shutdown of a
         // listening socket makes every later `accept` fail at once. Not by connecting to our
         // socket path: the directory may be gone, or the path another graph's by now.
@@ -371,26 +396,45 @@ impl Inner {
         names
     }
 
-    /// Connect to `peer` and bring the link up; a refusal (the peer holds a link to us that is
-    /// about to be found dead, or is itself connecting) is retried a few times.
-    fn connect_to(self: &Arc<Self>, peer: &str) {
+    /// Connect to `peer` (registered in `pending` by the caller) and bring the link up; a
+    /// refusal (the peer holds a link to us that is about to be found dead, or is itself
+    /// connecting) is retried a few times.
+    fn connect_to(self: &Arc<Self>, peer: &str) -> Dialed {
         let path = self.dir.join(format!("{peer}.sock"));
+        let mut outcome = Dialed::Retry;
         for attempt in 0..10 {
-            if self.table.lock().links.contains_key(peer) {
-                break;
+            {
+                let table = self.table.lock();
+                if table.links.contains_key(peer) {
+                    outcome = Dialed::Linked;
+                    break;
+                }
+                if table.stopped {
+                    outcome = Dialed::Gone;
+                    break;
+                }
             }
             let stream = match connect_bounded(&path, self.cfg.handshake_timeout) {
                 Ok(s) => s,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    outcome = Dialed::Gone;
+                    break;
+                }
                 Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
                     if let Ok(false) = probe_live(&path, self.cfg.handshake_timeout) {
                         let _ = std::fs::remove_file(&path);
+                        outcome = Dialed::Gone;
                     }
                     break;
                 }
+                // The queue stayed full (a stopped or very busy graph), or no descriptor.
                 Err(_) => break,
             };
             match self.handshake_out(stream, peer) {
-                Ok(()) => break,
+                Ok(()) => {
+                    outcome = Dialed::Linked;
+                    break;
+                }
                 Err(Some(_refused)) if attempt < 9 => {
                     std::thread::sleep(Duration::from_millis(100))
                 }
@@ -398,6 +442,38 @@ impl Inner {
             }
         }
         self.table.lock().pending.remove(peer);
+        outcome
+    }
+
+    /// Try `peer` again after the backoff for `failed` attempts, from the redial thread (made
+    /// now if none runs).
+    fn redial(self: &Arc<Self>, peer: &str, failed: u32) {
+        if !self.redial.schedule(peer, failed) {
+            return;
+        }
+        let inner = self.clone();
+        let work = move || {
+            while let Some((peer, failed)) = inner.redial.next() {
+                {
+                    let mut table = inner.table.lock();
+                    if table.stopped || table.links.contains_key(&peer) {
+                        continue;
+                    }
+                    // Seen by the tie-break, as the connections made at start are.
+                    table.pending.insert(peer.clone());
+                }
+                if inner.connect_to(&peer) == Dialed::Retry {
+                    inner.redial.schedule(&peer, failed + 1);
+                }
+            }
+        };
+        if std::thread::Builder::new()
+            .name("tracer-redial".into())
+            .spawn(work)
+            .is_err()
+        {
+            self.redial.thread_failed();
+        }
     }
 
     /// Initiator side. `Err(Some(reason))`: the peer refused; `Err(None)`: it failed.
@@ -542,11 +618,17 @@ impl Inner {
                 on_exit: Some(Box::new(move |l| {
                     if let Some(inner) = weak.upgrade() {
                         let mut t = inner.table.lock();
-                        if t.links
-                            .get(&l.peer().name)
-                            .is_some_and(|x| Arc::ptr_eq(x, l))
-                        {
-                            t.links.remove(&l.peer().name);
+                        let peer = &l.peer().name;
+                        if t.links.get(peer).is_some_and(|x| Arc::ptr_eq(x, l)) {
+                            t.links.remove(peer);
+                        }
+                        // The peer may live on (a liveness check closed the link, on either
+                        // side): link again while its socket is live. A peer that exited has
+                        // removed its socket, or left a stale one, and is not tried again.
+                        let again = !t.stopped && !t.links.contains_key(peer);
+                        drop(t);
+                        if again {
+                            inner.redial(peer, 0);
                         }
                     }
                 })),

@@ -43,12 +43,29 @@ pub(crate) struct ShmSend {
     pub max_out: usize,
 }
 
-/// What the write lock guards: the socket's byte stream, which segments it announced, and the
-/// buffer frame heads are encoded into (kept, so a send allocates nothing).
+/// What the write lock guards: the socket's byte stream, which segments it announced, the
+/// buffer frame heads are encoded into (kept, so a send allocates nothing), and what the
+/// liveness check needs to know of it.
 #[derive(Default)]
 struct WriteState {
     announced: HashSet<u32>,
     head: Vec<u8>,
+    /// Frames written that want the peer to read them (all but PONG).
+    sent: u64,
+    /// `sent` when our last PING was written (the PING included): its PONG proves that the
+    /// peer has read everything up to it.
+    probed: u64,
+}
+
+/// What was written, for the liveness check (docs/wire.md, "Liveness").
+#[derive(Clone, Copy, PartialEq)]
+enum Wrote {
+    /// A frame the peer owes us a sign of life for.
+    Frame,
+    /// Our PING: as `Frame`, and its PONG answers for everything written so far.
+    Ping,
+    /// A PONG: an answer, which owes nothing.
+    Pong,
 }
 
 /// One end of a Unix-socket link.
@@ -66,6 +83,12 @@ pub struct UnixLink {
     epoch: Instant,
     last_rx_ms: AtomicU64,
     last_tx_ms: AtomicU64,
+    /// When our last PING was written.
+    last_ping_ms: AtomicU64,
+    /// 0: the peer has answered for every frame we wrote (a PONG to a PING written after
+    /// them). Otherwise 1 + the time of the first frame it has not answered for yet: the
+    /// event loop watches only such links (written under the write lock).
+    owed_ms: AtomicU64,
     /// The event loop is not reading this link (its strand is full): silence then is ours,
     /// not the peer's.
     paused: AtomicBool,
@@ -92,6 +115,9 @@ impl UnixLink {
             epoch,
             last_rx_ms: AtomicU64::new(now),
             last_tx_ms: AtomicU64::new(now),
+            last_ping_ms: AtomicU64::new(now),
+            // Our HELLO is out: the first PING checks that the peer reads us.
+            owed_ms: AtomicU64::new(now + 1),
             paused: AtomicBool::new(false),
         }
     }
@@ -129,6 +155,49 @@ impl UnixLink {
             .saturating_sub(self.last_tx_ms.load(Ordering::Relaxed))
     }
 
+    pub(crate) fn ms_since_ping(&self) -> u64 {
+        self.now_ms()
+            .saturating_sub(self.last_ping_ms.load(Ordering::Relaxed))
+    }
+
+    /// How long the peer has owed us a sign of life for a frame we wrote (None: it owes
+    /// nothing, and the link needs no watching).
+    pub(crate) fn owed_for_ms(&self) -> Option<u64> {
+        match self.owed_ms.load(Ordering::SeqCst) {
+            0 => None,
+            t => Some(self.now_ms().saturating_sub(t - 1)),
+        }
+    }
+
+    /// A PONG came: if nothing was written since our last PING, the peer has read all we
+    /// wrote and owes nothing more. Never blocks (the event loop calls it): while a write is
+    /// in progress the link stays owed, and the next PING settles it.
+    pub(crate) fn answered(&self) {
+        if let Some(ws) = self.write_lock.try_lock() {
+            if ws.sent == ws.probed {
+                self.owed_ms.store(0, Ordering::SeqCst);
+            }
+        }
+    }
+
+    /// Under the write lock, after a frame was written.
+    fn wrote(&self, ws: &mut WriteState, what: Wrote) {
+        if what == Wrote::Pong {
+            return;
+        }
+        let now = self.now_ms();
+        ws.sent += 1;
+        self.last_tx_ms.store(now, Ordering::Relaxed);
+        if what == Wrote::Ping {
+            ws.probed = ws.sent;
+            self.last_ping_ms.store(now, Ordering::Relaxed);
+        }
+        if self.owed_ms.load(Ordering::SeqCst) == 0 {
+            self.owed_ms.store(now + 1, Ordering::SeqCst);
+            super::unix_loop::watch();
+        }
+    }
+
     /// Whether the peer has been silent for `dead_ms` while we were listening.
     pub(crate) fn peer_silent_for(&self, dead_ms: u64) -> bool {
         !self.paused.load(Ordering::Relaxed) && self.ms_since_rx() >= dead_ms
@@ -152,34 +221,37 @@ impl UnixLink {
         self.stream.as_fd()
     }
 
-    /// The keepalive's PING (never blocks, see `try_send_liveness`).
+    /// The liveness check's PING (never blocks, see `send_pong`).
     pub(crate) fn send_ping(&self) {
-        self.try_send_liveness(&Frame::Ping {
+        let ping = Frame::Ping {
             nonce: NONCE.fetch_add(1, Ordering::Relaxed),
-        });
+        };
+        let _ = self.try_send_now(&ping, Wrote::Ping);
     }
 
-    /// Send a PING (from the keepalive) or a PONG (from the reader), or skip it: these only
-    /// show the peer that we are alive, and it needs none while a write is in progress (bytes
-    /// are flowing, or the link is stuck and the peer's own keepalive will notice) or while the
-    /// socket buffer is full (the peer has bytes of ours to read already). Never blocks: the
-    /// keepalive thread serves every link, and a reader stuck on a PONG into a full buffer
-    /// would stop reading, and then take the peer for silent.
-    pub(crate) fn try_send_liveness(&self, frame: &Frame) {
-        let _ = self.try_send_now(frame);
+    /// Answer a PING, or skip it: a PONG only shows the peer that we are alive, and it needs
+    /// none while a write is in progress (bytes are flowing, or the link is stuck and the
+    /// peer's own check will notice) or while the socket buffer is full (the peer has bytes of
+    /// ours to read already). Never blocks: the event loop serves every link, and a loop stuck
+    /// on a PONG into a full buffer would stop reading, and then take the peer for silent.
+    pub(crate) fn send_pong(&self, nonce: u64) {
+        let _ = self.try_send_now(&Frame::Pong { nonce }, Wrote::Pong);
     }
 
     /// A RELEASE from the event loop, which never blocks (`unix_rx::Releaser`): false when it
     /// could not be written now (the caller hands it to a worker).
     pub(crate) fn try_release(&self, token: u64) -> bool {
-        self.try_send_now(&Frame::Release {
-            tokens: vec![token],
-        })
+        self.try_send_now(
+            &Frame::Release {
+                tokens: vec![token],
+            },
+            Wrote::Frame,
+        )
     }
 
     /// Write a small frame now or not at all: false when a write is in progress or the socket
     /// buffer is full; true when it was written or the link is closed (nothing more to do).
-    fn try_send_now(&self, frame: &Frame) -> bool {
+    fn try_send_now(&self, frame: &Frame, what: Wrote) -> bool {
         if self.is_closed() {
             return true;
         }
@@ -209,10 +281,12 @@ impl UnixLink {
                 Err(e) => break Err(io::Error::from(e)),
             }
         };
-        drop(guard);
         match r {
-            Ok(()) => self.last_tx_ms.store(self.now_ms(), Ordering::Relaxed),
-            Err(_) => self.close(),
+            Ok(()) => self.wrote(&mut guard, what),
+            Err(_) => {
+                drop(guard);
+                self.close();
+            }
         }
         true
     }
@@ -238,12 +312,12 @@ impl UnixLink {
         }
         let encoded = encode(&mut guard)?;
         let r = write(&mut guard, encoded);
+        if r.is_ok() {
+            self.wrote(&mut guard, Wrote::Frame);
+        }
         drop(guard);
         match r {
-            Ok(()) => {
-                self.last_tx_ms.store(self.now_ms(), Ordering::Relaxed);
-                Ok(())
-            }
+            Ok(()) => Ok(()),
             Err(e) => {
                 self.close();
                 Err(

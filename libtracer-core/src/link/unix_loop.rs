@@ -1,7 +1,9 @@
 //! The event loop of the Unix-socket links: one thread per process (`tracer-unix`) waits, with
 //! epoll (through `mio`), on every listening socket, incoming handshake and link of every
 //! `HostTransport` of the process, so a process has the same threads with one peer or two
-//! hundred. It also runs the keepalive of every link.
+//! hundred. It also runs the liveness check of every link (docs/wire.md, "Liveness"): only
+//! links whose peer owes us a sign of life are watched, so with every link idle the loop sleeps
+//! until a socket or a command wakes it, and an idle process costs nothing per peer.
 //!
 //! The loop never blocks: it reads with `MSG_DONTWAIT` (the sockets stay in blocking mode for the
 //! writers, which write from their own threads), decodes, does the link's own business itself
@@ -16,14 +18,14 @@
 //!
 //! Back-pressure (`strand.rs`): when a link's strand is full the loop stops reading that link
 //! until a worker has drained it; a link the loop does not read is not taken for silent by the
-//! keepalive. Reading itself is `unix_rx.rs`.
+//! liveness check. Reading itself is `unix_rx.rs`.
 
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
@@ -42,8 +44,8 @@ use crate::wire::FrameDecoder;
 /// Incoming connections that have not said HELLO yet, over all transports of the process (each
 /// is dropped after its transport's handshake timeout); past it, new ones are closed at once.
 const MAX_HANDSHAKES: usize = 64;
-/// The keepalive's tick when no transport asks for a shorter one (half the default PING
-/// interval, as the keepalive thread had).
+/// The liveness check's tick, while there is something to watch, when no transport asks for a
+/// shorter one (half the default PING interval).
 const DEFAULT_TICK_MS: u64 = 100;
 
 const WAKER: Token = Token(0);
@@ -72,6 +74,9 @@ struct Shared {
     waker: Waker,
     next_token: AtomicUsize,
     tick_ms: AtomicU64,
+    /// The loop ticks (some link is owed, a handshake or an accept is pending); when it is
+    /// false the loop sleeps until woken, and the first link to become owed wakes it.
+    watching: AtomicBool,
 }
 
 static LOOP: OnceLock<Result<Arc<Shared>, String>> = OnceLock::new();
@@ -95,6 +100,7 @@ fn shared() -> Result<&'static Arc<Shared>, String> {
             waker,
             next_token: AtomicUsize::new(1),
             tick_ms: AtomicU64::new(DEFAULT_TICK_MS),
+            watching: AtomicBool::new(true),
         });
         let s = shared.clone();
         std::thread::Builder::new()
@@ -107,6 +113,7 @@ fn shared() -> Result<&'static Arc<Shared>, String> {
                     hellos: 0,
                     again: Vec::with_capacity(64),
                     check: Vec::with_capacity(64),
+                    accept_retry: false,
                 }
                 .run(&s)
             })
@@ -160,7 +167,17 @@ pub(crate) fn new_token() -> Token {
     }
 }
 
-/// Ask the keepalive to tick at least every `ms` milliseconds (10 at the least).
+/// A link has become owed (`UnixLink::wrote`): make sure the loop ticks. One atomic swap; the
+/// loop is woken only when it had stopped ticking.
+pub(crate) fn watch() {
+    if let Some(Ok(s)) = LOOP.get() {
+        if !s.watching.swap(true, Ordering::SeqCst) {
+            let _ = s.waker.wake();
+        }
+    }
+}
+
+/// Ask the liveness check to tick at least every `ms` milliseconds (10 at the least).
 pub(crate) fn tick_at_most(ms: u64) {
     if let Ok(s) = shared() {
         s.tick_ms.fetch_min(ms.max(10), Ordering::Relaxed);
@@ -184,6 +201,8 @@ struct LoopThread {
     again: Vec<Token>,
     /// The tick's list of sources to look at (kept, so a tick allocates nothing).
     check: Vec<Token>,
+    /// An accept failed for lack of descriptors or memory: the next tick tries again.
+    accept_retry: bool,
 }
 
 impl LoopThread {
@@ -191,15 +210,20 @@ impl LoopThread {
         let mut events = Events::with_capacity(256);
         // The sources to service this turn; kept across turns, so a turn allocates nothing.
         let mut ready: Vec<Token> = Vec::with_capacity(256);
-        let mut next_tick = Instant::now();
+        // None: nothing to watch, no tick until something is.
+        let mut next_tick = Some(Instant::now());
         loop {
             let now = Instant::now();
-            let timeout = if self.again.is_empty() {
-                next_tick.saturating_duration_since(now)
+            if next_tick.is_none() && shared.watching.load(Ordering::SeqCst) {
+                next_tick =
+                    Some(now + Duration::from_millis(shared.tick_ms.load(Ordering::Relaxed)));
+            }
+            let timeout = if !self.again.is_empty() {
+                Some(Duration::ZERO)
             } else {
-                Duration::ZERO
+                next_tick.map(|t| t.saturating_duration_since(now))
             };
-            if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
+            if let Err(e) = self.poll.poll(&mut events, timeout) {
                 if e.kind() != io::ErrorKind::Interrupted {
                     // Not expected from epoll_wait; do not spin on it.
                     std::thread::sleep(Duration::from_millis(10));
@@ -230,10 +254,13 @@ impl LoopThread {
             for &t in &ready {
                 self.service(t);
             }
-            if Instant::now() >= next_tick {
-                self.tick();
-                let ms = shared.tick_ms.load(Ordering::Relaxed);
-                next_tick = Instant::now() + Duration::from_millis(ms);
+            if next_tick.is_some_and(|t| Instant::now() >= t) {
+                next_tick = None;
+                // Told before looking, so that a link owed after the look wakes us (`watch`).
+                shared.watching.store(false, Ordering::SeqCst);
+                if self.tick() {
+                    shared.watching.store(true, Ordering::SeqCst);
+                }
             }
         }
     }
@@ -261,6 +288,8 @@ impl LoopThread {
             self.hellos += 1;
         }
         self.sources.insert(t, s);
+        // A new link is owed (our HELLO), a handshake has a deadline: tick.
+        watch();
         true
     }
 
@@ -284,10 +313,11 @@ impl LoopThread {
         };
         match src {
             Source::Listener { listener, owner } => {
-                let (accepted, keep) = accept_all(listener, owner);
+                let (accepted, keep, retry) = accept_all(listener, owner);
                 if !keep {
                     self.remove(t);
                 }
+                self.accept_retry |= retry;
                 for (stream, owner) in accepted {
                     if self.hellos >= MAX_HANDSHAKES {
                         // Dropped: closed at once.
@@ -332,27 +362,45 @@ impl LoopThread {
         }
     }
 
-    /// The keepalive of every link, the handshake deadlines, and another look at listeners (an
-    /// accept that failed for lack of descriptors is retried here).
-    fn tick(&mut self) {
+    /// The liveness check of every owed link, the handshake deadlines, and, after an accept
+    /// failed for lack of descriptors, another look at the listeners. True while there is
+    /// something left to watch (the loop then ticks again).
+    ///
+    /// A link whose peer owes us a sign of life (it has frames of ours it has not answered for,
+    /// `UnixLink::owed_for_ms`) is PINGed every `ping_ms`, and closed once it has owed for
+    /// `dead_ms` with nothing at all heard meanwhile; its PONG to a PING after our last frame
+    /// settles it, and it is not watched again until we write to it. A link we do not read (its
+    /// strand is full) PINGs the peer, so that our silence is not taken for a hang either.
+    fn tick(&mut self) -> bool {
         let now = Instant::now();
         // Kept across ticks: a tick allocates nothing.
         let mut check = std::mem::take(&mut self.check);
         check.clear();
+        let mut watching = self.hellos > 0 || self.accept_retry;
+        let retry = std::mem::take(&mut self.accept_retry);
         for (t, s) in &self.sources {
             match s {
                 Source::Link(rx) => {
                     let l = &rx.link;
-                    if l.peer_silent_for(rx.dead_ms) {
-                        l.close();
-                        check.push(*t);
-                    } else if l.ms_since_tx() >= rx.ping_ms {
-                        l.send_ping();
+                    if rx.paused {
+                        watching = true;
+                        if l.ms_since_tx() >= rx.ping_ms {
+                            l.send_ping();
+                        }
+                    } else if let Some(owed) = l.owed_for_ms() {
+                        watching = true;
+                        if owed >= rx.dead_ms && l.peer_silent_for(rx.dead_ms) {
+                            l.close();
+                            check.push(*t);
+                        } else if owed >= rx.ping_ms && l.ms_since_ping() >= rx.ping_ms {
+                            l.send_ping();
+                        }
                     }
                 }
                 Source::Hello(h) if now >= h.deadline => check.push(*t),
                 Source::Hello(_) => {}
-                Source::Listener { .. } => check.push(*t),
+                Source::Listener { .. } if retry => check.push(*t),
+                Source::Listener { .. } => {}
             }
         }
         for &t in &check {
@@ -364,30 +412,32 @@ impl LoopThread {
             }
         }
         self.check = check;
+        watching || self.hellos > 0 || self.accept_retry
     }
 }
 
-/// Accept every waiting connection. False: the transport is gone or shut down (its listener is
-/// dropped).
+/// Accept every waiting connection. Then: false when the transport is gone or shut down (its
+/// listener is dropped); true when an accept failed for lack of descriptors or memory (the
+/// listener is edge-triggered: the next tick tries again).
 fn accept_all(
     listener: &UnixListener,
     owner: &Weak<Inner>,
-) -> (Vec<(UnixStream, Weak<Inner>)>, bool) {
+) -> (Vec<(UnixStream, Weak<Inner>)>, bool, bool) {
     let mut out = Vec::new();
     loop {
         if owner.upgrade().is_none_or(|i| i.is_stopped()) {
-            return (out, false);
+            return (out, false, false);
         }
         match listener.accept() {
             // Accepted sockets are blocking (accept4 without SOCK_NONBLOCK), which the writers
             // want; the loop reads them with MSG_DONTWAIT.
             Ok((s, _)) => out.push((s, owner.clone())),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return (out, true),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return (out, true, false),
             // Shut down (EINVAL): the transport is stopping.
-            Err(e) if e.kind() == io::ErrorKind::InvalidInput => return (out, false),
-            // Out of descriptors or memory: the next tick tries again.
-            Err(_) => return (out, true),
+            Err(e) if e.kind() == io::ErrorKind::InvalidInput => return (out, false, false),
+            // Out of descriptors or memory.
+            Err(_) => return (out, true, true),
         }
     }
 }

@@ -121,6 +121,8 @@ impl LinkRx {
                         Step::Full => {
                             self.paused = true;
                             self.link.set_paused(true);
+                            // The tick PINGs the peer while we do not read it.
+                            unix_loop::watch();
                             return Pumped::Idle;
                         }
                         Step::End => return Pumped::Ended,
@@ -230,10 +232,13 @@ impl LinkRx {
         };
         match frame {
             Frame::Ping { nonce } => {
-                self.link.try_send_liveness(&Frame::Pong { nonce });
+                self.link.send_pong(nonce);
                 Step::Go
             }
-            Frame::Pong { .. } => Step::Go,
+            Frame::Pong { .. } => {
+                self.link.answered();
+                Step::Go
+            }
             Frame::Hello { .. } => {
                 self.strand
                     .push(Event::Malformed("HELLO after the handshake".into()));

@@ -16,7 +16,7 @@
 //! conditions.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -44,7 +44,8 @@ pub use tracer_recording::registry::{record_path, ENDPOINTS};
 const PEERS: &str = "/.ros/peers";
 /// The sink vertex that receives the `/net/:children[]` structural feed.
 const NET_WATCH: &str = "/.ros/net-watch";
-/// How often the worker retries failed edges.
+/// How often the worker looks at edges that are not established yet, or failed (while there
+/// are none, it sleeps until a message comes: an idle process has no periodic work here).
 const TICK: Duration = Duration::from_millis(250);
 /// How long a failed edge waits before it is tried again.
 const RETRY: Duration = Duration::from_secs(1);
@@ -119,7 +120,12 @@ struct State {
 
 enum Msg {
     Structure(Sample),
-    Entity { peer: String, sample: Sample },
+    Entity {
+        peer: String,
+        sample: Sample,
+    },
+    /// A subscription was added (its edges are new): look at them again.
+    Kick,
     Stop,
 }
 
@@ -282,7 +288,10 @@ impl Registry {
     pub fn add_subscription(&self, sub: &Arc<SubscriptionLink>) {
         let mut st = self.inner.state.lock();
         st.subs.push(Arc::downgrade(sub));
-        self.inner.reconcile(&st, sub);
+        let _ = self.inner.reconcile(&st, sub);
+        drop(st);
+        // The worker may be asleep with nothing unsettled: its new edges are.
+        let _ = self.inner.tx.send(Msg::Kick);
     }
 
     /// Raise `signal` whenever the registry changes (graph guard conditions). Returns an id for
@@ -420,23 +429,45 @@ impl Inner {
     }
 
     fn run(self: Arc<Self>, rx: Receiver<Msg>) {
-        loop {
-            // `changed`: the set of entities changed (graph guard conditions are raised); a tick
-            // only retries what failed and re-wires, which is no graph change.
-            let changed = match rx.recv_timeout(TICK) {
-                Ok(Msg::Stop) | Err(RecvTimeoutError::Disconnected) => break,
-                Ok(Msg::Structure(s)) => self.on_structure(&s),
-                Ok(Msg::Entity { peer, sample }) => self.on_entity(&peer, &sample),
-                Err(RecvTimeoutError::Timeout) => {
-                    self.retry_peers();
-                    false
-                }
+        let mut unsettled = true;
+        'work: loop {
+            // A tick only while some edge is pending or failed (it retries and re-wires); else
+            // the worker sleeps until a message comes.
+            let first = if unsettled {
+                rx.recv_timeout(TICK)
+            } else {
+                rx.recv().map_err(|_| RecvTimeoutError::Disconnected)
             };
+            // `changed`: the set of entities changed (graph guard conditions are raised); a tick
+            // only retries what failed and re-wires, which is no graph change. Every message
+            // already queued is handled before the subscriptions are reconciled, once: a peer
+            // joining sends one message per entity of its process, and N peers joining at once
+            // would otherwise cost N times the reconciling.
+            let mut changed = false;
+            let mut next = first;
+            loop {
+                match next {
+                    Ok(Msg::Stop) | Err(RecvTimeoutError::Disconnected) => break 'work,
+                    Ok(Msg::Structure(s)) => changed |= self.on_structure(&s),
+                    Ok(Msg::Entity { peer, sample }) => changed |= self.on_entity(&peer, &sample),
+                    Ok(Msg::Kick) => {}
+                    Err(RecvTimeoutError::Timeout) => self.retry_peers(),
+                }
+                next = match rx.try_recv() {
+                    Ok(m) => Ok(m),
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => Err(RecvTimeoutError::Disconnected),
+                };
+            }
             let mut st = self.state.lock();
             st.subs.retain(|w| w.strong_count() > 0);
             let subs: Vec<_> = st.subs.iter().filter_map(Weak::upgrade).collect();
+            unsettled = st
+                .peers
+                .values()
+                .any(|p| !p.edge.as_ref().is_some_and(established));
             for sub in &subs {
-                self.reconcile(&st, sub);
+                unsettled |= !self.reconcile(&st, sub);
             }
             drop(st);
             if changed {
@@ -594,7 +625,9 @@ impl Inner {
     }
 
     /// Make `sub`'s remote edges match the peers that have a matching publisher.
-    fn reconcile(&self, st: &State, sub: &SubscriptionLink) {
+    /// Make `sub`'s remote edges those its matching peers call for. True when each of them is
+    /// established (nothing for the worker's tick to retry).
+    fn reconcile(&self, st: &State, sub: &SubscriptionLink) -> bool {
         let wanted: BTreeSet<&str> = st
             .peers
             .iter()
@@ -608,7 +641,7 @@ impl Inner {
             .collect();
         let mut remote = sub.remote.lock();
         let Some(remote) = remote.as_mut() else {
-            return; // the subscription is going away
+            return true; // the subscription is going away
         };
         remote.retain(|peer, e| {
             let state = e.edge.state();
@@ -629,6 +662,7 @@ impl Inner {
             }
             keep
         });
+        let n_wanted = wanted.len();
         for peer in wanted {
             if remote.contains_key(peer) {
                 continue;
@@ -660,7 +694,12 @@ impl Inner {
                 Err(e) => log!(RMW_LOG_SEVERITY_WARN, "cannot subscribe {source}: {e}"),
             }
         }
+        n_wanted == remote.len() && remote.values().all(|e| established(&e.edge))
     }
+}
+
+fn established(e: &Edge) -> bool {
+    matches!(e.state(), EdgeState::Established)
 }
 
 /// `/net/:children[]` reports paths relative to `/net`: a peer mount is one segment.
