@@ -9,7 +9,7 @@
 //! - **Size classes.** Blocks are `256 << 2i` bytes plus [`HEADROOM`] for `i` in `0..CLASSES`
 //!   (768 B to 4 MiB + 512 B): a power-of-two payload with its CDR and frame headers fits the
 //!   class of its size.
-//! - **Bounded.** A class keeps at most `CLASS_BYTES / size` blocks (between 2 and 1024). Taking a
+//! - **Bounded.** A class keeps at most `CLASS_BYTES / size` blocks (between 4 and 1024). Taking a
 //!   buffer when every block of its class is held, or one larger than the largest class, is a
 //!   plain allocation, counted in [`PoolStats::fallbacks`]: never a wait.
 //! - **Refcounted.** A block is an `Arc`: the pool keeps one reference to every block it lent;
@@ -30,8 +30,11 @@ use crate::payload::Payload;
 pub const CLASSES: usize = 8;
 /// Bytes added to each class's power of two, for the headers around a power-of-two payload.
 pub const HEADROOM: usize = 512;
-/// The most bytes one class keeps in blocks.
+/// The most bytes one class keeps in blocks...
 const CLASS_BYTES: usize = 8 << 20;
+/// ...but at least this many blocks: a 4 MiB ping-pong without shared memory holds the topic's
+/// last sample, the one being published and the one being received.
+const MIN_BLOCKS: usize = 4;
 /// Lent blocks looked at for a free one per take when the free list is empty: the cost of a
 /// take stays bounded however many samples the process holds.
 const RECLAIM_SCAN: usize = 32;
@@ -75,7 +78,7 @@ struct Class {
 
 impl Class {
     fn new(size: usize) -> Class {
-        let max = (CLASS_BYTES / size).clamp(2, 1024);
+        let max = (CLASS_BYTES / size).clamp(MIN_BLOCKS, 1024);
         Class {
             size,
             max,
@@ -307,14 +310,14 @@ mod tests {
     fn a_full_class_and_an_oversized_take_fall_back_and_are_counted() {
         let p = pool();
         let big = class_size(CLASSES - 1);
-        let held: Vec<Payload> = (0..2).map(|_| p.take(big).freeze(big)).collect();
-        // The largest class keeps two blocks: the third is a plain allocation.
-        let third = p.take(big);
-        assert!(!third.is_pooled());
+        let held: Vec<Payload> = (0..MIN_BLOCKS).map(|_| p.take(big).freeze(big)).collect();
+        // The largest class keeps MIN_BLOCKS blocks: the next is a plain allocation.
+        let next = p.take(big);
+        assert!(!next.is_pooled());
         assert!(!p.take(LARGEST + 1).is_pooled());
         assert_eq!(p.stats().fallbacks, 2);
-        assert_eq!(p.stats().blocks, 2);
-        assert!(p.stats().bytes <= 2 * big);
+        assert_eq!(p.stats().blocks, MIN_BLOCKS);
+        assert!(p.stats().bytes <= MIN_BLOCKS * big);
         drop(held);
         assert!(p.take(big).is_pooled());
     }

@@ -23,12 +23,15 @@ use crate::buffer::Block;
 #[derive(Clone, Default)]
 pub struct Payload {
     repr: Repr,
-    slot: Option<tracer_shm::Slot>,
 }
 
 #[derive(Clone)]
 enum Repr {
     Bytes(Bytes),
+    /// A whole slot of our shared-memory pool.
+    Slot(tracer_shm::Slot),
+    /// A view of a peer's slot.
+    View(tracer_shm::View),
     /// `range` of a pool block.
     Block {
         block: Arc<Block>,
@@ -47,7 +50,6 @@ impl Payload {
     pub fn new(bytes: Bytes) -> Self {
         Payload {
             repr: Repr::Bytes(bytes),
-            slot: None,
         }
     }
     pub fn copy_from_slice(data: &[u8]) -> Self {
@@ -61,7 +63,6 @@ impl Payload {
                 start: range.start,
                 end: range.end,
             },
-            slot: None,
         }
     }
     /// A filled slot of this process's shared-memory pool: the slot is free again when the
@@ -69,8 +70,7 @@ impl Payload {
     /// was sent a reference has released it.
     pub fn from_slot(slot: tracer_shm::Slot) -> Self {
         Payload {
-            repr: Repr::Bytes(Bytes::from_owner(slot.clone())),
-            slot: Some(slot),
+            repr: Repr::Slot(slot),
         }
     }
     /// Bytes `range` of `v`, without a copy (a loan in ordinary memory starts where its struct is
@@ -80,11 +80,16 @@ impl Payload {
     }
     /// A view of a peer's shared memory (made by the link that received the reference).
     pub fn from_view(view: tracer_shm::View) -> Self {
-        Payload::new(Bytes::from_owner(view))
+        Payload {
+            repr: Repr::View(view),
+        }
     }
     /// The pool slot holding these bytes, when they are in this process's shared-memory pool.
     pub fn slot(&self) -> Option<&tracer_shm::Slot> {
-        self.slot.as_ref()
+        match &self.repr {
+            Repr::Slot(s) => Some(s),
+            _ => None,
+        }
     }
     /// Bytes `range` of this payload, sharing its memory (panics when out of bounds, as slicing
     /// does). The slice of a shared-memory slot is not that slot's sample: it forgets the slot.
@@ -97,8 +102,10 @@ impl Payload {
                 start: start + range.start,
                 end: start + range.end,
             },
+            // Not on the data path (links slice the bodies they read, never shared memory).
+            Repr::Slot(_) | Repr::View(_) => Repr::Bytes(self.to_bytes().slice(range)),
         };
-        Payload { repr, slot: None }
+        Payload { repr }
     }
     /// The bytes as a `Bytes` sharing this payload's memory (a pool block is wrapped, which
     /// allocates once: for consumers that need a `Bytes`, such as the QUIC link).
@@ -106,7 +113,13 @@ impl Payload {
         match &self.repr {
             Repr::Bytes(b) => b.clone(),
             Repr::Block { .. } => Bytes::from_owner(self.clone()),
+            Repr::Slot(s) => Bytes::from_owner(s.clone()),
+            Repr::View(v) => Bytes::from_owner(v.clone()),
         }
+    }
+    /// Whether the bytes are a view of another process's shared memory.
+    pub fn is_view(&self) -> bool {
+        matches!(self.repr, Repr::View(_))
     }
     /// Whether the bytes are in a block of the buffer pool.
     pub fn is_pooled(&self) -> bool {
@@ -133,6 +146,8 @@ impl AsRef<[u8]> for Payload {
         match &self.repr {
             Repr::Bytes(b) => b,
             Repr::Block { block, start, end } => &block.bytes()[*start..*end],
+            Repr::Slot(s) => s.as_ref(),
+            Repr::View(v) => v.as_ref(),
         }
     }
 }
@@ -151,10 +166,11 @@ impl From<Bytes> for Payload {
 
 impl std::fmt::Debug for Payload {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match (&self.slot, &self.repr) {
-            (Some(s), _) => write!(f, "Payload({} bytes in {s:?})", self.len()),
-            (None, Repr::Block { .. }) => write!(f, "Payload({} bytes, pooled)", self.len()),
-            (None, Repr::Bytes(_)) => write!(f, "Payload({} bytes)", self.len()),
+        match &self.repr {
+            Repr::Slot(s) => write!(f, "Payload({} bytes in {s:?})", self.len()),
+            Repr::View(_) => write!(f, "Payload({} bytes, a peer's shared memory)", self.len()),
+            Repr::Block { .. } => write!(f, "Payload({} bytes, pooled)", self.len()),
+            Repr::Bytes(_) => write!(f, "Payload({} bytes)", self.len()),
         }
     }
 }

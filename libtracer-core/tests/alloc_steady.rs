@@ -3,7 +3,8 @@
 //! ping-pong round trips after a warm-up, with payloads written into the buffer pool as the rmw
 //! writes them:
 //! - between two graphs over a real Unix-socket link (host discovery), payloads of 64 B, 4 KiB
-//!   and 1 MiB (copied through the socket: no shared-memory pool here);
+//!   and 1 MiB copied through the socket, and of 1 MiB and 4 MiB in shared-memory slots (sent
+//!   as references, each received as a view of the peer's memory and released);
 //! - inside one graph (a local edge: the sample is shared, never copied).
 //!
 //! Any allocation in a measured round trip fails the test with the count, so a change that
@@ -19,7 +20,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use libtracer_core::{buffer, DeliveryPolicy, Graph, Meta, StreamOptions, Vertex, Waiter};
+use libtracer_core::{buffer, DeliveryPolicy, Graph, Meta, Payload, StreamOptions, Vertex, Waiter};
+use tracer_shm::{Pool, PoolConfig};
 
 struct Counting;
 
@@ -82,15 +84,40 @@ fn eventually(what: &str, f: impl Fn() -> bool) {
     }
 }
 
-/// Write `len` bytes of `fill` as the rmw publishes: into a block of the buffer pool.
-fn write_pooled(v: &Vertex, len: usize, fill: u8, seq: u64) {
-    let mut b = buffer::global().take(len);
-    b.as_mut_slice().fill(fill);
+/// Where a sample's bytes are written, as the rmw writes them.
+#[derive(Clone)]
+enum Memory {
+    /// A block of the buffer pool (the copy path).
+    Pooled,
+    /// A slot of a shared-memory pool (large samples between processes of a host).
+    Shm(Pool),
+}
+
+impl Memory {
+    fn payload(&self, data: &[u8]) -> Payload {
+        match self {
+            Memory::Pooled => {
+                let mut b = buffer::global().take(data.len());
+                b.as_mut_slice().copy_from_slice(data);
+                b.freeze(data.len())
+            }
+            Memory::Shm(pool) => {
+                let mut s = pool
+                    .alloc(data.len())
+                    .expect("room in the shared-memory pool");
+                s.as_mut_slice().copy_from_slice(data);
+                Payload::from_slot(s.freeze())
+            }
+        }
+    }
+}
+
+fn write(v: &Vertex, mem: &Memory, data: &[u8], seq: u64) {
     let meta = Meta {
         sequence: seq,
         ..Meta::default()
     };
-    v.write(b.freeze(len), meta).expect("write");
+    v.write(mem.payload(data), meta).expect("write");
 }
 
 /// The next sample of `v`, waiting on `w` (attached to `v`'s readiness).
@@ -105,19 +132,18 @@ fn next(v: &Vertex, w: &Waiter) -> libtracer_core::Sample {
     }
 }
 
-/// An echo thread: every sample popped from `from` goes back on `to`, copied into a pool
-/// buffer (as a ROS echo deserializes and publishes again), until a sample of length 1.
-fn echo(from: Vertex, to: Vertex) -> std::thread::JoinHandle<()> {
+/// An echo thread: every sample popped from `from` goes back on `to`, copied into `mem` (as a
+/// ROS echo deserializes and publishes again), until a sample of length 1.
+fn echo(from: Vertex, to: Vertex, mem: Memory) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         let w = Waiter::new();
         w.attach(&from.readiness());
         loop {
             let s = next(&from, &w);
             let len = s.payload.len();
-            let mut b = buffer::global().take(len);
-            b.as_mut_slice().copy_from_slice(s.payload.as_ref());
+            let back = mem.payload(s.payload.as_ref());
             drop(s);
-            to.write(b.freeze(len), Meta::default()).expect("echo");
+            to.write(back, Meta::default()).expect("echo");
             if len == 1 {
                 return;
             }
@@ -125,17 +151,22 @@ fn echo(from: Vertex, to: Vertex) -> std::thread::JoinHandle<()> {
     })
 }
 
-/// `WARMUP` then `MEASURED` round trips of `size` bytes: write on `ping`, wait for the echo on
-/// `back`. Returns the allocations made during the measured ones and the sizes of the first.
-fn round_trips(ping: &Vertex, back: &Vertex, size: usize) -> (u64, Vec<u64>) {
+/// `WARMUP` then `MEASURED` round trips of `size` bytes written into `mem`: write on `ping`,
+/// wait for the echo on `back`. Returns the allocations made during the measured ones and the
+/// sizes of the first.
+fn round_trips(ping: &Vertex, back: &Vertex, mem: &Memory, size: usize) -> (u64, Vec<u64>) {
     let w = Waiter::new();
     w.attach(&back.readiness());
+    let data: Vec<Vec<u8>> = (0..4).map(|k| vec![k as u8 + 1; size]).collect();
     let one = |i: usize| {
-        let fill = (i % 251) as u8;
-        write_pooled(ping, size, fill, i as u64);
+        let sent = &data[i % data.len()];
+        write(ping, mem, sent, i as u64);
         let s = next(back, &w);
-        assert_eq!(s.payload.len(), size);
-        assert!(s.payload.as_ref().iter().all(|b| *b == fill), "echo {i}");
+        assert!(s.payload.as_ref() == &sent[..], "echo {i} of {size} bytes");
+        if let Memory::Shm(_) = mem {
+            // Through the peer's memory both ways, not copied through the socket.
+            assert!(s.payload.is_view(), "echo {i}: {:?}", s.payload);
+        }
     };
     for i in 0..WARMUP {
         one(i);
@@ -157,6 +188,20 @@ fn round_trips(ping: &Vertex, back: &Vertex, size: usize) -> (u64, Vec<u64>) {
         .collect();
     w.detach(&back.readiness());
     (n, sizes)
+}
+
+/// End an echo thread: a 1-byte sample, echoed once more (taken here) before it returns.
+fn stop(ping: &Vertex, back: &Vertex, t: std::thread::JoinHandle<()>) {
+    write(ping, &Memory::Pooled, &[0], 0);
+    t.join().unwrap();
+    let w = Waiter::new();
+    w.attach(&back.readiness());
+    assert_eq!(next(back, &w).payload.len(), 1);
+    w.detach(&back.readiness());
+}
+
+fn shm_pool() -> Pool {
+    Pool::new(PoolConfig::default()).expect("memfd works here")
 }
 
 fn host_graph(dir: &std::path::Path, name: &str) -> Graph {
@@ -189,13 +234,25 @@ fn steady_publish_and_take_allocate_nothing() {
         .unwrap();
     e1.wait_established(T).unwrap();
     e2.wait_established(T).unwrap();
-    let t = echo(echo_in, pong);
     let mut report = Vec::new();
+    let t = echo(echo_in.clone(), pong.clone(), Memory::Pooled);
     for size in [64, 4096, 1 << 20] {
-        report.push((format!("link {size} B"), round_trips(&ping, &back, size)));
+        report.push((
+            format!("link {size} B"),
+            round_trips(&ping, &back, &Memory::Pooled, size),
+        ));
     }
-    write_pooled(&ping, 1, 0, 0);
-    t.join().unwrap();
+    stop(&ping, &back, t);
+    // Large samples in shared memory, each side's own pool: references over the link.
+    let t = echo(echo_in, pong, Memory::Shm(shm_pool()));
+    let mine = Memory::Shm(shm_pool());
+    for size in [1 << 20, 4 << 20] {
+        report.push((
+            format!("link shared memory {size} B"),
+            round_trips(&ping, &back, &mine, size),
+        ));
+    }
+    stop(&ping, &back, t);
 
     // Inside one graph: local edges, the sample shared.
     let lping = a.create_stream("/local/ping", opts).unwrap();
@@ -206,15 +263,14 @@ fn steady_publish_and_take_allocate_nothing() {
         .unwrap();
     a.subscribe("/local/pong", "/local/back", DeliveryPolicy::default())
         .unwrap();
-    let t = echo(lin, lpong);
+    let t = echo(lin, lpong, Memory::Pooled);
     for size in [64, 4096, 1 << 20] {
         report.push((
             format!("in-process {size} B"),
-            round_trips(&lping, &lback, size),
+            round_trips(&lping, &lback, &Memory::Pooled, size),
         ));
     }
-    write_pooled(&lping, 1, 0, 0);
-    t.join().unwrap();
+    stop(&lping, &lback, t);
 
     let bad: Vec<_> = report.iter().filter(|(_, (n, _))| *n != 0).collect();
     assert!(

@@ -189,7 +189,9 @@ fn shared_memory_protocol_faults_close_the_link() {
         ),
         (
             "RELEASE of a token never sent",
-            Frame::Release { tokens: vec![42] },
+            Frame::Release {
+                tokens: vec![42].into(),
+            },
         ),
     ];
     for (what, frame) in faults {

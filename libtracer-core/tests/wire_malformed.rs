@@ -507,6 +507,9 @@ fn ruling8_shared_memory_frames_malformed() {
     assert!(hello(Some(0x03)));
     // The encoder refuses RELEASE of no tokens or of too many.
     for n in [0, 1025] {
-        assert!(encode(&Frame::Release { tokens: vec![0; n] }).is_err());
+        assert!(encode(&Frame::Release {
+            tokens: vec![0; n].into(),
+        })
+        .is_err());
     }
 }

@@ -116,7 +116,9 @@ fn frame() -> impl Strategy<Value = Frame> {
                     },
                 }
             }),
-        prop::collection::vec(any::<u64>(), 1..=1024).prop_map(|tokens| Frame::Release { tokens }),
+        prop::collection::vec(any::<u64>(), 1..=1024).prop_map(|tokens| Frame::Release {
+            tokens: tokens.into(),
+        }),
         (any::<u64>(), path(), meta(), payload()).prop_map(|(req, path, meta, payload)| {
             Frame::Write {
                 req,
@@ -267,7 +269,7 @@ fn ruling8_one_byte_fragmentation_of_every_kind() {
             },
         },
         Frame::Release {
-            tokens: vec![1, 2, u64::MAX],
+            tokens: vec![1, 2, u64::MAX].into(),
         },
         Frame::Write {
             req: 9,

@@ -5,7 +5,8 @@ use std::ffi::c_void;
 use std::num::NonZeroUsize;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::ptr::NonNull;
-use std::sync::{Arc, Weak};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use nix::fcntl::{fcntl, FcntlArg, SealFlag};
 use nix::sys::mman::{mmap, munmap, MapFlags, ProtFlags};
@@ -29,6 +30,9 @@ pub struct Mapping {
     ptr: NonNull<u8>,
     size: usize,
     _fd: OwnedFd,
+    /// Cells of views no longer held, for the next views (as many as were held at once, at
+    /// most: a peer bounds the references it sends).
+    free_views: Mutex<Vec<Arc<ViewCell>>>,
 }
 
 // SAFETY: a read-only mapping; the pointer is only read, through bounds-checked views.
@@ -72,6 +76,7 @@ impl Mapping {
             ptr: p.cast(),
             size: len.get(),
             _fd: fd,
+            free_views: Mutex::new(Vec::new()),
         })
     }
 
@@ -80,7 +85,8 @@ impl Mapping {
     }
 
     /// A view of `offset..offset + len`, or None when the range is not inside the segment.
-    /// `release` is told `token` when the view is dropped.
+    /// `release` is told `token` when the last clone of the view is dropped. The view's state
+    /// is a cell recycled from this mapping's earlier views: no allocation on the steady path.
     pub fn view(
         self: &Arc<Self>,
         offset: u64,
@@ -93,12 +99,15 @@ impl Mapping {
         if off.checked_add(n)? > self.size {
             return None;
         }
+        let cell = lock(&self.free_views).pop().unwrap_or_default();
+        cell.offset.store(off, Ordering::Relaxed);
+        cell.len.store(n, Ordering::Relaxed);
+        cell.token.store(token, Ordering::Relaxed);
+        *lock(&cell.release) = release;
+        cell.holders.store(1, Ordering::Release);
         Some(View {
             map: self.clone(),
-            offset: off,
-            len: n,
-            release,
-            token,
+            cell,
         })
     }
 }
@@ -115,29 +124,81 @@ pub trait Release: Send + Sync {
     fn release(&self, token: u64);
 }
 
-/// A read-only window on a peer's segment: one sample's bytes.
+/// The state of one view, shared by its clones and recycled by its mapping once the last clone
+/// is gone (`holders` counts the clones; the fields are atomics so that a recycled cell is set
+/// without exclusive access: a clone still dropping its `Arc` reads nothing after it stopped
+/// being a holder).
+struct ViewCell {
+    holders: AtomicUsize,
+    offset: AtomicUsize,
+    len: AtomicUsize,
+    token: AtomicU64,
+    release: Mutex<Weak<dyn Release>>,
+}
+
+/// Nobody to tell: the state of a cell not in use.
+struct NoRelease;
+impl Release for NoRelease {
+    fn release(&self, _token: u64) {}
+}
+
+impl Default for ViewCell {
+    fn default() -> Self {
+        ViewCell {
+            holders: AtomicUsize::new(0),
+            offset: AtomicUsize::new(0),
+            len: AtomicUsize::new(0),
+            token: AtomicU64::new(0),
+            release: Mutex::new(Weak::<NoRelease>::new()),
+        }
+    }
+}
+
+/// A read-only window on a peer's segment: one sample's bytes. Cheap `Clone` (no allocation);
+/// the owner is told (`Release`) when the last clone is dropped.
 pub struct View {
     map: Arc<Mapping>,
-    offset: usize,
-    len: usize,
-    release: Weak<dyn Release>,
-    token: u64,
+    cell: Arc<ViewCell>,
+}
+
+impl Clone for View {
+    fn clone(&self) -> Self {
+        self.cell.holders.fetch_add(1, Ordering::Relaxed);
+        View {
+            map: self.map.clone(),
+            cell: self.cell.clone(),
+        }
+    }
 }
 
 impl AsRef<[u8]> for View {
     fn as_ref(&self) -> &[u8] {
-        // SAFETY: the range was checked against the mapping's size in `Mapping::view`, and the
-        // mapping lives as long as `self.map`. The owner does not reuse the slot before we
-        // release it; an owner that broke that rule could change the bytes we read, never make
-        // the read leave the mapping (it cannot shrink the sealed file).
-        unsafe { std::slice::from_raw_parts(self.map.ptr.as_ptr().add(self.offset), self.len) }
+        let off = self.cell.offset.load(Ordering::Relaxed);
+        let len = self.cell.len.load(Ordering::Relaxed);
+        // SAFETY: the range was checked against the mapping's size in `Mapping::view` (and the
+        // cell is not recycled while this view holds it), and the mapping lives as long as
+        // `self.map`. The owner does not reuse the slot before we release it; an owner that
+        // broke that rule could change the bytes we read, never make the read leave the
+        // mapping (it cannot shrink the sealed file).
+        unsafe { std::slice::from_raw_parts(self.map.ptr.as_ptr().add(off), len) }
     }
 }
 
 impl Drop for View {
     fn drop(&mut self) {
-        if let Some(r) = self.release.upgrade() {
-            r.release(self.token);
+        if self.cell.holders.fetch_sub(1, Ordering::AcqRel) != 1 {
+            return;
+        }
+        let token = self.cell.token.load(Ordering::Relaxed);
+        let release = std::mem::replace(&mut *lock(&self.cell.release), Weak::<NoRelease>::new());
+        lock(&self.map.free_views).push(self.cell.clone());
+        if let Some(r) = release.upgrade() {
+            r.release(token);
         }
     }
+}
+
+/// A lock that a panic elsewhere cannot poison for good (the data are plain values).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -2,7 +2,7 @@
 //! last-freed-first (its pages are already faulted in, here and in readers' mappings).
 
 use std::os::fd::BorrowedFd;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use crate::segment::{Segment, SegmentId};
 
@@ -51,7 +51,13 @@ pub struct Pool {
 struct PoolInner {
     cfg: PoolConfig,
     state: Mutex<State>,
+    /// Cells of frozen slots whose last holder dropped them (`Slot::drop`): the next `freeze`
+    /// fills one instead of allocating.
+    spare: Mutex<Vec<Arc<SlotInner>>>,
 }
+
+/// Spare cells kept at most.
+const MAX_SPARE: usize = 1024;
 
 #[derive(Default)]
 struct State {
@@ -77,6 +83,7 @@ impl Pool {
             inner: Arc::new(PoolInner {
                 cfg,
                 state: Mutex::new(State::default()),
+                spare: Mutex::new(Vec::new()),
             }),
         })
     }
@@ -110,19 +117,25 @@ impl Pool {
         st.stats.bytes_in_use += size;
         drop(st);
         Some(SlotMut(SlotInner {
-            pool: self.inner.clone(),
+            pool: Arc::downgrade(&self.inner),
             segment,
             offset,
             start: 0,
             cap: size,
             len,
+            live: true,
         }))
     }
 }
 
+/// A lock that a panic elsewhere cannot poison for good.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 impl PoolInner {
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> MutexGuard<'_, State> {
+        lock(&self.state)
     }
 
     /// One more segment of `size`-byte slots for `class`, within `max_bytes`.
@@ -158,7 +171,10 @@ impl PoolInner {
 }
 
 struct SlotInner {
-    pool: Arc<PoolInner>,
+    /// Weak: a spare cell sits in its pool, which must not keep itself alive. A slot that
+    /// outlives every handle to its pool goes back nowhere (the segments stay mapped as long as
+    /// a slot holds them).
+    pool: Weak<PoolInner>,
     segment: Arc<Segment>,
     /// Where the slot is in the segment (what goes back to the free list).
     offset: usize,
@@ -167,18 +183,28 @@ struct SlotInner {
     cap: usize,
     /// The sample's length, from `start`.
     len: usize,
+    /// The slot is this cell's (false: a spare cell, its slot given back).
+    live: bool,
 }
 
 impl SlotInner {
     fn at(&self) -> usize {
         self.offset + self.start
     }
+
+    /// Give the slot back to the free list (once).
+    fn vacate(&mut self) {
+        if std::mem::take(&mut self.live) {
+            if let Some(pool) = self.pool.upgrade() {
+                pool.give_back(self.segment.clone(), self.offset, self.cap);
+            }
+        }
+    }
 }
 
 impl Drop for SlotInner {
     fn drop(&mut self) {
-        self.pool
-            .give_back(self.segment.clone(), self.offset, self.cap);
+        self.vacate();
     }
 }
 
@@ -210,37 +236,75 @@ impl SlotMut {
         // the only handle to the slot: it left the free list in `alloc` and no `Slot` exists yet.
         unsafe { self.0.segment.bytes_mut(self.0.at(), self.0.len) }
     }
-    /// Done writing: an immutable sample that can be shared.
+    /// Done writing: an immutable sample that can be shared (in a spare cell of the pool when
+    /// there is one: no allocation on the steady path).
     pub fn freeze(self) -> Slot {
-        Slot(Arc::new(self.0))
+        let spare = self.0.pool.upgrade().and_then(|p| lock(&p.spare).pop());
+        let cell = match spare {
+            Some(mut cell) => match Arc::get_mut(&mut cell) {
+                Some(c) => {
+                    // The spare's own slot was given back when it became spare.
+                    *c = self.0;
+                    cell
+                }
+                None => Arc::new(self.0),
+            },
+            None => Arc::new(self.0),
+        };
+        Slot(Some(cell))
     }
 }
 
 /// A filled slot. Cheap `Clone`; the slot is free again when the last clone is dropped.
 #[derive(Clone)]
-pub struct Slot(Arc<SlotInner>);
+pub struct Slot(Option<Arc<SlotInner>>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let Some(mut cell) = self.0.take() else {
+            return;
+        };
+        // The last holder (no other clone can appear: cloning needs a holder): the slot goes
+        // back now and the cell is kept for the next freeze. Two last clones dropped at once
+        // may both see the other: then the cell is simply freed, and its slot given back then.
+        let Some(inner) = Arc::get_mut(&mut cell) else {
+            return;
+        };
+        inner.vacate();
+        if let Some(pool) = inner.pool.upgrade() {
+            let mut spare = lock(&pool.spare);
+            if spare.len() < MAX_SPARE {
+                spare.push(cell);
+            }
+        }
+    }
+}
 
 impl Slot {
+    fn inner(&self) -> &SlotInner {
+        self.0.as_ref().expect("a slot until dropped")
+    }
+
     pub fn segment(&self) -> SegmentId {
-        self.0.segment.id
+        self.inner().segment.id
     }
     /// Size of the slot's segment (announced with its descriptor).
     pub fn segment_size(&self) -> u64 {
-        self.0.segment.size() as u64
+        self.inner().segment.size() as u64
     }
     /// The segment's descriptor, to pass to a reader once.
     pub fn segment_fd(&self) -> BorrowedFd<'_> {
-        self.0.segment.fd()
+        self.inner().segment.fd()
     }
     /// Where the sample starts in the segment.
     pub fn offset(&self) -> u64 {
-        self.0.at() as u64
+        self.inner().at() as u64
     }
     pub fn len(&self) -> usize {
-        self.0.len
+        self.inner().len
     }
     pub fn is_empty(&self) -> bool {
-        self.0.len == 0
+        self.inner().len == 0
     }
 }
 
@@ -248,7 +312,11 @@ impl AsRef<[u8]> for Slot {
     fn as_ref(&self) -> &[u8] {
         // SAFETY: inside the segment; the writer (`SlotMut`) was consumed by `freeze`, and the
         // slot is not on the free list (so not rewritten) while this `Slot` lives.
-        unsafe { self.0.segment.bytes(self.0.at(), self.0.len) }
+        unsafe {
+            self.inner()
+                .segment
+                .bytes(self.inner().at(), self.inner().len)
+        }
     }
 }
 
@@ -257,9 +325,9 @@ impl std::fmt::Debug for Slot {
         write!(
             f,
             "Slot(segment {}, offset {}, {} bytes)",
-            self.0.segment.id.0,
-            self.0.at(),
-            self.0.len
+            self.inner().segment.id.0,
+            self.inner().at(),
+            self.inner().len
         )
     }
 }
@@ -294,6 +362,26 @@ mod tests {
         assert_eq!(p.stats().slots_in_use, 0);
         let again = p.alloc(6000).unwrap().freeze();
         assert_eq!((again.segment(), again.offset()), (seg, off));
+    }
+
+    #[test]
+    fn a_frozen_slots_cell_is_reused_and_its_slot_given_back() {
+        let p = pool(1 << 20);
+        let a = p.alloc(5000).unwrap().freeze();
+        let cell = Arc::as_ptr(a.0.as_ref().unwrap());
+        let b = a.clone();
+        drop(a);
+        drop(b);
+        assert_eq!(p.stats().slots_in_use, 0);
+        let again = p.alloc(5000).unwrap().freeze();
+        assert_eq!(Arc::as_ptr(again.0.as_ref().unwrap()), cell);
+        assert_eq!(p.stats().slots_in_use, 1);
+        drop(again);
+        assert_eq!(p.stats().slots_in_use, 0);
+        // A slot that outlives its pool's handles goes back nowhere, and nothing breaks.
+        let last = p.alloc(100).unwrap().freeze();
+        drop(p);
+        assert_eq!(last.len(), 100);
     }
 
     #[test]

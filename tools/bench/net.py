@@ -51,6 +51,13 @@ CLEAN_CASES = {64: (5000, 500, 2000, 5), 4096: (3000, 300, 1000, 5), 65536: (100
 # The lossy link: throughput only (LAT_ITERS 0), a few 1 MiB messages per round.
 LOSSY_CASE = (0, 0, 8, 2)
 PRIVATE_SHM = 'mount -t tmpfs -o mode=1777 tmpfs /dev/shm && exec "$@"'
+# rmw_tracer and, with --baseline-lib, a second build of it (a before/after in one run).
+TRACER_KEYS = ("tracer", "baseline")
+# The wire's own round trip (bench_udp): UDP datagrams of one frame each, one sendmsg each; the
+# same handed to the kernel 44 at a time (UDP GSO, and GRO on receipt, as quinn sends 10 at a
+# time); and 64 KB datagrams (as Fast DDS sends a large sample, fragmented by IP).
+WIRE_DATAGRAMS = {"udp": "1472", "udpgso": "gso", "udp64k": "65507"}
+UDP_PORT = 24999
 
 
 def host_sides(key, hosts, base_env, workdir, tracer_lib, tag):
@@ -64,8 +71,8 @@ def host_sides(key, hosts, base_env, workdir, tracer_lib, tag):
         os.makedirs(home, mode=0o700)
         env["ROS_HOME"] = os.path.join(home, "ros_home")
         env["ROS_LOG_DIR"] = os.path.join(home, "ros_log")
-        if key == "tracer":
-            env["LD_PRELOAD"] = tracer_lib
+        if key in TRACER_KEYS:
+            env["LD_PRELOAD"] = tracer_lib[key]
             rendezvous = os.path.join(home, "rendezvous")
             os.makedirs(rendezvous, mode=0o700)
             env["RMW_TRACER_RENDEZVOUS_DIR"] = rendezvous
@@ -105,7 +112,7 @@ def run_phase(phase, shape, sizes, cases, keys, repeat, args, base_env, workdir,
                 tag = f"{phase}-{rep}-{key}-{size}"
                 case = cases[size]
                 print(f"net: {phase} #{rep + 1} {key} {runner.human_size(size)} {case}", file=sys.stderr)
-                row = {"phase": phase, "repeat": rep + 1, "rmw": runner.RMWS[key][1], "size": size,
+                row = {"phase": phase, "repeat": rep + 1, "key": key, "rmw": runner.RMWS[key][1], "size": size,
                        "case": dict(zip(("lat_iters", "lat_warmup", "burst", "rounds"), case))}
                 with TwoHosts(shape, room=PREFIX) as hosts:
                     try:
@@ -115,6 +122,42 @@ def run_phase(phase, shape, sizes, cases, keys, repeat, args, base_env, workdir,
                     finally:
                         kill_namespace_processes(hosts)
                 rows.append(row)
+            if not shape and case[0] > 0:
+                for wire, dgram in WIRE_DATAGRAMS.items():
+                    if wire != "udp" and size <= 1472:
+                        continue
+                    rows.append(run_wire(wire, dgram, size, case[0], rep, errors))
+
+
+def run_wire(wire, dgram, size, iters, rep, errors):
+    """The raw UDP round trip (bench_udp) of `size` bytes in datagrams of `dgram`, on fresh hosts."""
+    row = {"phase": "clean", "repeat": rep + 1, "key": wire, "rmw": f"raw UDP, datagrams: {dgram}",
+           "size": size, "load_before": round(os.getloadavg()[0], 2)}
+    with TwoHosts(None, room=PREFIX) as hosts:
+        echo = subprocess.Popen(hosts.host("b").prefix() + [os.path.join(runner.BIN, "bench_udp"), "echo",
+                                                             str(UDP_PORT)])
+        try:
+            time.sleep(0.2)
+            out = subprocess.run(hosts.host("a").prefix() + [os.path.join(runner.BIN, "bench_udp"), "ping",
+                                                              ADDR["b"], str(UDP_PORT), str(size), str(iters),
+                                                              dgram],
+                                 capture_output=True, text=True, timeout=120)
+            if out.returncode != 0:
+                raise RuntimeError(f"bench_udp: {runner.describe_rc(out.returncode)}: {out.stderr.strip()}")
+            doc = json.loads(out.stdout)
+            row["latency_rtt_us"] = doc["udp_rtt_us"]
+            row["lost_rounds"] = doc["lost_rounds"]
+            print(f"  bench_udp: {size} B, datagrams {dgram}: rtt p50 {doc['udp_rtt_us']['p50']:.1f} us "
+                  f"p99 {doc['udp_rtt_us']['p99']:.1f} us ({doc['lost_rounds']} rounds lost)", file=sys.stderr)
+        except (RuntimeError, subprocess.TimeoutExpired, ValueError, KeyError) as e:
+            row["error"] = str(e)
+            errors.append(f"wire {wire} {size}: {e}")
+        finally:
+            echo.kill()
+            echo.wait()
+            kill_namespace_processes(hosts)
+    row["load_after"] = round(os.getloadavg()[0], 2)
+    return row
 
 
 def run_one(hosts, key, size, case, tag, args, base_env, workdir, tracer_lib, row, errors):
@@ -145,8 +188,7 @@ def run_one(hosts, key, size, case, tag, args, base_env, workdir, tracer_lib, ro
 
 
 def pick(rows, phase, key, size):
-    return [r for r in rows if r.get("phase") == phase and r.get("rmw") == runner.RMWS[key][1]
-            and r.get("size") == size]
+    return [r for r in rows if r.get("phase") == phase and r.get("key") == key and r.get("size") == size]
 
 
 def cell(v, digits=1):
@@ -162,47 +204,61 @@ def val(row, section, field):
     return None if d is None else d.get(field)
 
 
-def print_tables(rows, sizes, repeat):
+def print_tables(rows, sizes, repeat, keys):
     summary = {"clean": {}, "lossy": {}}
+    tracers = [k for k in TRACER_KEYS if k in keys]
     print("clean veth: round trip ping (host A) -> pong (host B) -> ping, one in flight; "
           "reliable keep_all bursts (MB = 10^6 B)")
-    print(f"{'payload':>8} {'#':>2} | {'Fast DDS p50':>12} {'p99':>9} | {'tracer p50':>10} {'p99':>9} | "
-          f"{'ratio p50':>9} {'p99':>6} | {'Fast DDS MB/s':>13} {'tracer MB/s':>11} {'ratio':>6}")
+    head = f"{'payload':>8} {'#':>2} | {'Fast DDS p50':>12} {'p99':>9} {'MB/s':>7}"
+    for k in tracers:
+        head += f" | {k + ' p50':>13} {'p99':>9} {'MB/s':>7} {'/fdds p50':>9} {'MB/s':>6}"
+    print(head + f" | {'UDP p50':>9} {'GSO p50':>9} {'64K p50':>9}")
     for size in sizes:
         for rep in range(1, repeat + 1):
-            f = next((r for r in pick(rows, "clean", "fastdds", size) if r["repeat"] == rep), None)
-            t = next((r for r in pick(rows, "clean", "tracer", size) if r["repeat"] == rep), None)
+            def at(key):
+                return next((r for r in pick(rows, "clean", key, size) if r["repeat"] == rep), None)
+            f = at("fastdds")
             fp50, fp99 = val(f, "latency_rtt_us", "p50"), val(f, "latency_rtt_us", "p99")
-            tp50, tp99 = val(t, "latency_rtt_us", "p50"), val(t, "latency_rtt_us", "p99")
-            fmb, tmb = val(f, "throughput", "mb_per_s"), val(t, "throughput", "mb_per_s")
-            r50, r99, rmb = ratio(tp50, fp50), ratio(tp99, fp99), ratio(tmb, fmb)
-            summary["clean"].setdefault(size, []).append({"rtt_p50": r50, "rtt_p99": r99, "mb_per_s": rmb})
-            print(f"{runner.human_size(size):>8} {rep:>2} | {cell(fp50):>12} {cell(fp99):>9} | {cell(tp50):>10} "
-                  f"{cell(tp99):>9} | {cell(r50, 3):>9} {cell(r99, 2):>6} | {cell(fmb):>13} {cell(tmb):>11} "
-                  f"{cell(rmb, 2):>6}")
+            fmb = val(f, "throughput", "mb_per_s")
+            line = f"{runner.human_size(size):>8} {rep:>2} | {cell(fp50):>12} {cell(fp99):>9} {cell(fmb):>7}"
+            for k in tracers:
+                t = at(k)
+                tp50, tp99 = val(t, "latency_rtt_us", "p50"), val(t, "latency_rtt_us", "p99")
+                tmb = val(t, "throughput", "mb_per_s")
+                r50, r99, rmb = ratio(tp50, fp50), ratio(tp99, fp99), ratio(tmb, fmb)
+                if k == "tracer":
+                    summary["clean"].setdefault(size, []).append({"rtt_p50": r50, "rtt_p99": r99, "mb_per_s": rmb})
+                line += (f" | {cell(tp50):>13} {cell(tp99):>9} {cell(tmb):>7} {cell(r50, 3):>9} "
+                         f"{cell(rmb, 2):>6}")
+            line += " |" + "".join(f" {cell(val(at(w), 'latency_rtt_us', 'p50')):>9}" for w in WIRE_DATAGRAMS)
+            print(line)
+    print("UDP = raw UDP ping-pong over the same veth (bench_udp), 1472 B datagrams (one frame each), one "
+          "sendmsg each; GSO = the same 44 per sendmsg (UDP GSO/GRO); 64K = 64 KB datagrams (IP fragments)")
     lossy = [r for r in rows if r.get("phase") == "lossy" and "rmw" in r]
     if lossy:
         print()
         print(f"lossy link ({LOSS:.0%} of frames dropped, {DELAY * 1e3:.0f} ms each way): reliable keep_all 1 MiB bursts")
-        print(f"{'#':>2} | {'Fast DDS MB/s':>13} {'median round':>12} | {'tracer MB/s':>11} {'median round':>12} | "
+        print(f"{'#':>2} | {'Fast DDS MB/s':>13} {'median round':>12} | {'rmw':>8} {'MB/s':>8} {'median round':>12} | "
               f"{'ratio':>6}")
         size = 1 << 20
         for rep in range(1, repeat + 1):
             f = next((r for r in pick(rows, "lossy", "fastdds", size) if r["repeat"] == rep), None)
-            t = next((r for r in pick(rows, "lossy", "tracer", size) if r["repeat"] == rep), None)
-            fmb, tmb = val(f, "throughput", "mb_per_s"), val(t, "throughput", "mb_per_s")
-            rmb = ratio(tmb, fmb)
-            fcell = cell(fmb, 3)
-            bound = f.get("mb_per_s_below") if f else None
-            if fmb is None and bound is not None:
-                # Fast DDS did not complete the round: its rate is below `bound`, the ratio above.
-                fcell, rmb = f"< {bound:.3f}", ratio(tmb, bound)
-            summary["lossy"].setdefault(size, []).append({"mb_per_s": rmb, "fastdds_bound": fmb is None})
-            rcell = ("> " if fmb is None and rmb is not None else "") + cell(rmb, 1)
-            print(f"{rep:>2} | {fcell:>13} {cell(val(f, 'throughput', 'median_round_mb_per_s'), 3):>12} | "
-                  f"{cell(tmb, 2):>11} {cell(val(t, 'throughput', 'median_round_mb_per_s'), 2):>12} | {rcell:>6}"
-                  + (f"  Fast DDS: {f['error']}" if f and "error" in f else "")
-                  + (f"  tracer: {t['error']}" if t and "error" in t else ""))
+            for k in tracers:
+                t = next((r for r in pick(rows, "lossy", k, size) if r["repeat"] == rep), None)
+                fmb, tmb = val(f, "throughput", "mb_per_s"), val(t, "throughput", "mb_per_s")
+                rmb = ratio(tmb, fmb)
+                fcell = cell(fmb, 3)
+                bound = f.get("mb_per_s_below") if f else None
+                if fmb is None and bound is not None:
+                    # Fast DDS did not complete the round: its rate is below `bound`, the ratio above.
+                    fcell, rmb = f"< {bound:.3f}", ratio(tmb, bound)
+                if k == "tracer":
+                    summary["lossy"].setdefault(size, []).append({"mb_per_s": rmb, "fastdds_bound": fmb is None})
+                rcell = ("> " if fmb is None and rmb is not None else "") + cell(rmb, 1)
+                print(f"{rep:>2} | {fcell:>13} {cell(val(f, 'throughput', 'median_round_mb_per_s'), 3):>12} | {k:>8} "
+                      f"{cell(tmb, 2):>8} {cell(val(t, 'throughput', 'median_round_mb_per_s'), 2):>12} | {rcell:>6}"
+                      + (f"  Fast DDS: {f['error']}" if f and "error" in f else "")
+                      + (f"  {k}: {t['error']}" if t and "error" in t else ""))
     print("ratio = tracer / Fast DDS: below 1 is better for latency, above 1 for throughput; "
           "'-' = the pair failed (see errors)")
     return summary
@@ -253,7 +309,7 @@ def run_setup(args):
 def main():
     ap = argparse.ArgumentParser(prog="tools/bench/net", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rmw", default="fastdds,tracer", help="comma-separated subset of: fastdds, tracer")
+    ap.add_argument("--rmw", default="fastdds,tracer", help="comma-separated subset of: fastdds, tracer, baseline")
     ap.add_argument("--sizes", default="64,1M", help="clean-link payload sizes (default: 64,1M)")
     ap.add_argument("--repeat", type=int, default=2, help="repetitions of every pair (default: 2)")
     ap.add_argument("--scale", type=float, default=1.0, help="multiply the iteration counts")
@@ -262,6 +318,8 @@ def main():
     ap.add_argument("--lossy-burst", type=int, default=LOSSY_CASE[2], help="1 MiB messages per lossy round")
     ap.add_argument("--lossy-rounds", type=int, default=LOSSY_CASE[3], help="measured lossy rounds")
     ap.add_argument("--tracer-lib", default=os.path.join(runner.ROOT, "target", "release", "librmw_tracer.so"))
+    ap.add_argument("--baseline-lib", help="a second librmw_tracer.so, run as the rmw 'baseline' beside 'tracer' "
+                    "(added to --rmw): a before/after in one run")
     ap.add_argument("-o", "--output", default="net-results.json")
     ap.add_argument("--timeout", type=int, default=60, help="seconds to wait for any one reply (default: 60)")
     ap.add_argument("--match-timeout", type=int, default=30)
@@ -269,6 +327,11 @@ def main():
     ap.add_argument("--no-build", action="store_true")
     args = ap.parse_args()
     keys = [k.strip() for k in args.rmw.split(",") if k.strip()]
+    runner.RMWS.setdefault("baseline", runner.RMWS["tracer"])
+    if args.baseline_lib and "baseline" not in keys:
+        keys.append("baseline")
+    if "baseline" in keys and not args.baseline_lib:
+        ap.error("--rmw baseline needs --baseline-lib")
     for k in keys:
         if k not in runner.RMWS:
             ap.error(f"unknown rmw '{k}'")
@@ -290,13 +353,15 @@ def main():
     rows, errors = [], []
     started = time.time()
     load_before = os.getloadavg()
-    tracer_info = None
+    tracer_info = {}
+    frozen = {}
     try:
-        frozen = os.path.join(workdir, os.path.basename(args.tracer_lib))
-        if "tracer" in keys:
-            shutil.copy2(args.tracer_lib, frozen)
-            with open(frozen, "rb") as f:
-                tracer_info = {"path": args.tracer_lib, "sha256": hashlib.sha256(f.read()).hexdigest()}
+        for k, path in (("tracer", args.tracer_lib), ("baseline", args.baseline_lib)):
+            if k in keys:
+                frozen[k] = os.path.join(workdir, f"{k}-{os.path.basename(path)}")
+                shutil.copy2(path, frozen[k])
+                with open(frozen[k], "rb") as f:
+                    tracer_info[k] = {"path": os.path.abspath(path), "sha256": hashlib.sha256(f.read()).hexdigest()}
         if args.clean:
             run_phase("clean", None, sizes, cases, keys, args.repeat, pair_args, base_env, workdir, frozen,
                       rows, errors)
@@ -307,8 +372,9 @@ def main():
     except KeyboardInterrupt as e:
         errors.append(f"interrupted ({e})")
     finally:
-        if os.path.exists(frozen):
-            os.remove(frozen)
+        for path in frozen.values():
+            if os.path.exists(path):
+                os.remove(path)
         if errors:
             print(f"net: logs kept in {workdir}", file=sys.stderr)
         else:
@@ -316,7 +382,7 @@ def main():
     elapsed = time.time() - started
 
     print()
-    summary = print_tables(rows, sizes if args.clean else [], args.repeat)
+    summary = print_tables(rows, sizes if args.clean else [], args.repeat, keys)
     goals = targets(summary)
     print()
     for g in goals:
@@ -335,7 +401,8 @@ def main():
                   "fastdds": "FASTDDS_BUILTIN_TRANSPORTS=UDPv4, ROS_STATIC_PEERS, ROS_AUTOMATIC_DISCOVERY_RANGE=SUBNET",
                   "tracer": "QUIC, ROS_STATIC_PEERS",
                   "message_type": "std_msgs/msg/UInt8MultiArray", "burst_qos": "reliable, volatile, keep_all"},
-        "tracer_lib": tracer_info,
+        "tracer_lib": tracer_info.get("tracer"),
+        "baseline_lib": tracer_info.get("baseline"),
         "elapsed_s": round(elapsed, 1),
         "errors": errors,
         "rows": rows,

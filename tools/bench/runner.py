@@ -115,8 +115,9 @@ def library_path(venv):
 
 def ensure_built(no_build):
     sources = [os.path.join(HERE, f) for f in ("ping.c", "pong.c", "intra.c", "bench_common.c", "bench_common.h",
-                                               "refs.c", "discovery.c", "scale.c", "loans.c", "allocs.c", "build")]
-    bins = [os.path.join(BIN, b) for b in ("bench_ping", "bench_pong", "bench_intra", "bench_refs", "bench_discovery", "bench_scale", "bench_loans")]
+                                               "refs.c", "udp.c", "discovery.c", "scale.c", "loans.c", "allocs.c", "build")]
+    bins = [os.path.join(BIN, b) for b in ("bench_ping", "bench_pong", "bench_intra", "bench_refs", "bench_udp", "bench_discovery", "bench_scale",
+                                           "bench_loans")]
     newest_src = max(os.path.getmtime(s) for s in sources)
     stale = any(not os.path.exists(b) or os.path.getmtime(b) < newest_src for b in bins)
     if stale:

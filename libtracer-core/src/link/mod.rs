@@ -88,6 +88,13 @@ pub trait LinkHandler: Send + Sync {
     fn on_up(&self, link: Arc<dyn Link>);
     fn on_frame(&self, link: &Arc<dyn Link>, frame: Frame);
     fn on_down(&self, link: &Arc<dyn Link>);
+    /// Whether `on_frame` for a DELIVERY always returns without blocking (it lands a sample: a
+    /// ring push and a wake-up). Then the QUIC transport runs it on its runtime thread, one
+    /// thread hand-off less per delivery, instead of on a dispatcher thread that may block
+    /// (docs/network.md section 4). The Unix event loop relies on it for every handler.
+    fn deliveries_never_block(&self) -> bool {
+        false
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

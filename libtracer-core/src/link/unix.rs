@@ -24,8 +24,8 @@ use parking_lot::Mutex;
 use super::{Link, LinkError, PeerIdentity};
 use crate::payload::Payload;
 use crate::wire::{
-    encode_head, encode_parts, EncodeError, ErrorCode, Frame, FrameDecoder, ShmRef, MAX_FRAME,
-    PROTOCOL_VERSION,
+    encode_head, encode_parts, EncodeError, ErrorCode, Frame, FrameDecoder, ShmRef, Tokens,
+    MAX_FRAME, PROTOCOL_VERSION,
 };
 
 /// Read buffer of a link's reader (large bodies bypass it, see `FrameDecoder::body_window`).
@@ -243,7 +243,7 @@ impl UnixLink {
     pub(crate) fn try_release(&self, token: u64) -> bool {
         self.try_send_now(
             &Frame::Release {
-                tokens: vec![token],
+                tokens: Tokens::one(token),
             },
             Wrote::Frame,
         )
@@ -389,18 +389,14 @@ impl UnixLink {
     /// The peer returned references: their slots may be reused (once nobody else holds them).
     /// False when a token was not out (the peer broke the protocol).
     pub(crate) fn released(&self, tokens: &[u64]) -> bool {
-        let mut out = self.out.lock();
-        let mut gone = Vec::with_capacity(tokens.len());
         let mut ok = true;
         for t in tokens {
-            match out.remove(t) {
-                Some(p) => gone.push(p),
-                None => ok = false,
-            }
+            // Each slot goes back to the pool outside the lock (one lock per token: a RELEASE
+            // carries one token or a few).
+            let gone = self.out.lock().remove(t);
+            ok &= gone.is_some();
+            drop(gone);
         }
-        drop(out);
-        // The slots go back to the pool here, outside the lock.
-        drop(gone);
         ok
     }
 }
@@ -411,7 +407,7 @@ impl Release for UnixLink {
     fn release(&self, token: u64) {
         if !self.is_closed() {
             let _ = self.send(&Frame::Release {
-                tokens: vec![token],
+                tokens: Tokens::one(token),
             });
         }
     }

@@ -96,6 +96,10 @@ impl LinkHandler for GraphHandler {
             detach(&g, id);
         }
     }
+    /// A delivery lands in its target's ring (`Vertex::land`), which never waits.
+    fn deliveries_never_block(&self) -> bool {
+        true
+    }
 }
 
 /// `Discovery::Host`: join the rendezvous directory (default: per user, per domain, 0700);

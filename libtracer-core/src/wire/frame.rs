@@ -176,9 +176,83 @@ pub enum Frame {
     },
     /// References the receiver of SHM_DELIVERY frames no longer holds. Link-level.
     Release {
-        tokens: Vec<u64>,
+        tokens: Tokens,
     },
     Pong {
         nonce: u64,
     },
+}
+
+/// The tokens of a RELEASE: a few inline (a link releases one at a time), more on the heap, so
+/// the frame that returns each shared-memory sample costs no allocation to make or decode.
+#[derive(Clone, Default)]
+pub struct Tokens {
+    inline: [u64; Tokens::INLINE],
+    len: usize,
+    heap: Vec<u64>,
+}
+
+impl Tokens {
+    const INLINE: usize = 4;
+
+    pub fn one(token: u64) -> Tokens {
+        let mut t = Tokens::default();
+        t.inline[0] = token;
+        t.len = 1;
+        t
+    }
+    pub fn as_slice(&self) -> &[u64] {
+        if self.len <= Tokens::INLINE {
+            &self.inline[..self.len]
+        } else {
+            &self.heap
+        }
+    }
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl From<Vec<u64>> for Tokens {
+    fn from(v: Vec<u64>) -> Tokens {
+        v.as_slice().into()
+    }
+}
+
+impl From<&[u64]> for Tokens {
+    fn from(v: &[u64]) -> Tokens {
+        let mut t = Tokens {
+            len: v.len(),
+            ..Tokens::default()
+        };
+        if v.len() <= Tokens::INLINE {
+            t.inline[..v.len()].copy_from_slice(v);
+        } else {
+            t.heap = v.to_vec();
+        }
+        t
+    }
+}
+
+impl std::ops::Deref for Tokens {
+    type Target = [u64];
+    fn deref(&self) -> &[u64] {
+        self.as_slice()
+    }
+}
+
+impl PartialEq for Tokens {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+impl Eq for Tokens {}
+
+impl std::fmt::Debug for Tokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.as_slice().fmt(f)
+    }
 }

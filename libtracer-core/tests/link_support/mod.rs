@@ -121,6 +121,11 @@ impl LinkHandler for Recorder {
         s.events.push(Ev::Up(name));
         self.cv.notify_all();
     }
+    /// Recording is a push under a lock: the QUIC transport lands deliveries on its runtime
+    /// thread, as it does for the graph's handler.
+    fn deliveries_never_block(&self) -> bool {
+        true
+    }
     fn on_frame(&self, link: &Arc<dyn Link>, frame: Frame) {
         let name = link.peer().name.clone();
         if self.echo {

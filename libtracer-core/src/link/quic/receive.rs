@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use bytes::{Buf, Bytes};
 use parking_lot::Mutex;
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::Notify;
 
-use super::link::{Event, QuicLink, READ_CHUNK};
+use super::link::{Event, QuicLink, ToDispatcher, READ_CHUNK};
 use super::streams::{BEST_EFFORT_TAG, CLASSES};
 use crate::wire::{Frame, FrameDecoder, MAX_FRAME};
 
@@ -84,7 +84,7 @@ pub fn decode_datagram(d: &Bytes) -> Result<Frame, String> {
 }
 
 /// Accept the peer's edge streams (unidirectional, `streams.rs`) while the link lives.
-pub(super) async fn accept_streams(link: Arc<QuicLink>, tx: mpsc::Sender<Event>) {
+pub(super) async fn accept_streams(link: Arc<QuicLink>, tx: ToDispatcher) {
     let mut closing = link.closing.subscribe();
     loop {
         let r = tokio::select! {
@@ -99,7 +99,7 @@ pub(super) async fn accept_streams(link: Arc<QuicLink>, tx: mpsc::Sender<Event>)
 /// One edge stream: its tag byte, then frames of edges (DELIVERY, STRUCTURE, the answer to a
 /// SUBSCRIBE), barrier markers and, on a reliable stream, WRITEs (wire.md section 5, ruling 3). A best-effort stream reset by its sender ends quietly, with
 /// the frame it was cut in dropped.
-async fn read_stream(link: Arc<QuicLink>, mut recv: quinn::RecvStream, tx: mpsc::Sender<Event>) {
+async fn read_stream(link: Arc<QuicLink>, mut recv: quinn::RecvStream, tx: ToDispatcher) {
     let mut closing = link.closing.subscribe();
     let malformed = |why: String| Event::Malformed(link.clone(), why);
     let first = tokio::select! {
@@ -114,14 +114,13 @@ async fn read_stream(link: Arc<QuicLink>, mut recv: quinn::RecvStream, tx: mpsc:
     pending.advance(1);
     let reliable = tag < BEST_EFFORT_TAG;
     if usize::from(tag) >= 2 * CLASSES {
-        let _ = tx
-            .send(malformed(format!("unknown stream tag {tag}")))
+        tx.post(malformed(format!("unknown stream tag {tag}")))
             .await;
         return;
     }
     if reliable && !link.markers.open(tag) {
         let why = format!("a second reliable stream of class {tag}");
-        let _ = tx.send(malformed(why)).await;
+        tx.post(malformed(why)).await;
         return;
     }
     let mut dec = FrameDecoder::new(MAX_FRAME);
@@ -132,19 +131,19 @@ async fn read_stream(link: Arc<QuicLink>, mut recv: quinn::RecvStream, tx: mpsc:
             match dec.pop() {
                 Ok(Some(Frame::Ping { nonce })) if reliable => link.markers.reached(tag, nonce),
                 Ok(Some(frame)) if carried(&frame, reliable) => {
-                    if tx.send(Event::Frame(link.clone(), frame)).await.is_err() {
+                    if !tx.frame(&link, frame).await {
                         return;
                     }
                 }
                 Ok(Some(other)) => {
                     let why = format!("an edge stream carries no {other:?}");
-                    let _ = tx.send(malformed(why)).await;
+                    tx.post(malformed(why)).await;
                     return;
                 }
                 Ok(None) if pending.is_empty() => break,
                 Ok(None) => {}
                 Err(e) => {
-                    let _ = tx.send(malformed(e.to_string())).await;
+                    tx.post(malformed(e.to_string())).await;
                     return;
                 }
             }
@@ -152,7 +151,9 @@ async fn read_stream(link: Arc<QuicLink>, mut recv: quinn::RecvStream, tx: mpsc:
                 return;
             }
         }
+        // Biased, as the control stream's reader (`link::read_loop`).
         tokio::select! {
+            biased;
             r = recv.read_chunk(READ_CHUNK, true) => match r {
                 Ok(Some(c)) => pending = c.bytes,
                 // Finished, reset (best effort abandoned a sample) or the connection went:
@@ -177,22 +178,24 @@ fn carried(frame: &Frame, reliable: bool) -> bool {
 }
 
 /// The peer's datagrams: one best-effort DELIVERY each (`streams::decode_datagram`).
-pub(super) async fn read_datagrams(link: Arc<QuicLink>, tx: mpsc::Sender<Event>) {
+pub(super) async fn read_datagrams(link: Arc<QuicLink>, tx: ToDispatcher) {
     let mut closing = link.closing.subscribe();
     loop {
+        // Biased (no random pick per datagram), the close first: nothing else checks it here.
         let r = tokio::select! {
-            r = link.conn.read_datagram() => r,
+            biased;
             _ = closing.wait_for(|c| *c) => return,
+            r = link.conn.read_datagram() => r,
         };
         let Ok(d) = r else { return };
         match decode_datagram(&d) {
             Ok(frame) => {
-                if tx.send(Event::Frame(link.clone(), frame)).await.is_err() {
+                if !tx.frame(&link, frame).await {
                     return;
                 }
             }
             Err(why) => {
-                let _ = tx.send(Event::Malformed(link.clone(), why)).await;
+                tx.post(Event::Malformed(link.clone(), why)).await;
                 return;
             }
         }

@@ -1,8 +1,9 @@
-//! The threads of every QUIC link of a process, fixed in number: one tokio runtime (two
-//! workers, at most two blocking threads for name lookups) drives the endpoints and
+//! The threads of every QUIC link of a process, fixed in number: one tokio runtime (one
+//! worker, at most two blocking threads for name lookups) drives the endpoints and
 //! connections, and two dispatcher threads run the handler callbacks. A link is bound to one
 //! dispatcher, so its callbacks run in order on one thread; a callback may block briefly and may
-//! send, which it could not do on a runtime worker.
+//! send, which it could not do on a runtime worker. A DELIVERY to a link with nothing queued
+//! for its dispatcher is landed by its reader on the worker instead (`link::ToDispatcher`).
 
 use std::cell::Cell;
 use std::future::Future;
@@ -12,9 +13,13 @@ use std::sync::OnceLock;
 use tokio::runtime::{Handle, Runtime};
 use tokio::sync::mpsc;
 
-use super::link::{dispatch, Event};
+use super::link::{dispatch, Event, ToDispatcher};
 
-const WORKERS: usize = 2;
+/// One worker, not two: with two, each packet's tasks (endpoint driver, connection driver,
+/// stream reader) woke the idle worker to steal work, about two more thread wake-ups per
+/// message each way (docs/network.md section 11: 64 B round trip 8.0 -> 5.6-6.5 context
+/// switches per process). Links of a process share it; the cores go to the processes.
+const WORKERS: usize = 1;
 const DISPATCHERS: usize = 2;
 /// Events waiting per dispatcher: when full, readers stop reading and QUIC flow control holds
 /// the peers back.
@@ -72,10 +77,10 @@ pub(crate) fn handle() -> Result<Handle, String> {
 }
 
 /// A dispatcher queue for a new link (round robin).
-pub(crate) fn dispatcher() -> Result<mpsc::Sender<Event>, String> {
+pub(crate) fn dispatcher() -> Result<ToDispatcher, String> {
     let t = threads()?;
     let i = t.next.fetch_add(1, Ordering::Relaxed) % t.dispatchers.len();
-    Ok(t.dispatchers[i].clone())
+    Ok(ToDispatcher(t.dispatchers[i].clone()))
 }
 
 /// Whether the caller is a dispatcher thread (shutdown must not wait for its own callbacks).

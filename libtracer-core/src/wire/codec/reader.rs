@@ -4,7 +4,7 @@
 use super::{tlv, META_LEN};
 use crate::payload::{Meta, Payload};
 use crate::wire::error::DecodeError;
-use crate::wire::frame::{ErrorCode, Role, SchemaInfo, ShmRef, MAX_TOKENS};
+use crate::wire::frame::{ErrorCode, Role, SchemaInfo, ShmRef, Tokens, MAX_TOKENS};
 
 /// Read a LEB128 varint at `*pos`, advancing it. Bounded to 5 bytes and u32, shortest form only.
 pub(super) fn read_varint(buf: &[u8], pos: &mut usize) -> Result<u32, DecodeError> {
@@ -228,7 +228,7 @@ impl<'a> Fields<'a> {
         })
     }
     /// TOKENS: 1..=MAX_TOKENS u64s.
-    pub(super) fn tokens(&self) -> Result<Vec<u64>, DecodeError> {
+    pub(super) fn tokens(&self) -> Result<Tokens, DecodeError> {
         let v = self.req(tlv::TOKENS)?;
         if v.is_empty() || v.len() % 8 != 0 || v.len() > 8 * MAX_TOKENS {
             return Err(DecodeError::BadLength {
@@ -237,9 +237,12 @@ impl<'a> Fields<'a> {
                 expected: 8,
             });
         }
-        Ok(v.chunks_exact(8)
-            .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
-            .collect())
+        let token = |c: &[u8]| u64::from_le_bytes(c.try_into().expect("8 bytes"));
+        if v.len() == 8 {
+            // The common RELEASE: one token, no allocation.
+            return Ok(Tokens::one(token(v)));
+        }
+        Ok(v.chunks_exact(8).map(token).collect::<Vec<u64>>().into())
     }
     /// The PAYLOAD as a slice of `body` (the payload these fields were parsed from): no copy.
     pub(super) fn payload(&self, body: &Payload) -> Result<Payload, DecodeError> {
