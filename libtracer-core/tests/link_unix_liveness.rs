@@ -16,12 +16,12 @@ use libtracer_core::wire::{encode, Frame, FrameDecoder, MAX_FRAME};
 use link_support::{Ev, Recorder, TempDir, T};
 use parking_lot::Mutex;
 
-/// Short timing, so that a link kept busy for two seconds spans many PING intervals and
-/// `dead_after` periods; `dead_after` far above `ping_interval`, for a loaded machine.
-fn fast() -> TransportConfig {
+/// A PING every `ping_ms` while owed, a hung peer given up after `dead_ms` (far above the
+/// interval, and above the stalls of a loaded machine).
+fn timing(ping_ms: u64, dead_ms: u64) -> TransportConfig {
     TransportConfig {
-        ping_interval: Duration::from_millis(50),
-        dead_after: Duration::from_millis(700),
+        ping_interval: Duration::from_millis(ping_ms),
+        dead_after: Duration::from_millis(dead_ms),
         ..Default::default()
     }
 }
@@ -89,6 +89,21 @@ impl FakePeer {
         }
     }
 
+    /// Wait (at most 30 s) until no frame has come for a second: the new link's probe is
+    /// answered and settled. A PONG slow to reach the prober (a loaded machine) may cost a
+    /// second PING; a link PINGed for ever never settles.
+    fn settle(&self) {
+        let end = Instant::now() + Duration::from_secs(30);
+        loop {
+            let n = self.frames.lock().len();
+            std::thread::sleep(Duration::from_secs(1));
+            if n >= 1 && self.frames.lock().len() == n {
+                return;
+            }
+            assert!(Instant::now() < end, "the link never went quiet");
+        }
+    }
+
     fn pings(&self) -> usize {
         self.frames
             .lock()
@@ -103,17 +118,17 @@ fn ruling9_an_idle_link_sends_nothing_once_answered() {
     let dir = TempDir::new("idle");
     let peer = FakePeer::start(dir.path(), "zz");
     let r = Recorder::new();
-    let _a = HostTransport::start_with(dir.path(), "a", r.clone(), fast()).unwrap();
+    let _a = HostTransport::start_with(dir.path(), "a", r.clone(), timing(200, 3000)).unwrap();
     r.wait_up("zz", T);
-    // The new link is probed once (our HELLO wants an answer too) ...
+    // The new link is probed (our HELLO wants an answer too) ...
     assert!(
         link_support::wait_until(T, || peer.pings() >= 1),
         "the new link was never probed"
     );
+    peer.settle();
     let first = peer.frames.lock().len();
-    // ... and then, idle both ways, nothing: forty PING intervals, fourteen dead_after
-    // periods of silence, and not one frame.
-    std::thread::sleep(Duration::from_secs(2));
+    // ... and then, idle both ways, nothing: fifteen PING intervals, and not one frame.
+    std::thread::sleep(Duration::from_secs(3));
     let frames = peer.frames.lock();
     assert_eq!(
         frames.len(),
@@ -133,13 +148,15 @@ fn ruling9_a_peer_that_hangs_while_idle_is_found_once_it_owes_an_answer() {
     let dir = TempDir::new("hangidle");
     let peer = FakePeer::start(dir.path(), "zz");
     let r = Recorder::new();
-    let _a = HostTransport::start_with(dir.path(), "a", r.clone(), fast()).unwrap();
+    let _a = HostTransport::start_with(dir.path(), "a", r.clone(), timing(100, 1000)).unwrap();
     let to_zz = r.wait_up("zz", T);
     assert!(link_support::wait_until(T, || peer.pings() >= 1));
+    peer.settle();
     // The peer hangs while it has nothing of ours to read: nobody waits for it, so nothing
-    // tells (as with a stopped DDS participant before its lease ends), and the link stays.
+    // tells (as with a stopped DDS participant before its lease ends), and the link stays
+    // for three dead_after periods.
     peer.answer.store(false, Ordering::SeqCst);
-    std::thread::sleep(Duration::from_millis(2100));
+    std::thread::sleep(Duration::from_secs(3));
     assert_eq!(r.events(), vec![Ev::Up("zz".into())]);
     // A frame it does not answer for: found, within dead_after plus scheduling slack.
     let sent = Instant::now();
@@ -154,13 +171,13 @@ fn ruling9_a_peer_that_hangs_while_idle_is_found_once_it_owes_an_answer() {
 #[test]
 fn ruling9_a_one_way_stream_to_a_live_peer_keeps_its_link() {
     // b only reads (and answers PINGs from its event loop): it never writes a frame of its
-    // own, so a hears nothing but PONGs for two seconds of writing.
+    // own, so a hears nothing but PONGs for five seconds (2.5 dead_after periods) of writing.
     let dir = TempDir::new("oneway");
     let (ra, rb) = (Recorder::new(), Recorder::new());
-    let _a = HostTransport::start_with(dir.path(), "a", ra.clone(), fast()).unwrap();
-    let _b = HostTransport::start_with(dir.path(), "b", rb.clone(), fast()).unwrap();
+    let _a = HostTransport::start_with(dir.path(), "a", ra.clone(), timing(100, 2000)).unwrap();
+    let _b = HostTransport::start_with(dir.path(), "b", rb.clone(), timing(100, 2000)).unwrap();
     let to_b = ra.wait_up("b", T);
-    let end = Instant::now() + Duration::from_secs(2);
+    let end = Instant::now() + Duration::from_secs(5);
     let mut n = 0u64;
     while Instant::now() < end {
         n += 1;
@@ -234,7 +251,7 @@ fn ruling9_a_peer_found_hung_is_linked_again_once_it_answers() {
         drop(first);
     });
     let r = Recorder::new();
-    let a = HostTransport::start_with(dir.path(), "a", r.clone(), fast()).unwrap();
+    let a = HostTransport::start_with(dir.path(), "a", r.clone(), timing(100, 2000)).unwrap();
     let up_down_up = |e: &[Ev]| {
         e == [
             Ev::Up("zz".into()),
@@ -259,8 +276,10 @@ fn ruling9_a_peer_found_hung_is_linked_again_once_it_answers() {
 fn ruling9_a_link_closed_while_both_live_comes_back_once() {
     let dir = TempDir::new("relink");
     let (ra, rb) = (Recorder::new(), Recorder::new());
-    let a = HostTransport::start(dir.path(), "a", ra.clone()).unwrap();
-    let b = HostTransport::start(dir.path(), "b", rb.clone()).unwrap();
+    let (a, b) = (
+        HostTransport::start_with(dir.path(), "a", ra.clone(), timing(200, 5000)).unwrap(),
+        HostTransport::start_with(dir.path(), "b", rb.clone(), timing(200, 5000)).unwrap(),
+    );
     rb.wait_up("a", T);
     ra.wait_up("b", T);
     // As when one side's liveness check gave up on the other: both ends see it go, both

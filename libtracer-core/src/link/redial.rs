@@ -2,7 +2,7 @@
 //! full, a handshake that timed out or was dropped while hundreds of graphs start at once) or
 //! was lost while the peer may live on (closed by the liveness check, or by the peer's): the
 //! peers due, each with its backoff. The transport's one redial thread (made when something is
-//! due, gone when nothing is) takes them in order (docs/wire.md, "Formation").
+//! due, gone when nothing is) takes them in order (docs/wire.md, "Redial").
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
