@@ -87,9 +87,29 @@ TRY_SHUTDOWN_RACE = re.compile(
     r'given context, at [^\n]*\n?$')
 
 
+# A SIGINT swallowed by Python: the KeyboardInterrupt is raised while the interpreter runs a
+# finalizer (rclpy's Future.__del__), where Python can only print "Exception ignored" and go
+# on, so spin goes on too; rclpy's signal handler has meanwhile shut the context down, and the
+# executor's next wait set fails rcl's own context check (wait.c, before any rmw call) and ends
+# the process with exit 1. Fast DDS runs the same Python (seen once in 12 runs of the 25
+# nodes of the twenty-node and sub-single tests at load 4 to 8). Only this shape is excused:
+# the ignored KeyboardInterrupt first and this traceback ending the output; a wait-set failure
+# of any other kind, or without the swallowed SIGINT before it, stays ours (OURS).
+SWALLOWED_SIGINT = re.compile(
+    r'^Exception ignored in: <function Future\.__del__ at 0x[0-9a-f]+>\n'
+    r'(?:.*\n)*?KeyboardInterrupt: \n'
+    r'Traceback \(most recent call last\):\n(?:  .*\n)+'
+    r'rclpy\._rclpy_pybind11\.RCLError: failed to initialize wait set: the given context is '
+    r'not valid, either rcl_init\(\) was not called or rcl_shutdown\(\) was called\., at '
+    r'[^\n]*/rcl/wait\.c:\d+\n?$')
+
+
 def _excused(r: harness.Result) -> bool:
     if r.timed_out:
         return False
+    if r.returncode == 1 and SWALLOWED_SIGINT.match(r.stderr) and not any(
+            mark in r.stderr for mark in OURS if mark != "failed to initialize wait set"):
+        return True
     rest = r.stderr
     race = TRY_SHUTDOWN_RACE.search(rest)
     if race:
