@@ -104,10 +104,33 @@ SWALLOWED_SIGINT = re.compile(
     r'[^\n]*/rcl/wait\.c:\d+\n?$')
 
 
+# The same SIGINT seen from the other side: rclpy's signal handler has shut the context down
+# and the executor's next wait set fails rcl's own context check (wait.c, no rmw call), so the
+# process ends on that RCLError with exit 1; the KeyboardInterrupt of that SIGINT is raised
+# while Python prints the RCLError's traceback, Python's printing fails, and all it can write
+# is its fallback: a dump of the exception object and "lost sys.stderr" (pythonrun.c; the shape
+# is Python's for any exception whose printing is interrupted, checked with a stderr whose
+# write raises KeyboardInterrupt). Seen once, in a sub/single node of the twenty-node test at
+# load 4 to 8. Only the whole output in exactly this shape is excused.
+INTERRUPTED_PRINT = re.compile(
+    r'^object address  : 0x[0-9a-f]+\n'
+    r'object refcount : \d+\n'
+    r'object type     : 0x[0-9a-f]+\n'
+    r'object type name: (?:rclpy\._rclpy_pybind11\.)?RCLError\n'
+    r"object repr     : RCLError\('failed to initialize wait set: the given context is not "
+    r'valid, either rcl_init\(\) was not called or rcl_shutdown\(\) was called\., at '
+    r"[^\n']*/rcl/wait\.c:\d+'\)\n"
+    r'lost sys\.stderr\n?$')
+
+# Races whose whole output is one exact shape, ending the process with exit 1: the wait-set
+# failure is the only line of OURS they may hold (it is rcl's own check in them).
+EXIT_1_SHAPES = (SWALLOWED_SIGINT, INTERRUPTED_PRINT)
+
+
 def _excused(r: harness.Result) -> bool:
     if r.timed_out:
         return False
-    if r.returncode == 1 and SWALLOWED_SIGINT.match(r.stderr) and not any(
+    if r.returncode == 1 and any(shape.match(r.stderr) for shape in EXIT_1_SHAPES) and not any(
             mark in r.stderr for mark in OURS if mark != "failed to initialize wait set"):
         return True
     rest = r.stderr
