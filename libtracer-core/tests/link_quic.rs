@@ -1,6 +1,7 @@
 //! The QUIC transport beyond the conformance suite: bad input from the network (garbage
 //! datagrams, garbage streams, a flood of connections), the host role moving when its holder
-//! goes, and static peers that cannot be reached (logged once, retried, reached later).
+//! goes, static peers that cannot be reached (logged once, retried, reached later), and the
+//! link to a member its host's directory no longer lists going down (host-level liveness).
 //! Everything binds loopback.
 
 mod link_support;
@@ -142,6 +143,40 @@ fn an_unreachable_static_peer_is_logged_once_then_reached() {
         .lock()
         .iter()
         .any(|l| l.contains("reached again"))));
+}
+
+#[test]
+fn a_member_its_directory_no_longer_lists_loses_its_link_and_gets_it_back_when_listed() {
+    // Host A: a1 (the holder) and a2; host B: b, which asks A's directory. Links carry no
+    // keep-alive of their own to speak of (docs/network.md section 4): a remote process that
+    // died is told by its host's directory leaving it out, here by removing a2's entry while
+    // a2 itself lives on. b's link to a2 goes down as lost (no cooldown), a1's stays, and a2
+    // is linked again as soon as its directory lists it again.
+    let dir_a = TempDir::new("quic-unlisted-a");
+    let dir_b = TempDir::new("quic-unlisted-b");
+    let (port_a, port_b) = (free_udp_port(), free_udp_port());
+    let (ra1, ra2, rb) = (Recorder::new(), Recorder::new(), Recorder::new());
+    let _a1 = QuicTransport::start(dir_a.path(), "a1", ra1.clone(), loopback_quic(port_a)).unwrap();
+    let _a2 = QuicTransport::start(dir_a.path(), "a2", ra2.clone(), loopback_quic(port_a)).unwrap();
+    let mut cb = loopback_quic(port_b);
+    cb.static_peers = vec![format!("127.0.0.1:{port_a}")];
+    let b = QuicTransport::start(dir_b.path(), "b", rb.clone(), cb).unwrap();
+    rb.wait_up("a1", T);
+    rb.wait_up("a2", T);
+    let entry = dir_a.path().join("a2.quic");
+    let text = std::fs::read_to_string(&entry).expect("a2's directory entry");
+    std::fs::remove_file(&entry).unwrap();
+    assert!(
+        rb.wait_down("a2", T),
+        "b kept its link to a member no longer listed"
+    );
+    assert_eq!(b.peers(), vec!["a1"]);
+    rb.clear_events();
+    std::fs::write(&entry, text).unwrap();
+    rb.wait_up("a2", T);
+    let mut peers = b.peers();
+    peers.sort();
+    assert_eq!(peers, vec!["a1", "a2"]);
 }
 
 /// A keystore of one CA and an enclave per name, as PEM files in `dir`.

@@ -1,32 +1,32 @@
 //! The host directory: who the members of a host are and on which UDP port each has its link
 //! endpoint. Each member registers `<dir>/<name>.quic` (`<port> <pid>`); the holder of the host
 //! role (an exclusive `flock` on `<dir>/net-role.lock`) answers queries on the domain's
-//! well-known port; each static peer has a task that asks its directory and connects.
+//! well-known port; each peer host has a task that asks its directory and connects
+//! (`peer_host.rs`).
 //!
 //! A query is one bidirectional stream (ALPN `libtracer-dir/1`): the client writes `members\n`
 //! and finishes; the holder answers one line `<name> <port>\n` per live member and finishes.
 //! This is the QUIC adapter's own exchange, not a libtracer frame (docs/network.md).
+//! A client keeps its connection and asks again at every poll (`peer_host.rs`).
 
 use std::fs::{File, OpenOptions};
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::Semaphore;
 
 use super::{new_endpoint, tls, Inner};
 use crate::link::{valid_node_name, LinkError};
 
-const REQUEST: &[u8] = b"members\n";
+pub(super) const REQUEST: &[u8] = b"members\n";
 /// Bound on a directory answer (a host of thousands of members fits).
-const MAX_ANSWER: usize = 256 * 1024;
-/// Directory queries answered at once; more are refused.
-const MAX_QUERIES: usize = 64;
-/// Backoff of a static peer that cannot be reached: from the first value, doubling, to the last.
-const BACKOFF: (Duration, Duration) = (Duration::from_millis(250), Duration::from_secs(2));
+pub(super) const MAX_ANSWER: usize = 256 * 1024;
+/// Directory connections served at once (each client keeps one per host it asks); more are
+/// refused.
+const MAX_CLIENTS: usize = 1024;
 
 /// The host role, while held: the lock and the directory's endpoint.
 pub(crate) struct Holder {
@@ -122,7 +122,7 @@ fn try_take_role(inner: &Inner) -> Result<Option<Holder>, String> {
     let port = inner.cfg.directory_port;
     let sock = super::bind_udp(SocketAddr::new(inner.cfg.bind, port))
         .map_err(|e| format!("cannot bind the host directory port {port}: {e}"))?;
-    let sc = tls::server_config(&inner.identity, tls::ALPN_DIR, inner.transport.clone())?;
+    let sc = tls::server_config(&inner.identity, tls::ALPN_DIR, inner.dir_transport.clone())?;
     let endpoint = new_endpoint(&inner.rt, Some(sc), sock).map_err(|e| e.to_string())?;
     Ok(Some(Holder {
         _lock: lock,
@@ -188,7 +188,7 @@ pub(crate) async fn role_loop(inner: Arc<Inner>) {
 
 async fn serve(inner: Arc<Inner>, endpoint: quinn::Endpoint) {
     let mut stop = inner.stop.clone();
-    let slots = Arc::new(Semaphore::new(MAX_QUERIES));
+    let slots = Arc::new(Semaphore::new(MAX_CLIENTS));
     loop {
         let incoming = tokio::select! {
             i = endpoint.accept() => i,
@@ -199,68 +199,77 @@ async fn serve(inner: Arc<Inner>, endpoint: quinn::Endpoint) {
             incoming.refuse();
             continue;
         };
-        let (me, hs) = (inner.clone(), inner.cfg.handshake_timeout);
+        let me = inner.clone();
         inner.rt.spawn(async move {
             let _slot = slot;
-            let _ = tokio::time::timeout(hs, answer(&me, incoming)).await;
+            let _ = answer(&me, incoming).await;
         });
     }
     endpoint.close(0u32.into(), b"shutdown");
 }
 
+/// Serve one client's connection: a question per stream, for as long as it asks. The
+/// handshake and each answer are bounded by the handshake timeout; a client that asks nothing
+/// for that long plus two poll intervals is closed.
 async fn answer(inner: &Inner, incoming: quinn::Incoming) -> Result<(), String> {
-    let dir = inner.dir.as_path();
+    let hs = inner.cfg.handshake_timeout;
     let from = super::peer_address(incoming.remote_address());
-    let conn = match incoming.await {
-        Ok(c) => c,
-        Err(e) => {
+    let conn = match tokio::time::timeout(hs, incoming).await {
+        Ok(Ok(c)) => c,
+        Ok(Err(e)) => {
             // With SROS2 on, most likely a peer of another CA or of none: logged once.
             inner.auth_failed(from, &e);
             return Err(e.to_string());
         }
+        Err(_) => return Err("handshake timed out".into()),
     };
-    let (mut send, mut recv) = conn.accept_bi().await.map_err(|e| e.to_string())?;
+    let quiet = hs + inner.cfg.poll_interval * 2;
+    loop {
+        let (send, recv) = match tokio::time::timeout(quiet, conn.accept_bi()).await {
+            Ok(Ok(s)) => s,
+            // The client went (or its connection died): nothing to say.
+            Ok(Err(_)) => return Ok(()),
+            Err(_) => {
+                conn.close(0u32.into(), b"idle");
+                return Ok(());
+            }
+        };
+        match tokio::time::timeout(hs, answer_one(inner, send, recv)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(why)) => {
+                conn.close(1u32.into(), b"bad directory request");
+                return Err(why);
+            }
+            Err(_) => {
+                conn.close(0u32.into(), b"too slow");
+                return Err("directory answer timed out".into());
+            }
+        }
+    }
+}
+
+/// One question on its stream: `members\n`, answered with the live members.
+async fn answer_one(
+    inner: &Inner,
+    mut send: quinn::SendStream,
+    mut recv: quinn::RecvStream,
+) -> Result<(), String> {
     let req = recv
         .read_to_end(REQUEST.len())
         .await
         .map_err(|e| e.to_string())?;
     if req != REQUEST {
-        conn.close(1u32.into(), b"bad directory request");
         return Err("bad directory request".into());
     }
     let mut text = String::new();
-    for (name, port) in members(dir) {
+    for (name, port) in members(inner.dir.as_path()) {
         text.push_str(&format!("{name} {port}\n"));
     }
     send.write_all(text.as_bytes())
         .await
         .map_err(|e| e.to_string())?;
     let _ = send.finish();
-    let _ = send.stopped().await;
-    conn.close(0u32.into(), b"done");
     Ok(())
-}
-
-/// Ask the directory at `addr` for its members.
-async fn query(inner: &Inner, addr: SocketAddr) -> Result<Vec<(String, u16)>, String> {
-    let connecting = inner
-        .endpoint
-        .connect_with(inner.dir_client.clone(), addr, tls::SERVER_NAME)
-        .map_err(|e| e.to_string())?;
-    let conn = connecting.await.map_err(|e| format!("{addr}: {e}"))?;
-    let out = async {
-        let (mut send, mut recv) = conn.open_bi().await.map_err(|e| e.to_string())?;
-        send.write_all(REQUEST).await.map_err(|e| e.to_string())?;
-        let _ = send.finish();
-        let bytes = recv
-            .read_to_end(MAX_ANSWER)
-            .await
-            .map_err(|e| format!("directory answer: {e}"))?;
-        parse_answer(&bytes)
-    }
-    .await;
-    conn.close(0u32.into(), b"done");
-    out
 }
 
 /// A host directory's answer: one `<name> <port>\n` line per member (the last newline may be
@@ -326,138 +335,8 @@ pub(crate) fn parse_peer(entry: &str, default_port: u16) -> Option<(String, u16)
 
 /// Whether an endpoint bound at `bind` can send to `to`: from the dual-stack `[::]`, any
 /// address; otherwise one of the same family.
-fn reachable_from(bind: IpAddr, to: IpAddr) -> bool {
+pub(super) fn reachable_from(bind: IpAddr, to: IpAddr) -> bool {
     bind == IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED) || bind.is_ipv4() == to.is_ipv4()
-}
-
-/// Resolve `host` to an address we can reach from `bind` (each time: names may move): any,
-/// in the resolver's order, from the dual-stack `[::]`; otherwise one of `bind`'s family.
-async fn resolve(host: &str, port: u16, bind: IpAddr) -> Result<SocketAddr, String> {
-    let addrs = tokio::net::lookup_host((host, port))
-        .await
-        .map_err(|e| format!("cannot resolve {host}: {e}"))?;
-    addrs
-        .into_iter()
-        .find(|a| reachable_from(bind, a.ip()))
-        .ok_or_else(|| format!("{host} has no address of the family we bind ({bind})"))
-}
-
-/// A peer host whose directory is asked: a static peer's entry (`host[:port]`, resolved at
-/// each round, since names may move) or the address a SUBNET announcement gave.
-pub(crate) enum PeerHost {
-    Static(String),
-    Announced(SocketAddr),
-}
-
-impl PeerHost {
-    fn label(&self) -> String {
-        match self {
-            PeerHost::Static(e) => format!("static peer {e}"),
-            PeerHost::Announced(a) => format!("announced host {a}"),
-        }
-    }
-}
-
-/// Resolves when `gone` turns true or its sender goes (never without one: a static peer).
-async fn ended(gone: &mut Option<watch::Receiver<bool>>) {
-    match gone {
-        Some(g) => {
-            let _ = g.wait_for(|g| *g).await;
-        }
-        None => std::future::pending().await,
-    }
-}
-
-enum Where {
-    Name(String, u16),
-    Addr(SocketAddr),
-}
-
-/// Reach one peer host for as long as the transport runs (a static peer) or until `gone` turns
-/// true (an announced host no longer heard): ask its directory every `poll_interval` and connect
-/// to its members; a failure is reported once, then retried quietly with a backoff until the
-/// host answers again. After the first round (the query and the connects it started), `first`
-/// is told once.
-pub(crate) async fn peer_loop(
-    inner: Arc<Inner>,
-    host: PeerHost,
-    first: Option<std::sync::mpsc::Sender<()>>,
-    gone: Option<watch::Receiver<bool>>,
-) {
-    let mut first = first;
-    let mut stop = inner.stop.clone();
-    let mut gone = gone;
-    let label = host.label();
-    let target = match &host {
-        PeerHost::Static(entry) => match parse_peer(entry, inner.cfg.directory_port) {
-            Some((name, port)) => Where::Name(name, port),
-            None => {
-                inner.log(&format!(
-                    "network: static peer {entry:?} is not host[:port]; ignored"
-                ));
-                let _ = first.take().map(|f| f.send(()));
-                return;
-            }
-        },
-        PeerHost::Announced(a) => Where::Addr(*a),
-    };
-    let mut backoff = BACKOFF.0;
-    let mut reported = false;
-    loop {
-        if inner.stopped() || gone.as_ref().is_some_and(|g| *g.borrow()) {
-            break;
-        }
-        let hs = inner.cfg.handshake_timeout;
-        let r = async {
-            let addr = match &target {
-                Where::Addr(a) => *a,
-                Where::Name(name, port) => resolve(name, *port, inner.cfg.bind).await?,
-            };
-            let members = tokio::time::timeout(hs, query(&inner, addr))
-                .await
-                .map_err(|_| format!("{addr}: no answer from the host directory"))??;
-            Ok::<_, String>((addr, members))
-        }
-        .await;
-        let wait = match r {
-            Ok((addr, members)) => {
-                if reported {
-                    inner.log(&format!("network: {label} reached again"));
-                    reported = false;
-                }
-                backoff = BACKOFF.0;
-                let mut started = Vec::new();
-                for (name, port) in members {
-                    // The directory's address with the member's port: a link-local
-                    // address keeps its interface (scope id).
-                    let mut at = addr;
-                    at.set_port(port);
-                    started.extend(inner.maybe_connect(&name, at));
-                }
-                if first.is_some() {
-                    for h in started {
-                        let _ = h.await;
-                    }
-                }
-                inner.cfg.poll_interval
-            }
-            Err(why) => {
-                if !reported {
-                    inner.log(&format!("network: {label}: {why}; retrying quietly"));
-                    reported = true;
-                }
-                let w = backoff;
-                backoff = (backoff * 2).min(BACKOFF.1);
-                w
-            }
-        };
-        let _ = first.take().map(|f| f.send(()));
-        tokio::select! {
-            _ = tokio::time::sleep(wait) => {}
-            _ = stop.wait_for(|s| *s) => break,
-            _ = ended(&mut gone) => break,
-        }
-    }
 }
 
 #[cfg(test)]

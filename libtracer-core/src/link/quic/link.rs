@@ -147,6 +147,13 @@ impl QuicLink {
         self.linger.lock().take()
     }
 
+    /// The link is lost to the network (its host vanished, or its directory no longer lists
+    /// the peer): the connection goes at once, nothing more is written, and the reader ends as
+    /// for a connection that died (`on_down`; the peer may be linked again at once).
+    pub(crate) fn lost(&self) {
+        self.conn.close(0u32.into(), b"peer lost");
+    }
+
     /// Write `bytes` as they are (tests use it to send malformed input).
     pub fn send_raw(&self, bytes: &[u8]) -> Result<(), LinkError> {
         self.write(

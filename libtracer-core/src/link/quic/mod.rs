@@ -21,6 +21,7 @@ mod directory;
 mod exercise;
 mod ifaces;
 mod link;
+mod peer_host;
 mod receive;
 mod runtime;
 mod streams;
@@ -82,10 +83,22 @@ pub struct QuicConfig {
     pub poll_interval: Duration,
     /// How often a process that does not hold the host role tries to take it.
     pub role_retry: Duration,
-    /// A connection that has received nothing for this long is dead (link down).
+    /// A link that has received nothing for this long is dead (link down). A backstop: the
+    /// links to a host whose directory we ask go down with the host's liveness below, and the
+    /// link to a member its directory no longer lists at once (docs/network.md section 4).
     pub idle_timeout: Duration,
-    /// QUIC keep-alive on an idle connection.
+    /// QUIC keep-alive on an idle link (the backstop's).
     pub keep_alive: Duration,
+    /// Host liveness: the one connection to each peer host's directory (asked over it every
+    /// `poll_interval`) is dead when it has received nothing for this long; then the host is
+    /// probed once more (`host_probe`) and, if it does not answer, the links to its members
+    /// go down.
+    pub host_idle_timeout: Duration,
+    /// QUIC keep-alive on a directory connection.
+    pub host_keep_alive: Duration,
+    /// Bound on the new directory connection made when one is lost: a host whose role moved
+    /// (its holder died) answers from its new holder within it.
+    pub host_probe: Duration,
     /// Bound on one HELLO exchange (and on one directory query).
     pub handshake_timeout: Duration,
     /// A write blocked this long (the peer stopped reading) fails and closes the link.
@@ -121,8 +134,11 @@ impl QuicConfig {
             static_peers: Vec::new(),
             poll_interval: Duration::from_secs(1),
             role_retry: Duration::from_millis(500),
-            idle_timeout: Duration::from_millis(2000),
-            keep_alive: Duration::from_millis(300),
+            idle_timeout: Duration::from_secs(15),
+            keep_alive: Duration::from_secs(5),
+            host_idle_timeout: Duration::from_millis(1600),
+            host_keep_alive: Duration::from_millis(200),
+            host_probe: Duration::from_millis(500),
             handshake_timeout: Duration::from_secs(2),
             write_timeout: Duration::from_secs(10),
             initial_wait: Duration::from_millis(500),
@@ -141,6 +157,7 @@ impl std::fmt::Debug for QuicConfig {
             .field("static_peers", &self.static_peers)
             .field("poll_interval", &self.poll_interval)
             .field("idle_timeout", &self.idle_timeout)
+            .field("host_idle_timeout", &self.host_idle_timeout)
             .field("subnet", &self.subnet)
             .field("authenticated", &self.security.is_some())
             .finish_non_exhaustive()
@@ -189,7 +206,8 @@ pub(crate) struct Inner {
     link_client: quinn::ClientConfig,
     dir_client: quinn::ClientConfig,
     identity: tls::Identity,
-    transport: Arc<quinn::TransportConfig>,
+    /// The directory server's transport (its connections are the hosts' liveness).
+    dir_transport: Arc<quinn::TransportConfig>,
     table: Mutex<Table>,
     downs: Condvar,
     stop: watch::Receiver<bool>,
@@ -232,12 +250,13 @@ impl QuicTransport {
         let rt = runtime::handle().map_err(io_err)?;
         let identity = tls::Identity::new(cfg.security.as_ref()).map_err(io_err)?;
         let transport = tls::transport(cfg.idle_timeout, cfg.keep_alive);
+        let dir_transport = tls::transport(cfg.host_idle_timeout, cfg.host_keep_alive);
         let server =
             tls::server_config(&identity, tls::ALPN_LINK, transport.clone()).map_err(io_err)?;
         let link_client =
             tls::client_config(&identity, tls::ALPN_LINK, transport.clone()).map_err(io_err)?;
         let dir_client =
-            tls::client_config(&identity, tls::ALPN_DIR, transport.clone()).map_err(io_err)?;
+            tls::client_config(&identity, tls::ALPN_DIR, dir_transport.clone()).map_err(io_err)?;
         let sock = tuning::bind(SocketAddr::new(cfg.bind, 0))?;
         let endpoint = new_endpoint(&rt, Some(server), sock)?;
         let port = endpoint.local_addr()?.port();
@@ -257,7 +276,7 @@ impl QuicTransport {
             link_client,
             dir_client,
             identity,
-            transport,
+            dir_transport,
             table: Mutex::new(Table::default()),
             downs: Condvar::new(),
             stop: stop_rx,
@@ -296,9 +315,9 @@ impl QuicTransport {
         let (first_tx, first_rx) = std::sync::mpsc::channel();
         let n = inner.cfg.static_peers.len();
         for entry in inner.cfg.static_peers.clone() {
-            rt.spawn(directory::peer_loop(
+            rt.spawn(peer_host::peer_loop(
                 inner.clone(),
-                directory::PeerHost::Static(entry),
+                peer_host::PeerHost::Static(entry),
                 Some(first_tx.clone()),
                 None,
             ));
@@ -511,6 +530,23 @@ impl Inner {
             t.cooldown.retain(|_, until| *until > now);
             t.cooldown.insert(name.clone(), now + COOLDOWN);
         }
+    }
+
+    /// The links to these peers go down as lost to the network (their host vanished, or its
+    /// directory no longer lists them), with no cooldown: each is linked again as soon as its
+    /// host's directory lists it.
+    pub(crate) fn drop_lost<'a>(&self, names: impl IntoIterator<Item = &'a String>) -> usize {
+        let links: Vec<_> = {
+            let t = self.table.lock();
+            names
+                .into_iter()
+                .filter_map(|n| t.links.get(n).cloned())
+                .collect()
+        };
+        for l in &links {
+            l.lost();
+        }
+        links.len()
     }
 
     /// One link's `on_down` has run.

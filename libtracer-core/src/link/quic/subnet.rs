@@ -19,8 +19,8 @@ use tokio::net::UdpSocket;
 use tokio::sync::watch;
 
 use super::announce::{self, Announcement};
-use super::directory::{peer_loop, PeerHost};
 use super::ifaces;
+use super::peer_host::{peer_loop, PeerHost};
 use super::Inner;
 
 /// The IPv4 group of the announcements (RFC 2365 local scope, as DDS's 239.255.0.1).

@@ -1,0 +1,287 @@
+//! Reaching a peer host: one task per host (a static peer, or one SUBNET announced) asks its
+//! directory (`directory.rs`) every poll over one kept connection (no handshake per poll) and
+//! connects to its members. That connection's keep-alive is the host's liveness: when it dies
+//! and a new one cannot be made within `host_probe`, the host has vanished and the links to
+//! the members it listed go down; a member no longer listed (its process died) loses its link
+//! at once. So a process pays liveness per peer host, not per remote process
+//! (docs/network.md sections 3 and 8).
+
+use std::collections::HashSet;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use super::directory::{parse_answer, parse_peer, reachable_from, MAX_ANSWER, REQUEST};
+use super::{tls, Inner};
+
+/// How often a probe (`probe`) starts one more attempt.
+const PROBE_ATTEMPT: Duration = Duration::from_millis(100);
+/// Backoff of a static peer that cannot be reached: from the first value, doubling, to the last.
+const BACKOFF: (Duration, Duration) = (Duration::from_millis(250), Duration::from_secs(2));
+
+/// A connection to the directory at `addr`, made within `bound`.
+async fn dial(
+    inner: &Inner,
+    addr: SocketAddr,
+    bound: Duration,
+) -> Result<quinn::Connection, String> {
+    let connecting = inner
+        .endpoint
+        .connect_with(inner.dir_client.clone(), addr, tls::SERVER_NAME)
+        .map_err(|e| e.to_string())?;
+    match tokio::time::timeout(bound, connecting).await {
+        Ok(Ok(c)) => Ok(c),
+        Ok(Err(e)) => Err(format!("{addr}: {e}")),
+        Err(_) => Err(format!("{addr}: no answer from the host directory")),
+    }
+}
+
+/// Ask a directory for its members over its connection.
+async fn ask(conn: &quinn::Connection) -> Result<Vec<(String, u16)>, String> {
+    let (mut send, mut recv) = conn.open_bi().await.map_err(|e| e.to_string())?;
+    send.write_all(REQUEST).await.map_err(|e| e.to_string())?;
+    let _ = send.finish();
+    let bytes = recv
+        .read_to_end(MAX_ANSWER)
+        .await
+        .map_err(|e| format!("directory answer: {e}"))?;
+    parse_answer(&bytes)
+}
+
+/// Resolve `host` to an address we can reach from `bind` (each time: names may move): any,
+/// in the resolver's order, from the dual-stack `[::]`; otherwise one of `bind`'s family.
+async fn resolve(host: &str, port: u16, bind: IpAddr) -> Result<SocketAddr, String> {
+    let addrs = tokio::net::lookup_host((host, port))
+        .await
+        .map_err(|e| format!("cannot resolve {host}: {e}"))?;
+    addrs
+        .into_iter()
+        .find(|a| reachable_from(bind, a.ip()))
+        .ok_or_else(|| format!("{host} has no address of the family we bind ({bind})"))
+}
+
+/// A peer host whose directory is asked: a static peer's entry (`host[:port]`, resolved at
+/// each round, since names may move) or the address a SUBNET announcement gave.
+pub(crate) enum PeerHost {
+    Static(String),
+    Announced(SocketAddr),
+}
+
+impl PeerHost {
+    fn label(&self) -> String {
+        match self {
+            PeerHost::Static(e) => format!("static peer {e}"),
+            PeerHost::Announced(a) => format!("announced host {a}"),
+        }
+    }
+}
+
+/// Resolves when `gone` turns true or its sender goes (never without one: a static peer).
+async fn ended(gone: &mut Option<watch::Receiver<bool>>) {
+    match gone {
+        Some(g) => {
+            let _ = g.wait_for(|g| *g).await;
+        }
+        None => std::future::pending().await,
+    }
+}
+
+enum Where {
+    Name(String, u16),
+    Addr(SocketAddr),
+}
+
+/// The kept connection to one peer host's directory.
+struct HostConn {
+    addr: SocketAddr,
+    conn: quinn::Connection,
+}
+
+/// Resolves when the host's directory connection is gone (never without one).
+async fn lost(host: &Option<HostConn>) {
+    match host {
+        Some(h) => {
+            h.conn.closed().await;
+        }
+        None => std::future::pending().await,
+    }
+}
+
+/// One round: the host's address (a name is resolved at each round, since names may move),
+/// the kept connection or a new one, and the members it lists now.
+async fn round(
+    inner: &Inner,
+    target: &Where,
+    host: &mut Option<HostConn>,
+) -> Result<(SocketAddr, Vec<(String, u16)>), String> {
+    let hs = inner.cfg.handshake_timeout;
+    let addr = match target {
+        Where::Addr(a) => *a,
+        Where::Name(name, port) => resolve(name, *port, inner.cfg.bind).await?,
+    };
+    if let Some(h) = host.take_if(|h| h.addr != addr) {
+        // The name moved: another host's directory from now on.
+        h.conn.close(0u32.into(), b"moved");
+    }
+    let conn = match host {
+        Some(h) => h.conn.clone(),
+        None => dial(inner, addr, hs).await?,
+    };
+    *host = Some(HostConn {
+        addr,
+        conn: conn.clone(),
+    });
+    let members = tokio::time::timeout(hs, ask(&conn))
+        .await
+        .map_err(|_| format!("{addr}: no answer from the host directory"))??;
+    Ok((addr, members))
+}
+
+/// The host's directory connection died: make a new one within `host_probe` (a connection the
+/// holder closed, as when it exits, also waits for another member to take the role). `None`:
+/// the host did not answer, it vanished.
+async fn probe(inner: &Arc<Inner>, h: &HostConn) -> Option<HostConn> {
+    let timed_out = matches!(
+        h.conn.close_reason(),
+        Some(quinn::ConnectionError::TimedOut)
+    );
+    let mut bound = inner.cfg.host_probe;
+    if !timed_out {
+        bound += inner.cfg.role_retry * 2;
+    }
+    // A new attempt every PROBE_ATTEMPT, the earlier ones still running: an Initial sent
+    // before a new holder bound the port is lost (and QUIC would resend it only after about a
+    // second), while a slow but live host still completes its first handshake.
+    let start = tokio::time::Instant::now();
+    let deadline = start + bound;
+    let mut next = start;
+    let mut tries = tokio::task::JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep_until(next), if next < deadline => {
+                let (me, addr) = (inner.clone(), h.addr);
+                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                tries.spawn(async move { dial(&me, addr, left).await });
+                next += PROBE_ATTEMPT;
+            }
+            Some(r) = tries.join_next() => {
+                if let Ok(Ok(conn)) = r {
+                    return Some(HostConn { addr: h.addr, conn });
+                }
+            }
+            _ = tokio::time::sleep_until(deadline) => return None,
+        }
+    }
+}
+
+/// Reach one peer host for as long as the transport runs (a static peer) or until `gone` turns
+/// true (an announced host no longer heard): ask its directory every `poll_interval` over one
+/// kept connection and connect to its members; a failure is reported once, then retried
+/// quietly with a backoff until the host answers again. The links to members the directory
+/// stopped listing go down, and all the listed ones when the host vanishes (its connection
+/// died and no new one could be made). After the first round (the query and the connects it
+/// started), `first` is told once.
+pub(crate) async fn peer_loop(
+    inner: Arc<Inner>,
+    host: PeerHost,
+    first: Option<std::sync::mpsc::Sender<()>>,
+    gone: Option<watch::Receiver<bool>>,
+) {
+    let mut first = first;
+    let mut stop = inner.stop.clone();
+    let mut gone = gone;
+    let label = host.label();
+    let target = match &host {
+        PeerHost::Static(entry) => match parse_peer(entry, inner.cfg.directory_port) {
+            Some((name, port)) => Where::Name(name, port),
+            None => {
+                inner.log(&format!(
+                    "network: static peer {entry:?} is not host[:port]; ignored"
+                ));
+                let _ = first.take().map(|f| f.send(()));
+                return;
+            }
+        },
+        PeerHost::Announced(a) => Where::Addr(*a),
+    };
+    let mut backoff = BACKOFF.0;
+    let mut reported = false;
+    let mut conn: Option<HostConn> = None;
+    // The members this host's directory listed last.
+    let mut listed: HashSet<String> = HashSet::new();
+    'rounds: loop {
+        if inner.stopped() || gone.as_ref().is_some_and(|g| *g.borrow()) {
+            break;
+        }
+        let wait = match round(&inner, &target, &mut conn).await {
+            Ok((addr, members)) => {
+                if reported {
+                    inner.log(&format!("network: {label} reached again"));
+                    reported = false;
+                }
+                backoff = BACKOFF.0;
+                let now: HashSet<String> = members.iter().map(|(n, _)| n.clone()).collect();
+                inner.drop_lost(listed.difference(&now));
+                listed = now;
+                let mut started = Vec::new();
+                for (name, port) in members {
+                    // The directory's address with the member's port: a link-local
+                    // address keeps its interface (scope id).
+                    let mut at = addr;
+                    at.set_port(port);
+                    started.extend(inner.maybe_connect(&name, at));
+                }
+                if first.is_some() {
+                    for h in started {
+                        let _ = h.await;
+                    }
+                }
+                inner.cfg.poll_interval
+            }
+            Err(why) => {
+                if !reported {
+                    inner.log(&format!("network: {label}: {why}; retrying quietly"));
+                    reported = true;
+                }
+                let w = backoff;
+                backoff = (backoff * 2).min(BACKOFF.1);
+                w
+            }
+        };
+        let _ = first.take().map(|f| f.send(()));
+        // Until the next round: the host's connection may die meanwhile (or have died in the
+        // round), which is the host's liveness.
+        loop {
+            if conn
+                .as_ref()
+                .is_some_and(|h| h.conn.close_reason().is_some())
+            {
+                let dead = conn.take().expect("checked");
+                conn = probe(&inner, &dead).await;
+                if conn.is_none() && !listed.is_empty() {
+                    let n = inner.drop_lost(listed.iter());
+                    inner.log(&format!(
+                        "network: {label} vanished (its directory connection died and it did \
+                         not answer again within {:?}); {n} links closed",
+                        inner.cfg.host_probe
+                    ));
+                    listed.clear();
+                }
+                if conn.is_some() {
+                    continue 'rounds;
+                }
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => continue 'rounds,
+                _ = stop.wait_for(|s| *s) => break 'rounds,
+                _ = ended(&mut gone) => break 'rounds,
+                _ = lost(&conn) => {}
+            }
+        }
+    }
+    if let Some(h) = conn {
+        h.conn.close(0u32.into(), b"done");
+    }
+}
