@@ -117,10 +117,11 @@ impl QuicLink {
         peer_max: u32,
         rt: Handle,
         write_timeout: Duration,
+        queue_bytes: usize,
         handler: Arc<dyn LinkHandler>,
         owner: Weak<Inner>,
     ) -> QuicLink {
-        let out = Outgoing::new(conn.clone(), send, rt.clone(), write_timeout);
+        let out = Outgoing::new(conn.clone(), send, rt.clone(), write_timeout, queue_bytes);
         QuicLink {
             peer,
             conn,
@@ -172,10 +173,12 @@ impl QuicLink {
             .map_err(|e| LinkError::Io(std::io::Error::other(e.to_string())))
     }
 
-    /// What the sending side gave up or sent as datagrams (best effort).
+    /// What the sending side gave up (reliable overflow, best effort) or sent as datagrams.
     pub fn shed(&self) -> ShedCounts {
         let s: &Shed = &self.out.shed;
         ShedCounts {
+            dropped: s.dropped.load(Ordering::Relaxed),
+            queued_peak: self.out.queued_peak() as u64,
             datagrams: s.datagrams.load(Ordering::Relaxed),
             replaced: s.replaced.load(Ordering::Relaxed),
             abandoned: s.abandoned.load(Ordering::Relaxed),
@@ -212,9 +215,15 @@ impl QuicLink {
     }
 }
 
-/// What a link's sending side did with best-effort samples (`QuicLink::shed`).
+/// What a link's sending side did with samples it could not send at once (`QuicLink::shed`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ShedCounts {
+    /// Reliable deliveries dropped, oldest first, from a stream queue that was full
+    /// (docs/network.md section 7, "Reliable overflow").
+    pub dropped: u64,
+    /// The most bytes one reliable stream's queue of the link held (bounded by
+    /// `QuicConfig::queue_bytes`, plus one delivery when nothing else could be dropped).
+    pub queued_peak: u64,
     /// Sent as one datagram each.
     pub datagrams: u64,
     /// Replaced by a newer sample of their class before they were written (too large for a

@@ -22,6 +22,7 @@ mod exercise;
 mod ifaces;
 mod link;
 mod peer_host;
+mod queue;
 mod receive;
 mod runtime;
 mod streams;
@@ -103,6 +104,9 @@ pub struct QuicConfig {
     pub handshake_timeout: Duration,
     /// A write blocked this long (the peer stopped reading) fails and closes the link.
     pub write_timeout: Duration,
+    /// Bytes a reliable stream's queue holds; past it a new delivery drops the oldest queued
+    /// ones, counted (docs/network.md section 7, "Reliable overflow"). 16 MiB.
+    pub queue_bytes: usize,
     /// `start` waits up to this long for the links to the static peers' members (as the Unix
     /// transport returns once the graphs already there are linked); the rest come up later.
     pub initial_wait: Duration,
@@ -141,6 +145,7 @@ impl QuicConfig {
             host_probe: Duration::from_millis(500),
             handshake_timeout: Duration::from_secs(2),
             write_timeout: Duration::from_secs(10),
+            queue_bytes: queue::QUEUE_BYTES,
             initial_wait: Duration::from_millis(500),
             log: None,
             subnet: None,
@@ -799,6 +804,7 @@ impl Inner {
             peer_max,
             self.rt.clone(),
             self.cfg.write_timeout,
+            self.cfg.queue_bytes,
             self.handler.clone(),
             Arc::downgrade(self),
         ));

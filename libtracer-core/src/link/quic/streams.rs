@@ -15,10 +15,12 @@
 //! stream. A reliable stream is opened once per link and class; a best-effort one may be reset
 //! (abandoned) when a newer sample of its class is waiting, and a new one opened.
 //!
-//! A send never waits for the network while its stream has less than `QUEUE_BYTES` queued: the
-//! frame is queued and a writer task on the runtime writes it. Past that a reliable send waits
-//! (flow control reaches the publisher); a best-effort send never waits: the newest sample of a
-//! class replaces one still waiting.
+//! A delivery never waits for the network: the frame is queued and a writer task on the
+//! runtime writes it. A reliable stream's queue is bounded (`queue.rs`): a delivery that does
+//! not fit drops the oldest queued deliveries (counted; the subscriber sees the sequence gap
+//! as lost messages), and only frames that are never dropped (a WRITE, an answer, a marker)
+//! wait for room. A best-effort send never waits: the newest sample of a class replaces one
+//! still waiting.
 //!
 //! **The write timeout bounds a stall, not a transfer.** A writer, and a send waiting for room,
 //! give up (and the link closes) only when the stream has taken no byte for the whole write
@@ -31,13 +33,14 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 use tokio::runtime::Handle;
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::Notify;
 
+use super::queue::{Kind, Queue};
 use crate::edge::DeliveryPolicy;
 use crate::wire::{EdgeId, EncodedFrame, Frame, ReqId};
 
@@ -47,8 +50,6 @@ pub(crate) const CLASSES: usize = 8;
 pub(crate) const BEST_EFFORT_TAG: u8 = CLASSES as u8;
 /// quinn priority of the control stream: above every edge stream.
 const CONTROL_PRIORITY: i32 = 100;
-/// Bytes a stream may have queued before a reliable send waits.
-const QUEUE_BYTES: usize = 16 << 20;
 /// Edges whose policy a link remembers (learned from SUBSCRIBE); an edge past it is carried on
 /// the control stream, reliably and in order.
 const MAX_EDGES: usize = 65536;
@@ -69,7 +70,11 @@ pub(crate) fn parse_barrier(nonce: u64) -> Option<(u64, u8)> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Route {
     Control,
+    /// The reliable stream of the class, never dropped (waits for room if it must).
     Reliable(u8),
+    /// A DELIVERY on the reliable stream of the class, of this edge: dropped, oldest first,
+    /// from a full queue.
+    ReliableDelivery(u8, EdgeId),
     /// A datagram if it fits, else the best-effort stream of the class.
     BestEffort(u8),
     /// A READ: a barrier over the reliable streams, then the READ on the control stream.
@@ -84,9 +89,11 @@ struct Edges {
     answer: HashMap<ReqId, EdgeId>,
 }
 
-/// Counters of the frames a link's sending side gave up (best effort only).
+/// Counters of the frames a link's sending side gave up.
 #[derive(Default)]
 pub(crate) struct Shed {
+    /// Reliable deliveries dropped, oldest first, from a full stream queue.
+    pub dropped: AtomicU64,
     /// Best-effort samples replaced by a newer one of their class before they were written.
     pub replaced: AtomicU64,
     /// Best-effort streams reset with a sample half written (a newer one was waiting).
@@ -95,19 +102,9 @@ pub(crate) struct Shed {
     pub datagrams: AtomicU64,
 }
 
-/// Room left in a stream's queue, shared by the senders and its writer task.
-struct Room {
-    queued: Mutex<usize>,
-    freed: Condvar,
-    /// Bytes the stream has taken so far (a waiting sender's sign of progress).
-    taken: AtomicU64,
-}
-
 /// One ordered stream (the control stream or a reliable edge stream) and its writer task.
 struct Writer {
-    tx: Mutex<Option<mpsc::UnboundedSender<EncodedFrame>>>,
-    closed: AtomicBool,
-    room: Arc<Room>,
+    queue: Arc<Queue>,
     /// A frame was queued since the last barrier marker (reliable streams only).
     dirty: AtomicBool,
     task: Mutex<Option<tokio::task::JoinHandle<()>>>,
@@ -131,6 +128,8 @@ pub(crate) struct Outgoing {
     conn: quinn::Connection,
     rt: Handle,
     write_timeout: Duration,
+    /// Each reliable stream's queue bound.
+    queue_bytes: usize,
     control: Writer,
     reliable: [Mutex<Option<Arc<Writer>>>; CLASSES],
     best_effort: [Mutex<Option<Arc<BestEffortWriter>>>; CLASSES],
@@ -152,13 +151,21 @@ impl Outgoing {
         control: quinn::SendStream,
         rt: Handle,
         write_timeout: Duration,
+        queue_bytes: usize,
     ) -> Outgoing {
         let _ = control.set_priority(CONTROL_PRIORITY);
-        let control = Writer::start(&rt, &conn, StreamSource::Ready(control), write_timeout);
+        let control = Writer::start(
+            &rt,
+            &conn,
+            StreamSource::Ready(control),
+            write_timeout,
+            queue_bytes,
+        );
         Outgoing {
             conn,
             rt,
             write_timeout,
+            queue_bytes,
             control,
             reliable: Default::default(),
             best_effort: Default::default(),
@@ -188,9 +195,9 @@ impl Outgoing {
         }
     }
 
-    fn edge_route(policy: Option<DeliveryPolicy>) -> Route {
+    fn edge_route(edge: EdgeId, policy: Option<DeliveryPolicy>) -> Route {
         match policy {
-            Some(p) if p.is_reliable() => Route::Reliable(p.priority()),
+            Some(p) if p.is_reliable() => Route::ReliableDelivery(p.priority(), edge),
             Some(p) => Route::BestEffort(p.priority()),
             None => Route::Control,
         }
@@ -200,7 +207,7 @@ impl Outgoing {
     pub(crate) fn route(&self, frame: &Frame) -> Route {
         match frame {
             Frame::Delivery { edge, .. } => {
-                Self::edge_route(self.edges.lock().policy.get(edge).copied())
+                Self::edge_route(*edge, self.edges.lock().policy.get(edge).copied())
             }
             Frame::Structure { edge, .. } => match self.edges.lock().policy.get(edge).copied() {
                 Some(p) if p.is_reliable() => Route::Reliable(p.priority()),
@@ -236,7 +243,16 @@ impl Outgoing {
             Route::Control => self.control.push(enc, self.write_timeout),
             Route::Reliable(c) => {
                 let w = self.reliable_writer(c);
-                w.push(enc, self.write_timeout)?;
+                self.count(w.queue.push(enc, Kind::Kept, self.write_timeout)?);
+                w.dirty.store(true, Ordering::Release);
+                Ok(())
+            }
+            Route::ReliableDelivery(c, edge) => {
+                let w = self.reliable_writer(c);
+                self.count(
+                    w.queue
+                        .push(enc, Kind::Delivery(edge), self.write_timeout)?,
+                );
                 w.dirty.store(true, Ordering::Release);
                 Ok(())
             }
@@ -254,7 +270,7 @@ impl Outgoing {
                 for c in 0..CLASSES {
                     let w = self.reliable[c].lock().clone();
                     if let Some(w) = w.filter(|w| w.dirty.swap(false, Ordering::AcqRel)) {
-                        w.push(ping(*n), self.write_timeout)?;
+                        self.count(w.queue.push(ping(*n), Kind::Kept, self.write_timeout)?);
                         classes |= 1 << c;
                     }
                 }
@@ -265,6 +281,21 @@ impl Outgoing {
                 self.control.push(enc, self.write_timeout)
             }
         }
+    }
+
+    fn count(&self, dropped: u64) {
+        if dropped != 0 {
+            self.shed.dropped.fetch_add(dropped, Ordering::Relaxed);
+        }
+    }
+
+    /// The most bytes any reliable stream's queue of this link held.
+    pub(crate) fn queued_peak(&self) -> usize {
+        self.reliable
+            .iter()
+            .filter_map(|w| w.lock().as_ref().map(|w| w.queue.peak()))
+            .max()
+            .unwrap_or(0)
     }
 
     /// A PONG (from a reader task): never waits; dropped when the control queue is full.
@@ -309,6 +340,7 @@ impl Outgoing {
                     priority: 2 * c as i32 + 1,
                 },
                 self.write_timeout,
+                self.queue_bytes,
             ))
         })
         .clone()
@@ -369,13 +401,13 @@ async fn open_tagged(
     Some(s)
 }
 
-/// Write one frame, handing its bytes back to `room` as the stream takes them; fails when the
+/// Write one frame, handing its bytes back to `queue` as the stream takes them; fails when the
 /// stream takes nothing for `stall` (or fails). What was not written is released too.
 async fn write_steady(
     s: &mut quinn::SendStream,
     enc: EncodedFrame,
     stall: Duration,
-    room: &Room,
+    room: &Queue,
 ) -> Result<(), ()> {
     let mut left = enc.len();
     let mut chunks = [Bytes::from(enc.head), enc.payload.unwrap_or_default()];
@@ -407,30 +439,17 @@ async fn write_enc(s: &mut quinn::SendStream, enc: EncodedFrame) -> Result<(), q
     Ok(())
 }
 
-impl Room {
-    fn release(&self, n: usize) {
-        let mut q = self.queued.lock();
-        *q = q.saturating_sub(n);
-        self.taken.fetch_add(n as u64, Ordering::Relaxed);
-        self.freed.notify_all();
-    }
-}
-
 impl Writer {
     fn start(
         rt: &Handle,
         conn: &quinn::Connection,
         source: StreamSource,
         write_timeout: Duration,
+        queue_bytes: usize,
     ) -> Writer {
-        let (tx, mut rx) = mpsc::unbounded_channel::<EncodedFrame>();
-        let room = Arc::new(Room {
-            queued: Mutex::new(0),
-            freed: Condvar::new(),
-            taken: AtomicU64::new(0),
-        });
+        let queue = Arc::new(Queue::new(queue_bytes));
         let conn = conn.clone();
-        let r = room.clone();
+        let q = queue.clone();
         let task = rt.spawn(async move {
             let stream = match source {
                 StreamSource::Ready(s) => Some(s),
@@ -440,8 +459,8 @@ impl Writer {
                 conn.close(0u32.into(), b"cannot open a stream");
                 return;
             };
-            while let Some(enc) = rx.recv().await {
-                if write_steady(&mut s, enc, write_timeout, &r).await.is_err() {
+            while let Some(enc) = q.next().await {
+                if write_steady(&mut s, enc, write_timeout, &q).await.is_err() {
                     // Nothing taken for the write timeout (the peer stopped reading) or the
                     // stream failed: the link is lost; the connection's end tells the reader.
                     conn.close(0u32.into(), b"write failed");
@@ -454,56 +473,20 @@ impl Writer {
             }
         });
         Writer {
-            tx: Mutex::new(Some(tx)),
-            closed: AtomicBool::new(false),
-            room,
+            queue,
             dirty: AtomicBool::new(false),
             task: Mutex::new(Some(task)),
         }
     }
 
-    /// Queue a frame, waiting for room past `QUEUE_BYTES` (a frame alone in the queue always
-    /// fits, whatever its size) as long as the queue drains: `wait` bounds the time without
-    /// any byte written, not the whole wait.
+    /// Queue a frame that is never dropped (the control stream's).
     fn push(&self, enc: EncodedFrame, wait: Duration) -> Result<(), SendFail> {
-        let n = enc.len();
-        {
-            let mut deadline = Instant::now() + wait;
-            let mut q = self.room.queued.lock();
-            let mut taken = self.room.taken.load(Ordering::Relaxed);
-            while *q > 0 && *q + n > QUEUE_BYTES {
-                if self.closed.load(Ordering::Acquire) {
-                    return Err(SendFail::Closed);
-                }
-                if wait.is_zero() {
-                    return Err(SendFail::Blocked);
-                }
-                let timed_out = self.room.freed.wait_until(&mut q, deadline).timed_out();
-                let now_taken = self.room.taken.load(Ordering::Relaxed);
-                if now_taken != taken {
-                    taken = now_taken;
-                    deadline = Instant::now() + wait;
-                } else if timed_out {
-                    return Err(SendFail::Blocked);
-                }
-            }
-            *q += n;
-        }
-        let tx = self.tx.lock();
-        match tx.as_ref().map(|t| t.send(enc)) {
-            Some(Ok(())) => Ok(()),
-            _ => {
-                self.room.release(n);
-                Err(SendFail::Closed)
-            }
-        }
+        self.queue.push(enc, Kind::Kept, wait).map(|_| ())
     }
 
     fn close(&self) -> Option<tokio::task::JoinHandle<()>> {
-        self.tx.lock().take();
-        self.closed.store(true, Ordering::Release);
-        // A sender waiting for room is told at once.
-        self.room.freed.notify_all();
+        // A sender waiting for room is told at once; the writer drains what is queued.
+        self.queue.close();
         self.task.lock().take()
     }
 }

@@ -1,0 +1,380 @@
+//! The queue in front of one ordered QUIC stream (the control stream or a reliable edge stream)
+//! and its bound (docs/network.md section 7, "Reliable overflow").
+//!
+//! Senders push frames; the stream's writer task takes them in order. The queue holds at most
+//! `QUEUE_BYTES` of frames the stream has not taken yet (the frame being written counts until
+//! the stream has taken its bytes). A delivery that does not fit makes room by dropping the
+//! oldest queued delivery of its own edge, else the oldest of any edge, never one whose writing
+//! started: so a publisher never waits for the network. Every other frame (a WRITE, an answer,
+//! a barrier marker, anything on the control stream) is [`Kind::Kept`]: it drops deliveries to
+//! make room too, but is itself never dropped, and waits for room when only kept frames or the
+//! frame in progress are left, as long as the stream takes bytes.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+use tokio::sync::Notify;
+
+use super::streams::SendFail;
+use crate::wire::{EdgeId, EncodedFrame};
+
+/// Bytes a stream's queue holds before a new frame drops the oldest deliveries (or waits).
+pub(crate) const QUEUE_BYTES: usize = 16 << 20;
+/// Dropped slots are left in place and swept once there are this many and more than live ones.
+const SWEEP_AT: usize = 64;
+
+/// What a frame is to the queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A DELIVERY of a reliable edge: dropped, oldest first, when the queue is full.
+    Delivery(EdgeId),
+    /// Never dropped; waits for room.
+    Kept,
+}
+
+struct Entry {
+    /// Position in push order (entries stay sorted by it).
+    seq: u64,
+    /// The edge, for a delivery that may be dropped.
+    edge: Option<EdgeId>,
+    /// `None` once dropped.
+    enc: Option<EncodedFrame>,
+}
+
+#[derive(Default)]
+struct State {
+    entries: VecDeque<Entry>,
+    next_seq: u64,
+    /// Each edge's queued deliveries (their `seq`), oldest first.
+    by_edge: HashMap<EdgeId, VecDeque<u64>>,
+    /// Dropped entries still in `entries`.
+    holes: usize,
+    /// Bytes queued, with what the stream has not yet taken of the frame being written.
+    queued: usize,
+    /// The most `queued` ever was.
+    peak: usize,
+    closed: bool,
+}
+
+/// One stream's queue, shared by its senders and its writer task.
+pub(crate) struct Queue {
+    state: Mutex<State>,
+    /// Bytes were taken or deliveries dropped (a waiting sender looks again).
+    freed: Condvar,
+    /// A frame was queued or the queue closed (the writer looks again).
+    wake: Notify,
+    /// Bytes the stream has taken so far (a waiting sender's sign of progress).
+    taken: AtomicU64,
+    bound: usize,
+}
+
+impl Queue {
+    pub(crate) fn new(bound: usize) -> Queue {
+        Queue {
+            state: Mutex::new(State::default()),
+            freed: Condvar::new(),
+            wake: Notify::new(),
+            taken: AtomicU64::new(0),
+            bound,
+        }
+    }
+
+    /// Queue `enc`. A delivery never waits; a kept frame waits for room (once the queue holds
+    /// no delivery to drop) as long as the stream takes bytes: `wait` bounds the time without
+    /// any byte taken, and zero means "do not wait". Returns how many deliveries were dropped.
+    pub(crate) fn push(
+        &self,
+        enc: EncodedFrame,
+        kind: Kind,
+        wait: Duration,
+    ) -> Result<u64, SendFail> {
+        let n = enc.len();
+        let mut dropped = 0;
+        let mut deadline = Instant::now() + wait;
+        let mut taken = self.taken.load(Ordering::Relaxed);
+        let mut st = self.state.lock();
+        loop {
+            if st.closed {
+                return Err(SendFail::Closed);
+            }
+            if st.queued == 0 || st.queued + n <= self.bound {
+                break;
+            }
+            let own = match kind {
+                Kind::Delivery(edge) => Some(edge),
+                Kind::Kept => None,
+            };
+            if st.drop_oldest(own) {
+                dropped += 1;
+                continue;
+            }
+            // Nothing left to drop: a delivery goes in anyway (never waits), a kept frame waits.
+            if matches!(kind, Kind::Delivery(_)) {
+                break;
+            }
+            if wait.is_zero() {
+                return Err(SendFail::Blocked);
+            }
+            let timed_out = self.freed.wait_until(&mut st, deadline).timed_out();
+            let now_taken = self.taken.load(Ordering::Relaxed);
+            if now_taken != taken {
+                taken = now_taken;
+                deadline = Instant::now() + wait;
+            } else if timed_out {
+                return Err(SendFail::Blocked);
+            }
+        }
+        let seq = st.next_seq;
+        st.next_seq += 1;
+        let edge = match kind {
+            Kind::Delivery(edge) => {
+                st.by_edge.entry(edge).or_default().push_back(seq);
+                Some(edge)
+            }
+            Kind::Kept => None,
+        };
+        st.entries.push_back(Entry {
+            seq,
+            edge,
+            enc: Some(enc),
+        });
+        st.queued += n;
+        st.peak = st.peak.max(st.queued);
+        drop(st);
+        self.wake.notify_one();
+        Ok(dropped)
+    }
+
+    /// The next frame to write, oldest first; `None` once the queue is closed and empty. The
+    /// frame's bytes stay counted until [`Queue::release`] hands them back.
+    pub(crate) async fn next(&self) -> Option<EncodedFrame> {
+        loop {
+            {
+                let mut st = self.state.lock();
+                while let Some(e) = st.entries.pop_front() {
+                    let Some(enc) = e.enc else {
+                        st.holes -= 1;
+                        continue;
+                    };
+                    if let Some(edge) = e.edge {
+                        st.forget(edge, e.seq);
+                    }
+                    return Some(enc);
+                }
+                if st.closed {
+                    return None;
+                }
+            }
+            self.wake.notified().await;
+        }
+    }
+
+    /// The stream took `n` bytes of the frame being written (or the writer gave up on them).
+    pub(crate) fn release(&self, n: usize) {
+        let mut st = self.state.lock();
+        st.queued = st.queued.saturating_sub(n);
+        self.taken.fetch_add(n as u64, Ordering::Relaxed);
+        drop(st);
+        self.freed.notify_all();
+    }
+
+    /// Take no more frames; the writer drains what is queued. A waiting sender fails at once.
+    pub(crate) fn close(&self) {
+        self.state.lock().closed = true;
+        self.freed.notify_all();
+        self.wake.notify_one();
+    }
+
+    /// The most bytes this queue ever held.
+    pub(crate) fn peak(&self) -> usize {
+        self.state.lock().peak
+    }
+}
+
+impl State {
+    /// Drop the oldest queued delivery of `edge`, or of any edge if `edge` has none (or is
+    /// `None`). False when no delivery is queued.
+    fn drop_oldest(&mut self, edge: Option<EdgeId>) -> bool {
+        let own = edge.and_then(|e| self.by_edge.get(&e).and_then(|q| q.front().copied()));
+        let seq = match own {
+            Some(seq) => seq,
+            None => match self
+                .by_edge
+                .values()
+                .filter_map(|q| q.front().copied())
+                .min()
+            {
+                Some(seq) => seq,
+                None => return false,
+            },
+        };
+        let Ok(i) = self.entries.binary_search_by_key(&seq, |e| e.seq) else {
+            return false;
+        };
+        let e = &mut self.entries[i];
+        let (Some(enc), Some(edge)) = (e.enc.take(), e.edge) else {
+            return false;
+        };
+        self.queued = self.queued.saturating_sub(enc.len());
+        self.forget(edge, seq);
+        self.holes += 1;
+        if self.holes >= SWEEP_AT && self.holes * 2 > self.entries.len() {
+            self.entries.retain(|e| e.enc.is_some());
+            self.holes = 0;
+        }
+        true
+    }
+
+    /// `seq` of `edge` left the queue (written or dropped); it is the edge's oldest.
+    fn forget(&mut self, edge: EdgeId, seq: u64) {
+        if let Some(q) = self.by_edge.get_mut(&edge) {
+            if q.front() == Some(&seq) {
+                q.pop_front();
+            }
+            if q.is_empty() {
+                self.by_edge.remove(&edge);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(len: usize, tag: u8) -> EncodedFrame {
+        EncodedFrame {
+            head: vec![tag; len],
+            payload: None,
+        }
+    }
+
+    fn drain(q: &Queue) -> Vec<u8> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        q.close();
+        let mut out = Vec::new();
+        while let Some(enc) = rt.block_on(q.next()) {
+            q.release(enc.len());
+            out.push(enc.head[0]);
+        }
+        out
+    }
+
+    #[test]
+    fn a_full_queue_drops_the_oldest_delivery_of_the_edge_first() {
+        let q = Queue::new(100);
+        // Edge 1: 10, 11; edge 2: 20; each 30 bytes: 90 queued.
+        assert_eq!(
+            q.push(frame(30, 10), Kind::Delivery(1), Duration::ZERO)
+                .ok(),
+            Some(0)
+        );
+        assert_eq!(
+            q.push(frame(30, 20), Kind::Delivery(2), Duration::ZERO)
+                .ok(),
+            Some(0)
+        );
+        assert_eq!(
+            q.push(frame(30, 11), Kind::Delivery(1), Duration::ZERO)
+                .ok(),
+            Some(0)
+        );
+        // Edge 1's oldest (10) goes, not edge 2's older one.
+        assert_eq!(
+            q.push(frame(30, 12), Kind::Delivery(1), Duration::ZERO)
+                .ok(),
+            Some(1)
+        );
+        // Edge 3 has none queued: the oldest of any edge (20) goes.
+        assert_eq!(
+            q.push(frame(30, 30), Kind::Delivery(3), Duration::ZERO)
+                .ok(),
+            Some(1)
+        );
+        assert!(q.peak() <= 100);
+        assert_eq!(drain(&q), vec![11, 12, 30]);
+    }
+
+    #[test]
+    fn kept_frames_are_never_dropped_and_wait_only_behind_kept_ones() {
+        let q = Queue::new(100);
+        q.push(frame(40, 1), Kind::Kept, Duration::ZERO)
+            .ok()
+            .unwrap();
+        q.push(frame(40, 10), Kind::Delivery(1), Duration::ZERO)
+            .ok()
+            .unwrap();
+        // A kept frame makes room by dropping the delivery.
+        assert_eq!(
+            q.push(frame(40, 2), Kind::Kept, Duration::ZERO).ok(),
+            Some(1)
+        );
+        // Now only kept frames: another kept one cannot wait (zero) and is refused ...
+        assert!(matches!(
+            q.push(frame(40, 3), Kind::Kept, Duration::ZERO),
+            Err(SendFail::Blocked)
+        ));
+        // ... and a delivery is queued anyway, over the bound (nothing left to drop).
+        assert_eq!(
+            q.push(frame(40, 11), Kind::Delivery(1), Duration::ZERO)
+                .ok(),
+            Some(0)
+        );
+        assert_eq!(q.peak(), 120);
+        // The next delivery drops that one, so the excess is one delivery at most.
+        assert_eq!(
+            q.push(frame(40, 12), Kind::Delivery(1), Duration::ZERO)
+                .ok(),
+            Some(1)
+        );
+        assert_eq!(drain(&q), vec![1, 2, 12]);
+    }
+
+    #[test]
+    fn dropped_slots_are_swept_so_a_stalled_queue_stays_bounded() {
+        let q = Queue::new(10 * 64);
+        // A kept frame at the front that is never written, then deliveries for ever.
+        q.push(frame(64, 0), Kind::Kept, Duration::ZERO)
+            .ok()
+            .unwrap();
+        let mut dropped = 0;
+        for i in 0..10_000u32 {
+            dropped += q
+                .push(
+                    frame(64, (i % 200) as u8 + 1),
+                    Kind::Delivery(1),
+                    Duration::ZERO,
+                )
+                .ok()
+                .unwrap();
+        }
+        assert_eq!(dropped, 10_000 - 9);
+        let st = q.state.lock();
+        assert!(
+            st.entries.len() <= 10 + 2 * SWEEP_AT,
+            "{}",
+            st.entries.len()
+        );
+        assert_eq!(st.queued, 10 * 64);
+        drop(st);
+        assert_eq!(drain(&q).len(), 10);
+    }
+
+    #[test]
+    fn a_waiting_kept_frame_fails_when_the_queue_closes() {
+        let q = std::sync::Arc::new(Queue::new(10));
+        q.push(frame(10, 1), Kind::Kept, Duration::ZERO)
+            .ok()
+            .unwrap();
+        let q2 = q.clone();
+        let t =
+            std::thread::spawn(move || q2.push(frame(10, 2), Kind::Kept, Duration::from_secs(60)));
+        // Closing tells the sender at once, whether it is waiting for room already or not yet.
+        q.close();
+        assert!(matches!(t.join().unwrap(), Err(SendFail::Closed)));
+    }
+}
