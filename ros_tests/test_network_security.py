@@ -184,3 +184,120 @@ def test_a_peer_whose_permissions_deny_publishing_is_not_taken_from(tmp_path, ho
     want = "its enclave CN=/net/a may not publish rt/chatter"
     lines = [l for l in r.stderr.splitlines() if "security: not taking /chatter from " in l]
     assert len(lines) == 1 and want in lines[0], r.stderr
+
+
+@pytest.fixture
+def unauth_hosts():
+    """Two hosts whose namespaces are named ``unauth-...`` (removed when the test ends)."""
+    yield from _fixture(None, "unauth")
+
+
+def open_governance(path: Path, envs, allow: bool) -> Path:
+    """A governance for the test's domain: unauthenticated participants allowed (``allow``), no
+    join access control, ``rt/open`` without read or write access control, every other topic
+    controlled both ways."""
+    rule = lambda expr, ctl: (  # noqa: E731
+        f"<topic_rule><topic_expression>{expr}</topic_expression>"
+        f"<enable_discovery_protection>{ctl}</enable_discovery_protection>"
+        f"<enable_liveliness_protection>{ctl}</enable_liveliness_protection>"
+        f"<enable_read_access_control>{ctl}</enable_read_access_control>"
+        f"<enable_write_access_control>{ctl}</enable_write_access_control>"
+        "<metadata_protection_kind>ENCRYPT</metadata_protection_kind>"
+        "<data_protection_kind>ENCRYPT</data_protection_kind></topic_rule>")
+    path.write_text(f"""<?xml version="1.0" encoding="UTF-8"?>
+<dds><domain_access_rules><domain_rule>
+  <domains><id>{envs["a"]["ROS_DOMAIN_ID"]}</id></domains>
+  <allow_unauthenticated_participants>{str(allow).lower()}</allow_unauthenticated_participants>
+  <enable_join_access_control>false</enable_join_access_control>
+  <discovery_protection_kind>ENCRYPT</discovery_protection_kind>
+  <liveliness_protection_kind>ENCRYPT</liveliness_protection_kind>
+  <rtps_protection_kind>ENCRYPT</rtps_protection_kind>
+  <topic_access_rules>{rule("rt/open", "false")}{rule("*", "true")}</topic_access_rules>
+</domain_rule></domain_access_rules></dds>
+""")
+    return path
+
+
+def governance(ks: Path, envs, file: Path) -> None:
+    env = {"PATH": "/usr/bin:/bin", "ROS_DOMAIN_ID": envs["a"]["ROS_DOMAIN_ID"]}
+    subprocess.run([TRACER, "keystore", "governance", ks, file], check=True,
+                   capture_output=True, timeout=30, env=env)
+
+
+def flows(envs, hosts, src: str, dst: str):
+    """/open (20 messages) and /secret (1) at once from host ``src`` to host ``dst``; returns
+    {topic: (talker, listener)} joined."""
+    plan = {"/open": (20, 60, 60), "/secret": (1, 8, 6)}
+    listeners = {t: started(pubsub(envs[dst], hosts.host(dst), "listen", "--topic", t,
+                                   "--count", str(n), "--timeout", str(lt)))
+                 for t, (n, lt, _) in plan.items()}
+    talkers = {t: pubsub(envs[src], hosts.host(src), "talk", "--topic", t, "--count", str(n),
+                         "--timeout", str(tt), "--linger", "20")
+               for t, (n, _, tt) in plan.items()}
+    out = {t: (talkers[t].join(), listeners[t].join()) for t in plan}
+    for t, (tk, ls) in out.items():
+        for line in (tk.stderr + ls.stderr).splitlines():
+            if "security:" in line:
+                print(t, line)
+    return out
+
+
+def test_an_unauthenticated_peer_uses_only_the_unprotected_topic_when_allowed(tmp_path,
+                                                                             unauth_hosts):
+    """Host a enforces a governance that allows unauthenticated participants and leaves
+    ``rt/open`` without access control; host b runs without security. As a DDS participant
+    would, a admits b anonymously: /open flows both ways, /secret neither way (a's ACL refuses
+    b's subscription; a's subscription does not take b's publisher)."""
+    hosts = unauth_hosts
+    envs = tracer_envs(tmp_path)
+    ks = keystore(tmp_path / "ks", envs, "/net/a")
+    governance(ks, envs, open_governance(tmp_path / "governance.xml", envs, allow=True))
+    secure(envs["a"], ks, "/net/a")
+    # a to b.
+    out = flows(envs, hosts, "a", "b")
+    t, r = out["/open"]
+    assert t.returncode == 0, t.describe() + "\n" + r.describe()
+    assert json_line(r.stdout, r.describe())["received"] == [[f"hello {i}" for i in range(20)]]
+    t, r = out["/secret"]
+    assert t.returncode == 2 and "only 0 of 1 subscriptions matched" in t.stdout, t.describe()
+    assert json_line(r.stdout, r.describe())["received"] == [[]]
+    assert ("refused the subscription to /secret: refused by the peer: permission denied: "
+            "SUBSCRIBE on /secret for an unauthenticated peer") in r.stderr, r.stderr
+    a_logs = "".join(p.stderr for pair in out.values() for p in pair[:1])
+    assert "security: admitted the peer at 192.0.2.2:" in a_logs, a_logs
+    # b to a.
+    out = flows(envs, hosts, "b", "a")
+    t, r = out["/open"]
+    assert t.returncode == 0, t.describe() + "\n" + r.describe()
+    assert json_line(r.stdout, r.describe())["received"] == [[f"hello {i}" for i in range(20)]]
+    t, r = out["/secret"]
+    assert t.returncode == 2 and "only 0 of 1 subscriptions matched" in t.stdout, t.describe()
+    assert json_line(r.stdout, r.describe())["received"] == [[]]
+    lines = [l for l in r.stderr.splitlines() if "security: not taking /secret from " in l]
+    assert len(lines) == 1 and "it is not authenticated and rt/secret is access controlled " \
+        "for writing" in lines[0], r.stderr
+    # Each process of a says once per address that it admitted b's process unauthenticated.
+    for p in (r, out["/open"][1]):
+        said = [l for l in p.stderr.splitlines() if "security: admitted the peer at" in l]
+        assert len(said) == len(set(said)) >= 1, p.stderr
+
+
+def test_an_unauthenticated_peer_is_refused_when_the_governance_does_not_allow_it(
+        tmp_path, unauth_hosts):
+    """The same governance with allow_unauthenticated_participants=false: refused in the TLS
+    handshake, as with sros2's default governance."""
+    hosts = unauth_hosts
+    envs = tracer_envs(tmp_path)
+    ks = keystore(tmp_path / "ks", envs, "/net/a")
+    governance(ks, envs, open_governance(tmp_path / "governance.xml", envs, allow=False))
+    secure(envs["a"], ks, "/net/a")
+    listener = started(pubsub(envs["b"], hosts.host("b"), "listen", "--topic", "/open",
+                              "--count", "1", "--timeout", "8"))
+    t = pubsub(envs["a"], hosts.host("a"), "talk", "--topic", "/open", "--count", "1",
+               "--timeout", "6", "--linger", "20").join()
+    r = listener.join()
+    assert t.returncode == 2 and "only 0 of 1 subscriptions matched" in t.stdout, t.describe()
+    assert json_line(r.stdout, r.describe())["received"] == [[]]
+    assert "security: refused the peer at 192.0.2.2" in t.stderr, t.stderr
+    assert "peer sent no certificates" in t.stderr, t.stderr
+    assert "admitted" not in t.stderr, t.stderr

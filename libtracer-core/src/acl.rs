@@ -85,7 +85,8 @@ pub enum Principal {
     Subject(Arc<str>),
     /// Any remote requester whose link authenticated it, whatever its subject.
     Authenticated,
-    /// A remote requester over a link that authenticates no one.
+    /// A remote requester over a link that authenticates no one, or one admitted
+    /// unauthenticated ([`Subject::Anonymous`]). Never matched by [`Principal::Authenticated`].
     Anonymous,
     /// Everyone, local or remote.
     Any,
@@ -112,7 +113,9 @@ pub enum Subject {
     /// the trusted CA: RFC 4514 text, most specific attribute first (`CN=/talker`,
     /// `CN=/a,O=Robots`), as x509-cert prints a name.
     Authenticated(Arc<str>),
-    /// Nothing: the link encrypts but authenticates no one (QUIC without SROS2).
+    /// Nothing: the link encrypts but authenticates no one (QUIC without SROS2), or the peer
+    /// failed authentication and was let in all the same (SROS2 governance
+    /// `allow_unauthenticated_participants`).
     Anonymous,
 }
 

@@ -245,3 +245,94 @@ fn a_peer_is_named_by_its_certificate_subject_or_is_anonymous() {
         subject("CN=/robot/talker")
     );
 }
+
+/// The governance's `allow_unauthenticated_participants` (docs/network.md section 5): an
+/// enclave that allows them links with a process without SROS2 (no client certificate, a
+/// self-signed server one) and with one of another CA, both named anonymous on both ends; a
+/// peer of its own CA is authenticated as without the setting; each anonymous peer is logged
+/// once. Without the setting the unauthenticated peer is refused, as before.
+#[test]
+fn unauthenticated_peers_are_let_in_as_anonymous_only_when_allowed() {
+    let keys = TempDir::new("quic-unauth-keys");
+    let ca1 = enclaves(keys.path(), &["/net/a", "/net/c"]);
+    let other = TempDir::new("quic-unauth-keys2");
+    let ca2 = enclaves(other.path(), &["/net/d"]);
+    let dir = TempDir::new("quic-unauth");
+    let port = free_udp_port();
+    let lines: Arc<Mutex<Vec<String>>> = Arc::default();
+    let l2 = lines.clone();
+    let mut cfg_a = loopback_quic(port);
+    cfg_a.security = Some(ca1[0].allow_unauthenticated(true));
+    cfg_a.log = Some(Arc::new(move |m: &str| l2.lock().push(m.to_owned())));
+    let with = |sec: Option<QuicSecurity>| {
+        let mut c = loopback_quic(port);
+        c.security = sec;
+        c
+    };
+    let (ra, rb, rc, rd) = (
+        Recorder::new(),
+        Recorder::new(),
+        Recorder::new(),
+        Recorder::new(),
+    );
+    let a = QuicTransport::start(dir.path(), "a", ra.clone(), cfg_a).unwrap();
+    let b = QuicTransport::start(dir.path(), "b", rb.clone(), with(None)).unwrap();
+    let _c = QuicTransport::start(dir.path(), "c", rc.clone(), with(Some(ca1[1].clone()))).unwrap();
+    let d = QuicTransport::start(
+        dir.path(),
+        "d",
+        rd.clone(),
+        with(Some(ca2[0].allow_unauthenticated(true))),
+    )
+    .unwrap();
+    assert!(a.holds_role());
+    let to_b = ra.wait_up("b", T);
+    assert_eq!(to_b.peer().remote, Some(Subject::Anonymous));
+    assert_eq!(rb.wait_up("a", T).peer().remote, Some(Subject::Anonymous));
+    ok_arrives(&to_b, &rb, 11);
+    let subject = |n: &str| Some(Subject::Authenticated(n.into()));
+    assert_eq!(ra.wait_up("c", T).peer().remote, subject("CN=/net/c"));
+    assert_eq!(rc.wait_up("a", T).peer().remote, subject("CN=/net/a"));
+    assert_eq!(ra.wait_up("d", T).peer().remote, Some(Subject::Anonymous));
+    assert_eq!(rd.wait_up("a", T).peer().remote, Some(Subject::Anonymous));
+    let admitted = |p: u16| {
+        lines
+            .lock()
+            .iter()
+            .filter(|l| {
+                l.starts_with("security: admitted the peer at ")
+                    && l.contains(&format!("127.0.0.1:{p} unauthenticated"))
+            })
+            .count()
+    };
+    assert_eq!(admitted(b.port()), 1, "{:?}", lines.lock());
+    assert_eq!(admitted(d.port()), 1, "{:?}", lines.lock());
+    assert!(
+        !lines
+            .lock()
+            .iter()
+            .any(|l| l.contains("admitted") && l.contains("/net/c")),
+        "{:?}",
+        lines.lock()
+    );
+
+    // Not allowed: the same unauthenticated peer is refused in the handshake and logged.
+    let dir = TempDir::new("quic-unauth-closed");
+    let port = free_udp_port();
+    let lines: Arc<Mutex<Vec<String>>> = Arc::default();
+    let l2 = lines.clone();
+    let mut cfg_e = loopback_quic(port);
+    cfg_e.security = Some(ca1[0].allow_unauthenticated(false));
+    cfg_e.log = Some(Arc::new(move |m: &str| l2.lock().push(m.to_owned())));
+    let (re, rf) = (Recorder::new(), Recorder::new());
+    let e = QuicTransport::start(dir.path(), "e", re.clone(), cfg_e).unwrap();
+    let mut cfg_f = loopback_quic(port);
+    cfg_f.security = None;
+    let _f = QuicTransport::start(dir.path(), "f", rf.clone(), cfg_f).unwrap();
+    assert!(wait_until(T, || lines
+        .lock()
+        .iter()
+        .any(|l| l.starts_with("security: refused the peer at "))));
+    assert!(e.peers().is_empty());
+    assert!(!lines.lock().iter().any(|l| l.contains("admitted")));
+}

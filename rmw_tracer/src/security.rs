@@ -69,8 +69,9 @@ pub fn load(o: &SecurityOptions, domain: u32) -> RmwResult<Option<Secure>> {
             for s in &access.skipped {
                 log!(RMW_LOG_SEVERITY_WARN, "security: skipped {s}");
             }
+            let open = access.domain.allow_unauthenticated_participants;
             Ok(Some(Secure {
-                quic,
+                quic: quic.allow_unauthenticated(open),
                 access: Arc::new(Access {
                     domain,
                     loaded: access,
@@ -151,13 +152,33 @@ impl Access {
         !self.loaded.domain.enable_join_access_control
     }
 
+    /// May a peer that failed authentication (admitted as anonymous: the governance allows
+    /// unauthenticated participants) `action` the DDS `topic`? Only where the governance does not
+    /// control that direction of the topic, as DDS lets an unauthenticated participant match
+    /// only unprotected topics.
+    pub fn anonymous_may(&self, action: Action, topic: &str) -> bool {
+        let read = action == Action::Subscribe;
+        self.loaded.domain.allow_unauthenticated_participants
+            && !self.loaded.domain.controlled(topic, read)
+    }
+
+    /// `acl` opened to every peer the governance lets use an uncontrolled vertex with `right`:
+    /// any authenticated peer, and anonymous ones when unauthenticated participants are allowed.
+    fn open_to_all(&self, acl: Acl, right: Rights) -> Acl {
+        let acl = acl.allow(Principal::Authenticated, right);
+        if self.loaded.domain.allow_unauthenticated_participants {
+            return acl.allow(Principal::Anonymous, right);
+        }
+        acl
+    }
+
     /// The ACL of a vertex that remote peers may use with `right` when their grant allows
     /// `action` on `topic`: one allow entry per such subject (or every authenticated peer,
-    /// when the governance does not control the topic).
+    /// and anonymous ones if the governance allows them, when it does not control the topic).
     pub fn acl_for(&self, action: Action, topic: &str, right: Rights) -> Acl {
         let read = action == Action::Subscribe;
         if !self.loaded.domain.controlled(topic, read) {
-            return Acl::new().allow(Principal::Authenticated, right);
+            return self.open_to_all(Acl::new(), right);
         }
         let mut acl = Acl::new();
         for g in &self.loaded.peers {
@@ -175,7 +196,7 @@ impl Access {
     pub fn registry_acl(&self) -> Acl {
         let right = Rights::SUBSCRIBE | Rights::READ;
         if self.open_join() {
-            return Acl::new().allow(Principal::Authenticated, right);
+            return self.open_to_all(Acl::new(), right);
         }
         let mut acl = Acl::new();
         for g in &self.loaded.peers {
@@ -210,7 +231,14 @@ impl WriterCheck {
                 "its enclave {s} may not publish {} (its permissions.p7s in our keystore, domain {})",
                 self.dds, self.access.domain
             )),
-            Subject::Anonymous => Some("it is not authenticated".to_owned()),
+            Subject::Anonymous if self.access.anonymous_may(Action::Publish, &self.dds) => None,
+            Subject::Anonymous if !self.access.loaded.domain.allow_unauthenticated_participants => {
+                Some("it is not authenticated".to_owned())
+            }
+            Subject::Anonymous => Some(format!(
+                "it is not authenticated and {} is access controlled for writing (governance, domain {})",
+                self.dds, self.access.domain
+            )),
         }
     }
 }
@@ -252,4 +280,130 @@ pub fn grant_remote(g: &Graph, access: Option<&Access>) -> RmwResult<()> {
         )?,
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use libtracer_core::Credentials;
+    use tracer_sros2::governance::Governance;
+    use tracer_sros2::permissions::Permissions;
+
+    /// A governance for domain 0: `rt/open` uncontrolled both ways, `rt/ro` uncontrolled for
+    /// reading only, everything else controlled.
+    fn governance(allow: bool, join: bool) -> String {
+        let rule = |expr: &str, read: bool, write: bool| {
+            format!(
+                "<topic_rule><topic_expression>{expr}</topic_expression>\
+                 <enable_read_access_control>{read}</enable_read_access_control>\
+                 <enable_write_access_control>{write}</enable_write_access_control></topic_rule>"
+            )
+        };
+        format!(
+            "<dds><domain_access_rules><domain_rule><domains><id>0</id></domains>\
+             <allow_unauthenticated_participants>{allow}</allow_unauthenticated_participants>\
+             <enable_join_access_control>{join}</enable_join_access_control>\
+             <topic_access_rules>{}{}{}</topic_access_rules></domain_rule></domain_access_rules></dds>",
+            rule("rt/open", false, false),
+            rule("rt/ro", false, true),
+            rule("*", true, true),
+        )
+    }
+
+    fn access(allow: bool, join: bool) -> Arc<Access> {
+        let grant = |enclave: &str| {
+            let xml = tracer_sros2::policy::permissions_xml(
+                tracer_sros2::policy::DEFAULT_POLICY,
+                enclave,
+                0,
+                ("2020-01-01T00:00:00", "2099-12-31T00:00:00"),
+            )
+            .unwrap();
+            Permissions::parse(&xml).unwrap().grants.remove(0)
+        };
+        let gov = Governance::parse(&governance(allow, join)).unwrap();
+        Arc::new(Access {
+            domain: 0,
+            loaded: tracer_sros2::keystore::Loaded {
+                subject: "CN=/a".into(),
+                domain: gov.for_domain(0).unwrap().clone(),
+                own: grant("/a"),
+                peers: vec![grant("/b")],
+                skipped: Vec::new(),
+            },
+        })
+    }
+
+    const ANON: Credentials = Credentials::Remote(Subject::Anonymous);
+
+    fn b() -> Credentials {
+        Credentials::Remote(Subject::Authenticated("CN=/b".into()))
+    }
+
+    fn lets(acl: &Acl, who: &Credentials, right: Rights) -> bool {
+        libtracer_core::acl::permits(Some(acl), 1000, who, right)
+    }
+
+    #[test]
+    fn anonymous_peers_get_only_uncontrolled_topics_and_only_when_allowed() {
+        let a = access(true, true);
+        let sub = |t: &str| a.acl_for(Action::Subscribe, t, Rights::SUBSCRIBE);
+        let write = |t: &str| a.acl_for(Action::Publish, t, Rights::WRITE);
+        assert!(lets(&sub("rt/open"), &ANON, Rights::SUBSCRIBE));
+        assert!(lets(&sub("rt/ro"), &ANON, Rights::SUBSCRIBE));
+        assert!(!lets(&sub("rt/secret"), &ANON, Rights::SUBSCRIBE));
+        assert!(lets(&write("rt/open"), &ANON, Rights::WRITE));
+        assert!(!lets(&write("rt/ro"), &ANON, Rights::WRITE));
+        assert!(!lets(&write("rt/secret"), &ANON, Rights::WRITE));
+        // Never more than the right asked for; never CREATE or ADMIN.
+        for r in [Rights::CREATE, Rights::ADMIN, Rights::READ] {
+            assert!(!lets(&sub("rt/open"), &ANON, r), "{}", r.name());
+        }
+        // An authenticated peer is treated as without the setting: its grant decides.
+        assert!(lets(&sub("rt/secret"), &b(), Rights::SUBSCRIBE));
+        assert!(lets(&sub("rt/open"), &b(), Rights::SUBSCRIBE));
+        // Join access control on: the registry is the grants', so no anonymous peer joins.
+        assert!(!lets(&a.registry_acl(), &ANON, Rights::SUBSCRIBE));
+        assert!(lets(
+            &a.registry_acl(),
+            &b(),
+            Rights::SUBSCRIBE | Rights::READ
+        ));
+        let open = access(true, false);
+        assert!(lets(&open.registry_acl(), &ANON, Rights::SUBSCRIBE));
+        assert!(lets(&open.registry_acl(), &ANON, Rights::READ));
+        assert!(!lets(&open.registry_acl(), &ANON, Rights::CREATE));
+        // Not allowed: nothing for an anonymous peer, uncontrolled or not.
+        let closed = access(false, false);
+        assert!(!lets(&closed.registry_acl(), &ANON, Rights::SUBSCRIBE));
+        let acl = closed.acl_for(Action::Subscribe, "rt/open", Rights::SUBSCRIBE);
+        assert!(!lets(&acl, &ANON, Rights::SUBSCRIBE));
+        assert!(lets(&acl, &b(), Rights::SUBSCRIBE));
+        assert!(!closed.anonymous_may(Action::Publish, "rt/open"));
+        assert!(a.anonymous_may(Action::Publish, "rt/open"));
+        assert!(!a.anonymous_may(Action::Publish, "rt/ro"));
+    }
+
+    #[test]
+    fn a_subscription_takes_an_anonymous_peers_data_only_without_write_access_control() {
+        let check = |allow: bool, dds: &str| WriterCheck {
+            access: access(allow, false),
+            dds: dds.into(),
+        };
+        let anon = Subject::Anonymous;
+        assert_eq!(check(true, "rt/open").refuses(Some(&anon)), None);
+        let why = check(true, "rt/ro").refuses(Some(&anon)).unwrap();
+        assert!(
+            why.contains("not authenticated") && why.contains("rt/ro"),
+            "{why}"
+        );
+        assert!(check(true, "rt/secret").refuses(Some(&anon)).is_some());
+        assert_eq!(
+            check(false, "rt/open").refuses(Some(&anon)).as_deref(),
+            Some("it is not authenticated")
+        );
+        let b = Subject::Authenticated("CN=/b".into());
+        assert_eq!(check(true, "rt/secret").refuses(Some(&b)), None);
+        assert_eq!(check(true, "rt/open").refuses(None), None);
+    }
 }

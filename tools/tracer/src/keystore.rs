@@ -47,6 +47,15 @@ pub enum Cmd {
         /// The enclave name, as rcl takes it: `/talker` or `/robot/camera`.
         enclave: String,
     },
+    /// Replace the keystore's governance with a governance.xml of your own (unauthenticated
+    /// participants allowed, topics without access control, ...): it is checked, copied to
+    /// enclaves/governance.xml, signed as enclaves/governance.p7s, and that copied into every
+    /// enclave of the keystore.
+    Governance {
+        keystore: PathBuf,
+        /// The DDS Security governance document (`<dds><domain_access_rules>...`).
+        governance: PathBuf,
+    },
     /// Replace an enclave's permissions from an SROS2 policy file (`ros2 security
     /// create_permission`): permissions.xml, signed as permissions.p7s.
     Permission {
@@ -64,6 +73,17 @@ pub fn run(cmd: Cmd) -> Result<(), String> {
             let dir = enclave_dir(&keystore, &enclave)?;
             make_enclave(&keystore, &enclave, &dir)?;
             println!("{}", dir.display());
+            Ok(())
+        }
+        Cmd::Governance {
+            keystore,
+            governance,
+        } => {
+            let n = set_governance(&keystore, &governance)?;
+            println!(
+                "{} (and {n} enclaves)",
+                keystore.join("enclaves").join("governance.p7s").display()
+            );
             Ok(())
         }
         Cmd::Permission {
@@ -184,6 +204,64 @@ fn create(keystore: &Path) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     println!("{}", keystore.display());
     Ok(())
+}
+
+/// `tracer keystore governance`: the document at `file` (which must parse as a governance and
+/// have a rule for `ROS_DOMAIN_ID`, as rmw_init will ask) becomes the keystore's, signed, and
+/// every enclave's `governance.p7s` (below `enclaves/`, at most 16 deep) is replaced by it.
+/// Returns how many enclaves were updated.
+fn set_governance(keystore: &Path, file: &Path) -> Result<usize, String> {
+    let text = fs::read_to_string(file).map_err(ctx(file.display()))?;
+    let gov = tracer_sros2::governance::Governance::parse(&text)
+        .map_err(|e| format!("{}: {e}", file.display()))?;
+    let domain = domain_id()?;
+    if gov.for_domain(domain).is_none() {
+        return Err(format!(
+            "{}: no domain rule for domain {domain} (ROS_DOMAIN_ID)",
+            file.display()
+        ));
+    }
+    let enclaves = keystore.join("enclaves");
+    if !keystore
+        .join("public")
+        .join("identity_ca.cert.pem")
+        .is_file()
+    {
+        return Err(format!(
+            "{}: not a keystore (make it first: tracer keystore create)",
+            keystore.display()
+        ));
+    }
+    let xml = enclaves.join("governance.xml");
+    let p7s = enclaves.join("governance.p7s");
+    fs::write(&xml, &text).map_err(ctx(xml.display()))?;
+    tracer_sros2::keystore::sign_file(keystore, &xml, &p7s).map_err(|e| e.to_string())?;
+    let signed = fs::read_to_string(&p7s).map_err(ctx(p7s.display()))?;
+    let mut copies = Vec::new();
+    enclave_governance_files(&enclaves, 0, &mut copies);
+    for c in &copies {
+        fs::write(c, &signed).map_err(ctx(c.display()))?;
+    }
+    Ok(copies.len())
+}
+
+/// The `governance.p7s` of every enclave below `dir` (not `dir`'s own).
+fn enclave_governance_files(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
+    if depth > 16 {
+        return;
+    }
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.filter_map(|e| e.ok()) {
+        let p = e.path();
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            if p.join("cert.pem").is_file() && p.join("governance.p7s").is_file() {
+                out.push(p.join("governance.p7s"));
+            }
+            enclave_governance_files(&p, depth + 1, out);
+        }
+    }
 }
 
 /// `<keystore>/enclaves/<enclave>`: each segment of the name a plain directory name.
@@ -308,5 +386,41 @@ mod tests {
             .mode();
         assert_eq!(mode & 0o077, 0);
         assert!(make_enclave(&ks, "/talker", &dir).is_err());
+    }
+
+    #[test]
+    fn a_governance_of_ones_own_is_signed_into_the_keystore_and_its_enclaves() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ks = tmp.path().join("ks");
+        create(&ks).unwrap();
+        let dir = enclave_dir(&ks, "/robot/talker").unwrap();
+        make_enclave(&ks, "/robot/talker", &dir).unwrap();
+        let d = domain_id().unwrap();
+        let xml = tracer_sros2::governance::default_xml(d).replace(
+            "<allow_unauthenticated_participants>false",
+            "<allow_unauthenticated_participants>true",
+        );
+        let file = tmp.path().join("governance.xml");
+        fs::write(&file, &xml).unwrap();
+        assert_eq!(set_governance(&ks, &file).unwrap(), 1);
+        // What rmw_tracer reads at init: the enclave's copy, verified against the CA.
+        let l = tracer_sros2::keystore::load(&dir, d).unwrap();
+        assert!(l.domain.allow_unauthenticated_participants);
+        // A document that is not a governance, or has no rule for the domain, is refused and
+        // changes nothing.
+        fs::write(&file, "<dds/>").unwrap();
+        assert!(set_governance(&ks, &file).is_err());
+        fs::write(&file, tracer_sros2::governance::default_xml(d + 1)).unwrap();
+        let e = set_governance(&ks, &file).unwrap_err();
+        assert!(e.contains("no domain rule"), "{e}");
+        assert!(
+            tracer_sros2::keystore::load(&dir, d)
+                .unwrap()
+                .domain
+                .allow_unauthenticated_participants
+        );
+        fs::write(&file, &xml).unwrap();
+        let e = set_governance(&tmp.path().join("nope"), &file).unwrap_err();
+        assert!(e.contains("not a keystore"), "{e}");
     }
 }

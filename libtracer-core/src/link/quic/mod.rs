@@ -55,6 +55,7 @@ pub use tls::{subject_of, QuicSecurity};
 use self::link::{hello, read_hello, refuse, write_frame, HelloOutcome};
 use super::rendezvous::prepare_dir;
 use super::{valid_node_name, LinkError, LinkHandler, PeerIdentity};
+use crate::acl::Subject;
 use crate::wire::{ErrorCode, FrameDecoder};
 
 /// At most this many incoming handshakes at once; more are refused at once (a flood).
@@ -788,6 +789,18 @@ impl Inner {
             conn.close(0u32.into(), b"no dispatcher");
             return;
         };
+        let subject = self.identity.peer_subject(&conn);
+        if subject == Subject::Anonymous && self.identity.authenticated() {
+            let addr = peer_address(conn.remote_address());
+            self.log_once(
+                format!("anonymous {addr}"),
+                &format!(
+                    "security: admitted the peer at {addr} unauthenticated (no certificate of \
+                     our identity CA; the governance allows unauthenticated participants): it \
+                     may use only topics without access control"
+                ),
+            );
+        }
         let id = PeerIdentity {
             name: name.clone(),
             // Not attested across hosts and not used by the ACL: a remote peer is the
@@ -795,7 +808,7 @@ impl Inner {
             uid: nix::unistd::getuid().as_raw(),
             gid: nix::unistd::getgid().as_raw(),
             pid: 0,
-            remote: Some(self.identity.peer_subject(&conn)),
+            remote: Some(subject),
         };
         let link = Arc::new(QuicLink::new(
             id,

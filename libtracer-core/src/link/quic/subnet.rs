@@ -236,7 +236,7 @@ pub(crate) async fn announce_loop(inner: Arc<Inner>, socks: Sockets) {
             directory_port: inner.cfg.directory_port,
             interval_ms: millis(interval),
             host: inner.host_id,
-            authenticated: inner.identity.authenticated(),
+            authenticated: inner.identity.requires_certificates(),
         });
         let ifs = ifaces::interfaces(inner.cfg.bind);
         // Awaited, not `try_send_to`: a new socket is not known to be writable yet, and a

@@ -5,7 +5,11 @@
 //! - **authenticated** ([`QuicSecurity`]): the enclave's certificate, and both ends require the
 //!   peer's certificate to chain to the keystore's identity CA (a client certificate too). The
 //!   name in the certificate is the enclave's, not a host name, so the server name is not
-//!   checked; the chain is.
+//!   checked; the chain is. With the governance's `allow_unauthenticated_participants`
+//!   ([`QuicSecurity::allow_unauthenticated`]) a peer whose certificate does not chain (another
+//!   CA's, a self-signed one) or that sends none is let in all the same, as
+//!   [`Subject::Anonymous`], and the ACL gives it only what is not access controlled; one that
+//!   chains is authenticated as without it.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -17,8 +21,11 @@ use rustls::client::WebPkiServerVerifier;
 use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName, UnixTime};
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::server::WebPkiClientVerifier;
-use rustls::{CertificateError, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use rustls::{
+    CertificateError, DigitallySignedStruct, DistinguishedName, RootCertStore, SignatureScheme,
+};
 
 use crate::acl::Subject;
 
@@ -43,12 +50,16 @@ struct Secured {
     chain: Vec<CertificateDer<'static>>,
     key: PrivateKeyDer<'static>,
     roots: Arc<RootCertStore>,
+    /// Peers that fail authentication are let in as anonymous (the governance's
+    /// `allow_unauthenticated_participants`).
+    anonymous: bool,
 }
 
 impl std::fmt::Debug for QuicSecurity {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("QuicSecurity")
             .field("chain", &self.0.chain.len())
+            .field("anonymous", &self.0.anonymous)
             .finish_non_exhaustive()
     }
 }
@@ -81,7 +92,23 @@ impl QuicSecurity {
             chain,
             key,
             roots: Arc::new(roots),
+            anonymous: false,
         })))
+    }
+
+    /// The same identity, letting in (`allow`) or refusing peers that fail authentication: a
+    /// certificate that does not chain to the identity CA, or none. Let in, such a peer is
+    /// [`Subject::Anonymous`] (DDS Security's `allow_unauthenticated_participants`, read from
+    /// the governance by the caller); its handshake signature is still checked against the key
+    /// of the certificate it sent. A peer whose certificate chains is authenticated either way.
+    pub fn allow_unauthenticated(&self, allow: bool) -> QuicSecurity {
+        let s = &self.0;
+        QuicSecurity(Arc::new(Secured {
+            chain: s.chain.clone(),
+            key: s.key.clone_key(),
+            roots: s.roots.clone(),
+            anonymous: allow,
+        }))
     }
 }
 
@@ -91,6 +118,8 @@ pub(crate) struct Identity {
     chain: Vec<CertificateDer<'static>>,
     key: PrivateKeyDer<'static>,
     roots: Option<Arc<RootCertStore>>,
+    /// With `roots`: peers that do not chain to them are let in as anonymous.
+    anonymous: bool,
 }
 
 impl Identity {
@@ -101,6 +130,7 @@ impl Identity {
                 chain: s.0.chain.clone(),
                 key: s.0.key.clone_key(),
                 roots: Some(s.0.roots.clone()),
+                anonymous: s.0.anonymous,
             }),
             None => Identity::self_signed(),
         }
@@ -113,33 +143,72 @@ impl Identity {
             chain: vec![ck.cert.der().clone()],
             key: PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(ck.key_pair.serialize_der())),
             roots: None,
+            anonymous: false,
         })
     }
 
-    /// Peers must present a certificate of the keystore's CA.
+    /// This process presents a certificate of the keystore's CA and authenticates its peers
+    /// against it (SROS2 on).
     pub(crate) fn authenticated(&self) -> bool {
         self.roots.is_some()
     }
 
+    /// Peers must present a certificate of the keystore's CA to be let in at all (SROS2 on, and
+    /// the governance does not allow unauthenticated participants).
+    pub(crate) fn requires_certificates(&self) -> bool {
+        self.roots.is_some() && !self.anonymous
+    }
+
     /// What the handshake of `conn` proved about the peer, its ACL principal: with
     /// authentication, the subject of the certificate the verifier accepted; without, nothing
-    /// (a certificate nobody checked names no one).
+    /// (a certificate nobody checked names no one). When unauthenticated peers are let in, the
+    /// verifier accepted every certificate, so the chain is checked again here, by the same
+    /// webpki verifier the handshake used for this side: a peer whose certificate chains is
+    /// authenticated, one whose does not (or that sent none) is anonymous.
     pub(crate) fn peer_subject(&self, conn: &quinn::Connection) -> Subject {
-        if !self.authenticated() {
+        let Some(roots) = &self.roots else {
             return Subject::Anonymous;
-        }
+        };
         let certs = conn
             .peer_identity()
             .and_then(|a| a.downcast::<Vec<CertificateDer<'static>>>().ok());
-        match certs
-            .as_deref()
-            .and_then(|c| c.first())
-            .map(|c| subject_of(c))
-        {
-            Some(Ok(s)) => Subject::Authenticated(s.into()),
+        let Some((end, intermediates)) = certs.as_deref().and_then(|c| c.split_first()) else {
+            return Subject::Anonymous;
+        };
+        if self.anonymous && !chains(roots, conn.side(), end, intermediates) {
+            return Subject::Anonymous;
+        }
+        match subject_of(end) {
+            Ok(s) => Subject::Authenticated(s.into()),
             // The verifier parsed it, so this does not happen; a peer we cannot name gets
-            // what an anonymous one gets, which under SROS2 is nothing.
-            _ => Subject::Anonymous,
+            // what an anonymous one gets.
+            Err(_) => Subject::Anonymous,
+        }
+    }
+}
+
+/// Whether `end` (with `intermediates`) chains to `roots` for the role the peer had in the
+/// handshake: a server's certificate when we were the client (`side`), else a client's.
+fn chains(
+    roots: &Arc<RootCertStore>,
+    side: quinn::Side,
+    end: &CertificateDer<'_>,
+    intermediates: &[CertificateDer<'_>],
+) -> bool {
+    let now = UnixTime::now();
+    match side {
+        quinn::Side::Client => server_verifier(roots, false)
+            .map(|v| {
+                let name = ServerName::try_from(SERVER_NAME).expect("a valid DNS name");
+                v.verify_server_cert(end, intermediates, &name, &[], now)
+                    .is_ok()
+            })
+            .unwrap_or(false),
+        quinn::Side::Server => {
+            WebPkiClientVerifier::builder_with_provider(roots.clone(), provider())
+                .build()
+                .map(|v| v.verify_client_cert(end, intermediates, now).is_ok())
+                .unwrap_or(false)
         }
     }
 }
@@ -189,11 +258,16 @@ pub(crate) fn server_config(
         .with_protocol_versions(&[&rustls::version::TLS13])
         .map_err(|e| e.to_string())?;
     let builder = match &id.roots {
-        Some(roots) => builder.with_client_cert_verifier(
-            WebPkiClientVerifier::builder_with_provider(roots.clone(), provider())
+        Some(roots) => {
+            let chain = WebPkiClientVerifier::builder_with_provider(roots.clone(), provider())
                 .build()
-                .map_err(|e| e.to_string())?,
-        ),
+                .map_err(|e| e.to_string())?;
+            if id.anonymous {
+                builder.with_client_cert_verifier(Arc::new(ChainOrAnonymous(chain)))
+            } else {
+                builder.with_client_cert_verifier(chain)
+            }
+        }
         None => builder.with_no_client_auth(),
     };
     let mut tls = builder
@@ -219,11 +293,9 @@ pub(crate) fn client_config(
         .dangerous();
     let mut tls = match &id.roots {
         Some(roots) => {
-            let chain = WebPkiServerVerifier::builder_with_provider(roots.clone(), p)
-                .build()
-                .map_err(|e| e.to_string())?;
+            let chain = server_verifier(roots, id.anonymous)?;
             builder
-                .with_custom_certificate_verifier(Arc::new(ChainOnly(chain)))
+                .with_custom_certificate_verifier(chain)
                 .with_client_auth_cert(id.chain.clone(), id.key.clone_key())
                 .map_err(|e| e.to_string())?
         }
@@ -236,6 +308,15 @@ pub(crate) fn client_config(
     let mut cc = quinn::ClientConfig::new(Arc::new(crypto));
     cc.transport_config(transport);
     Ok(cc)
+}
+
+/// The server-certificate verifier of the authenticated model: the CA's chain, and with
+/// `anonymous` any other certificate too (its handshake signature still checked).
+fn server_verifier(roots: &Arc<RootCertStore>, anonymous: bool) -> Result<Arc<ChainOnly>, String> {
+    let chain = WebPkiServerVerifier::builder_with_provider(roots.clone(), provider())
+        .build()
+        .map_err(|e| e.to_string())?;
+    Ok(Arc::new(ChainOnly { chain, anonymous }))
 }
 
 /// Accepts any certificate, checks the handshake signature made with its key: the connection
@@ -291,9 +372,15 @@ impl ServerCertVerifier for Unauthenticated {
 /// The authenticated model's server verifier: the keystore CA's own (chain, validity, usage,
 /// handshake signature), except that a name mismatch is accepted: an enclave certificate names
 /// the enclave, and every peer is asked for the same fixed name (webpki checks the chain before
-/// the name, so a certificate that fails the chain never reaches that exception).
+/// the name, so a certificate that fails the chain never reaches that exception). With
+/// `anonymous` (unauthenticated participants allowed), a certificate the chain refuses is
+/// accepted too: the handshake signature is still checked with its key, and
+/// [`Identity::peer_subject`] names such a peer anonymous.
 #[derive(Debug)]
-struct ChainOnly(Arc<WebPkiServerVerifier>);
+struct ChainOnly {
+    chain: Arc<WebPkiServerVerifier>,
+    anonymous: bool,
+}
 
 impl ServerCertVerifier for ChainOnly {
     fn verify_server_cert(
@@ -304,13 +391,76 @@ impl ServerCertVerifier for ChainOnly {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        match self
-            .0
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
-        {
+        match self.chain.verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        ) {
             Err(rustls::Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
             )) => Ok(ServerCertVerified::assertion()),
+            Err(rustls::Error::InvalidCertificate(_)) if self.anonymous => {
+                Ok(ServerCertVerified::assertion())
+            }
+            r => r,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.chain.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.chain.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.chain.supported_verify_schemes()
+    }
+}
+
+/// The client-certificate verifier when unauthenticated participants are allowed: the CA's
+/// webpki verifier decides who is authenticated; a certificate it refuses is accepted all the
+/// same (the handshake signature is still checked with its key, by the same verifier), and a
+/// client may send none (a process without SROS2 sends none: rustls clients answer a
+/// certificate request with an empty list when they have no certificate). Both are named
+/// anonymous by [`Identity::peer_subject`].
+#[derive(Debug)]
+struct ChainOrAnonymous(Arc<dyn ClientCertVerifier>);
+
+impl ClientCertVerifier for ChainOrAnonymous {
+    fn offer_client_auth(&self) -> bool {
+        true
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        false
+    }
+
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        self.0.root_hint_subjects()
+    }
+
+    fn verify_client_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        now: UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        match self.0.verify_client_cert(end_entity, intermediates, now) {
+            Err(rustls::Error::InvalidCertificate(_)) => Ok(ClientCertVerified::assertion()),
             r => r,
         }
     }
@@ -366,8 +516,14 @@ mod tests {
         let a = write(&dir, "identity_ca.cert.pem", &ca.pem());
         let s = QuicSecurity::from_pem_files(&c, &k, &a).unwrap();
         let id = Identity::new(Some(&s)).unwrap();
-        assert!(id.authenticated());
+        assert!(id.authenticated() && id.requires_certificates());
         assert!(!Identity::new(None).unwrap().authenticated());
+        // Unauthenticated participants allowed: still authenticating, no longer requiring.
+        let open = Identity::new(Some(&s.allow_unauthenticated(true))).unwrap();
+        assert!(open.authenticated() && !open.requires_certificates());
+        let t = transport(Duration::from_secs(2), Duration::from_millis(300));
+        assert!(server_config(&open, ALPN_LINK, t.clone()).is_ok());
+        assert!(client_config(&open, ALPN_LINK, t).is_ok());
         let t = transport(Duration::from_secs(2), Duration::from_millis(300));
         assert!(server_config(&id, ALPN_LINK, t.clone()).is_ok());
         assert!(client_config(&id, ALPN_LINK, t).is_ok());
