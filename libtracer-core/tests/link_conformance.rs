@@ -263,6 +263,7 @@ fn malformed_input_closes_only_that_link<F: Fabric>(f: F) {
             node: "c".into(),
             max_frame: 4096,
             shm: false,
+            permissions: None,
         })
         .unwrap(),
     );

@@ -170,6 +170,7 @@ fn silent_peer(dir: &std::path::Path, name: &str) -> std::thread::JoinHandle<Uni
                 node: name,
                 max_frame: MAX_FRAME,
                 shm: false,
+                permissions: None,
             })
             .unwrap(),
         )
@@ -234,6 +235,7 @@ fn ruling9_bad_handshakes_are_refused_without_harm() {
             node: "a".into(),
             max_frame: MAX_FRAME,
             shm: false,
+            permissions: None,
         })
         .unwrap(),
     )
@@ -463,6 +465,7 @@ fn ruling9_a_peer_that_says_hello_then_nothing_is_dropped() {
             node: "mute".into(),
             max_frame: MAX_FRAME,
             shm: false,
+            permissions: None,
         })
         .unwrap(),
     )
@@ -501,6 +504,7 @@ fn ruling9_a_full_socket_does_not_stall_the_keepalive() {
             node: "b".into(),
             max_frame: MAX_FRAME,
             shm: false,
+            permissions: None,
         };
         s.write_all(&encode(&hello).unwrap()).unwrap();
         let ping = encode(&Frame::Ping { nonce: 1 }).unwrap();
@@ -527,6 +531,7 @@ fn ruling9_a_full_socket_does_not_stall_the_keepalive() {
             node: "d".into(),
             max_frame: MAX_FRAME,
             shm: false,
+            permissions: None,
         })
         .unwrap(),
     )

@@ -52,6 +52,7 @@ impl FakePeer {
                 node: name,
                 max_frame: MAX_FRAME,
                 shm: false,
+                permissions: None,
             };
             let mut greeted = false;
             loop {
@@ -210,6 +211,7 @@ fn greet(s: &mut std::os::unix::net::UnixStream, name: &str) {
         node: name.to_owned(),
         max_frame: MAX_FRAME,
         shm: false,
+        permissions: None,
     };
     s.write_all(&encode(&hello).unwrap()).unwrap();
 }

@@ -16,6 +16,7 @@ fn seeds() -> Vec<Vec<u8>> {
             node: "n".into(),
             max_frame: 4096,
             shm: false,
+            permissions: None,
         },
         Frame::Write {
             req: 1,

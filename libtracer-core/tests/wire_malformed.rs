@@ -513,3 +513,54 @@ fn ruling8_shared_memory_frames_malformed() {
         .is_err());
     }
 }
+
+/// HELLO's PERMISSIONS (docs/wire.md section 2, spec change 2026-12-03): opaque bytes up to
+/// 64 KiB round-trip; one byte more is refused by the encoder and, built by hand, malformed for
+/// the decoder; a HELLO without it decodes as before.
+#[test]
+fn hello_permissions_are_bounded_at_64_kib() {
+    let hello = |p: Option<Vec<u8>>| Frame::Hello {
+        version: PROTOCOL_VERSION,
+        node: "robot-1".into(),
+        max_frame: MAX_FRAME,
+        shm: false,
+        permissions: p.map(bytes::Bytes::from),
+    };
+    for n in [0, 1, 4096, MAX_PERMISSIONS] {
+        let f = hello(Some(vec![b'p'; n]));
+        let bytes = encode(&f).unwrap();
+        assert_eq!(decode(&bytes, MAX_FRAME).unwrap().0, f, "{n} bytes");
+    }
+    assert!(matches!(
+        encode(&hello(Some(vec![b'p'; MAX_PERMISSIONS + 1]))),
+        Err(EncodeError::StringTooLong {
+            field: "PERMISSIONS",
+            ..
+        })
+    ));
+    // By hand: a HELLO without PERMISSIONS, then the TLV 0x03 with 64 KiB + 1 bytes.
+    let mut bytes = encode(&hello(None)).unwrap();
+    let n = MAX_PERMISSIONS + 1;
+    bytes.push(0x03);
+    let mut v = n as u32;
+    while v >= 0x80 {
+        bytes.push((v as u8 & 0x7f) | 0x80);
+        v >>= 7;
+    }
+    bytes.push(v as u8);
+    bytes.extend(std::iter::repeat_n(b'p', n));
+    let body = (bytes.len() - 4) as u32;
+    bytes[..4].copy_from_slice(&body.to_le_bytes());
+    assert_eq!(
+        decode(&bytes, MAX_FRAME).unwrap_err(),
+        DecodeError::StringTooLong {
+            field: "PERMISSIONS",
+            len: n,
+            max: MAX_PERMISSIONS
+        }
+    );
+    assert_eq!(
+        decode(&encode(&hello(None)).unwrap(), MAX_FRAME).unwrap().0,
+        hello(None)
+    );
+}

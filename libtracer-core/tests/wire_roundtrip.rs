@@ -94,7 +94,8 @@ fn frame() -> impl Strategy<Value = Frame> {
                 version,
                 node,
                 max_frame,
-                shm
+                shm,
+                permissions: None,
             }),
         (any::<u32>(), any::<u64>()).prop_map(|(id, size)| Frame::Segment { id, size }),
         (
@@ -246,12 +247,14 @@ fn ruling8_one_byte_fragmentation_of_every_kind() {
             node: "robot-1".into(),
             max_frame: MAX_FRAME,
             shm: false,
+            permissions: None,
         },
         Frame::Hello {
             version: PROTOCOL_VERSION,
             node: "robot-2".into(),
             max_frame: MAX_FRAME,
             shm: true,
+            permissions: None,
         },
         Frame::Segment {
             id: 3,

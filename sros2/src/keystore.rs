@@ -67,6 +67,43 @@ pub fn read_signed(path: &Path, ca_pem: &str) -> Result<String, Error> {
     smime::verify(&read(path)?, ca_pem).map_err(|e| e.in_file(path))
 }
 
+/// Largest permissions document a peer may send (docs/wire.md, HELLO: PERMISSIONS).
+pub const MAX_PEER_DOCUMENT: usize = 64 * 1024;
+
+/// The grant a peer sent for itself (docs/network.md section 5), as DDS Security's
+/// `validate_remote_permissions` takes it: `document` (its `permissions.p7s`) must be at most
+/// [`MAX_PEER_DOCUMENT`] bytes, verify against our permissions CA (`ca_pem`), and hold a grant
+/// whose `subject_name` is `subject`, the certificate subject its link proved, valid at `now`
+/// (UTC, as [`now_utc`]). Every failure says which.
+pub fn peer_grant(document: &[u8], ca_pem: &str, subject: &str, now: &str) -> Result<Grant, Error> {
+    if document.len() > MAX_PEER_DOCUMENT {
+        return Err(Error::Invalid(format!(
+            "{} bytes (at most {MAX_PEER_DOCUMENT})",
+            document.len()
+        )));
+    }
+    let text = smime::verify(document, ca_pem)?;
+    let p = Permissions::parse(&text)?;
+    let grant = p.grant_for(subject).ok_or_else(|| {
+        let named: Vec<&str> = p.grants.iter().map(|g| g.subject_name.as_str()).collect();
+        Error::Invalid(format!(
+            "no grant for {subject} (it names {})",
+            if named.is_empty() {
+                "no subject".to_owned()
+            } else {
+                named.join("; ")
+            }
+        ))
+    })?;
+    if !grant.valid_at(now) {
+        return Err(Error::Invalid(format!(
+            "the grant for {subject} is valid from {} to {}, not now ({now} UTC)",
+            grant.not_before, grant.not_after
+        )));
+    }
+    Ok(grant.clone())
+}
+
 /// What an enclave's process enforces (docs/network.md section 5).
 #[derive(Clone, Debug)]
 pub struct Loaded {
@@ -185,4 +222,72 @@ pub fn load(enclave_dir: &Path, domain: u32) -> Result<Loaded, Error> {
         peers,
         skipped,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ca() -> (String, Vec<u8>) {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut p = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        p.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        p.distinguished_name
+            .push(rcgen::DnType::CommonName, "peer grant CA");
+        let cert = p.self_signed(&key).unwrap();
+        (cert.pem(), key.serialize_der())
+    }
+
+    fn doc(subject: &str, not_after: &str) -> String {
+        format!(
+            r#"<?xml version="1.0" encoding="UTF-8"?>
+<dds><permissions><grant name="g"><subject_name>{subject}</subject_name>
+<validity><not_before>2020-01-01T00:00:00</not_before><not_after>{not_after}</not_after></validity>
+<allow_rule><domains><id>0</id></domains><publish><topics><topic>rt/chatter</topic></topics></publish></allow_rule>
+<default>DENY</default></grant></permissions></dds>
+"#
+        )
+    }
+
+    const NOW: &str = "2026-12-03T12:00:00";
+
+    #[test]
+    fn a_peer_grant_for_its_own_subject_is_taken() {
+        let (pem, key) = ca();
+        let file = smime::sign(&doc("CN=/net/a", "2099-01-01T00:00:00"), &pem, &key).unwrap();
+        let g = peer_grant(file.as_bytes(), &pem, "CN=/net/a", NOW).unwrap();
+        assert!(g.decide(0, crate::Action::Publish, "rt/chatter"));
+        assert!(!g.decide(0, crate::Action::Publish, "rt/secret"));
+    }
+
+    #[test]
+    fn a_changed_byte_another_ca_another_subject_or_an_old_grant_is_refused() {
+        let (pem, key) = ca();
+        let file = smime::sign(&doc("CN=/net/a", "2099-01-01T00:00:00"), &pem, &key).unwrap();
+        let tampered = file.replace("rt/chatter", "rt/chatteR");
+        let e = peer_grant(tampered.as_bytes(), &pem, "CN=/net/a", NOW).unwrap_err();
+        assert!(e.to_string().starts_with("signature:"), "{e}");
+        let (other, _) = ca();
+        let e = peer_grant(file.as_bytes(), &other, "CN=/net/a", NOW).unwrap_err();
+        assert!(e.to_string().starts_with("signature:"), "{e}");
+        // A document signed by our CA for another enclave: not this peer's grant.
+        let e = peer_grant(file.as_bytes(), &pem, "CN=/net/b", NOW).unwrap_err();
+        assert_eq!(e.to_string(), "no grant for CN=/net/b (it names CN=/net/a)");
+        let old = smime::sign(&doc("CN=/net/a", "2021-01-01T00:00:00"), &pem, &key).unwrap();
+        let e = peer_grant(old.as_bytes(), &pem, "CN=/net/a", NOW).unwrap_err();
+        assert!(e.to_string().contains("not now"), "{e}");
+    }
+
+    #[test]
+    fn a_document_past_the_bound_is_refused_before_it_is_read() {
+        let (pem, _) = ca();
+        let big = vec![b'x'; MAX_PEER_DOCUMENT + 1];
+        let e = peer_grant(&big, &pem, "CN=/net/a", NOW).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("{} bytes (at most 65536)", MAX_PEER_DOCUMENT + 1)
+        );
+        let e = peer_grant(&big[..MAX_PEER_DOCUMENT], &pem, "CN=/net/a", NOW).unwrap_err();
+        assert!(e.to_string().starts_with("signature:"), "{e}");
+    }
 }

@@ -522,6 +522,7 @@ pub(crate) fn hello(local: &str, shm: bool) -> Frame {
         node: local.to_owned(),
         max_frame: MAX_FRAME,
         shm,
+        permissions: None,
     }
 }
 
@@ -593,11 +594,13 @@ pub(crate) fn check_hello(
     left: Leftover,
 ) -> Result<HelloOutcome, String> {
     match frame {
+        // PERMISSIONS never travels on a Unix link (docs/wire.md, HELLO): ignored.
         Frame::Hello {
             version,
             node,
             max_frame,
             shm,
+            ..
         } => {
             dec.set_max_frame(MAX_FRAME);
             if version < 1 {

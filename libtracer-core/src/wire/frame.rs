@@ -104,6 +104,10 @@ pub enum Frame {
         max_frame: u32,
         /// The sender maps shared-memory segments sent to it (the optional SHM TLV, bit 0).
         shm: bool,
+        /// The sender's signed SROS2 permissions document (the optional PERMISSIONS TLV, at
+        /// most [`MAX_PERMISSIONS`](crate::wire::MAX_PERMISSIONS) bytes; QUIC links with SROS2
+        /// only, docs/wire.md section 2). Opaque here.
+        permissions: Option<bytes::Bytes>,
     },
     /// A write addressed to `path` on the receiver (a forwarded write: the sender stripped its
     /// `/net/<peer>` prefix). Never creates on the receiver.

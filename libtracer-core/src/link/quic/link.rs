@@ -274,6 +274,8 @@ pub(crate) fn hello(local: &str) -> Frame {
         max_frame: MAX_FRAME,
         // Shared memory never crosses a host.
         shm: false,
+        // Not sent yet (docs/network.md section 10): the spec is docs/wire.md, HELLO.
+        permissions: None,
     }
 }
 

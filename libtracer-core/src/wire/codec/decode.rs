@@ -6,7 +6,7 @@ use bytes::Bytes;
 use crate::payload::Payload;
 
 use super::reader::{bit, Fields};
-use super::{kind, kind_name, tlv, LEN_PREFIX, MAX_MESSAGE, MAX_NODE, MAX_PATH};
+use super::{kind, kind_name, tlv, LEN_PREFIX, MAX_MESSAGE, MAX_NODE, MAX_PATH, MAX_PERMISSIONS};
 use crate::wire::error::DecodeError;
 use crate::wire::frame::{Frame, PROTOCOL_VERSION};
 
@@ -15,7 +15,7 @@ fn allowed(k: u8) -> u32 {
     use tlv::*;
     let set = |ts: &[u8]| ts.iter().fold(0, |acc, t| acc | bit(*t));
     match k {
-        kind::HELLO => set(&[VERSION, NODE, MAX_FRAME, SHM]),
+        kind::HELLO => set(&[VERSION, NODE, MAX_FRAME, SHM, PERMISSIONS]),
         kind::WRITE => set(&[REQ, PATH, META, PAYLOAD]),
         kind::SUBSCRIBE => set(&[REQ, PATH, EDGE, POLICY]),
         kind::UNSUBSCRIBE => set(&[EDGE]),
@@ -63,6 +63,7 @@ pub fn decode_payload(whole: &Payload) -> Result<Frame, DecodeError> {
             node: f.string(tlv::NODE, MAX_NODE)?,
             max_frame: f.u32(tlv::MAX_FRAME)?,
             shm: f.shm_flag()?,
+            permissions: f.opt_bytes(tlv::PERMISSIONS, MAX_PERMISSIONS)?,
         },
         kind::WRITE => Frame::Write {
             req: f.u64(tlv::REQ)?,

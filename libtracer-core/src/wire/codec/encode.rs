@@ -5,7 +5,7 @@ use bytes::Bytes;
 use crate::payload::Payload;
 
 use super::writer::Enc;
-use super::{kind, tlv, LEN_PREFIX, MAX_MESSAGE, MAX_NODE, MAX_PATH};
+use super::{kind, tlv, LEN_PREFIX, MAX_MESSAGE, MAX_NODE, MAX_PATH, MAX_PERMISSIONS};
 use crate::wire::error::EncodeError;
 use crate::wire::frame::{Frame, MAX_FRAME, MAX_TOKENS, PROTOCOL_VERSION};
 
@@ -75,12 +75,16 @@ fn encode_into<'f>(
             node,
             max_frame,
             shm,
+            permissions,
         } => {
             e.u8(tlv::VERSION, *version);
             e.str(tlv::NODE, "NODE", node, MAX_NODE)?;
             e.u32(tlv::MAX_FRAME, *max_frame);
             if *shm {
                 e.u8(tlv::SHM, 1);
+            }
+            if let Some(p) = permissions {
+                e.bytes(tlv::PERMISSIONS, "PERMISSIONS", p, MAX_PERMISSIONS)?;
             }
         }
         Frame::Write {

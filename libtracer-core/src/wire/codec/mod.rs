@@ -33,6 +33,8 @@ pub const MAX_PATH: usize = 1024;
 pub const MAX_NODE: usize = 255;
 /// Longest error message.
 pub const MAX_MESSAGE: usize = 4096;
+/// Longest PERMISSIONS value in HELLO (a signed permissions document).
+pub const MAX_PERMISSIONS: usize = 64 * 1024;
 
 /// TLV type numbers. Bit 7 set = mandatory.
 pub mod tlv {
@@ -58,6 +60,8 @@ pub mod tlv {
     pub const MESSAGE: u8 = 0x01;
     /// Optional, in HELLO: u8 flags, bit 0 = maps shared-memory segments.
     pub const SHM: u8 = 0x02;
+    /// Optional, in HELLO: the sender's signed permissions document, opaque.
+    pub const PERMISSIONS: u8 = 0x03;
     pub const MANDATORY: u8 = 0x80;
 }
 

@@ -44,7 +44,7 @@ fn read_sized(buf: &[u8], pos: &mut usize, tlv: u8) -> Result<(usize, usize), De
 }
 
 /// Slot indices of the known TLVs in [`Fields`].
-const KNOWN: [(u8, &str); 20] = [
+const KNOWN: [(u8, &str); 21] = [
     (tlv::REQ, "REQ"),
     (tlv::PATH, "PATH"),
     (tlv::META, "META"),
@@ -65,6 +65,7 @@ const KNOWN: [(u8, &str); 20] = [
     (tlv::SHM_REF, "SHM_REF"),
     (tlv::TOKENS, "TOKENS"),
     (tlv::SHM, "SHM"),
+    (tlv::PERMISSIONS, "PERMISSIONS"),
 ];
 
 fn slot(t: u8) -> Option<usize> {
@@ -179,6 +180,20 @@ impl<'a> Fields<'a> {
     }
     pub(super) fn opt_string(&self, t: u8, max: usize) -> Result<Option<String>, DecodeError> {
         self.opt(t).map(|v| str_of(v, tlv_name(t), max)).transpose()
+    }
+    /// An optional opaque value of at most `max` bytes (copied: HELLO only, once per link).
+    pub(super) fn opt_bytes(&self, t: u8, max: usize) -> Result<Option<bytes::Bytes>, DecodeError> {
+        let Some((a, b)) = self.range(t) else {
+            return Ok(None);
+        };
+        if b - a > max {
+            return Err(DecodeError::StringTooLong {
+                field: tlv_name(t),
+                len: b - a,
+                max,
+            });
+        }
+        Ok(Some(bytes::Bytes::copy_from_slice(&self.body[a..b])))
     }
     pub(super) fn meta(&self) -> Result<Meta, DecodeError> {
         let v: [u8; META_LEN] = self.fixed(tlv::META)?;

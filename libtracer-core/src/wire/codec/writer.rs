@@ -67,6 +67,23 @@ impl Enc {
         self.tlv(t, s.as_bytes());
         Ok(())
     }
+    pub(super) fn bytes(
+        &mut self,
+        t: u8,
+        field: &'static str,
+        v: &[u8],
+        max: usize,
+    ) -> Result<(), EncodeError> {
+        if v.len() > max {
+            return Err(EncodeError::StringTooLong {
+                field,
+                len: v.len(),
+                max,
+            });
+        }
+        self.tlv(t, v);
+        Ok(())
+    }
     pub(super) fn meta(&mut self, m: &Meta) {
         let mut v = [0u8; META_LEN];
         v[0..8].copy_from_slice(&m.source_timestamp_ns.to_le_bytes());
