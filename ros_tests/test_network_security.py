@@ -7,6 +7,7 @@ in the wheels). Two hosts as in test_network.py (ros_tests/two_hosts.py).
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -142,18 +143,75 @@ def test_a_topic_denied_by_permissions_fails_create_publisher(tmp_path, hosts):
     assert "only 0 of 1 subscriptions matched" in t.stdout, t.describe()
 
 
-def test_a_peer_whose_permissions_deny_the_subscription_is_refused_data(tmp_path, hosts):
-    """Host a reads /net/b's permissions (deny subscribing /chatter) and refuses b's subscribe
-    as the principal of b's certificate; b runs with its own copy of the keystore whose
-    permissions for /net/b (older, still signed by the CA) allow it, so b's own check passes and
-    only a's ACL stands between b and the data."""
+@pytest.fixture
+def perms_hosts():
+    """Two hosts whose namespaces are named ``perms-...`` (removed when the test ends)."""
+    yield from _fixture(None, "perms")
+
+
+def own_copy(ks: Path, dest: Path, keep: str) -> Path:
+    """One host's keystore, as on a robot and a laptop: the CA and only that host's enclave
+    (``/net/<keep>``), so each host lacks the other's permissions.p7s."""
+    subprocess.run(["cp", "-a", ks, dest], check=True)
+    for d in (dest / "enclaves" / "net").iterdir():
+        if d.name != keep:
+            shutil.rmtree(d)
+    assert [d.name for d in (dest / "enclaves" / "net").iterdir()] == [keep]
+    return dest
+
+
+def uncontrolled(ks: Path, enclave: str, read: bool, write: bool) -> None:
+    """Give ``enclave`` a governance (signed by the keystore's CA, with openssl as sros2 signs)
+    whose first topic rule leaves rt/chatter's read or write access uncontrolled, so that its
+    own create check passes whatever its grant says; only the peer's check of the grant it
+    sent then stands between the two."""
+    text = (ks / "enclaves" / "governance.xml").read_text()
+    flag = lambda v: "false" if v else "true"  # noqa: E731
+    rule = f"""<topic_rule><topic_expression>rt/chatter</topic_expression>
+                    <enable_discovery_protection>true</enable_discovery_protection>
+                    <enable_liveliness_protection>true</enable_liveliness_protection>
+                    <enable_read_access_control>{flag(read)}</enable_read_access_control>
+                    <enable_write_access_control>{flag(write)}</enable_write_access_control>
+                    <metadata_protection_kind>ENCRYPT</metadata_protection_kind>
+                    <data_protection_kind>ENCRYPT</data_protection_kind></topic_rule>
+                <topic_rule>"""
+    assert text.count("<topic_rule>") == 1, text
+    xml = ks / f"governance-{enclave.strip('/').replace('/', '-')}.xml"
+    xml.write_text(text.replace("<topic_rule>", rule))
+    out = ks / "enclaves" / enclave.strip("/") / "governance.p7s"
+    subprocess.run(["openssl", "smime", "-sign", "-text", "-in", xml, "-out", out,
+                    "-signer", ks / "public" / "permissions_ca.cert.pem",
+                    "-inkey", ks / "private" / "permissions_ca.key.pem"],
+                   check=True, capture_output=True, timeout=30)
+
+
+def test_hosts_with_their_own_keystores_talk(tmp_path, perms_hosts):
+    """Each host holds only its own enclave: the peer's grant comes in its HELLO."""
+    hosts = perms_hosts
     envs = tracer_envs(tmp_path)
     ks = keystore(tmp_path / "ks", envs, "/net/a", "/net/b")
-    subprocess.run(["cp", "-a", ks, tmp_path / "ks_b"], check=True)
+    secure(envs["a"], own_copy(ks, tmp_path / "ks_a", "a"), "/net/a")
+    secure(envs["b"], own_copy(ks, tmp_path / "ks_b", "b"), "/net/b")
+    t, r = exchange(envs, hosts, 50, 60, 60)
+    assert t.returncode == 0, t.describe() + "\n" + r.describe()
+    assert r.returncode == 0, r.describe()
+    assert json_line(r.stdout, r.describe())["received"] == [[f"hello {i}" for i in range(50)]]
+    assert "security:" not in t.stderr + r.stderr, t.stderr + r.stderr
+
+
+def test_a_peer_whose_permissions_deny_the_subscription_is_refused_data(tmp_path, perms_hosts):
+    """b's grant (which it sends) denies subscribing /chatter; b's governance leaves reading
+    /chatter uncontrolled, so b's own check passes and only a's ACL, from the grant b sent
+    (a's keystore has no /net/b), stands between b and the data."""
+    hosts = perms_hosts
+    envs = tracer_envs(tmp_path)
+    ks = keystore(tmp_path / "ks", envs, "/net/a", "/net/b")
     permission(ks, envs, "/net/b", policy(tmp_path / "b.xml", "/net/b",
                                     '<topics subscribe="DENY"><topic>chatter</topic></topics>'))
-    secure(envs["a"], ks, "/net/a")
-    secure(envs["b"], tmp_path / "ks_b", "/net/b")
+    ks_b = own_copy(ks, tmp_path / "ks_b", "b")
+    uncontrolled(ks_b, "/net/b", read=True, write=False)
+    secure(envs["a"], own_copy(ks, tmp_path / "ks_a", "a"), "/net/a")
+    secure(envs["b"], ks_b, "/net/b")
     t, r = exchange(envs, hosts, 1, 8, 6)
     assert t.returncode == 2 and "only 0 of 1 subscriptions matched" in t.stdout, t.describe()
     assert json_line(r.stdout, r.describe())["received"] == [[]]
@@ -164,24 +222,26 @@ def test_a_peer_whose_permissions_deny_the_subscription_is_refused_data(tmp_path
     assert r.stderr.count("refused the subscription to /chatter") == 1, r.stderr
 
 
-def test_a_peer_whose_permissions_deny_publishing_is_not_taken_from(tmp_path, hosts):
-    """The other direction: host b reads /net/a's permissions (deny publishing /chatter) and
-    makes no edge to a's publisher, as a DDS DataReader ignores a remote DataWriter that may
-    not publish the topic; a runs with its own copy of the keystore whose permissions for
-    /net/a allow it, so a's own check passes and only b's check stands between a's data and b."""
+def test_a_peer_whose_permissions_deny_publishing_is_not_taken_from(tmp_path, perms_hosts):
+    """The other direction: a's grant (which it sends) denies publishing /chatter; a's
+    governance leaves writing /chatter uncontrolled, so a's own check passes, and b (whose
+    keystore has no /net/a) makes no edge to a's publisher from the grant a sent, as a DDS
+    DataReader ignores a remote DataWriter that may not publish the topic."""
+    hosts = perms_hosts
     envs = tracer_envs(tmp_path)
     ks = keystore(tmp_path / "ks", envs, "/net/a", "/net/b")
-    subprocess.run(["cp", "-a", ks, tmp_path / "ks_a"], check=True)
     permission(ks, envs, "/net/a", policy(tmp_path / "a.xml", "/net/a",
                                     '<topics publish="DENY"><topic>chatter</topic></topics>'))
-    secure(envs["a"], tmp_path / "ks_a", "/net/a")
-    secure(envs["b"], ks, "/net/b")
+    ks_a = own_copy(ks, tmp_path / "ks_a", "a")
+    uncontrolled(ks_a, "/net/a", read=False, write=True)
+    secure(envs["a"], ks_a, "/net/a")
+    secure(envs["b"], own_copy(ks, tmp_path / "ks_b", "b"), "/net/b")
     t, r = exchange(envs, hosts, 1, 8, 6)
     # No edge: the publisher sees no subscription, the subscription no data.
     assert t.returncode == 2 and "only 0 of 1 subscriptions matched" in t.stdout, t.describe()
     assert json_line(r.stdout, r.describe())["received"] == [[]]
-    # b says why, once, naming a's certificate subject.
-    want = "its enclave CN=/net/a may not publish rt/chatter"
+    # b says why, once, naming a's certificate subject and the grant a sent.
+    want = "its enclave CN=/net/a may not publish rt/chatter (the permissions it sent"
     lines = [l for l in r.stderr.splitlines() if "security: not taking /chatter from " in l]
     assert len(lines) == 1 and want in lines[0], r.stderr
 

@@ -85,11 +85,49 @@ pub enum Principal {
     Subject(Arc<str>),
     /// Any remote requester whose link authenticated it, whatever its subject.
     Authenticated,
+    /// A remote requester whose authenticated subject the check admits, asked at each
+    /// decision: for rules whose subjects are learned while the vertex lives (the SROS2 grants
+    /// peers send in their HELLO, docs/network.md section 5).
+    Check(SubjectCheck),
     /// A remote requester over a link that authenticates no one, or one admitted
     /// unauthenticated ([`Subject::Anonymous`]). Never matched by [`Principal::Authenticated`].
     Anonymous,
     /// Everyone, local or remote.
     Any,
+}
+
+/// The check of a [`Principal::Check`]: compared and hashed by identity (the same check is
+/// the same principal).
+#[derive(Clone)]
+pub struct SubjectCheck(Arc<dyn Fn(&str) -> bool + Send + Sync>);
+
+impl SubjectCheck {
+    pub fn new(f: impl Fn(&str) -> bool + Send + Sync + 'static) -> SubjectCheck {
+        SubjectCheck(Arc::new(f))
+    }
+    fn addr(&self) -> usize {
+        Arc::as_ptr(&self.0) as *const () as usize
+    }
+}
+
+impl fmt::Debug for SubjectCheck {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SubjectCheck({:#x})", self.addr())
+    }
+}
+
+impl PartialEq for SubjectCheck {
+    fn eq(&self, o: &SubjectCheck) -> bool {
+        self.addr() == o.addr()
+    }
+}
+
+impl Eq for SubjectCheck {}
+
+impl std::hash::Hash for SubjectCheck {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.addr().hash(h)
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -202,6 +240,7 @@ impl Principal {
             (Principal::Gid(g), Credentials::Local { gid, .. }) => g == gid,
             (Principal::Subject(s), Credentials::Remote(Subject::Authenticated(t))) => s == t,
             (Principal::Authenticated, Credentials::Remote(Subject::Authenticated(_))) => true,
+            (Principal::Check(c), Credentials::Remote(Subject::Authenticated(t))) => (c.0)(t),
             (Principal::Anonymous, Credentials::Remote(Subject::Anonymous)) => true,
             _ => false,
         }
@@ -328,5 +367,22 @@ mod tests {
         assert!(Acl::new().deny(Principal::Any, Rights::READ).may_deny(&ME));
         assert!(!a.may_deny(&ME));
         assert_eq!(talker.to_string(), "peer CN=/talker");
+    }
+
+    #[test]
+    fn a_check_principal_is_asked_at_each_decision() {
+        let admitted = Arc::new(parking_lot::Mutex::new(Vec::<String>::new()));
+        let seen = admitted.clone();
+        let check = SubjectCheck::new(move |s| seen.lock().iter().any(|a| a == s));
+        let a = Acl::new().allow(Principal::Check(check.clone()), Rights::SUBSCRIBE);
+        let talker = Credentials::Remote(Subject::Authenticated("CN=/talker".into()));
+        let anon = Credentials::Remote(Subject::Anonymous);
+        assert!(!permits(Some(&a), 1000, &talker, Rights::SUBSCRIBE));
+        admitted.lock().push("CN=/talker".into());
+        assert!(permits(Some(&a), 1000, &talker, Rights::SUBSCRIBE));
+        assert!(!permits(Some(&a), 1000, &talker, Rights::WRITE));
+        assert!(!permits(Some(&a), 1000, &anon, Rights::SUBSCRIBE));
+        assert!(!permits(Some(&a), 1000, &OTHER, Rights::SUBSCRIBE));
+        assert_eq!(Principal::Check(check.clone()), Principal::Check(check));
     }
 }

@@ -22,7 +22,7 @@ mod tree;
 pub mod vertex;
 pub mod wire;
 
-pub use acl::{Ace, AceKind, Acl, Credentials, Principal, Rights, Subject};
+pub use acl::{Ace, AceKind, Acl, Credentials, Principal, Rights, Subject, SubjectCheck};
 pub use edge::{DeliveryPolicy, Edge, EdgeState, SubscriberInfo};
 pub use error::Error;
 pub use graph::{Discovery, Graph, GraphConfig, Schema};

@@ -255,6 +255,7 @@ impl Context {
         let secure = crate::security::load(&cfg.security, domain32)?;
         if let Some(n) = network.as_mut() {
             n.security = secure.as_ref().map(|s| s.quic.clone());
+            n.permissions = secure.as_ref().map(|s| s.exchange());
         }
         let access = secure.map(|s| s.access);
         let networked = network.is_some();
@@ -276,7 +277,7 @@ impl Context {
             |g| {
                 let made = Registry::start(g.clone(), rec)?;
                 if networked {
-                    crate::security::grant_remote(g, access.as_deref())?;
+                    crate::security::grant_remote(g, access.as_ref())?;
                 }
                 Ok::<_, RmwError>(made)
             },

@@ -3,9 +3,10 @@
 //! `rmw_init_options_t.security_options`: whether security is enforced, and the enclave's
 //! directory (`<keystore>/enclaves/<enclave>`) when it found one. The enclave's `cert.pem`,
 //! `key.pem` and `identity_ca.cert.pem` become the QUIC links' identity and trust; its
-//! `governance.p7s` and `permissions.p7s` (verified against `permissions_ca.cert.pem`) and the
-//! permissions of the keystore's other enclaves become the checks on what this process creates
-//! and the ACLs on what peers may use.
+//! `governance.p7s` and `permissions.p7s` (verified against `permissions_ca.cert.pem`) become
+//! the checks on what this process creates; the `permissions.p7s` each peer on another host
+//! sends in its QUIC HELLO (verified the same way, the grant for its proven subject) becomes
+//! what it may use here (docs/network.md section 5).
 //!
 //! | security root | Enforce | Permissive (or not enabled) |
 //! |---|---|---|
@@ -16,11 +17,12 @@
 //! On one host the Unix-socket links stay what they are (the peer's uid is the kernel's word);
 //! this process's own permissions apply whatever the range.
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use libtracer_core::link::QuicSecurity;
-use libtracer_core::{Acl, Graph, Principal, Rights, Subject};
+use libtracer_core::link::{PermissionsExchange, QuicSecurity};
+use libtracer_core::{Acl, Graph, Principal, Rights, Subject, SubjectCheck};
 pub use tracer_sros2::Action;
 
 use crate::boundary::{RmwError, RmwResult};
@@ -63,18 +65,27 @@ pub fn load(o: &SecurityOptions, domain: u32) -> RmwResult<Option<Secure>> {
                 tracer_sros2::keystore::load(dir, domain)
                     .map(|a| (q, a))
                     .map_err(|e| e.to_string())
+            })
+            .and_then(|(q, a)| {
+                // Verified by `load`: the CA that verifies the peers' documents, and ours, sent
+                // in every QUIC HELLO.
+                let read = |f: &str| std::fs::read(dir.join(f)).map_err(|e| format!("{f}: {e}"));
+                let ca = String::from_utf8(read(tracer_sros2::keystore::PERMISSIONS_CA)?)
+                    .map_err(|_| "permissions_ca.cert.pem: not UTF-8".to_owned())?;
+                let doc = read(tracer_sros2::keystore::PERMISSIONS)?;
+                Ok((q, a, ca, doc))
             });
     match loaded {
-        Ok((quic, access)) => {
-            for s in &access.skipped {
-                log!(RMW_LOG_SEVERITY_WARN, "security: skipped {s}");
-            }
+        Ok((quic, access, ca, document)) => {
             let open = access.domain.allow_unauthenticated_participants;
             Ok(Some(Secure {
                 quic: quic.allow_unauthenticated(open),
+                document: document.into(),
                 access: Arc::new(Access {
                     domain,
                     loaded: access,
+                    ca,
+                    learned: parking_lot::RwLock::new(HashMap::new()),
                 }),
             }))
         }
@@ -95,15 +106,34 @@ pub fn load(o: &SecurityOptions, domain: u32) -> RmwResult<Option<Secure>> {
 #[derive(Clone)]
 pub struct Secure {
     pub quic: QuicSecurity,
+    /// This enclave's `permissions.p7s`, as the file holds it.
+    pub document: Arc<[u8]>,
     pub access: Arc<Access>,
 }
 
+impl Secure {
+    /// What the QUIC transport sends in its HELLO and does with each peer's (docs/wire.md
+    /// section 2, PERMISSIONS; docs/network.md section 5).
+    pub fn exchange(&self) -> PermissionsExchange {
+        let access = self.access.clone();
+        PermissionsExchange {
+            document: self.document.clone(),
+            learn: Arc::new(move |subject, doc| access.learn(subject, doc)),
+        }
+    }
+}
+
 /// The governance and permissions this process enforces (docs/network.md section 5): its own
-/// grant on what it creates, and the grants of the keystore's enclaves on what their processes
-/// may do here, as ACL entries naming their certificate subjects.
+/// grant on what it creates, and the grants peers on other hosts sent in their HELLO on what
+/// they may do here, looked up at each check (ACL entries are [`Principal::Check`]s).
 pub struct Access {
     domain: u32,
     loaded: tracer_sros2::keystore::Loaded,
+    /// The permissions CA (PEM) that verifies the peers' documents.
+    ca: String,
+    /// Per authenticated subject: the grant its peer sent (`Ok`), or why it has none (`Err`:
+    /// it sent none, or one that did not verify, named another subject or was not valid).
+    learned: parking_lot::RwLock<HashMap<String, Result<tracer_sros2::Grant, String>>>,
 }
 
 /// The DDS topic name of a ROS topic (`/chatter` -> `rt/chatter`; services `rq/...Request`,
@@ -141,9 +171,36 @@ impl Access {
         if !self.loaded.domain.controlled(topic, read) {
             return true;
         }
-        self.loaded.peers.iter().any(|g| {
-            subject_text(&g.subject_name) == subject && g.decide(self.domain, action, topic)
-        })
+        matches!(self.learned.read().get(subject), Some(Ok(g)) if g.decide(self.domain, action, topic))
+    }
+
+    /// The permissions document the peer whose link proved `subject` sent in its HELLO (`None`:
+    /// none), called by the QUIC transport before the peer's link is made. Verified against our
+    /// permissions CA; the grant for `subject`, valid now, is what the peer may do here from
+    /// then on (it replaces what an earlier link of that subject sent). Any failure: the peer
+    /// has no grant, and the reason is logged once per subject and reason.
+    pub fn learn(&self, subject: &str, doc: Option<&[u8]>) {
+        let got = match doc {
+            None => Err("it sent no permissions document".to_owned()),
+            Some(d) => tracer_sros2::keystore::peer_grant(
+                d,
+                &self.ca,
+                subject,
+                &tracer_sros2::permissions::now_utc(),
+            )
+            .map_err(|e| format!("the permissions it sent are refused: {e}")),
+        };
+        let mut t = self.learned.write();
+        if let Err(why) = &got {
+            let again = matches!(t.get(subject), Some(Err(w)) if w == why);
+            if !again {
+                log!(
+                    RMW_LOG_SEVERITY_WARN,
+                    "security: the peer {subject} gets no grant here (everything access control covers is refused): {why}"
+                );
+            }
+        }
+        t.insert(subject.to_owned(), got);
     }
 
     /// Whether the governance lets a peer with no grant for this domain in (no join access
@@ -173,41 +230,32 @@ impl Access {
     }
 
     /// The ACL of a vertex that remote peers may use with `right` when their grant allows
-    /// `action` on `topic`: one allow entry per such subject (or every authenticated peer,
+    /// `action` on `topic`: one check of the grants peers sent (or every authenticated peer,
     /// and anonymous ones if the governance allows them, when it does not control the topic).
-    pub fn acl_for(&self, action: Action, topic: &str, right: Rights) -> Acl {
+    /// The ACL is one [`Principal::Check`] that asks the grants peers sent at each request, so
+    /// a grant that arrives after the vertex was made counts.
+    pub fn acl_for(self: &Arc<Self>, action: Action, topic: &str, right: Rights) -> Acl {
         let read = action == Action::Subscribe;
         if !self.loaded.domain.controlled(topic, read) {
             return self.open_to_all(Acl::new(), right);
         }
-        let mut acl = Acl::new();
-        for g in &self.loaded.peers {
-            if g.decide(self.domain, action, topic) {
-                acl = acl.allow(
-                    Principal::Subject(subject_text(&g.subject_name).into()),
-                    right,
-                );
-            }
-        }
-        acl
+        let (me, topic) = (self.clone(), topic.to_owned());
+        let check = SubjectCheck::new(move |s| me.peer_may(s, action, &topic));
+        Acl::new().allow(Principal::Check(check), right)
     }
 
-    /// The registry's ACL: who may join (see the endpoints of this process).
-    pub fn registry_acl(&self) -> Acl {
+    /// The registry's ACL: who may join (see the endpoints of this process): a peer whose grant
+    /// names the domain, asked at each request as in [`Access::acl_for`].
+    pub fn registry_acl(self: &Arc<Self>) -> Acl {
         let right = Rights::SUBSCRIBE | Rights::READ;
         if self.open_join() {
             return self.open_to_all(Acl::new(), right);
         }
-        let mut acl = Acl::new();
-        for g in &self.loaded.peers {
-            if g.covers_domain(self.domain) {
-                acl = acl.allow(
-                    Principal::Subject(subject_text(&g.subject_name).into()),
-                    right,
-                );
-            }
-        }
-        acl
+        let me = self.clone();
+        let check = SubjectCheck::new(
+            move |s| matches!(me.learned.read().get(s), Some(Ok(g)) if g.covers_domain(me.domain)),
+        );
+        Acl::new().allow(Principal::Check(check), right)
     }
 }
 
@@ -228,7 +276,7 @@ impl WriterCheck {
                 None
             }
             Subject::Authenticated(s) => Some(format!(
-                "its enclave {s} may not publish {} (its permissions.p7s in our keystore, domain {})",
+                "its enclave {s} may not publish {} (the permissions it sent, domain {})",
                 self.dds, self.access.domain
             )),
             Subject::Anonymous if self.access.anonymous_may(Action::Publish, &self.dds) => None,
@@ -243,19 +291,6 @@ impl WriterCheck {
     }
 }
 
-/// A grant's subject name as the core names a certificate subject (RFC 4514, no spaces around
-/// `=` and `,`): `CN = /a` -> `CN=/a`. Grants written in the other order (`O=x,CN=y`) are not
-/// reordered here: write them as the certificate's subject prints (docs/network.md section 5).
-fn subject_text(name: &str) -> String {
-    name.split(',')
-        .map(|a| match a.split_once('=') {
-            Some((k, v)) => format!("{}={}", k.trim().to_ascii_uppercase(), v.trim()),
-            None => a.trim().to_owned(),
-        })
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
 /// What a graph on another host may do here. Its requests reach the core's ACL as the
 /// principal its QUIC link proved: the subject of its enclave certificate with SROS2, else an
 /// anonymous peer; never as this process's owner. Which rights a remote ROS participant needs:
@@ -266,7 +301,7 @@ fn subject_text(name: &str) -> String {
 /// naming the certificate subjects whose permissions allow it: the registry here (who may
 /// join), topics and services as they are made (`Shared::guard`). No ADMIN or CREATE, and
 /// nothing for other local users.
-pub fn grant_remote(g: &Graph, access: Option<&Access>) -> RmwResult<()> {
+pub fn grant_remote(g: &Graph, access: Option<&Arc<Access>>) -> RmwResult<()> {
     match access {
         // With SROS2 each vertex a peer may use carries its own ACL, from the permissions:
         // the registry here, topics and services as they are made (`Shared::protect`).
@@ -328,9 +363,15 @@ mod tests {
                 subject: "CN=/a".into(),
                 domain: gov.for_domain(0).unwrap().clone(),
                 own: grant("/a"),
-                peers: vec![grant("/b")],
+                peers: Vec::new(),
                 skipped: Vec::new(),
             },
+            ca: String::new(),
+            // As if /b had sent its grant in its HELLO.
+            learned: parking_lot::RwLock::new(HashMap::from([(
+                "CN=/b".to_owned(),
+                Ok(grant("/b")),
+            )])),
         })
     }
 
@@ -382,6 +423,25 @@ mod tests {
         assert!(!closed.anonymous_may(Action::Publish, "rt/open"));
         assert!(a.anonymous_may(Action::Publish, "rt/open"));
         assert!(!a.anonymous_may(Action::Publish, "rt/ro"));
+    }
+
+    #[test]
+    fn a_peer_that_sent_no_or_a_bad_document_has_no_grant_and_a_vertex_follows_what_is_learned() {
+        let a = access(false, true);
+        let acl = a.acl_for(Action::Subscribe, "rt/secret", Rights::SUBSCRIBE);
+        let c = Credentials::Remote(Subject::Authenticated("CN=/c".into()));
+        assert!(!lets(&acl, &c, Rights::SUBSCRIBE));
+        a.learn("CN=/c", None);
+        assert!(!lets(&acl, &c, Rights::SUBSCRIBE));
+        a.learn("CN=/c", Some(b"not a signed document"));
+        assert!(!lets(&acl, &c, Rights::SUBSCRIBE));
+        assert!(matches!(a.learned.read().get("CN=/c"), Some(Err(w)) if w.contains("refused")));
+        // A grant learned after the ACL was made counts at once (what a verified document
+        // records).
+        let g = a.learned.read().get("CN=/b").cloned().unwrap().unwrap();
+        a.learned.write().insert("CN=/c".into(), Ok(g));
+        assert!(lets(&acl, &c, Rights::SUBSCRIBE));
+        assert!(lets(&a.registry_acl(), &c, Rights::READ));
     }
 
     #[test]

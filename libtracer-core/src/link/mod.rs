@@ -54,7 +54,9 @@ mod unix_loop;
 mod unix_rx;
 
 pub use memory::{MemoryFabric, MemoryNode};
-pub use quic::{subject_of, QuicConfig, QuicLink, QuicSecurity, QuicTransport};
+pub use quic::{
+    subject_of, PermissionsExchange, QuicConfig, QuicLink, QuicSecurity, QuicTransport,
+};
 pub use rendezvous::{default_rendezvous_dir, rendezvous_dir_in};
 pub use transport::{HostTransport, TransportConfig};
 pub use unix::UnixLink;

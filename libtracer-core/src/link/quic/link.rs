@@ -19,8 +19,9 @@ use crate::link::{
 };
 use crate::wire::{encode_parts, EncodedFrame, Frame, FrameDecoder, MAX_FRAME, PROTOCOL_VERSION};
 
-/// Frame bound before the HELLO exchange (as on the Unix transport).
-const HANDSHAKE_FRAME: u32 = 8 * 1024;
+/// Frame bound before the HELLO exchange: the Unix transport's 8 KiB, plus room for the
+/// PERMISSIONS a peer with SROS2 sends in it (docs/wire.md section 2).
+const HANDSHAKE_FRAME: u32 = 8 * 1024 + crate::wire::MAX_PERMISSIONS as u32;
 /// Largest chunk the reader takes from the stream at once.
 pub(super) const READ_CHUNK: usize = 256 * 1024;
 /// How long a closing link waits for the peer to acknowledge what was written (an ERROR that
@@ -267,15 +268,14 @@ impl Link for QuicLink {
     }
 }
 
-pub(crate) fn hello(local: &str) -> Frame {
+pub(crate) fn hello(local: &str, permissions: Option<Bytes>) -> Frame {
     Frame::Hello {
         version: PROTOCOL_VERSION,
         node: local.to_owned(),
         max_frame: MAX_FRAME,
         // Shared memory never crosses a host.
         shm: false,
-        // Not sent yet (docs/network.md section 10): the spec is docs/wire.md, HELLO.
-        permissions: None,
+        permissions,
     }
 }
 
@@ -306,6 +306,8 @@ pub(crate) async fn refuse(
 pub(crate) struct PeerHello {
     pub node: String,
     pub max_frame: u32,
+    /// The peer's signed permissions document, if it sent one.
+    pub permissions: Option<Bytes>,
 }
 
 pub(crate) enum HelloOutcome {
@@ -340,6 +342,7 @@ pub(crate) async fn read_hello(
                 version,
                 node,
                 max_frame,
+                permissions,
                 ..
             })) => {
                 if version < 1 {
@@ -352,7 +355,11 @@ pub(crate) async fn read_hello(
                 }
                 dec.set_max_frame(MAX_FRAME);
                 return Ok(HelloOutcome::Hello(
-                    PeerHello { node, max_frame },
+                    PeerHello {
+                        node,
+                        max_frame,
+                        permissions,
+                    },
                     dec,
                     rest,
                 ));

@@ -121,6 +121,23 @@ pub struct QuicConfig {
     /// certificate does not chain to the keystore's identity CA. `None`: encrypted, not
     /// authenticated (docs/network.md section 5).
     pub security: Option<QuicSecurity>,
+    /// SROS2 permissions over the link (docs/wire.md section 2, HELLO's PERMISSIONS): the
+    /// document this process sends, and what it does with each authenticated peer's.
+    pub permissions: Option<PermissionsExchange>,
+}
+
+/// Called with a peer's proven subject and the permissions document it sent (`None`: none).
+pub type LearnPermissions = Arc<dyn Fn(&str, Option<&[u8]>) + Send + Sync>;
+
+/// What a QUIC transport with SROS2 sends in its HELLO and does with the peer's: `document`
+/// (this enclave's `permissions.p7s`) goes in every HELLO; `learn` is called with the subject
+/// the TLS handshake proved and the document the peer sent (`None`: it sent none) before the
+/// peer's link is made, so before any request of the peer is handled. Opaque here: rmw_tracer
+/// verifies it (docs/network.md section 5).
+#[derive(Clone)]
+pub struct PermissionsExchange {
+    pub document: Arc<[u8]>,
+    pub learn: LearnPermissions,
 }
 
 /// The first directory port; domain `d` uses `DIRECTORY_PORT_BASE + d`.
@@ -151,6 +168,7 @@ impl QuicConfig {
             log: None,
             subnet: None,
             security: None,
+            permissions: None,
         }
     }
 }
@@ -640,7 +658,7 @@ impl Inner {
                 return Err(None);
             }
         };
-        if write_frame(&mut send, &hello(&self.name)).await.is_err() {
+        if write_frame(&mut send, &self.hello()).await.is_err() {
             conn.close(0u32.into(), b"handshake failed");
             return Err(None);
         }
@@ -665,6 +683,7 @@ impl Inner {
             .await;
             return Err(None);
         }
+        self.learn_permissions(&conn, h.permissions.as_deref());
         let mut t = self.table.lock();
         if t.stopped || t.links.contains_key(peer) {
             drop(t);
@@ -762,7 +781,8 @@ impl Inner {
             refuse(&conn, &mut send, ErrorCode::Internal, why).await;
             return;
         }
-        let replied = write_frame(&mut send, &hello(&self.name)).await;
+        self.learn_permissions(&conn, h.permissions.as_deref());
+        let replied = write_frame(&mut send, &self.hello()).await;
         let mut t = self.table.lock();
         t.accepting.remove(&h.node);
         if replied.is_err() || t.stopped {
@@ -771,6 +791,24 @@ impl Inner {
             return;
         }
         self.install(&mut t, conn, send, recv, h.node, h.max_frame, dec, rest);
+    }
+
+    /// Our HELLO, with our permissions document when SROS2 is on.
+    fn hello(&self) -> crate::wire::Frame {
+        let doc = (self.cfg.permissions.as_ref()).map(|p| Bytes::copy_from_slice(&p.document));
+        hello(&self.name, doc)
+    }
+
+    /// Hand an authenticated peer's permissions document (or its absence) to `learn`, before
+    /// its link exists (docs/network.md section 5). Nothing without SROS2 or for a peer the
+    /// handshake did not authenticate.
+    fn learn_permissions(&self, conn: &quinn::Connection, doc: Option<&[u8]>) {
+        let Some(p) = &self.cfg.permissions else {
+            return;
+        };
+        if let crate::acl::Subject::Authenticated(s) = self.identity.peer_subject(conn) {
+            (p.learn)(&s, doc);
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
