@@ -239,6 +239,8 @@ pub(crate) struct Inner {
     member_file: PathBuf,
     /// This host's id for the domain (SUBNET only; 0 without).
     host_id: u64,
+    /// Directory addresses some peer loop asks, with how many loops ask each.
+    polled: Mutex<HashMap<SocketAddr, u32>>,
     /// Announced hosts being reached (SUBNET).
     found: Mutex<subnet::FoundHosts>,
     /// Datagrams on the announcement port that were not announcements of our subnet.
@@ -307,6 +309,7 @@ impl QuicTransport {
             role: Mutex::new(None),
             member_file,
             host_id,
+            polled: Mutex::new(HashMap::new()),
             found: Mutex::new(HashMap::new()),
             rejected: AtomicU64::new(0),
             said: Mutex::new(HashSet::new()),
@@ -343,6 +346,7 @@ impl QuicTransport {
                 inner.clone(),
                 peer_host::PeerHost::Static(entry),
                 Some(first_tx.clone()),
+                None,
                 None,
             ));
         }
@@ -790,7 +794,52 @@ impl Inner {
             conn.close(0u32.into(), b"handshake failed");
             return;
         }
+        let remote = conn.remote_address();
         self.install(&mut t, conn, send, recv, h.node, h.max_frame, dec, rest);
+        drop(t);
+        self.watch_host_of(remote);
+    }
+
+    /// A process of another host linked to us: unless a peer loop already asks its host's
+    /// directory (its address with our domain's directory port), start one, so that the
+    /// host's liveness covers this link too (docs/network.md section 3) even when we do not
+    /// list that host ourselves.
+    fn watch_host_of(self: &Arc<Self>, remote: SocketAddr) {
+        let mut dir = remote;
+        dir.set_port(self.cfg.directory_port);
+        {
+            let mut p = self.polled.lock();
+            let key = peer_address(dir);
+            if p.contains_key(&key) {
+                return;
+            }
+            p.insert(key, 1);
+        }
+        self.rt.spawn(peer_host::peer_loop(
+            self.clone(),
+            peer_host::PeerHost::Learned(dir),
+            None,
+            None,
+            Some(dir),
+        ));
+    }
+
+    /// A peer loop asks the directory at `a` (counted: several may; keyed by the canonical
+    /// address, as a link's remote address is compared).
+    pub(crate) fn poll_start(&self, a: SocketAddr) {
+        *self.polled.lock().entry(peer_address(a)).or_insert(0) += 1;
+    }
+
+    /// A peer loop no longer asks the directory at `a`.
+    pub(crate) fn poll_end(&self, a: SocketAddr) {
+        let a = peer_address(a);
+        let mut p = self.polled.lock();
+        if let Some(n) = p.get_mut(&a) {
+            *n -= 1;
+            if *n == 0 {
+                p.remove(&a);
+            }
+        }
     }
 
     /// Our HELLO, with our permissions document when SROS2 is on.

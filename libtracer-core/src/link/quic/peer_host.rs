@@ -67,6 +67,10 @@ async fn resolve(host: &str, port: u16, bind: IpAddr) -> Result<SocketAddr, Stri
 pub(crate) enum PeerHost {
     Static(String),
     Announced(SocketAddr),
+    /// A host we neither list nor heard announce, whose process linked to us: its directory
+    /// is at its address with our domain's directory port. Asked for its liveness (section 3
+    /// of docs/network.md) and its members, as a static peer is, for as long as we run.
+    Learned(SocketAddr),
 }
 
 impl PeerHost {
@@ -74,6 +78,7 @@ impl PeerHost {
         match self {
             PeerHost::Static(e) => format!("static peer {e}"),
             PeerHost::Announced(a) => format!("announced host {a}"),
+            PeerHost::Learned(a) => format!("host {a} (its process linked to us)"),
         }
     }
 }
@@ -188,6 +193,7 @@ pub(crate) async fn peer_loop(
     host: PeerHost,
     first: Option<std::sync::mpsc::Sender<()>>,
     gone: Option<watch::Receiver<bool>>,
+    claimed: Option<SocketAddr>,
 ) {
     let mut first = first;
     let mut stop = inner.stop.clone();
@@ -204,8 +210,25 @@ pub(crate) async fn peer_loop(
                 return;
             }
         },
-        PeerHost::Announced(a) => Where::Addr(*a),
+        PeerHost::Announced(a) | PeerHost::Learned(a) => Where::Addr(*a),
     };
+    // The directory address this loop asks, as the transport knows it (so that a process of a
+    // host asked here is not given a learned loop too): `claimed` by the spawner, or taken at
+    // once for an address, and at each resolution for a name.
+    let mut polling = claimed;
+    if polling.is_none() {
+        let known = match &target {
+            Where::Addr(a) => Some(*a),
+            Where::Name(name, port) => name
+                .parse::<IpAddr>()
+                .ok()
+                .map(|ip| SocketAddr::new(ip, *port)),
+        };
+        if let Some(a) = known {
+            inner.poll_start(a);
+            polling = Some(a);
+        }
+    }
     let mut backoff = BACKOFF.0;
     let mut reported = false;
     let mut conn: Option<HostConn> = None;
@@ -222,6 +245,12 @@ pub(crate) async fn peer_loop(
                     reported = false;
                 }
                 backoff = BACKOFF.0;
+                if polling != Some(addr) {
+                    if let Some(old) = polling.replace(addr) {
+                        inner.poll_end(old);
+                    }
+                    inner.poll_start(addr);
+                }
                 let now: HashSet<String> = members.iter().map(|(n, _)| n.clone()).collect();
                 inner.drop_lost(listed.difference(&now));
                 listed = now;
@@ -283,5 +312,8 @@ pub(crate) async fn peer_loop(
     }
     if let Some(h) = conn {
         h.conn.close(0u32.into(), b"done");
+    }
+    if let Some(a) = polling {
+        inner.poll_end(a);
     }
 }

@@ -472,6 +472,7 @@ fn heard(
         PeerHost::Announced(addr),
         None,
         Some(gone_rx),
+        None,
     ));
 }
 
