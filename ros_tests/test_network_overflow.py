@@ -3,11 +3,11 @@ network; overflow is counted and reported as lost messages" (docs/network.md sec
 "Reliable overflow"). Host A and host B (ros_tests/two_hosts.py, namespaces named ``ovf-...``)
 on a veth whose A end sends through a token bucket (``tc tbf``, 24 Mbit/s = 3 MB/s), so the
 path, not the subscriber, is the slow reader. An rclpy publisher on A (reliable KEEP_LAST 10)
-publishes 300 messages of 256 KiB (75 MiB) as fast as it can; a subscription on B (reliable
+publishes 300 messages of 512 KiB (150 MiB) as fast as it can; a subscription on B (reliable
 KEEP_LAST 10, a message-lost event callback) takes what comes.
 
 The path carries 3 MB/s, and what may wait for it is bounded: the reliable stream's queue
-(16 MiB) and QUIC's windows (8 MiB per stream), so most of the 75 MiB cannot be carried. Before
+(64 MiB) and QUIC's windows (8 MiB per stream), so half of the 150 MiB cannot be carried. Before
 the bound, the publisher waited (flow control) and everything arrived after about 25 s; now
 the oldest queued are dropped, and the subscriber sees each drop as a gap in the writer's
 sequence, reported as lost messages. Asserted: the publisher's 300 publishes all returned, what
@@ -26,7 +26,7 @@ from two_hosts import TwoHosts, tracer_envs
 from worker_output import json_line
 
 COUNT = 300
-SIZE = 256 << 10
+SIZE = 512 << 10
 RATE = "24mbit"
 
 OVF = r"""

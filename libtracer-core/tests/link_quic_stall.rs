@@ -21,7 +21,7 @@ use link_support::{free_udp_port, loopback_quic, Ev, Recorder, TempDir, T};
 use parking_lot::{Condvar, Mutex};
 
 /// Bytes a reliable stream's queue holds (`link/quic/queue.rs`, `QUEUE_BYTES`).
-const QUEUE_BYTES: u64 = 16 << 20;
+const QUEUE_BYTES: u64 = 64 << 20;
 /// The payload of each delivery.
 const FRAME: usize = 64 * 1024;
 
@@ -144,7 +144,7 @@ fn a_publisher_never_waits_for_a_stalled_peer_and_the_newest_arrive_with_a_gap_e
     let _one = ONE_AT_A_TIME.lock();
     let s = stalled("quic-overflow", None);
     // 2000 x 64 KiB (125 MiB) to a peer that takes the first and then nothing: the QUIC
-    // windows (8 MiB per stream) and the 16 MiB queue fill, and the rest drops the oldest.
+    // windows (8 MiB per stream) and the 64 MiB queue fill, and the rest drops the oldest.
     const N: u64 = 2000;
     let sent = send_all(&s.to_b, N);
     assert!(sent.iter().all(|r| r.is_ok()), "every send returned Ok");

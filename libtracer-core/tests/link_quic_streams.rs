@@ -30,7 +30,7 @@ fn pair(tag: &str) -> Pair {
     pair_queued(tag, None)
 }
 
-/// A pair whose reliable stream queues hold `queue_bytes` (`None`: the default, 16 MiB).
+/// A pair whose reliable stream queues hold `queue_bytes` (`None`: the default, 64 MiB).
 fn pair_queued(tag: &str, queue_bytes: Option<usize>) -> Pair {
     let dir = TempDir::new(tag);
     let port = free_udp_port();

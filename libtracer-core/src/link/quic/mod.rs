@@ -106,7 +106,7 @@ pub struct QuicConfig {
     /// A write blocked this long (the peer stopped reading) fails and closes the link.
     pub write_timeout: Duration,
     /// Bytes a reliable stream's queue holds; past it a new delivery drops the oldest queued
-    /// ones, counted (docs/network.md section 7, "Reliable overflow"). 16 MiB.
+    /// ones, counted (docs/network.md section 7, "Reliable overflow"). 64 MiB.
     pub queue_bytes: usize,
     /// `start` waits up to this long for the links to the static peers' members (as the Unix
     /// transport returns once the graphs already there are linked); the rest come up later.

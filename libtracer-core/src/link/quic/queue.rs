@@ -21,7 +21,10 @@ use super::streams::SendFail;
 use crate::wire::{EdgeId, EncodedFrame};
 
 /// Bytes a stream's queue holds before a new frame drops the oldest deliveries (or waits).
-pub(crate) const QUEUE_BYTES: usize = 16 << 20;
+// 64 MiB, not 16: with 16 a reliable KEEP_ALL burst of 40 x 1 MiB to a live subscriber over a
+// veth (tools/bench/net) lost 10-12 messages per round, since the publisher outruns the wire
+// for a while; 64 MiB holds such a burst (docs/network.md section 7).
+pub(crate) const QUEUE_BYTES: usize = 64 << 20;
 /// Dropped slots are left in place and swept once there are this many and more than live ones.
 const SWEEP_AT: usize = 64;
 
