@@ -21,8 +21,7 @@ import subprocess
 
 import pytest
 
-import harness
-from two_hosts import TwoHosts, tracer_envs
+from two_hosts import TwoHosts, sub_then_pub, tracer_envs
 from worker_output import json_line
 
 COUNT = 300
@@ -101,20 +100,7 @@ def test_a_publisher_faster_than_the_path_never_waits_and_the_subscriber_counts_
         tmp_path, slow_hosts):
     hosts = slow_hosts
     envs = tracer_envs(tmp_path)
-    args = [str(COUNT), str(SIZE)]
-    sub = harness.spawn_python(OVF, ["sub", *args, "150"], env=envs["b"], netns=hosts.host("b"), timeout=200)
-    pub = p = None
-    try:
-        assert sub.wait_for_output("ready", 60), sub.join(1).describe()
-        pub = harness.spawn_python(OVF, ["pub", *args, "150"], env=envs["a"], netns=hosts.host("a"),
-                                   timeout=200)
-        r = sub.join(180)
-    finally:
-        sub.kill()
-        sub.join(10)
-        if pub is not None:
-            pub.kill()
-            p = pub.join(10)
+    r, p = sub_then_pub(OVF, [str(COUNT), str(SIZE)], envs, hosts)
     both = r.describe() + "\n" + (p.describe() if p else "")
     assert r.returncode == 0, both
     published = json_line(p.stdout, both) if p else {}

@@ -15,8 +15,7 @@ docs/network.md section 9.
 
 from __future__ import annotations
 
-import harness
-from two_hosts import shaped_hosts, tracer_envs  # noqa: F401  (fixture)
+from two_hosts import shaped_hosts, sub_then_pub, tracer_envs  # noqa: F401  (fixture)
 from worker_output import json_line
 
 IMAGES = 5
@@ -89,19 +88,7 @@ def test_a_4_mib_reliable_stream_does_not_hold_back_a_small_high_priority_one(tm
     # The subscribing process's table decides the class of its edges.
     envs["b"]["RMW_TRACER_PRIORITY"] = "/ctl=7;/image=0"
     args = [str(IMAGES), str(IMAGE_BYTES), str(SMALL), str(PERIOD), str(IMAGE_EVERY)]
-    sub = harness.spawn_python(PRIO, ["sub", *args, "150"], env=envs["b"], netns=hosts.host("b"), timeout=200)
-    pub = p = None
-    try:
-        assert sub.wait_for_output("ready", 60), sub.join(1).describe()
-        pub = harness.spawn_python(PRIO, ["pub", *args, "150"], env=envs["a"], netns=hosts.host("a"),
-                                   timeout=200)
-        r = sub.join(180)
-    finally:
-        sub.kill()
-        sub.join(10)
-        if pub is not None:
-            pub.kill()
-            p = pub.join(10)
+    r, p = sub_then_pub(PRIO, args, envs, hosts)
     print(hosts.shaper_report())
     assert r.returncode == 0, r.describe() + "\n" + (p.describe() if p else "")
     got = json_line(r.stdout, r.describe())

@@ -57,16 +57,21 @@ def exchange(envs, hosts, count: int, listen_timeout: float, talk_timeout: float
     return t, r
 
 
+def assert_talked(t: harness.Result, r: harness.Result) -> None:
+    """The exchange's talker and listener both ended well, the listener got all 50 in order, and
+    neither logged a security line."""
+    assert t.returncode == 0, t.describe() + "\n" + r.describe()
+    assert r.returncode == 0, r.describe()
+    assert json_line(r.stdout, r.describe())["received"] == [[f"hello {i}" for i in range(50)]]
+    assert "security:" not in t.stderr + r.stderr, t.stderr + r.stderr
+
+
 def test_authenticated_pair_talks(tmp_path, hosts):
     envs = tracer_envs(tmp_path)
     ks = keystore(tmp_path / "ks", envs, "/net/a", "/net/b")
     secure(envs["a"], ks, "/net/a")
     secure(envs["b"], ks, "/net/b")
-    t, r = exchange(envs, hosts, 50, 60, 60)
-    assert t.returncode == 0, t.describe() + "\n" + r.describe()
-    assert r.returncode == 0, r.describe()
-    assert json_line(r.stdout, r.describe())["received"] == [[f"hello {i}" for i in range(50)]]
-    assert "security:" not in t.stderr + r.stderr, t.stderr + r.stderr
+    assert_talked(*exchange(envs, hosts, 50, 60, 60))
 
 
 def test_a_peer_with_a_certificate_of_another_ca_is_refused(tmp_path, hosts):
@@ -192,11 +197,7 @@ def test_hosts_with_their_own_keystores_talk(tmp_path, perms_hosts):
     ks = keystore(tmp_path / "ks", envs, "/net/a", "/net/b")
     secure(envs["a"], own_copy(ks, tmp_path / "ks_a", "a"), "/net/a")
     secure(envs["b"], own_copy(ks, tmp_path / "ks_b", "b"), "/net/b")
-    t, r = exchange(envs, hosts, 50, 60, 60)
-    assert t.returncode == 0, t.describe() + "\n" + r.describe()
-    assert r.returncode == 0, r.describe()
-    assert json_line(r.stdout, r.describe())["received"] == [[f"hello {i}" for i in range(50)]]
-    assert "security:" not in t.stderr + r.stderr, t.stderr + r.stderr
+    assert_talked(*exchange(envs, hosts, 50, 60, 60))
 
 
 def test_a_peer_whose_permissions_deny_the_subscription_is_refused_data(tmp_path, perms_hosts):

@@ -265,6 +265,28 @@ def stream(procs: list, envs, hosts, count: int = 200, talker: str = "a",
     return lp.join(), tp.join()
 
 
+def sub_then_pub(script: str, args: list[str], envs, hosts, wait: str = "150"
+                 ) -> tuple[harness.Result, harness.Result | None]:
+    """``script sub *args wait`` on host b until it says "ready", then ``script pub *args wait``
+    on host a; the subscriber joined (180 s), then both killed. Returns the subscriber's result
+    and the publisher's (None if it never started)."""
+    sub = harness.spawn_python(script, ["sub", *args, wait], env=envs["b"], netns=hosts.host("b"),
+                               timeout=200)
+    pub = p = None
+    try:
+        assert sub.wait_for_output("ready", 60), sub.join(1).describe()
+        pub = harness.spawn_python(script, ["pub", *args, wait], env=envs["a"],
+                                   netns=hosts.host("a"), timeout=200)
+        r = sub.join(180)
+    finally:
+        sub.kill()
+        sub.join(10)
+        if pub is not None:
+            pub.kill()
+            p = pub.join(10)
+    return r, p
+
+
 def started(p: harness.Proc, text: str = "ready") -> harness.Proc:
     assert p.wait_for_output(text, timeout=60), p.join(1).describe()
     return p

@@ -132,12 +132,15 @@ async fn round(
     }
     let conn = match host {
         Some(h) => h.conn.clone(),
-        None => dial(inner, addr, hs).await?,
+        None => {
+            let conn = dial(inner, addr, hs).await?;
+            *host = Some(HostConn {
+                addr,
+                conn: conn.clone(),
+            });
+            conn
+        }
     };
-    *host = Some(HostConn {
-        addr,
-        conn: conn.clone(),
-    });
     let members = tokio::time::timeout(hs, ask(&conn))
         .await
         .map_err(|_| format!("{addr}: no answer from the host directory"))??;
