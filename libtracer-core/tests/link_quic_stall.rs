@@ -106,17 +106,9 @@ fn stalled(tag: &str, write_timeout: Option<Duration>) -> Stalled {
     }
 }
 
+/// A delivery of edge 1 with a payload of FRAME bytes.
 fn delivery(seq: u64) -> Frame {
-    Frame::Delivery {
-        edge: 1,
-        meta: Meta {
-            source_timestamp_ns: 1,
-            sequence: seq,
-            writer: [7; 16],
-        },
-        suffix: None,
-        payload: Payload::from(vec![seq as u8; FRAME]),
-    }
+    link_support::delivery(1, seq, FRAME)
 }
 
 /// Send deliveries 1..=n on a thread (each send must return; the thread is joined with a

@@ -13,7 +13,7 @@ use libtracer_core::link::quic::exercise_datagram;
 use libtracer_core::link::{Link, QuicTransport};
 use libtracer_core::wire::{encode, Frame};
 use libtracer_core::{DeliveryPolicy, Meta, Payload};
-use link_support::{free_udp_port, loopback_quic, Ev, Recorder, TempDir, T};
+use link_support::{delivery, free_udp_port, loopback_quic, Ev, Recorder, TempDir, T};
 
 struct Pair {
     _dir: TempDir,
@@ -67,19 +67,6 @@ fn subscribe(p: &Pair, req: u64, edge: u64, policy: DeliveryPolicy) {
     assert!(p.ra.wait_for(T, |e| e.iter().any(
         |e| matches!(e, Ev::Frame(_, Frame::Subscribe { edge: x, .. }) if *x == edge)
     )));
-}
-
-fn delivery(edge: u64, seq: u64, len: usize) -> Frame {
-    Frame::Delivery {
-        edge,
-        meta: Meta {
-            source_timestamp_ns: 1,
-            sequence: seq,
-            writer: [7; 16],
-        },
-        suffix: None,
-        payload: Payload::from(vec![seq as u8; len]),
-    }
 }
 
 /// What b got from a, as (edge, sequence) for deliveries, with OK and READ as edge 0 and the

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use libtracer_core::link::{Link, LinkHandler};
 use libtracer_core::wire::Frame;
+use libtracer_core::{Meta, Payload};
 use parking_lot::{Condvar, Mutex};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -237,4 +238,19 @@ pub fn loopback_quic(port: u16) -> libtracer_core::link::QuicConfig {
     c.role_retry = Duration::from_millis(100);
     c.initial_wait = Duration::from_secs(3);
     c
+}
+
+/// A DELIVERY on `edge` of writer `[7; 16]` with sequence `seq` and `len` payload bytes (each
+/// the low byte of `seq`), as the QUIC stream tests send them.
+pub fn delivery(edge: u64, seq: u64, len: usize) -> Frame {
+    Frame::Delivery {
+        edge,
+        meta: Meta {
+            source_timestamp_ns: 1,
+            sequence: seq,
+            writer: [7; 16],
+        },
+        suffix: None,
+        payload: Payload::from(vec![seq as u8; len]),
+    }
 }
