@@ -57,16 +57,9 @@ impl Enc {
         s: &str,
         max: usize,
     ) -> Result<(), EncodeError> {
-        if s.len() > max {
-            return Err(EncodeError::StringTooLong {
-                field,
-                len: s.len(),
-                max,
-            });
-        }
-        self.tlv(t, s.as_bytes());
-        Ok(())
+        self.bytes(t, field, s.as_bytes(), max)
     }
+    /// A bytes TLV, refused when it is longer than `max` (named `field` in the error).
     pub(super) fn bytes(
         &mut self,
         t: u8,
