@@ -171,7 +171,41 @@ impl Access {
         if !self.loaded.domain.controlled(topic, read) {
             return true;
         }
-        matches!(self.learned.read().get(subject), Some(Ok(g)) if g.decide(self.domain, action, topic))
+        self.granted(subject, |g| g.decide(self.domain, action, topic))
+    }
+
+    /// What `allows` says of the grant the peer `subject` sent, while that grant is valid: a
+    /// grant is checked against the clock at every request, not only when it arrived, so a
+    /// peer whose permissions expire while its link is up is refused from then on (as a peer
+    /// with no grant), and that is logged once, when it is first found expired.
+    fn granted(&self, subject: &str, allows: impl Fn(&tracer_sros2::Grant) -> bool) -> bool {
+        let now = tracer_sros2::permissions::now_utc();
+        {
+            let t = self.learned.read();
+            match t.get(subject) {
+                Some(Ok(g)) if g.valid_at(&now) => return allows(g),
+                Some(Ok(_)) => {}
+                _ => return false,
+            }
+        }
+        let mut t = self.learned.write();
+        if let Some(entry) = t.get_mut(subject) {
+            if let Ok(g) = entry {
+                if g.valid_at(&now) {
+                    return allows(g);
+                }
+                let why = format!(
+                    "the grant it sent was valid from {} to {}, not now ({now} UTC)",
+                    g.not_before, g.not_after
+                );
+                log!(
+                    RMW_LOG_SEVERITY_WARN,
+                    "security: the peer {subject} has no grant here from now on (everything access control covers is refused): {why}"
+                );
+                *entry = Err(why);
+            }
+        }
+        false
     }
 
     /// The permissions document the peer whose link proved `subject` sent in its HELLO (`None`:
@@ -252,9 +286,7 @@ impl Access {
             return self.open_to_all(Acl::new(), right);
         }
         let me = self.clone();
-        let check = SubjectCheck::new(
-            move |s| matches!(me.learned.read().get(s), Some(Ok(g)) if g.covers_domain(me.domain)),
-        );
+        let check = SubjectCheck::new(move |s| me.granted(s, |g| g.covers_domain(me.domain)));
         Acl::new().allow(Principal::Check(check), right)
     }
 }
@@ -363,8 +395,6 @@ mod tests {
                 subject: "CN=/a".into(),
                 domain: gov.for_domain(0).unwrap().clone(),
                 own: grant("/a"),
-                peers: Vec::new(),
-                skipped: Vec::new(),
             },
             ca: String::new(),
             // As if /b had sent its grant in its HELLO.
@@ -442,6 +472,24 @@ mod tests {
         a.learned.write().insert("CN=/c".into(), Ok(g));
         assert!(lets(&acl, &c, Rights::SUBSCRIBE));
         assert!(lets(&a.registry_acl(), &c, Rights::READ));
+    }
+
+    #[test]
+    fn a_grant_that_expires_while_its_peer_is_linked_is_refused_from_then_on() {
+        let a = access(false, true);
+        let acl = a.acl_for(Action::Subscribe, "rt/secret", Rights::SUBSCRIBE);
+        assert!(lets(&acl, &b(), Rights::SUBSCRIBE));
+        // The grant /b sent ran out (as if the clock had passed its not_after).
+        if let Some(Ok(g)) = a.learned.write().get_mut("CN=/b") {
+            g.not_after = "2021-01-01T00:00:00".into();
+        }
+        assert!(!lets(&acl, &b(), Rights::SUBSCRIBE));
+        assert!(!lets(&a.registry_acl(), &b(), Rights::READ));
+        assert!(!a.peer_may("CN=/b", Action::Subscribe, "rt/secret"));
+        // Recorded once, with its reason: later checks find no grant.
+        assert!(matches!(a.learned.read().get("CN=/b"), Some(Err(w)) if w.contains("2021-01-01")));
+        // Uncontrolled topics stay open to it, as to any authenticated peer.
+        assert!(a.peer_may("CN=/b", Action::Subscribe, "rt/open"));
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! <keystore>/enclaves/<enclave>/permissions.xml, permissions.p7s   its grant, signed
 //! ```
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::governance::{DomainRule, Governance};
 use crate::permissions::{now_utc, Grant, Permissions};
@@ -32,10 +32,6 @@ pub const REQUIRED: [&str; 6] = [
     GOVERNANCE,
     PERMISSIONS,
 ];
-
-/// At most this many enclaves' permissions are read from a keystore, this deep.
-const MAX_ENCLAVES: usize = 4096;
-const MAX_DEPTH: usize = 16;
 
 fn read(path: &Path) -> Result<Vec<u8>, Error> {
     let meta = std::fs::metadata(path).map_err(|e| Error::Invalid(e.to_string()).in_file(path))?;
@@ -113,44 +109,6 @@ pub struct Loaded {
     pub domain: DomainRule,
     /// This enclave's own grant.
     pub own: Grant,
-    /// The valid grants of the keystore's other enclaves (each from its own signed
-    /// permissions file), the rules this process applies to their requests. Their files
-    /// must be on this host: see docs/network.md section 5.
-    pub peers: Vec<Grant>,
-    /// Files of other enclaves that were skipped, and why (for a warning).
-    pub skipped: Vec<String>,
-}
-
-/// The keystore root above an enclave directory (`<keystore>/enclaves/<enclave>`).
-pub fn keystore_of(enclave_dir: &Path) -> Option<PathBuf> {
-    let mut cur = enclave_dir.parent();
-    while let Some(d) = cur {
-        if d.file_name().is_some_and(|n| n == "enclaves") {
-            return d.parent().map(Path::to_path_buf);
-        }
-        cur = d.parent();
-    }
-    None
-}
-
-/// Every `permissions.p7s` below `dir` (bounded).
-fn permission_files(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
-    if depth > MAX_DEPTH || out.len() >= MAX_ENCLAVES {
-        return;
-    }
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut entries: Vec<_> = entries.filter_map(|e| e.ok()).collect();
-    entries.sort_by_key(|e| e.file_name());
-    for e in entries {
-        let p = e.path();
-        if e.file_type().is_ok_and(|t| t.is_dir()) {
-            permission_files(&p, depth + 1, out);
-        } else if e.file_name() == PERMISSIONS && out.len() < MAX_ENCLAVES {
-            out.push(p);
-        }
-    }
 }
 
 /// Load and verify an enclave's governance and permissions for `domain`: every file missing,
@@ -190,37 +148,10 @@ pub fn load(enclave_dir: &Path, domain: u32) -> Result<Loaded, Error> {
         ))
         .in_file(&own_path));
     }
-    let (mut peers, mut skipped) = (Vec::new(), Vec::new());
-    let mut files = Vec::new();
-    if let Some(ks) = keystore_of(enclave_dir) {
-        permission_files(&ks.join("enclaves"), 0, &mut files);
-    }
-    for f in files {
-        let grants =
-            read_signed(&f, &ca).and_then(|t| Permissions::parse(&t).map_err(|e| e.in_file(&f)));
-        match grants {
-            Ok(p) => {
-                for g in p.grants {
-                    if g.valid_at(&now) {
-                        peers.push(g);
-                    } else {
-                        skipped.push(format!(
-                            "{}: grant {} is not valid now",
-                            f.display(),
-                            g.name
-                        ));
-                    }
-                }
-            }
-            Err(e) => skipped.push(e.to_string()),
-        }
-    }
     Ok(Loaded {
         subject,
         domain: rule,
         own,
-        peers,
-        skipped,
     })
 }
 

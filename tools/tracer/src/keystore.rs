@@ -360,7 +360,6 @@ mod tests {
         assert_eq!(l.subject, "CN=/talker");
         use tracer_sros2::Action;
         assert!(l.own.decide(d, Action::Publish, "rt/chatter"));
-        assert_eq!(l.peers.len(), 1);
         let policy = tmp.path().join("policy.xml");
         fs::write(
             &policy,
