@@ -117,3 +117,5 @@ def test_a_publisher_faster_than_the_path_never_waits_and_the_subscriber_counts_
     assert len(received) + total_lost == COUNT, (len(received), lost)
     if lost:
         assert lost[-1][0] == total_lost, lost
+    # The publisher's process says why too (rmw log, once at the first drops).
+    assert "reliable deliveries dropped" in p.stderr, both

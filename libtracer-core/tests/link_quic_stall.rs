@@ -61,6 +61,8 @@ impl LinkHandler for Gated {
 
 struct Stalled {
     _dir: TempDir,
+    /// What a's transport logged.
+    said: Arc<Mutex<Vec<String>>>,
     a: QuicTransport,
     _b: QuicTransport,
     ra: Arc<Recorder>,
@@ -82,8 +84,12 @@ fn stalled(tag: &str, write_timeout: Option<Duration>) -> Stalled {
     if let Some(t) = write_timeout {
         cfg.write_timeout = t;
     }
-    let a = QuicTransport::start(dir.path(), "a", ra.clone(), cfg.clone()).unwrap();
-    let b = QuicTransport::start(dir.path(), "b", gate.clone(), cfg).unwrap();
+    let b_cfg = cfg.clone();
+    let said = Arc::new(Mutex::new(Vec::new()));
+    let to = said.clone();
+    cfg.log = Some(Arc::new(move |m: &str| to.lock().push(m.to_owned())));
+    let a = QuicTransport::start(dir.path(), "a", ra.clone(), cfg).unwrap();
+    let b = QuicTransport::start(dir.path(), "b", gate.clone(), b_cfg).unwrap();
     let to_b = ra.wait_up("b", T);
     let to_a = gate.rec.wait_up("a", T);
     to_a.send(&Frame::Subscribe {
@@ -98,6 +104,7 @@ fn stalled(tag: &str, write_timeout: Option<Duration>) -> Stalled {
         .any(|e| matches!(e, Ev::Frame(_, Frame::Subscribe { edge: 1, .. })))));
     Stalled {
         _dir: dir,
+        said,
         a,
         _b: b,
         ra,
@@ -198,6 +205,20 @@ fn a_publisher_never_waits_for_a_stalled_peer_and_the_newest_arrive_with_a_gap_e
         "each one arrived or was dropped"
     );
     assert_eq!(gaps, shed.dropped, "the gap is the drops");
+    // The publisher's process says so too: once at the first drops (then at most every 10 s).
+    let lines: Vec<String> = s
+        .said
+        .lock()
+        .iter()
+        .filter(|m| m.contains("reliable deliveries dropped"))
+        .cloned()
+        .collect();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].starts_with("link to b: ") && lines[0].contains("at most 64 MiB waits per stream"),
+        "{}",
+        lines[0]
+    );
     assert!(
         shed.queued_peak <= QUEUE_BYTES,
         "{} queued",

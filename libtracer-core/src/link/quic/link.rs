@@ -27,6 +27,8 @@ pub(super) const READ_CHUNK: usize = 256 * 1024;
 /// How long a closing link waits for the peer to acknowledge what was written (an ERROR that
 /// explains the close) before it drops the connection.
 const LINGER: Duration = Duration::from_millis(500);
+/// At most one line per link this often about reliable deliveries its queues dropped.
+const DROPS_SAID_EVERY: Duration = Duration::from_secs(10);
 
 /// What a reader task tells its dispatcher.
 pub(crate) enum Event {
@@ -107,6 +109,8 @@ pub struct QuicLink {
     gate: parking_lot::Mutex<usize>,
     /// The handler's deliveries never block: they may land on the runtime thread.
     inline: bool,
+    /// Drops not reported yet, and when the last line about them was logged.
+    drops: parking_lot::Mutex<(u64, Option<Instant>)>,
 }
 
 impl QuicLink {
@@ -141,6 +145,7 @@ impl QuicLink {
             gate: parking_lot::Mutex::new(0),
             inline: handler.deliveries_never_block(),
             handler,
+            drops: parking_lot::Mutex::new((0, None)),
         }
     }
 
@@ -200,7 +205,11 @@ impl QuicLink {
             return Err(LinkError::Closed(self.peer.name.clone()));
         }
         match self.out.send(route, enc) {
-            Ok(()) => Ok(()),
+            Ok(0) => Ok(()),
+            Ok(dropped) => {
+                self.said_dropped(dropped);
+                Ok(())
+            }
             Err(SendFail::Closed) => {
                 self.close();
                 Err(LinkError::Closed(self.peer.name.clone()))
@@ -213,6 +222,44 @@ impl QuicLink {
                 ))))
             }
         }
+    }
+}
+
+impl QuicLink {
+    /// The publisher's side of reliable overflow: the subscriber counts the drops as lost
+    /// messages, and the sending process says so too (the first drops of a link at once, then
+    /// at most a line every `DROPS_SAID_EVERY`, with the count since the last line), so that
+    /// whoever runs the publisher sees why its peer misses samples.
+    fn said_dropped(&self, dropped: u64) {
+        let n = {
+            let mut d = self.drops.lock();
+            d.0 += dropped;
+            let now = Instant::now();
+            if d.1
+                .is_some_and(|at| now.duration_since(at) < DROPS_SAID_EVERY)
+            {
+                return;
+            }
+            let first = d.1.is_none();
+            d.1 = Some(now);
+            (std::mem::take(&mut d.0), first)
+        };
+        let Some(owner) = self.owner.upgrade() else {
+            return;
+        };
+        let (count, first) = n;
+        let since = if first {
+            String::new()
+        } else {
+            " since the last line about them".to_owned()
+        };
+        owner.log(&format!(
+            "link to {}: {count} reliable deliveries dropped{since}, oldest first: the path or \
+             the peer takes them slower than they are published, and at most {} MiB waits per \
+             stream (the subscriber counts them as lost messages)",
+            self.peer.name,
+            self.out.queue_bytes() >> 20
+        ));
     }
 }
 

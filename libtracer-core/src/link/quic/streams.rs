@@ -237,40 +237,43 @@ impl Outgoing {
         }
     }
 
-    /// Queue `enc` (the encoding of `frame`) where `route` says.
-    pub(crate) fn send(&self, route: Route, enc: EncodedFrame) -> Result<(), SendFail> {
+    /// Queue `enc` (the encoding of `frame`) where `route` says. How many queued deliveries
+    /// it dropped to make room (counted in `shed` too).
+    pub(crate) fn send(&self, route: Route, enc: EncodedFrame) -> Result<u64, SendFail> {
         match route {
-            Route::Control => self.control.push(enc, self.write_timeout),
+            Route::Control => self.control.push(enc, self.write_timeout).map(|()| 0),
             Route::Reliable(c) => {
                 let w = self.reliable_writer(c);
-                self.count(w.queue.push(enc, Kind::Kept, self.write_timeout)?);
+                let dropped = self.count(w.queue.push(enc, Kind::Kept, self.write_timeout)?);
                 w.dirty.store(true, Ordering::Release);
-                Ok(())
+                Ok(dropped)
             }
             Route::ReliableDelivery(c, edge) => {
                 let w = self.reliable_writer(c);
-                self.count(
-                    w.queue
-                        .push(enc, Kind::Delivery(edge), self.write_timeout)?,
-                );
+                let dropped = self.count(w.queue.push(
+                    enc,
+                    Kind::Delivery(edge),
+                    self.write_timeout,
+                )?);
                 w.dirty.store(true, Ordering::Release);
-                Ok(())
+                Ok(dropped)
             }
             Route::BestEffort(c) => {
                 if let Some(dg) = self.try_datagram(&enc) {
-                    return dg;
+                    return dg.map(|()| 0);
                 }
                 self.best_effort_writer(c).offer(enc, &self.shed);
-                Ok(())
+                Ok(0)
             }
             Route::Barrier => {
                 let mut n = self.barrier.lock();
                 *n += 1;
-                let mut classes = 0u8;
+                let (mut classes, mut dropped) = (0u8, 0);
                 for c in 0..CLASSES {
                     let w = self.reliable[c].lock().clone();
                     if let Some(w) = w.filter(|w| w.dirty.swap(false, Ordering::AcqRel)) {
-                        self.count(w.queue.push(ping(*n), Kind::Kept, self.write_timeout)?);
+                        dropped +=
+                            self.count(w.queue.push(ping(*n), Kind::Kept, self.write_timeout)?);
                         classes |= 1 << c;
                     }
                 }
@@ -278,15 +281,22 @@ impl Outgoing {
                     self.control
                         .push(ping(barrier_nonce(*n, classes)), self.write_timeout)?;
                 }
-                self.control.push(enc, self.write_timeout)
+                self.control.push(enc, self.write_timeout)?;
+                Ok(dropped)
             }
         }
     }
 
-    fn count(&self, dropped: u64) {
+    fn count(&self, dropped: u64) -> u64 {
         if dropped != 0 {
             self.shed.dropped.fetch_add(dropped, Ordering::Relaxed);
         }
+        dropped
+    }
+
+    /// Each reliable stream's queue bound.
+    pub(crate) fn queue_bytes(&self) -> usize {
+        self.queue_bytes
     }
 
     /// The most bytes any reliable stream's queue of this link held.
