@@ -17,8 +17,10 @@
 //! handler callbacks on two dispatcher threads (`runtime.rs`), whatever the number of links.
 
 mod announce;
+mod config;
 mod directory;
 mod exercise;
+mod handshake;
 mod ifaces;
 mod link;
 mod peer_host;
@@ -37,7 +39,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use parking_lot::{Condvar, Mutex};
 use tokio::runtime::Handle;
 use tokio::sync::watch;
@@ -46,147 +47,22 @@ pub use announce::{
     decode as decode_announcement, encode as announce_bytes, exercise_announce, AnnounceError,
     Announcement,
 };
+pub use config::{LearnPermissions, NetLog, PermissionsExchange, QuicConfig, DIRECTORY_PORT_BASE};
 pub use exercise::{exercise_datagram, exercise_directory_answer, exercise_flood, FloodReport};
 pub use link::{QuicLink, ShedCounts};
 pub use receive::decode_datagram;
 pub use subnet::{SubnetConfig, ANNOUNCE_GROUP, ANNOUNCE_GROUP_V6, ANNOUNCE_PORT_BASE, MAX_HOSTS};
 pub use tls::{subject_of, QuicSecurity};
 
-use self::link::{hello, read_hello, refuse, write_frame, HelloOutcome};
 use super::rendezvous::prepare_dir;
-use super::{valid_node_name, LinkError, LinkHandler, PeerIdentity};
-use crate::acl::Subject;
-use crate::wire::{ErrorCode, FrameDecoder};
+use super::{valid_node_name, LinkError, LinkHandler};
 
-/// At most this many incoming handshakes at once; more are refused at once (a flood).
-const MAX_HANDSHAKES: usize = 64;
 /// At most this many connections (links and handshakes) per transport.
 const MAX_CONNECTIONS: usize = 1024;
 /// A peer whose link we closed (by `close`, or for malformed input or a failed handler) is not
 /// linked again, either way, for this long: the directory poll would otherwise bring back at
 /// once what was closed on purpose. A link lost to the network is re-formed at once.
 const COOLDOWN: Duration = Duration::from_secs(2);
-
-/// Where a transport's diagnostics go (once per condition, never per packet).
-pub type NetLog = Arc<dyn Fn(&str) + Send + Sync>;
-
-/// Settings of a QUIC transport. The defaults are the documented ones of docs/network.md.
-#[derive(Clone)]
-pub struct QuicConfig {
-    /// Address the endpoints bind: every address by default (`[::]`, dual stack: IPv6 and
-    /// IPv4 peers alike; `0.0.0.0` on a kernel without IPv6; see [`every_address`]); tests bind
-    /// loopback.
-    pub bind: IpAddr,
-    /// This host's directory port for the domain (`24650 + domain id` by default).
-    pub directory_port: u16,
-    /// Hosts to reach: `host`, `host:port` or `[v6]:port`; the port is the directory's.
-    pub static_peers: Vec<String>,
-    /// How often a peer host's directory is asked for its members.
-    pub poll_interval: Duration,
-    /// How often a process that does not hold the host role tries to take it.
-    pub role_retry: Duration,
-    /// A link that has received nothing for this long is dead (link down). A backstop: the
-    /// links to a host whose directory we ask go down with the host's liveness below, and the
-    /// link to a member its directory no longer lists at once (docs/network.md section 4).
-    pub idle_timeout: Duration,
-    /// QUIC keep-alive on an idle link (the backstop's).
-    pub keep_alive: Duration,
-    /// Host liveness: the one connection to each peer host's directory (asked over it every
-    /// `poll_interval`) is dead when it has received nothing for this long; then the host is
-    /// probed once more (`host_probe`) and, if it does not answer, the links to its members
-    /// go down.
-    pub host_idle_timeout: Duration,
-    /// QUIC keep-alive on a directory connection.
-    pub host_keep_alive: Duration,
-    /// Bound on the new directory connection made when one is lost: a host whose role moved
-    /// (its holder died) answers from its new holder within it.
-    pub host_probe: Duration,
-    /// Bound on one HELLO exchange (and on one directory query).
-    pub handshake_timeout: Duration,
-    /// A write blocked this long (the peer stopped reading) fails and closes the link.
-    pub write_timeout: Duration,
-    /// Bytes a reliable stream's queue holds; past it a new delivery drops the oldest queued
-    /// ones, counted (docs/network.md section 7, "Reliable overflow"). 64 MiB.
-    pub queue_bytes: usize,
-    /// `start` waits up to this long for the links to the static peers' members (as the Unix
-    /// transport returns once the graphs already there are linked); the rest come up later.
-    pub initial_wait: Duration,
-    /// Diagnostics; `None` = stderr with a `libtracer: ` prefix.
-    pub log: Option<NetLog>,
-    /// SUBNET discovery (`ROS_AUTOMATIC_DISCOVERY_RANGE=SUBNET`): the host role's holder
-    /// announces this host's directory on the local network and every process reaches the
-    /// hosts it hears (docs/network.md section 2a). `None`: only the static peers are reached.
-    pub subnet: Option<SubnetConfig>,
-    /// SROS2 authentication: present the enclave's certificate and refuse every peer whose
-    /// certificate does not chain to the keystore's identity CA. `None`: encrypted, not
-    /// authenticated (docs/network.md section 5).
-    pub security: Option<QuicSecurity>,
-    /// SROS2 permissions over the link (docs/wire.md section 2, HELLO's PERMISSIONS): the
-    /// document this process sends, and what it does with each authenticated peer's.
-    pub permissions: Option<PermissionsExchange>,
-}
-
-/// Called with a peer's proven subject and the permissions document it sent (`None`: none).
-pub type LearnPermissions = Arc<dyn Fn(&str, Option<&[u8]>) + Send + Sync>;
-
-/// What a QUIC transport with SROS2 sends in its HELLO and does with the peer's: `document`
-/// (this enclave's `permissions.p7s`) goes in every HELLO; `learn` is called with the subject
-/// the TLS handshake proved and the document the peer sent (`None`: it sent none) before the
-/// peer's link is made, so before any request of the peer is handled. Opaque here: rmw_tracer
-/// verifies it (docs/network.md section 5).
-#[derive(Clone)]
-pub struct PermissionsExchange {
-    pub document: Arc<[u8]>,
-    pub learn: LearnPermissions,
-}
-
-/// The first directory port; domain `d` uses `DIRECTORY_PORT_BASE + d`.
-pub const DIRECTORY_PORT_BASE: u16 = 24650;
-
-impl QuicConfig {
-    /// The defaults for `domain_id`, binding every interface.
-    pub fn for_domain(domain_id: u32) -> QuicConfig {
-        let port = u16::try_from(domain_id)
-            .ok()
-            .and_then(|d| DIRECTORY_PORT_BASE.checked_add(d))
-            .unwrap_or(DIRECTORY_PORT_BASE);
-        QuicConfig {
-            bind: every_address(),
-            directory_port: port,
-            static_peers: Vec::new(),
-            poll_interval: Duration::from_secs(1),
-            role_retry: Duration::from_millis(500),
-            idle_timeout: Duration::from_secs(15),
-            keep_alive: Duration::from_secs(5),
-            host_idle_timeout: Duration::from_millis(1600),
-            host_keep_alive: Duration::from_millis(200),
-            host_probe: Duration::from_millis(500),
-            handshake_timeout: Duration::from_secs(2),
-            write_timeout: Duration::from_secs(10),
-            queue_bytes: queue::QUEUE_BYTES,
-            initial_wait: Duration::from_millis(500),
-            log: None,
-            subnet: None,
-            security: None,
-            permissions: None,
-        }
-    }
-}
-
-impl std::fmt::Debug for QuicConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("QuicConfig")
-            .field("bind", &self.bind)
-            .field("directory_port", &self.directory_port)
-            .field("static_peers", &self.static_peers)
-            .field("poll_interval", &self.poll_interval)
-            .field("idle_timeout", &self.idle_timeout)
-            .field("host_idle_timeout", &self.host_idle_timeout)
-            .field("subnet", &self.subnet)
-            .field("authenticated", &self.security.is_some())
-            .finish_non_exhaustive()
-    }
-}
 
 #[derive(Default)]
 struct Table {
@@ -204,17 +80,6 @@ struct Table {
     /// Addresses whose failed authentication was logged (once each; bounded).
     auth_logged: HashSet<SocketAddr>,
     stopped: bool,
-}
-
-/// A handshake that ended in a TLS alert (a QUIC CRYPTO_ERROR, codes 0x100-0x1ff) sent by
-/// either end: a certificate refused, or none given; not a timeout nor a closed endpoint.
-fn is_tls_failure(e: &quinn::ConnectionError) -> bool {
-    let code = match e {
-        quinn::ConnectionError::TransportError(t) => u64::from(t.code),
-        quinn::ConnectionError::ConnectionClosed(c) => u64::from(c.error_code),
-        _ => return false,
-    };
-    (0x100..=0x1ff).contains(&code)
 }
 
 /// At most this many addresses are remembered as logged; past it the set starts again.
@@ -444,12 +309,6 @@ impl Drop for QuicTransport {
     }
 }
 
-fn cooling(t: &Table, name: &str) -> bool {
-    t.cooldown
-        .get(name)
-        .is_some_and(|until| *until > Instant::now())
-}
-
 /// The address that binds every address of this host: `[::]` as one dual-stack socket (IPv4
 /// peers reach it as IPv4-mapped addresses) where the kernel has IPv6, else `0.0.0.0`.
 pub fn every_address() -> IpAddr {
@@ -518,32 +377,6 @@ impl Inner {
         *self.stop.borrow()
     }
 
-    /// A QUIC handshake with `addr` failed. With SROS2 on, that is a peer without a
-    /// certificate of our keystore's CA (or one whose CA we are not of): say so once per
-    /// address, since the peer will keep trying. Without, the handshake failing is a network
-    /// matter the directory poll reports.
-    fn auth_failed(&self, addr: SocketAddr, e: &quinn::ConnectionError) {
-        if !self.identity.authenticated() || !is_tls_failure(e) {
-            return;
-        }
-        {
-            let mut t = self.table.lock();
-            if t.auth_logged.len() >= AUTH_LOGGED_MAX {
-                t.auth_logged.clear();
-            }
-            if !t.auth_logged.insert(addr) {
-                return;
-            }
-        }
-        let msg = match e {
-            quinn::ConnectionError::ConnectionClosed(_) => {
-                format!("security: the peer at {addr} refused our certificate: {e}")
-            }
-            _ => format!("security: refused the peer at {addr}: {e}"),
-        };
-        self.log(&msg);
-    }
-
     /// The reader of `l` ended: drop it from the table (if it is still the one there); a link
     /// we closed on purpose puts its peer on the cooldown list.
     pub(crate) fn forget(&self, l: &Arc<QuicLink>, deliberate: bool) {
@@ -582,222 +415,6 @@ impl Inner {
         let mut t = self.table.lock();
         t.live = t.live.saturating_sub(1);
         self.downs.notify_all();
-    }
-
-    /// A member of a peer host: connect unless it is us, local (linked over a Unix socket),
-    /// linked or being linked already, or cooling down. The handle ends when the link is up or
-    /// the attempt failed.
-    fn maybe_connect(
-        self: &Arc<Self>,
-        name: &str,
-        addr: SocketAddr,
-    ) -> Option<tokio::task::JoinHandle<()>> {
-        if name == self.name
-            || !valid_node_name(name)
-            || self.dir.join(format!("{name}.sock")).exists()
-        {
-            return None;
-        }
-        {
-            let mut t = self.table.lock();
-            if t.stopped
-                || t.links.contains_key(name)
-                || t.pending.contains(name)
-                || t.accepting.contains(name)
-                || cooling(&t, name)
-            {
-                return None;
-            }
-            t.pending.insert(name.to_owned());
-        }
-        Some(
-            self.rt
-                .spawn(self.clone().connect_link(name.to_owned(), addr)),
-        )
-    }
-
-    /// Connect to `peer` at `addr`; a refusal (the other direction is winning, or an old link
-    /// of the peer's is about to be found dead) is retried a few times.
-    async fn connect_link(self: Arc<Self>, peer: String, addr: SocketAddr) {
-        for attempt in 0..5 {
-            if self.stopped() || self.table.lock().links.contains_key(&peer) {
-                break;
-            }
-            match self.handshake_out(&peer, addr).await {
-                Ok(()) => break,
-                Err(Some(_refused)) if attempt < 4 => {
-                    tokio::time::sleep(Duration::from_millis(100)).await
-                }
-                Err(_) => break,
-            }
-        }
-        self.table.lock().pending.remove(&peer);
-    }
-
-    /// Initiator side. `Err(Some(reason))`: the peer refused; `Err(None)`: it failed.
-    async fn handshake_out(
-        self: &Arc<Self>,
-        peer: &str,
-        addr: SocketAddr,
-    ) -> Result<(), Option<String>> {
-        let hs = self.cfg.handshake_timeout;
-        let deadline = Instant::now() + hs;
-        let connecting = self
-            .endpoint
-            .connect_with(self.link_client.clone(), addr, tls::SERVER_NAME)
-            .map_err(|_| None)?;
-        let conn = match tokio::time::timeout(hs, connecting).await {
-            Ok(Ok(c)) => c,
-            Ok(Err(e)) => {
-                self.auth_failed(addr, &e);
-                return Err(None);
-            }
-            Err(_) => return Err(None),
-        };
-        let left = deadline.saturating_duration_since(Instant::now());
-        let (mut send, mut recv) = match tokio::time::timeout(left, conn.open_bi()).await {
-            Ok(Ok(s)) => s,
-            _ => {
-                conn.close(0u32.into(), b"handshake failed");
-                return Err(None);
-            }
-        };
-        if write_frame(&mut send, &self.hello()).await.is_err() {
-            conn.close(0u32.into(), b"handshake failed");
-            return Err(None);
-        }
-        let (h, dec, rest) = match read_hello(&mut recv, deadline).await {
-            Ok(HelloOutcome::Hello(h, dec, rest)) => (h, dec, rest),
-            Ok(HelloOutcome::Refused(why)) => {
-                conn.close(0u32.into(), b"refused");
-                return Err(Some(why));
-            }
-            Err(_) => {
-                conn.close(0u32.into(), b"handshake failed");
-                return Err(None);
-            }
-        };
-        if h.node != peer {
-            refuse(
-                &conn,
-                &mut send,
-                ErrorCode::Malformed,
-                "HELLO names a node other than the directory's",
-            )
-            .await;
-            return Err(None);
-        }
-        self.learn_permissions(&conn, h.permissions.as_deref());
-        let mut t = self.table.lock();
-        if t.stopped || t.links.contains_key(peer) {
-            drop(t);
-            conn.close(0u32.into(), b"duplicate link");
-            return Ok(());
-        }
-        self.install(&mut t, conn, send, recv, h.node, h.max_frame, dec, rest);
-        Ok(())
-    }
-
-    async fn accept_loop(self: Arc<Self>) {
-        let mut stop = self.stop.clone();
-        loop {
-            let incoming = tokio::select! {
-                i = self.endpoint.accept() => i,
-                _ = stop.wait_for(|s| *s) => None,
-            };
-            let Some(incoming) = incoming else { break };
-            let admit = {
-                let mut t = self.table.lock();
-                let ok = !t.stopped
-                    && t.handshakes < MAX_HANDSHAKES
-                    && t.links.len() + t.handshakes < MAX_CONNECTIONS;
-                if ok {
-                    t.handshakes += 1;
-                }
-                ok
-            };
-            if !admit {
-                incoming.refuse();
-                continue;
-            }
-            let me = self.clone();
-            self.rt.spawn(async move {
-                me.handshake_in(incoming).await;
-                me.table.lock().handshakes -= 1;
-            });
-        }
-    }
-
-    /// Acceptor side: the whole exchange bounded by the handshake timeout.
-    async fn handshake_in(self: &Arc<Self>, incoming: quinn::Incoming) {
-        let hs = self.cfg.handshake_timeout;
-        let deadline = Instant::now() + hs;
-        let from = peer_address(incoming.remote_address());
-        let conn = match tokio::time::timeout(hs, incoming).await {
-            Ok(Ok(c)) => c,
-            Ok(Err(e)) => {
-                self.auth_failed(from, &e);
-                return;
-            }
-            Err(_) => return,
-        };
-        let left = deadline.saturating_duration_since(Instant::now());
-        let (mut send, mut recv) = match tokio::time::timeout(left, conn.accept_bi()).await {
-            Ok(Ok(s)) => s,
-            _ => {
-                conn.close(0u32.into(), b"no HELLO");
-                return;
-            }
-        };
-        let (h, dec, rest) = match read_hello(&mut recv, deadline).await {
-            Ok(HelloOutcome::Hello(h, dec, rest)) => (h, dec, rest),
-            _ => {
-                conn.close(0u32.into(), b"no HELLO");
-                return;
-            }
-        };
-        if !valid_node_name(&h.node) || h.node == self.name {
-            refuse(
-                &conn,
-                &mut send,
-                ErrorCode::PermissionDenied,
-                "invalid or clashing node name",
-            )
-            .await;
-            return;
-        }
-        let refusal = {
-            let mut t = self.table.lock();
-            if t.stopped {
-                Some("shutting down")
-            } else if t.links.contains_key(&h.node) || t.accepting.contains(&h.node) {
-                Some("duplicate link: a link to you is already up")
-            } else if cooling(&t, &h.node) {
-                Some("our link to you was closed a moment ago")
-            } else if t.pending.contains(&h.node) && self.name.as_str() < h.node.as_str() {
-                Some("duplicate link: my connection to you wins (smaller name)")
-            } else {
-                t.accepting.insert(h.node.clone());
-                None
-            }
-        };
-        if let Some(why) = refusal {
-            refuse(&conn, &mut send, ErrorCode::Internal, why).await;
-            return;
-        }
-        self.learn_permissions(&conn, h.permissions.as_deref());
-        let replied = write_frame(&mut send, &self.hello()).await;
-        let mut t = self.table.lock();
-        t.accepting.remove(&h.node);
-        if replied.is_err() || t.stopped {
-            drop(t);
-            conn.close(0u32.into(), b"handshake failed");
-            return;
-        }
-        let remote = conn.remote_address();
-        self.install(&mut t, conn, send, recv, h.node, h.max_frame, dec, rest);
-        drop(t);
-        self.watch_host_of(remote);
     }
 
     /// A process of another host linked to us: unless a peer loop already asks its host's
@@ -840,76 +457,5 @@ impl Inner {
                 p.remove(&a);
             }
         }
-    }
-
-    /// Our HELLO, with our permissions document when SROS2 is on.
-    fn hello(&self) -> crate::wire::Frame {
-        let doc = (self.cfg.permissions.as_ref()).map(|p| Bytes::copy_from_slice(&p.document));
-        hello(&self.name, doc)
-    }
-
-    /// Hand an authenticated peer's permissions document (or its absence) to `learn`, before
-    /// its link exists (docs/network.md section 5). Nothing without SROS2 or for a peer the
-    /// handshake did not authenticate.
-    fn learn_permissions(&self, conn: &quinn::Connection, doc: Option<&[u8]>) {
-        let Some(p) = &self.cfg.permissions else {
-            return;
-        };
-        if let crate::acl::Subject::Authenticated(s) = self.identity.peer_subject(conn) {
-            (p.learn)(&s, doc);
-        }
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn install(
-        self: &Arc<Self>,
-        t: &mut Table,
-        conn: quinn::Connection,
-        send: quinn::SendStream,
-        recv: quinn::RecvStream,
-        name: String,
-        peer_max: u32,
-        dec: FrameDecoder,
-        rest: Bytes,
-    ) {
-        let Ok(tx) = runtime::dispatcher() else {
-            conn.close(0u32.into(), b"no dispatcher");
-            return;
-        };
-        let subject = self.identity.peer_subject(&conn);
-        if subject == Subject::Anonymous && self.identity.authenticated() {
-            let addr = peer_address(conn.remote_address());
-            self.log_once(
-                format!("anonymous {addr}"),
-                &format!(
-                    "security: admitted the peer at {addr} unauthenticated (no certificate of \
-                     our identity CA; the governance allows unauthenticated participants): it \
-                     may use only topics without access control"
-                ),
-            );
-        }
-        let id = PeerIdentity {
-            name: name.clone(),
-            // Not attested across hosts and not used by the ACL: a remote peer is the
-            // principal its handshake proved (docs/network.md section 5).
-            uid: nix::unistd::getuid().as_raw(),
-            gid: nix::unistd::getgid().as_raw(),
-            pid: 0,
-            remote: Some(subject),
-        };
-        let link = Arc::new(QuicLink::new(
-            id,
-            conn,
-            send,
-            peer_max,
-            self.rt.clone(),
-            self.cfg.write_timeout,
-            self.cfg.queue_bytes,
-            self.handler.clone(),
-            Arc::downgrade(self),
-        ));
-        t.links.insert(name, link.clone());
-        t.live += 1;
-        self.rt.spawn(link::read_loop(link, recv, dec, rest, tx));
     }
 }
