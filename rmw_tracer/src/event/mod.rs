@@ -21,29 +21,25 @@
 //! owns nothing: its `data` is the publisher's or subscription's object, and the state of its
 //! events lives here, inside that object ([`Events`]).
 
+mod callback;
+mod refresh;
 mod status;
 mod timer;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
 
-use libtracer_core::{Readiness, Sample, Signal, Waiter};
+use libtracer_core::{Readiness, Sample, Signal};
 use parking_lot::Mutex;
 
-use crate::boundary::event_callback::EventCallback;
-use crate::boundary::{RmwError, RmwResult};
 use crate::context::Shared;
 use crate::gid::Gid;
-use crate::log::log;
 use crate::qos::Qos;
-use crate::registry::{self, EntityKind, Record};
 use crate::topic::now_ns;
-use tracer_recording::INFINITE_NS;
 
-use status::{key, State, WriterLiveliness};
+use status::State;
 pub use status::{
     CountStatus, IncompatibleStatus, LivelinessChangedStatus, LostStatus, MatchedStatus,
 };
@@ -260,186 +256,6 @@ impl Events {
         st.deadline_from = Some(at);
     }
 
-    /// Bring every status up to date; schedule the timer for the next deadline or lease.
-    fn refresh(&self) {
-        let registered = self.listener.lock().is_some();
-        let other = match self.end {
-            End::Publisher => EntityKind::Subscription,
-            End::Subscription => EntityKind::Publisher,
-        };
-        let records = if registered {
-            self.ctx.registry.on_topic(other, &self.topic)
-        } else {
-            Vec::new()
-        };
-        let now = now_ns();
-        let newest = self.probe.as_ref().and_then(|p| (p.newest)());
-        let mut st = self.state.lock();
-        if registered {
-            self.refresh_matching(&mut st, &records);
-        }
-        if let (End::Subscription, Some((w, at))) = (self.end, newest) {
-            // A sample waiting in the ring arrived: a reception, and its writer's activity.
-            self.restart_deadline(&mut st, at);
-            if let Some(e) = st.activity.get_mut(&Gid(w)) {
-                *e = (*e).max(at);
-            }
-        }
-        self.count_deadline(&mut st, now);
-        let mut due: Option<i64> = match (self.deadline_ns(), st.deadline_from) {
-            (Some(d), Some(from)) => Some(from.saturating_add(d)),
-            _ => None,
-        };
-        match self.end {
-            End::Publisher => {
-                if let (true, Some(lease)) = (self.qos.manual_liveliness(), self.qos.lease()) {
-                    let lease = lease.as_nanos() as i64;
-                    if let Some(at) = st.asserted_at {
-                        let holds = now < at.saturating_add(lease);
-                        if st.alive && !holds {
-                            st.liveliness_lost.total += 1;
-                        }
-                        st.alive = holds;
-                        if holds {
-                            due = min_due(due, at.saturating_add(lease));
-                        }
-                    }
-                }
-            }
-            End::Subscription => {
-                if registered {
-                    let d = self.refresh_writers(&mut st, &records, now);
-                    if let Some(d) = d {
-                        due = min_due(due, d);
-                    }
-                }
-            }
-        }
-        drop(st);
-        // Only an endpoint with an event wants waking; without one its counts stay lazy.
-        if let (true, Some(due)) = (registered, due) {
-            let wait = Duration::from_nanos(due.saturating_sub(now).max(0) as u64);
-            timer::schedule(self.timer_id, Instant::now() + wait, self.me.clone());
-        }
-    }
-
-    /// Matched, incompatible-QoS and incompatible-type endpoints from the registry.
-    fn refresh_matching(&self, st: &mut State, records: &[(Option<String>, Record)]) {
-        let mut matched = BTreeSet::new();
-        for (_, r) in records {
-            if r.type_name != self.type_name {
-                if st.bad_type_seen.insert(r.gid) {
-                    st.incompatible_type.total += 1;
-                }
-                continue;
-            }
-            let policy = match self.end {
-                End::Publisher => registry::incompatible_sub(&self.qos, r),
-                End::Subscription => registry::incompatible_with(r, &self.qos),
-            };
-            match policy {
-                None => {
-                    matched.insert(r.gid);
-                }
-                Some(p) => {
-                    if st.incompatible_seen.insert(r.gid) {
-                        st.incompatible_qos.total += 1;
-                        st.last_policy = p;
-                        self.log_incompatible(r, p);
-                    }
-                }
-            }
-        }
-        st.ever.extend(matched.iter().copied());
-        st.matched = matched;
-    }
-
-    /// Once per pair, in rmw_tracer's own log (INFO: rclpy's default event handler logs the
-    /// user-facing warning when it takes the event, as it does with Fast DDS).
-    fn log_incompatible(&self, other: &Record, p: ffi::rmw_qos_policy_kind_t) {
-        let (what, them) = match self.end {
-            End::Publisher => ("requesting", "subscription"),
-            End::Subscription => ("offering", "publisher"),
-        };
-        log!(
-            RMW_LOG_SEVERITY_INFO,
-            "{}: {them} {:?} of node {} is {what} incompatible QoS, no messages flow between it and {:?}. Last incompatible policy: {}",
-            self.topic,
-            other.gid,
-            other.node_name,
-            self.gid,
-            crate::qos_compat::policy_name(p)
-        );
-    }
-
-    /// LIVELINESS_CHANGED: the matched publishers with a finite lease. Returns when the next
-    /// lease of an alive manual writer ends.
-    fn refresh_writers(
-        &self,
-        st: &mut State,
-        records: &[(Option<String>, Record)],
-        now: i64,
-    ) -> Option<i64> {
-        let mut due = None;
-        let mut tracked = BTreeSet::new();
-        let mut manual_writers = false;
-        for (_, r) in records {
-            if !st.matched.contains(&r.gid) {
-                continue;
-            }
-            let Some(q) = r.qos else { continue };
-            if q.lease_ns == INFINITE_NS {
-                continue;
-            }
-            tracked.insert(r.gid);
-            let manual = q.liveliness != ffi::RMW_QOS_POLICY_LIVELINESS_AUTOMATIC;
-            let alive = if manual {
-                manual_writers = true;
-                // A sample, an assertion in this process, or one in the writer's record.
-                let asserted = ASSERTED.lock().get(&r.gid).copied();
-                let last = st
-                    .activity
-                    .get(&r.gid)
-                    .copied()
-                    .max(asserted)
-                    .max(r.asserted_ns);
-                match last {
-                    Some(t) => {
-                        let end = t.saturating_add(q.lease_ns.min(i64::MAX as u64) as i64);
-                        if now < end {
-                            due = min_due(due, end);
-                        }
-                        Some(now < end)
-                    }
-                    // Not asserted yet: neither alive nor not alive.
-                    None => None,
-                }
-            } else {
-                Some(true)
-            };
-            let Some(alive) = alive else { continue };
-            match st.writers.insert(r.gid, WriterLiveliness { alive }) {
-                Some(w) if w.alive == alive => {}
-                _ => st.liveliness_changes.total += 1,
-            }
-        }
-        let gone: Vec<Gid> = st
-            .writers
-            .keys()
-            .filter(|g| !tracked.contains(g))
-            .copied()
-            .collect();
-        for g in gone {
-            st.writers.remove(&g);
-            st.activity.remove(&g);
-            st.liveliness_changes.total += 1;
-        }
-        if manual_writers {
-            self.timed.store(true, Ordering::Relaxed);
-        }
-        due
-    }
-
     fn poll_lost(&self) -> bool {
         let n = self.probe.as_ref().map_or(0, |p| (p.dropped)());
         let mut st = self.state.lock();
@@ -582,120 +398,6 @@ impl Events {
             self.signal.raise();
         }
         self.notify_once();
-    }
-
-    /// `rmw_event_set_callback`. Callbacks are called from a notifier thread per endpoint
-    /// (woken by the registry and the timer, and every 100 ms for the ring's drop counter)
-    /// with the number of events not yet told.
-    pub fn set_callback(self: &Arc<Self>, kind: Kind, cb: Option<EventCallback>) -> RmwResult<()> {
-        self.stop_notifier();
-        {
-            let mut st = self.state.lock();
-            match cb {
-                Some(cb) => st.callbacks.insert(key(kind), cb),
-                None => st.callbacks.remove(&key(kind)),
-            };
-            if kind == Kind::Matched {
-                st.notified_matched = None;
-            }
-            if st.callbacks.is_empty() {
-                return Ok(());
-            }
-        }
-        let stop = Arc::new(AtomicBool::new(false));
-        // A weak reference: the thread must not keep its owner alive (Drop stops it).
-        let me = Arc::downgrade(self);
-        let stop2 = stop.clone();
-        let t = std::thread::Builder::new()
-            .name("rmw_tracer-events".into())
-            .spawn(move || Events::notify_loop(&me, &stop2))
-            .map_err(|e| {
-                RmwError::failed(format!("cannot start the event callback thread: {e}"))
-            })?;
-        *self.notifier.lock() = Some((stop, t));
-        Ok(())
-    }
-
-    fn notify_loop(me: &Weak<Events>, stop: &AtomicBool) {
-        let waiter = Waiter::new();
-        match me.upgrade() {
-            Some(e) => waiter.attach(&e.signal.readiness()),
-            None => return,
-        }
-        while !stop.load(Ordering::SeqCst) {
-            waiter.wait(Some(Duration::from_millis(100)));
-            if stop.load(Ordering::SeqCst) {
-                break;
-            }
-            let Some(e) = me.upgrade() else { break };
-            e.signal.clear();
-            e.notify_once();
-        }
-    }
-
-    /// One round of the notifier: tell the callbacks what they have not heard of.
-    fn notify_once(&self) {
-        self.refresh();
-        let mut calls: Vec<(EventCallback, usize)> = Vec::new();
-        let lost_cb = self
-            .state
-            .lock()
-            .callbacks
-            .get(&key(Kind::MessageLost))
-            .copied();
-        if lost_cb.is_some() {
-            self.poll_lost();
-        }
-        {
-            let mut st = self.state.lock();
-            let cbs = st.callbacks.clone();
-            for (k, cb) in cbs {
-                let n = match k {
-                    k if k == key(Kind::Matched) => {
-                        // Every change of the matched set the callback has not heard of is one
-                        // event.
-                        let seen = st
-                            .notified_matched
-                            .take()
-                            .unwrap_or_else(|| st.taken.clone());
-                        let now = st.matched.clone();
-                        let changed = now != seen;
-                        st.notified_matched = Some(now);
-                        u64::from(changed)
-                    }
-                    k if k == key(Kind::MessageLost) => {
-                        let tell = st.lost_pending.saturating_sub(st.told_lost);
-                        st.told_lost += tell;
-                        tell
-                    }
-                    k if k == key(Kind::QosIncompatible) => st.incompatible_qos.untold(),
-                    k if k == key(Kind::TypeIncompatible) => st.incompatible_type.untold(),
-                    k if k == key(Kind::DeadlineMissed) => st.deadline_missed.untold(),
-                    _ => match self.end {
-                        End::Publisher => st.liveliness_lost.untold(),
-                        End::Subscription => st.liveliness_changes.untold(),
-                    },
-                };
-                if n > 0 {
-                    calls.push((cb, n as usize));
-                }
-            }
-        }
-        // Called without our locks held: a callback may take the event at once.
-        for (cb, n) in calls {
-            cb.call(n);
-        }
-    }
-
-    fn stop_notifier(&self) {
-        if let Some((stop, t)) = self.notifier.lock().take() {
-            stop.store(true, Ordering::SeqCst);
-            self.signal.raise();
-            // The notifier itself may drop the last reference (it upgrades its weak one).
-            if t.thread().id() != std::thread::current().id() {
-                let _ = t.join();
-            }
-        }
     }
 }
 
