@@ -15,25 +15,24 @@
 //! worker thread per context applies it, (re)wires subscriptions and raises the graph guard
 //! conditions.
 
+mod edges;
+mod peers;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use libtracer_core::{
-    DeliveryPolicy, Edge, EdgeState, Graph, Meta, Payload, Sample, Signal, StructEvent,
-};
+use libtracer_core::{DeliveryPolicy, Edge, EdgeState, Graph, Meta, Payload, Sample, Signal};
 use parking_lot::Mutex;
 
 use crate::boundary::{RmwError, RmwResult};
 use crate::gid::Gid;
-use crate::log::log;
-use crate::names;
 use crate::qos::Qos;
 use crate::qos_compat;
 use crate::resume::Resume;
-use tracer_recording::{decode, Announcement};
+use edges::established;
 /// The record's one codec is the ROS-free `tracer_recording::endpoint` (docs/rmw-mapping.md
 /// documents the format), which `tracer record` reads peers' registries with as well.
 pub use tracer_recording::{EntityKind, Record};
@@ -480,229 +479,4 @@ impl Inner {
             self.drop_peer(p);
         }
     }
-
-    fn on_structure(&self, s: &Sample) -> bool {
-        let ev = match StructEvent::decode(s.payload.as_ref()) {
-            Ok(ev) => ev,
-            Err(e) => {
-                log!(
-                    RMW_LOG_SEVERITY_WARN,
-                    "undecodable structure event on /net: {e}"
-                );
-                return false;
-            }
-        };
-        match ev {
-            StructEvent::Created { path, .. } if is_peer_name(&path) => self.peer_up(&path),
-            StructEvent::Removed { path } if is_peer_name(&path) => {
-                let p = self.state.lock().peers.remove(&path);
-                match p {
-                    Some(p) => {
-                        self.drop_peer(p);
-                        true
-                    }
-                    None => false,
-                }
-            }
-            _ => false,
-        }
-    }
-
-    fn peer_up(&self, peer: &str) -> bool {
-        if peer == self.graph.name() || self.state.lock().peers.contains_key(peer) {
-            return false;
-        }
-        let sink = format!("{PEERS}/{peer}");
-        let tx = self.tx.clone();
-        let name = peer.to_owned();
-        let made = self.graph.create_sink(
-            &sink,
-            Arc::new(move |s: &Sample| {
-                let _ = tx.send(Msg::Entity {
-                    peer: name.clone(),
-                    sample: s.clone(),
-                });
-            }),
-        );
-        if let Err(e) = made {
-            log!(RMW_LOG_SEVERITY_WARN, "cannot create {sink}: {e}");
-            return false;
-        }
-        let mut p = Peer {
-            records: BTreeMap::new(),
-            edge: None,
-            edge_made: Instant::now(),
-            sink,
-        };
-        self.connect_peer(peer, &mut p);
-        self.state.lock().peers.insert(peer.to_owned(), p);
-        true
-    }
-
-    fn connect_peer(&self, peer: &str, p: &mut Peer) {
-        let source = names::on_peer(peer, ENDPOINTS);
-        match self.graph.subscribe(
-            &source,
-            &p.sink,
-            DeliveryPolicy::new(true, crate::priority::REGISTRY_CLASS, true),
-        ) {
-            Ok(e) => p.edge = Some(e),
-            Err(e) => log!(RMW_LOG_SEVERITY_DEBUG, "cannot subscribe {source}: {e}"),
-        }
-        p.edge_made = Instant::now();
-    }
-
-    /// A peer's registry subscription can fail when it mounted us before it created its own
-    /// `/.ros/endpoints` (or it is not a ROS process yet): try again now and then.
-    fn retry_peers(&self) {
-        let mut st = self.state.lock();
-        for (name, p) in st.peers.iter_mut() {
-            let failed = match &p.edge {
-                None => true,
-                Some(e) => matches!(e.state(), EdgeState::Failed(_) | EdgeState::Closed),
-            };
-            if failed && p.edge_made.elapsed() >= RETRY {
-                if let Some(e) = p.edge.take() {
-                    let _ = self.graph.unsubscribe(&e);
-                }
-                self.connect_peer(name, p);
-            }
-        }
-    }
-
-    fn drop_peer(&self, p: Peer) {
-        if let Some(e) = p.edge {
-            let _ = self.graph.unsubscribe(&e);
-        }
-        let _ = self.graph.remove(&p.sink);
-    }
-
-    fn on_entity(&self, peer: &str, s: &Sample) -> bool {
-        let Some(suffix) = s.suffix.as_deref() else {
-            return false;
-        };
-        let Some(gid) = Gid::from_hex(suffix) else {
-            return false;
-        };
-        let mut st = self.state.lock();
-        let Some(p) = st.peers.get_mut(peer) else {
-            return false;
-        };
-        match decode(s.payload.as_ref()) {
-            Some(Announcement::Present(r)) if r.gid == gid => {
-                p.records.insert(gid, *r);
-                true
-            }
-            Some(Announcement::Gone(g)) if g == gid => p.records.remove(&gid).is_some(),
-            _ => {
-                log!(
-                    RMW_LOG_SEVERITY_WARN,
-                    "ignoring a malformed entity record from {peer} at {suffix}"
-                );
-                false
-            }
-        }
-    }
-
-    /// With SROS2, whether `peer`'s publishers may feed `sub`: as a DDS DataReader ignores a
-    /// remote DataWriter whose permissions do not allow it to publish the topic, no edge is
-    /// made to such a peer, so neither its data nor a match is counted (logged once).
-    fn writer_allowed(&self, sub: &SubscriptionLink, peer: &str) -> bool {
-        let Some(check) = &sub.writers else {
-            return true;
-        };
-        let Some(why) = check.refuses(self.graph.peer_subject(peer).as_ref()) else {
-            return true;
-        };
-        if sub.refused_writers.lock().insert(peer.to_owned()) {
-            log!(
-                RMW_LOG_SEVERITY_WARN,
-                "security: not taking {} from {peer}: {why}",
-                sub.topic
-            );
-        }
-        false
-    }
-
-    /// Make `sub`'s remote edges match the peers that have a matching publisher.
-    /// Make `sub`'s remote edges those its matching peers call for. True when each of them is
-    /// established (nothing for the worker's tick to retry).
-    fn reconcile(&self, st: &State, sub: &SubscriptionLink) -> bool {
-        let wanted: BTreeSet<&str> = st
-            .peers
-            .iter()
-            .filter(|(_, p)| {
-                p.records
-                    .values()
-                    .any(|r| delivers_to(r, &sub.topic, &sub.type_name, &sub.qos))
-            })
-            .map(|(n, _)| n.as_str())
-            .filter(|peer| self.writer_allowed(sub, peer))
-            .collect();
-        let mut remote = sub.remote.lock();
-        let Some(remote) = remote.as_mut() else {
-            return true; // the subscription is going away
-        };
-        remote.retain(|peer, e| {
-            let state = e.edge.state();
-            if let EdgeState::Failed(why @ libtracer_core::Error::PermissionDenied { .. }) = &state
-            {
-                if sub.refused_by.lock().insert(peer.clone()) {
-                    log!(
-                        RMW_LOG_SEVERITY_WARN,
-                        "security: {peer} refused the subscription to {}: {why}",
-                        sub.topic
-                    );
-                }
-            }
-            let dead = matches!(state, EdgeState::Failed(_) | EdgeState::Closed);
-            let keep = wanted.contains(peer.as_str()) && !(dead && e.made.elapsed() >= RETRY);
-            if !keep {
-                let _ = self.graph.unsubscribe(&e.edge);
-            }
-            keep
-        });
-        let n_wanted = wanted.len();
-        for peer in wanted {
-            if remote.contains_key(peer) {
-                continue;
-            }
-            let source = names::on_peer(peer, &sub.path);
-            let policy = match &sub.resume {
-                Some(r) if r.rewire(peer) => sub.policy.with_transient_local(true),
-                _ => sub.policy,
-            };
-            match self.graph.subscribe(&source, &sub.target, policy) {
-                Ok(edge) => {
-                    remote.insert(
-                        peer.to_owned(),
-                        RemoteEdge {
-                            edge,
-                            made: Instant::now(),
-                        },
-                    );
-                }
-                // The peer is leaving (its link closed) or has left: its records go when its
-                // mount's removal is handled, and the edge with them. Not worth a warning (a
-                // process exiting is no fault).
-                Err(e)
-                    if matches!(e, libtracer_core::Error::LinkDown(_))
-                        || !self.graph.peers().iter().any(|p| p == peer) =>
-                {
-                    log!(RMW_LOG_SEVERITY_DEBUG, "cannot subscribe {source}: {e}")
-                }
-                Err(e) => log!(RMW_LOG_SEVERITY_WARN, "cannot subscribe {source}: {e}"),
-            }
-        }
-        n_wanted == remote.len() && remote.values().all(|e| established(&e.edge))
-    }
-}
-
-fn established(e: &Edge) -> bool {
-    matches!(e.state(), EdgeState::Established)
-}
-
-/// `/net/:children[]` reports paths relative to `/net`: a peer mount is one segment.
-fn is_peer_name(path: &str) -> bool {
-    !path.is_empty() && !path.contains('/')
 }
