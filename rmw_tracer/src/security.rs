@@ -175,9 +175,11 @@ impl Access {
     }
 
     /// What `allows` says of the grant the peer `subject` sent, while that grant is valid: a
-    /// grant is checked against the clock at every request, not only when it arrived, so a
-    /// peer whose permissions expire while its link is up is refused from then on (as a peer
-    /// with no grant), and that is logged once, when it is first found expired.
+    /// grant is checked against the clock at every check (each SUBSCRIBE, WRITE or READ of the
+    /// peer's, each time a subscription's remote writers are reconciled), not only when it
+    /// arrived, so once it has run out the peer's new requests are refused as a peer with no
+    /// grant; that is logged once, when it is first found expired. Edges made before stay
+    /// until they close: no check revokes an established edge.
     fn granted(&self, subject: &str, allows: impl Fn(&tracer_sros2::Grant) -> bool) -> bool {
         let now = tracer_sros2::permissions::now_utc();
         {

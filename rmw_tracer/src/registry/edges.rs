@@ -32,7 +32,6 @@ impl Inner {
         false
     }
 
-    /// Make `sub`'s remote edges match the peers that have a matching publisher.
     /// Make `sub`'s remote edges those its matching peers call for. True when each of them is
     /// established (nothing for the worker's tick to retry).
     pub(super) fn reconcile(&self, st: &State, sub: &SubscriptionLink) -> bool {

@@ -109,8 +109,17 @@ pub struct QuicLink {
     gate: parking_lot::Mutex<usize>,
     /// The handler's deliveries never block: they may land on the runtime thread.
     inline: bool,
-    /// Drops not reported yet, and when the last line about them was logged.
-    drops: parking_lot::Mutex<(u64, Option<Instant>)>,
+    /// Reliable deliveries dropped and not reported yet (`said_dropped`).
+    drops: parking_lot::Mutex<DropReport>,
+}
+
+/// What `QuicLink::said_dropped` has said so far.
+#[derive(Default)]
+struct DropReport {
+    /// Dropped since the last line.
+    unsaid: u64,
+    /// When the last line was logged; `None` before the first.
+    said_at: Option<Instant>,
 }
 
 impl QuicLink {
@@ -145,7 +154,7 @@ impl QuicLink {
             gate: parking_lot::Mutex::new(0),
             inline: handler.deliveries_never_block(),
             handler,
-            drops: parking_lot::Mutex::new((0, None)),
+            drops: parking_lot::Mutex::default(),
         }
     }
 
@@ -231,27 +240,25 @@ impl QuicLink {
     /// at most a line every `DROPS_SAID_EVERY`, with the count since the last line), so that
     /// whoever runs the publisher sees why its peer misses samples.
     fn said_dropped(&self, dropped: u64) {
-        let n = {
+        let (count, first) = {
             let mut d = self.drops.lock();
-            d.0 += dropped;
+            d.unsaid += dropped;
             let now = Instant::now();
-            if d.1
+            if d.said_at
                 .is_some_and(|at| now.duration_since(at) < DROPS_SAID_EVERY)
             {
                 return;
             }
-            let first = d.1.is_none();
-            d.1 = Some(now);
-            (std::mem::take(&mut d.0), first)
+            let first = d.said_at.replace(now).is_none();
+            (std::mem::take(&mut d.unsaid), first)
         };
         let Some(owner) = self.owner.upgrade() else {
             return;
         };
-        let (count, first) = n;
         let since = if first {
-            String::new()
+            ""
         } else {
-            " since the last line about them".to_owned()
+            " since the last line about them"
         };
         owner.log(&format!(
             "link to {}: {count} reliable deliveries dropped{since}, oldest first: the path or \
