@@ -1,57 +1,20 @@
 //! Rulings about the graph over links: mounts at /net/<peer>, forwarded writes (never create),
-//! remote subscribes (ACL with the peer's credentials), edges bound to their link and the clean-up
-//! when it drops. Runs over the in-process `MemoryFabric` (real codec) and, for credentials the
-//! fabric cannot fake, a scripted link that records what the graph sends.
+//! what a peer's requests may do (the ACL with the peer's credentials, or with the principal
+//! its link authenticated), and host discovery over real sockets. Runs over the in-process
+//! `MemoryFabric` (real codec) and, for credentials the fabric cannot fake, a scripted link that
+//! records what the graph sends. Remote edges and the `sync_peers` barrier: graph_net_edges.rs.
 
 mod common;
-use common::{drain, events, graph, m, p, scripted};
+use common::net::{eventually, join, pair, T};
+use common::{events, graph, m, p, scripted};
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use libtracer_core::link::{MemoryFabric, MemoryNode};
+use libtracer_core::link::MemoryFabric;
 use libtracer_core::wire::frame::{ErrorCode, Frame};
 use libtracer_core::{
-    Acl, DeliveryPolicy, Edge, EdgeState, Error, Graph, Principal, Rights, Role, StreamOptions,
-    StructEvent, Subject, Vertex,
+    Acl, DeliveryPolicy, Error, Graph, Principal, Rights, Role, StreamOptions, StructEvent, Subject,
 };
-
-const T: Duration = Duration::from_secs(10);
-
-/// Wait for a condition that another thread makes true (no timing is asserted).
-fn eventually(what: &str, f: impl Fn() -> bool) {
-    let end = Instant::now() + T;
-    while !f() {
-        assert!(Instant::now() < end, "never happened: {what}");
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
-
-fn join(fabric: &MemoryFabric, g: &Graph) -> MemoryNode {
-    fabric.join(g.name(), g.link_handler()).unwrap()
-}
-
-fn pair() -> (Graph, Graph, MemoryNode, MemoryNode, MemoryFabric) {
-    let fabric = MemoryFabric::new();
-    let a = graph("a");
-    let b = graph("b");
-    let na = join(&fabric, &a);
-    let nb = join(&fabric, &b);
-    eventually("a and b mounted", || {
-        a.peers() == ["b"] && b.peers() == ["a"]
-    });
-    (a, b, na, nb, fabric)
-}
-
-/// b's `/topic` and a's `/sub`, joined by an established edge a made over the link.
-fn remote_edge(a: &Graph, b: &Graph) -> (Vertex, Edge) {
-    b.create_stream("/topic", StreamOptions::default()).unwrap();
-    let sub = a.create_stream("/sub", StreamOptions::default()).unwrap();
-    let e = a
-        .subscribe("/net/b/topic", "/sub", DeliveryPolicy::default())
-        .unwrap();
-    e.wait_established(T).unwrap();
-    (sub, e)
-}
 
 #[test]
 fn ruling_peer_mounts_at_net_and_goes_when_the_link_drops() {
@@ -148,174 +111,6 @@ fn ruling_forwarding_through_a_mount_is_gated_by_its_local_acl() {
     // The owner keeps its way through (the mount ACL says nothing against it).
     a.write("/net/b/topic", p(b"y"), m(2)).unwrap();
     eventually("forwarded", || t.len() == 2);
-}
-
-#[test]
-fn ruling_remote_subscribe_delivers_with_suffix_and_origin() {
-    let (a, b, _na, _nb, _f) = pair();
-    b.create_stream("/topic", StreamOptions::default()).unwrap();
-    let sub = a.create_stream("/sub", StreamOptions::default()).unwrap();
-    let e = a
-        .subscribe("/net/b/topic", "/sub", DeliveryPolicy::new(true, 3, false))
-        .unwrap();
-    assert_eq!(e.peer(), Some("b"));
-    e.wait_established(T).unwrap();
-    // On the producer the edge is in :subscribers[], bound to the link to a.
-    let subs = b.subscribers("/topic").unwrap();
-    assert_eq!(subs.len(), 1);
-    assert_eq!(subs[0].edge_id, e.id());
-    assert_eq!(subs[0].target, "/net/a");
-    assert_eq!(subs[0].peer.as_deref(), Some("a"));
-    assert_eq!(subs[0].policy.priority(), 3);
-    b.write("/topic", p(b"1"), m(1)).unwrap();
-    b.write("/topic/deep/er", p(b"2"), m(2)).unwrap();
-    eventually("two deliveries", || sub.len() == 2);
-    let s1 = sub.pop().unwrap();
-    assert_eq!(
-        (s1.meta.sequence, s1.suffix, s1.origin.as_deref()),
-        (1, None, Some("b"))
-    );
-    let s2 = sub.pop().unwrap();
-    assert_eq!(s2.suffix.as_deref(), Some("deep/er"));
-    // Delivery terminates at the target on the consumer too.
-    let further = a
-        .create_stream("/further", StreamOptions::default())
-        .unwrap();
-    a.subscribe("/sub", "/further", DeliveryPolicy::default())
-        .unwrap();
-    b.write("/topic", p(b"3"), m(3)).unwrap();
-    eventually("third delivery", || sub.len() == 1);
-    assert!(further.is_empty());
-    // Unsubscribe removes the producer's entry.
-    a.unsubscribe(&e).unwrap();
-    eventually("edge gone on b", || b.subscriber_count("/topic") == 0);
-    // A subscribe to a missing remote source fails.
-    let bad = a
-        .subscribe("/net/b/none", "/sub", DeliveryPolicy::default())
-        .unwrap();
-    assert!(matches!(bad.wait_established(T), Err(Error::NotFound(_))));
-}
-
-#[test]
-fn ruling_remote_transient_local_replays_before_live() {
-    let (a, b, _na, _nb, _f) = pair();
-    let t = b
-        .create_stream("/latched", StreamOptions::keep_last(2))
-        .unwrap();
-    for i in 1..=3 {
-        t.write(p(b"x"), m(i)).unwrap();
-    }
-    let sub = a.create_stream("/sub", StreamOptions::default()).unwrap();
-    let e = a
-        .subscribe(
-            "/net/b/latched",
-            "/sub",
-            DeliveryPolicy::RELIABLE.with_transient_local(true),
-        )
-        .unwrap();
-    e.wait_established(T).unwrap();
-    // Established means the history has already landed.
-    assert_eq!(drain(&sub), vec![(2, None), (3, None)]);
-    t.write(p(b"x"), m(4)).unwrap();
-    eventually("live", || sub.len() == 1);
-    assert_eq!(drain(&sub), vec![(4, None)]);
-}
-
-#[test]
-fn ruling_remote_children_feed() {
-    let (a, b, _na, _nb, _f) = pair();
-    b.create_value("/w/x").unwrap();
-    let feed = a.create_stream("/feed", StreamOptions::default()).unwrap();
-    let e = a
-        .subscribe("/net/b/w/:children[]", "/feed", DeliveryPolicy::default())
-        .unwrap();
-    e.wait_established(T).unwrap();
-    assert!(e.is_structural());
-    b.create_stream("/w/y", StreamOptions::default()).unwrap();
-    eventually("two events", || feed.len() == 2);
-    let s = feed.pop().unwrap();
-    assert_eq!(s.origin.as_deref(), Some("b"));
-    assert_eq!(
-        StructEvent::decode(s.payload.as_ref()).unwrap(),
-        StructEvent::Created {
-            path: "x".into(),
-            role: Role::Value,
-            schema: None
-        }
-    );
-    assert_eq!(
-        events(&feed),
-        vec![StructEvent::Created {
-            path: "y".into(),
-            role: Role::Stream,
-            schema: None
-        }]
-    );
-    // The watched vertex goes on the producer: the consumer hears it and its edge closes.
-    b.remove("/w").unwrap();
-    eventually("removal events", || feed.len() == 3);
-    assert_eq!(
-        events(&feed),
-        vec![
-            StructEvent::Removed { path: "x".into() },
-            StructEvent::Removed { path: "y".into() },
-            StructEvent::Removed { path: "".into() },
-        ]
-    );
-    eventually("edge closed", || matches!(e.state(), EdgeState::Closed));
-}
-
-#[test]
-fn ruling_edges_bound_to_a_link_go_with_it() {
-    let (a, b, _na, nb, _f) = pair();
-    let (sub, e) = remote_edge(&a, &b);
-    a.create_stream("/mine", StreamOptions::default()).unwrap();
-    // And b subscribes to a's vertex: a holds an edge bound to the link.
-    let bsub = b.create_stream("/bsub", StreamOptions::default()).unwrap();
-    b.subscribe("/net/a/mine", "/bsub", DeliveryPolicy::default())
-        .unwrap()
-        .wait_established(T)
-        .unwrap();
-    assert_eq!(a.subscriber_count("/mine"), 1);
-    assert_eq!(b.subscriber_count("/topic"), 1);
-    drop(nb);
-    eventually("a sees the link drop", || a.peers().is_empty());
-    assert_eq!(
-        a.subscriber_count("/mine"),
-        0,
-        "b's edge went with the link"
-    );
-    assert!(matches!(e.state(), EdgeState::Failed(Error::LinkDown(_))));
-    assert_eq!(b.subscriber_count("/topic"), 0);
-    a.write("/mine", p(b"x"), m(1)).unwrap();
-    assert!(bsub.is_empty() && sub.is_empty());
-    // A new subscribe to the gone peer is refused at once.
-    assert!(matches!(
-        a.subscribe("/net/b/topic", "/sub", DeliveryPolicy::default()),
-        Err(Error::NotFound(_))
-    ));
-}
-
-#[test]
-fn ruling_removing_a_source_closes_the_remote_edge() {
-    let (a, b, _na, _nb, _f) = pair();
-    let (sub, e) = remote_edge(&a, &b);
-    b.remove("/topic").unwrap();
-    eventually("consumer edge closed", || {
-        matches!(e.state(), EdgeState::Closed)
-    });
-    assert!(sub.is_empty(), "the notice is not data");
-}
-
-#[test]
-fn ruling_removing_a_target_unsubscribes_on_the_peer() {
-    let (a, b, _na, _nb, _f) = pair();
-    let (_sub, e) = remote_edge(&a, &b);
-    a.remove("/sub").unwrap();
-    assert!(matches!(e.state(), EdgeState::Closed));
-    eventually("producer edge removed", || {
-        b.subscriber_count("/topic") == 0
-    });
 }
 
 #[test]
@@ -557,71 +352,4 @@ fn new_with_makes_its_vertices_before_any_peer_can_mount_it() {
     a.shutdown();
     drop((a, b));
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// `Graph::sync_peers` is a barrier: when it returns, every delivery of a write made before it
-/// has landed in the peer's target (no waiting afterwards), because the peer answers the READ
-/// only after handling every earlier frame of the link.
-#[test]
-fn ruling_sync_peers_returns_once_every_earlier_delivery_has_landed() {
-    let (a, b, _na, _nb, _f) = pair();
-    let topic = a.create_stream("/topic", StreamOptions::default()).unwrap();
-    let sub = b.create_stream("/sub", StreamOptions::default()).unwrap();
-    b.subscribe("/net/a/topic", "/sub", DeliveryPolicy::new(true, 0, false))
-        .unwrap()
-        .wait_established(T)
-        .unwrap();
-    for round in 0..5u64 {
-        for i in 0..200u64 {
-            topic.write(p(&[7u8; 100]), m(round * 200 + i)).unwrap();
-        }
-        a.sync_peers(&["b".into()], Some(Instant::now() + T))
-            .unwrap();
-        assert_eq!(
-            sub.len(),
-            200,
-            "round {round}: not all landed at the barrier"
-        );
-        drain(&sub);
-        // Nothing sent since that barrier: the next needs no round trip, so even a deadline
-        // already passed is met.
-        a.sync_peers(&["b".into()], Some(Instant::now())).unwrap();
-    }
-    // A peer that is not mounted holds nothing of ours.
-    a.sync_peers(&["nobody".into()], Some(Instant::now() + T))
-        .unwrap();
-    a.sync_peers(&[], None).unwrap();
-}
-
-/// A peer that never answers: `Timeout` at the deadline; with no deadline the wait ends when the
-/// peer's link goes (a dead peer never holds the caller), without polling.
-#[test]
-fn sync_peers_times_out_on_a_silent_peer_and_ends_when_its_link_goes() {
-    let g = graph("g");
-    let (l, id) = scripted(
-        &g,
-        "peer",
-        g.owner().uid().unwrap(),
-        g.owner().gid().unwrap(),
-    );
-    // Nothing sent yet: nothing to wait for.
-    g.sync_peers(&["peer".into()], Some(Instant::now()))
-        .unwrap();
-    assert!(l.pop().is_none());
-    g.write("/net/peer/x", p(b"x"), m(1)).unwrap();
-    assert!(matches!(l.pop(), Some(Frame::Write { .. })));
-    let t0 = Instant::now();
-    assert!(matches!(
-        g.sync_peers(&["peer".into()], Some(t0 + Duration::from_millis(50))),
-        Err(Error::Timeout)
-    ));
-    assert!(t0.elapsed() >= Duration::from_millis(50));
-    assert!(matches!(l.pop(), Some(Frame::Read { path, .. }) if path == "/"));
-    let waiting = {
-        let g = g.clone();
-        std::thread::spawn(move || g.sync_peers(&["peer".into()], None))
-    };
-    eventually("the READ sent", || l.sent.lock().unwrap().len() == 1);
-    g.link_down(id);
-    assert!(waiting.join().unwrap().is_ok());
 }

@@ -1,6 +1,8 @@
 //! Helpers shared by the graph tests.
 #![allow(dead_code)]
 
+pub mod net;
+
 use std::sync::{Arc, Mutex};
 
 use libtracer_core::wire::frame::Frame;

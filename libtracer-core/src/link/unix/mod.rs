@@ -6,16 +6,19 @@
 //! a DELIVERY whose payload is a slot of our pool goes as a reference when the peer maps
 //! segments (and is of our uid), its segment's descriptor passed once; a reference received
 //! becomes an ordinary DELIVERY whose payload is a read-only view, released when dropped.
+//!
+//! Here: the link, its writer and what the liveness check reads of it. The HELLO exchange is
+//! `handshake.rs`'s, the sending of shared-memory references `shm.rs`'s.
+
+mod handshake;
+mod shm;
 
 use std::collections::{HashMap, HashSet};
 use std::io::{self, IoSlice};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
-
-use tracer_shm::fdpass::{send_with_fd, FdReceiver};
-use tracer_shm::Release;
+use std::time::Instant;
 
 use nix::errno::Errno;
 use nix::sys::socket::{sendmsg, MsgFlags};
@@ -23,10 +26,12 @@ use parking_lot::Mutex;
 
 use super::{Link, LinkError, PeerIdentity};
 use crate::payload::Payload;
-use crate::wire::{
-    encode_head, encode_parts, EncodeError, ErrorCode, Frame, FrameDecoder, ShmRef, Tokens,
-    MAX_FRAME, PROTOCOL_VERSION,
+use crate::wire::{encode_head, EncodeError, Frame, Tokens};
+
+pub(crate) use handshake::{
+    check_hello, hello, read_hello, refuse, write_frame, HelloOutcome, Leftover, PeerHello,
 };
+pub(crate) use shm::ShmSend;
 
 /// Read buffer of a link's reader (large bodies bypass it, see `FrameDecoder::body_window`).
 pub(crate) const READ_BUF: usize = 64 * 1024;
@@ -34,14 +39,6 @@ pub(crate) const READ_BUF: usize = 64 * 1024;
 pub(crate) const HANDSHAKE_FRAME: u32 = 8 * 1024;
 /// Nonces of our PINGs (any value does; they only have to differ).
 static NONCE: AtomicU64 = AtomicU64::new(1);
-
-/// How this end sends shared-memory references to the peer.
-pub(crate) struct ShmSend {
-    /// The peer maps segments (HELLO) and has our uid.
-    pub enabled: bool,
-    /// References out at once; past it, copies.
-    pub max_out: usize,
-}
 
 /// What the write lock guards: the socket's byte stream, which segments it announced, the
 /// buffer frame heads are encoded into (kept, so a send allocates nothing), and what the
@@ -332,105 +329,6 @@ impl UnixLink {
     }
 }
 
-impl UnixLink {
-    /// Send a DELIVERY of a pool slot as SHM_DELIVERY (announcing its segment first, once).
-    /// `Ok(false)`: not sent, the caller sends the bytes (the peer holds `max_out` references).
-    fn send_reference(
-        &self,
-        edge: u64,
-        meta: &crate::payload::Meta,
-        suffix: &Option<String>,
-        payload: &Payload,
-        slot: &tracer_shm::Slot,
-    ) -> Result<bool, LinkError> {
-        let token = self.next_token.fetch_add(1, Ordering::Relaxed);
-        {
-            let mut out = self.out.lock();
-            if out.len() >= self.shm.max_out {
-                return Ok(false);
-            }
-            // Before the write: the peer may release it as soon as the frame is out.
-            out.insert(token, payload.clone());
-        }
-        let frame = Frame::ShmDelivery {
-            edge,
-            meta: *meta,
-            suffix: suffix.clone(),
-            shm: ShmRef {
-                segment: slot.segment().0,
-                offset: slot.offset(),
-                len: slot.len() as u32,
-                token,
-            },
-        };
-        let seg = slot.segment().0;
-        let r = self.locked_write(
-            |ws| encode_head(&frame, self.peer_max, &mut ws.head).map(drop),
-            |ws, ()| {
-                if !ws.announced.contains(&seg) {
-                    // Once per segment: its own (allocated) encoding.
-                    let announce = Frame::Segment {
-                        id: seg,
-                        size: slot.segment_size(),
-                    };
-                    let a = encode_parts(&announce, self.peer_max).map_err(io::Error::other)?;
-                    write_with_fd(&self.stream, &a.head, slot)?;
-                    ws.announced.insert(seg);
-                }
-                write_all2(&self.stream, &ws.head, &[])
-            },
-        );
-        if r.is_err() {
-            self.out.lock().remove(&token);
-        }
-        r.map(|()| true)
-    }
-
-    /// The peer returned references: their slots may be reused (once nobody else holds them).
-    /// False when a token was not out (the peer broke the protocol).
-    pub(crate) fn released(&self, tokens: &[u64]) -> bool {
-        let mut ok = true;
-        for t in tokens {
-            // Each slot goes back to the pool outside the lock (one lock per token: a RELEASE
-            // carries one token or a few).
-            let gone = self.out.lock().remove(t);
-            ok &= gone.is_some();
-            drop(gone);
-        }
-        ok
-    }
-}
-
-/// A view of the peer's memory was dropped: tell the peer (if the link is still up; when it is
-/// not, the peer released everything already).
-impl Release for UnixLink {
-    fn release(&self, token: u64) {
-        if !self.is_closed() {
-            let _ = self.send(&Frame::Release {
-                tokens: Tokens::one(token),
-            });
-        }
-    }
-}
-
-/// Write a SEGMENT frame's bytes with the segment's descriptor attached to the first of them.
-fn write_with_fd(w: &UnixStream, head: &[u8], slot: &tracer_shm::Slot) -> io::Result<()> {
-    let n = loop {
-        match send_with_fd(
-            w.as_fd(),
-            &[IoSlice::new(head)],
-            slot.segment_fd(),
-            MsgFlags::MSG_NOSIGNAL,
-        ) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => break n,
-            Err(Errno::EINTR) => continue,
-            Err(e) => return Err(e.into()),
-        }
-    };
-    write_all2(w, &head[n..], &[])
-}
-
 /// Write `a` then `b` completely, as few syscalls as the kernel allows: one vectored `sendmsg`
 /// when both fit in the socket buffer, so a payload is never copied into an intermediate buffer.
 ///
@@ -497,136 +395,4 @@ impl Link for UnixLink {
             drop(out);
         }
     }
-}
-
-/// Bytes read during the handshake beyond the HELLO: the reader starts with them.
-pub(crate) struct Leftover {
-    pub buf: Vec<u8>,
-    pub start: usize,
-    pub end: usize,
-    /// Descriptors that came with those bytes (a SEGMENT right after the peer's HELLO).
-    pub fds: Vec<OwnedFd>,
-}
-
-/// What the peer said in its HELLO.
-pub(crate) struct PeerHello {
-    pub node: String,
-    pub max_frame: u32,
-    pub shm: bool,
-}
-
-/// Our HELLO; `shm`: we map segments sent to us.
-pub(crate) fn hello(local: &str, shm: bool) -> Frame {
-    Frame::Hello {
-        version: PROTOCOL_VERSION,
-        node: local.to_owned(),
-        max_frame: MAX_FRAME,
-        shm,
-        permissions: None,
-    }
-}
-
-pub(crate) fn write_frame(stream: &UnixStream, frame: &Frame) -> io::Result<()> {
-    let enc = encode_parts(frame, MAX_FRAME).map_err(io::Error::other)?;
-    write_all2(stream, &enc.head, enc.payload.as_deref().unwrap_or(&[]))
-}
-
-pub(crate) enum HelloOutcome {
-    Hello(PeerHello, FrameDecoder, Leftover),
-    /// The peer answered ERROR: it refused this connection (duplicate link, bad name).
-    Refused(String),
-}
-
-/// Read frames until the first one, within `timeout`. It must be HELLO (or ERROR: a refusal).
-pub(crate) fn read_hello(stream: &UnixStream, timeout: Duration) -> Result<HelloOutcome, String> {
-    let deadline = Instant::now() + timeout;
-    // Until the peer has said who it is, nothing large is accepted (nor allocated for).
-    let mut dec = FrameDecoder::new(HANDSHAKE_FRAME);
-    let mut buf = vec![0u8; READ_BUF];
-    // Through recvmsg: a descriptor sent right after the peer's HELLO must not be lost.
-    let mut recv = FdReceiver::default();
-    let mut fds = Vec::new();
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err("timed out waiting for HELLO".into());
-        }
-        stream
-            .set_read_timeout(Some(left))
-            .map_err(|e| e.to_string())?;
-        let n = match recv.recv(stream.as_fd(), &mut buf, &mut fds) {
-            Ok(0) => return Err("connection closed before HELLO".into()),
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) =>
-            {
-                return Err("timed out waiting for HELLO".into())
-            }
-            Err(e) => return Err(e.to_string()),
-        };
-        let taken = dec.push(&buf[..n]);
-        match dec.pop() {
-            Ok(None) => continue,
-            Ok(Some(frame)) => {
-                stream.set_read_timeout(None).map_err(|e| e.to_string())?;
-                let left = Leftover {
-                    buf,
-                    start: taken,
-                    end: n,
-                    fds,
-                };
-                return check_hello(frame, dec, left);
-            }
-            Err(e) => return Err(e.to_string()),
-        }
-    }
-}
-
-/// The first frame of a connection: HELLO (checked, the decoder then takes full-size frames),
-/// or ERROR (a refusal); anything else fails the handshake.
-pub(crate) fn check_hello(
-    frame: Frame,
-    mut dec: FrameDecoder,
-    left: Leftover,
-) -> Result<HelloOutcome, String> {
-    match frame {
-        // PERMISSIONS never travels on a Unix link (docs/wire.md, HELLO): ignored.
-        Frame::Hello {
-            version,
-            node,
-            max_frame,
-            shm,
-            ..
-        } => {
-            dec.set_max_frame(MAX_FRAME);
-            if version < 1 {
-                return Err(format!("peer speaks protocol version {version}"));
-            }
-            if max_frame < 1024 {
-                return Err(format!(
-                    "peer frame bound {max_frame} is below the 1 KiB minimum"
-                ));
-            }
-            Ok(HelloOutcome::Hello(
-                PeerHello {
-                    node,
-                    max_frame,
-                    shm,
-                },
-                dec,
-                left,
-            ))
-        }
-        Frame::Error { message, .. } => Ok(HelloOutcome::Refused(message)),
-        other => Err(format!("first frame is not HELLO: {other:?}")),
-    }
-}
-
-pub(crate) fn refuse(stream: &UnixStream, code: ErrorCode, why: &str) {
-    let _ = write_frame(stream, &super::refusal(code, why));
-    let _ = stream.shutdown(std::net::Shutdown::Both);
 }
