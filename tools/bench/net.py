@@ -53,10 +53,19 @@ LOSSY_CASE = (0, 0, 8, 2)
 PRIVATE_SHM = 'mount -t tmpfs -o mode=1777 tmpfs /dev/shm && exec "$@"'
 # rmw_tracer and, with --baseline-lib, a second build of it (a before/after in one run).
 TRACER_KEYS = ("tracer", "baseline")
-# The wire's own round trip (bench_udp): UDP datagrams of one frame each, one sendmsg each; the
-# same handed to the kernel 44 at a time (UDP GSO, and GRO on receipt, as quinn sends 10 at a
-# time); and 64 KB datagrams (as Fast DDS sends a large sample, fragmented by IP).
-WIRE_DATAGRAMS = {"udp": "1472", "udpgso": "gso", "udp64k": "65507"}
+# The wire's own round trips, beside the rmws on fresh hosts: key -> (program, last argument,
+# description). bench_udp: UDP datagrams of one frame each, one sendmsg each; the same handed
+# to the kernel 44 at a time (UDP GSO, and GRO on receipt, as quinn sends 10 at a time); and
+# 64 KB datagrams (as Fast DDS sends a large sample, fragmented by IP). bench_quic: quinn with
+# a link's settings and nothing of libtracer above it, its loop a task on the runtime (quinn's
+# floor) or a plain thread waiting on the runtime per write and read (the rmw's hand-off).
+WIRE = {"udp": ("bench_udp", "1472", "raw UDP, datagrams: 1472"),
+        "udpgso": ("bench_udp", "gso", "raw UDP, datagrams: gso"),
+        "udp64k": ("bench_udp", "65507", "raw UDP, datagrams: 65507"),
+        "quic": ("bench_quic", "task", "bare quinn, loop on the runtime"),
+        "quicthr": ("bench_quic", "thread", "bare quinn, loop on a thread")}
+# Only the multi-datagram shapes differ from "udp" when a message fits one datagram.
+WIRE_LARGE_ONLY = ("udpgso", "udp64k")
 UDP_PORT = 24999
 
 
@@ -123,32 +132,45 @@ def run_phase(phase, shape, sizes, cases, keys, repeat, args, base_env, workdir,
                         kill_namespace_processes(hosts)
                 rows.append(row)
             if not shape and case[0] > 0:
-                for wire, dgram in WIRE_DATAGRAMS.items():
-                    if wire != "udp" and size <= 1472:
+                for wire in WIRE:
+                    if wire in WIRE_LARGE_ONLY and size <= 1472:
                         continue
-                    rows.append(run_wire(wire, dgram, size, case[0], rep, errors))
+                    rows.append(run_wire(wire, size, case, rep, errors))
 
 
-def run_wire(wire, dgram, size, iters, rep, errors):
-    """The raw UDP round trip (bench_udp) of `size` bytes in datagrams of `dgram`, on fresh hosts."""
-    row = {"phase": "clean", "repeat": rep + 1, "key": wire, "rmw": f"raw UDP, datagrams: {dgram}",
-           "size": size, "load_before": round(os.getloadavg()[0], 2)}
+def run_wire(wire, size, case, rep, errors):
+    """The round trip of `size` bytes by WIRE[wire] (bench_udp or bench_quic), on fresh hosts;
+    bench_quic's throughput too, in the case's bursts and rounds (as bench_ping's keep_all)."""
+    prog, last, rmw = WIRE[wire]
+    iters, _, burst, rounds = case
+    exe = os.path.join(runner.BIN, prog)
+    row = {"phase": "clean", "repeat": rep + 1, "key": wire, "rmw": rmw, "size": size,
+           "load_before": round(os.getloadavg()[0], 2)}
     with TwoHosts(None, room=PREFIX) as hosts:
-        echo = subprocess.Popen(hosts.host("b").prefix() + [os.path.join(runner.BIN, "bench_udp"), "echo",
-                                                             str(UDP_PORT)])
+        echo_args = [exe, "echo", str(UDP_PORT)] + ([last] if prog == "bench_quic" else [])
+        echo = subprocess.Popen(hosts.host("b").prefix() + echo_args)
         try:
             time.sleep(0.2)
-            out = subprocess.run(hosts.host("a").prefix() + [os.path.join(runner.BIN, "bench_udp"), "ping",
-                                                              ADDR["b"], str(UDP_PORT), str(size), str(iters),
-                                                              dgram],
+            out = subprocess.run(hosts.host("a").prefix() + [exe, "ping", ADDR["b"], str(UDP_PORT), str(size),
+                                                              str(iters), last],
                                  capture_output=True, text=True, timeout=120)
             if out.returncode != 0:
-                raise RuntimeError(f"bench_udp: {runner.describe_rc(out.returncode)}: {out.stderr.strip()}")
+                raise RuntimeError(f"{prog}: {runner.describe_rc(out.returncode)}: {out.stderr.strip()}")
             doc = json.loads(out.stdout)
-            row["latency_rtt_us"] = doc["udp_rtt_us"]
-            row["lost_rounds"] = doc["lost_rounds"]
-            print(f"  bench_udp: {size} B, datagrams {dgram}: rtt p50 {doc['udp_rtt_us']['p50']:.1f} us "
-                  f"p99 {doc['udp_rtt_us']['p99']:.1f} us ({doc['lost_rounds']} rounds lost)", file=sys.stderr)
+            rtt = doc["udp_rtt_us" if prog == "bench_udp" else "quic_rtt_us"]
+            row["latency_rtt_us"] = rtt
+            row["lost_rounds"] = doc.get("lost_rounds", 0)
+            print(f"  {prog}: {size} B, {last}: rtt p50 {rtt['p50']:.1f} us p99 {rtt['p99']:.1f} us "
+                  f"({row['lost_rounds']} rounds lost)", file=sys.stderr)
+            if prog == "bench_quic":
+                out = subprocess.run(hosts.host("a").prefix() + [exe, "burst", ADDR["b"], str(UDP_PORT), str(size),
+                                                                  str(burst), str(rounds), last],
+                                     capture_output=True, text=True, timeout=120)
+                if out.returncode != 0:
+                    raise RuntimeError(f"{prog} burst: {runner.describe_rc(out.returncode)}: {out.stderr.strip()}")
+                doc = json.loads(out.stdout)
+                row["throughput"] = {k: doc[k] for k in ("burst", "rounds", "mb_per_s", "median_round_mb_per_s")}
+                print(f"  {prog}: {size} B, {last}: {doc['mb_per_s']:.1f} MB/s", file=sys.stderr)
         except (RuntimeError, subprocess.TimeoutExpired, ValueError, KeyError) as e:
             row["error"] = str(e)
             errors.append(f"wire {wire} {size}: {e}")
@@ -212,7 +234,7 @@ def print_tables(rows, sizes, repeat, keys):
     head = f"{'payload':>8} {'#':>2} | {'Fast DDS p50':>12} {'p99':>9} {'MB/s':>7}"
     for k in tracers:
         head += f" | {k + ' p50':>13} {'p99':>9} {'MB/s':>7} {'/fdds p50':>9} {'MB/s':>6}"
-    print(head + f" | {'UDP p50':>9} {'GSO p50':>9} {'64K p50':>9}")
+    print(head + f" | {'UDP p50':>9} {'GSO p50':>9} {'64K p50':>9} {'QUIC p50':>9} {'QUICthr':>9}")
     for size in sizes:
         for rep in range(1, repeat + 1):
             def at(key):
@@ -230,10 +252,18 @@ def print_tables(rows, sizes, repeat, keys):
                     summary["clean"].setdefault(size, []).append({"rtt_p50": r50, "rtt_p99": r99, "mb_per_s": rmb})
                 line += (f" | {cell(tp50):>13} {cell(tp99):>9} {cell(tmb):>7} {cell(r50, 3):>9} "
                          f"{cell(rmb, 2):>6}")
-            line += " |" + "".join(f" {cell(val(at(w), 'latency_rtt_us', 'p50')):>9}" for w in WIRE_DATAGRAMS)
+            line += " |" + "".join(f" {cell(val(at(w), 'latency_rtt_us', 'p50')):>9}" for w in WIRE)
             print(line)
     print("UDP = raw UDP ping-pong over the same veth (bench_udp), 1472 B datagrams (one frame each), one "
-          "sendmsg each; GSO = the same 44 per sendmsg (UDP GSO/GRO); 64K = 64 KB datagrams (IP fragments)")
+          "sendmsg each; GSO = the same 44 per sendmsg (UDP GSO/GRO); 64K = 64 KB datagrams (IP fragments);\n"
+          "QUIC = bare quinn ping-pong with a link's settings (bench_quic), its loop a task on the QUIC runtime; "
+          "QUICthr = the same loop on a thread waiting on the runtime per write and read (the rmw's hand-off)")
+    print(f"{'payload':>8} {'#':>2} | bare quinn bursts as keep_all's, MB/s: {'QUIC':>8} {'QUICthr':>8}")
+    for size in sizes:
+        for rep in range(1, repeat + 1):
+            mbs = [val(next((r for r in pick(rows, "clean", w, size) if r["repeat"] == rep), None),
+                       "throughput", "mb_per_s") for w in ("quic", "quicthr")]
+            print(f"{runner.human_size(size):>8} {rep:>2} | {'':>38} {cell(mbs[0]):>8} {cell(mbs[1]):>8}")
     lossy = [r for r in rows if r.get("phase") == "lossy" and "rmw" in r]
     if lossy:
         print()

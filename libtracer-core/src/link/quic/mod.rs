@@ -24,6 +24,7 @@ mod handshake;
 mod ifaces;
 mod link;
 mod peer_host;
+mod probe;
 mod queue;
 mod receive;
 mod runtime;
@@ -50,6 +51,7 @@ pub use announce::{
 pub use config::{LearnPermissions, NetLog, PermissionsExchange, QuicConfig, DIRECTORY_PORT_BASE};
 pub use exercise::{exercise_datagram, exercise_directory_answer, exercise_flood, FloodReport};
 pub use link::{QuicLink, ShedCounts};
+pub use probe::{probe_burst, probe_echo, probe_ping, ProbeMode};
 pub use receive::decode_datagram;
 pub use subnet::{SubnetConfig, ANNOUNCE_GROUP, ANNOUNCE_GROUP_V6, ANNOUNCE_PORT_BASE, MAX_HOSTS};
 pub use tls::{subject_of, QuicSecurity};
