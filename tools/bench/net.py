@@ -69,7 +69,15 @@ WIRE_LARGE_ONLY = ("udpgso", "udp64k")
 UDP_PORT = 24999
 
 
-def host_sides(key, hosts, base_env, workdir, tracer_lib, tag):
+def pinned(args, host):
+    """The prefix that keeps a program of `host` ("a" or "b") on its `--cpus`, if given."""
+    if not args.cpus:
+        return []
+    a, _, b = args.cpus.partition(":")
+    return ["taskset", "-c", a if host == "a" or not b else b]
+
+
+def host_sides(key, hosts, base_env, workdir, tracer_lib, tag, args):
     """{"ping": (prefix, env) on host a, "pong": (prefix, env) on host b} for rmw `key`."""
     sides = {}
     for role, h, other in (("ping", "a", "b"), ("pong", "b", "a")):
@@ -89,7 +97,7 @@ def host_sides(key, hosts, base_env, workdir, tracer_lib, tag):
             env["FASTDDS_BUILTIN_TRANSPORTS"] = "UDPv4"
             env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "SUBNET"
         prefix = hosts.host(h).prefix() + ["unshare", "-m", "--propagation", "private", "--",
-                                           "sh", "-c", PRIVATE_SHM, "sh"]
+                                           "sh", "-c", PRIVATE_SHM, "sh"] + pinned(args, h)
         sides[role] = (prefix, env)
     return sides
 
@@ -135,10 +143,10 @@ def run_phase(phase, shape, sizes, cases, keys, repeat, args, base_env, workdir,
                 for wire in WIRE:
                     if wire in WIRE_LARGE_ONLY and size <= 1472:
                         continue
-                    rows.append(run_wire(wire, size, case, rep, errors))
+                    rows.append(run_wire(wire, size, case, rep, args, errors))
 
 
-def run_wire(wire, size, case, rep, errors):
+def run_wire(wire, size, case, rep, args, errors):
     """The round trip of `size` bytes by WIRE[wire] (bench_udp or bench_quic), on fresh hosts;
     bench_quic's throughput too, in the case's bursts and rounds (as bench_ping's keep_all)."""
     prog, last, rmw = WIRE[wire]
@@ -148,11 +156,11 @@ def run_wire(wire, size, case, rep, errors):
            "load_before": round(os.getloadavg()[0], 2)}
     with TwoHosts(None, room=PREFIX) as hosts:
         echo_args = [exe, "echo", str(UDP_PORT)] + ([last] if prog == "bench_quic" else [])
-        echo = subprocess.Popen(hosts.host("b").prefix() + echo_args)
+        echo = subprocess.Popen(hosts.host("b").prefix() + pinned(args, "b") + echo_args)
         try:
             time.sleep(0.2)
-            out = subprocess.run(hosts.host("a").prefix() + [exe, "ping", ADDR["b"], str(UDP_PORT), str(size),
-                                                              str(iters), last],
+            ping_args = [exe, "ping", ADDR["b"], str(UDP_PORT), str(size), str(iters), last]
+            out = subprocess.run(hosts.host("a").prefix() + pinned(args, "a") + ping_args,
                                  capture_output=True, text=True, timeout=120)
             if out.returncode != 0:
                 raise RuntimeError(f"{prog}: {runner.describe_rc(out.returncode)}: {out.stderr.strip()}")
@@ -163,8 +171,8 @@ def run_wire(wire, size, case, rep, errors):
             print(f"  {prog}: {size} B, {last}: rtt p50 {rtt['p50']:.1f} us p99 {rtt['p99']:.1f} us "
                   f"({row['lost_rounds']} rounds lost)", file=sys.stderr)
             if prog == "bench_quic":
-                out = subprocess.run(hosts.host("a").prefix() + [exe, "burst", ADDR["b"], str(UDP_PORT), str(size),
-                                                                  str(burst), str(rounds), last],
+                burst_args = [exe, "burst", ADDR["b"], str(UDP_PORT), str(size), str(burst), str(rounds), last]
+                out = subprocess.run(hosts.host("a").prefix() + pinned(args, "a") + burst_args,
                                      capture_output=True, text=True, timeout=120)
                 if out.returncode != 0:
                     raise RuntimeError(f"{prog} burst: {runner.describe_rc(out.returncode)}: {out.stderr.strip()}")
@@ -183,7 +191,7 @@ def run_wire(wire, size, case, rep, errors):
 
 
 def run_one(hosts, key, size, case, tag, args, base_env, workdir, tracer_lib, row, errors):
-    sides = host_sides(key, hosts, base_env, workdir, tracer_lib, tag)
+    sides = host_sides(key, hosts, base_env, workdir, tracer_lib, tag, args)
     row["load_before"] = round(os.getloadavg()[0], 2)
     t0 = time.monotonic()
     try:
@@ -327,7 +335,7 @@ def run_setup(args):
     base_env["LD_LIBRARY_PATH"] = runner.library_path(runner.venv_dir())
     base_env["ROS_DOMAIN_ID"] = str(random.randint(100, 200))
     pair_args = types.SimpleNamespace(timeout=args.timeout, match_timeout=args.match_timeout,
-                                      pair_timeout=args.pair_timeout)
+                                      pair_timeout=args.pair_timeout, cpus=args.cpus)
 
     def stop(signum, _frame):
         raise KeyboardInterrupt(f"signal {signum}")
@@ -354,6 +362,10 @@ def main():
     ap.add_argument("--timeout", type=int, default=60, help="seconds to wait for any one reply (default: 60)")
     ap.add_argument("--match-timeout", type=int, default=30)
     ap.add_argument("--pair-timeout", type=int, default=300, help="seconds one pair may take (default: 300)")
+    ap.add_argument("--cpus", help="run every program of the run (both rmws' and the wire's) under "
+                    "`taskset -c CPUS`, or host A's under CPUS and host B's under CPUS_B with "
+                    "CPUS:CPUS_B: 0 puts all on one CPU, 0:1 gives each host a CPU of its own "
+                    "(a diagnostic: the default leaves placement to the kernel)")
     ap.add_argument("--no-build", action="store_true")
     args = ap.parse_args()
     keys = [k.strip() for k in args.rmw.split(",") if k.strip()]
@@ -429,7 +441,7 @@ def main():
         "setup": {"hosts": ADDR, "link": "veth pair between two network namespaces",
                   "lossy_link": {"loss": LOSS, "delay_s_each_way": DELAY, "shaper": "ros_tests/link_shaper.py"},
                   "fastdds": "FASTDDS_BUILTIN_TRANSPORTS=UDPv4, ROS_STATIC_PEERS, ROS_AUTOMATIC_DISCOVERY_RANGE=SUBNET",
-                  "tracer": "QUIC, ROS_STATIC_PEERS",
+                  "tracer": "QUIC, ROS_STATIC_PEERS", "cpus": args.cpus or "any",
                   "message_type": "std_msgs/msg/UInt8MultiArray", "burst_qos": "reliable, volatile, keep_all"},
         "tracer_lib": tracer_info.get("tracer"),
         "baseline_lib": tracer_info.get("baseline"),
