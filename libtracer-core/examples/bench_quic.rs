@@ -2,12 +2,13 @@
 //! same run (`libtracer_core::link::quic::probe_ping`: quinn with a link's settings, nothing
 //! of libtracer above it).
 //!
-//!   bench_quic echo PORT [task|thread]                   (host B, every address: answers)
-//!   bench_quic ping ADDR PORT SIZE ITERS [task|thread]   (host A: prints one JSON line)
-//!   bench_quic burst ADDR PORT SIZE BURST ROUNDS [task|thread]   (host A: throughput)
+//!   bench_quic echo PORT [task|thread|inline]                   (host B, every address: answers)
+//!   bench_quic ping ADDR PORT SIZE ITERS [task|thread|inline]   (host A: prints one JSON line)
+//!   bench_quic burst ADDR PORT SIZE BURST ROUNDS [task|thread|inline]   (host A: throughput)
 //!
 //! `task` (the default) runs the loop as a task on the QUIC runtime's worker; `thread` on a
-//! plain thread that waits on the runtime for each write and read, as an rcl thread does.
+//! plain thread that waits on the runtime for each write and read, as an rcl thread does;
+//! `inline` on quinn-proto alone, driven by the one thread that uses it (no runtime).
 //! ping prints {"size":..,"mode":..,"quic_rtt_us":{"p50":..,"p99":..},"rounds":..}; burst
 //! sends ROUNDS rounds of BURST messages back to back (one more unmeasured first) and prints
 //! {"size":..,"mode":..,"burst":..,"rounds":..,"mb_per_s":..,"median_round_mb_per_s":..}
@@ -19,9 +20,9 @@ use std::process::ExitCode;
 
 use libtracer_core::link::quic::{probe_burst, probe_echo, probe_ping, ProbeMode};
 
-const USAGE: &str = "usage: bench_quic echo PORT [task|thread] | \
-    bench_quic ping ADDR PORT SIZE ITERS [task|thread] | \
-    bench_quic burst ADDR PORT SIZE BURST ROUNDS [task|thread]";
+const USAGE: &str = "usage: bench_quic echo PORT [task|thread|inline] | \
+    bench_quic ping ADDR PORT SIZE ITERS [task|thread|inline] | \
+    bench_quic burst ADDR PORT SIZE BURST ROUNDS [task|thread|inline]";
 
 fn run(args: &[String]) -> Result<(), String> {
     let mode = |i: usize| match args.get(i) {

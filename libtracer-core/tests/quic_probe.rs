@@ -1,5 +1,5 @@
 //! The bare QUIC probe of the benchmarks (`link::quic::probe_*`, `examples/bench_quic.rs`):
-//! its round trips and bursts come back whole in both shapes, one connection after another
+//! its round trips and bursts come back whole in all three shapes, one connection after another
 //! against one echo (the benchmark runs a ping and then a burst), and a request it cannot
 //! honour is an error, not a hang. Everything binds loopback.
 
@@ -45,6 +45,11 @@ fn round_trips_and_bursts_from_a_thread() {
 }
 
 #[test]
+fn round_trips_and_bursts_on_quinn_proto_inline() {
+    check(ProbeMode::Inline);
+}
+
+#[test]
 fn a_request_it_cannot_honour_is_an_error() {
     let addr = echo(ProbeMode::Task);
     assert!(
@@ -61,8 +66,25 @@ fn a_request_it_cannot_honour_is_an_error() {
     );
     assert_eq!(ProbeMode::parse("thread"), Some(ProbeMode::Thread));
     assert_eq!(ProbeMode::parse("task").map(ProbeMode::name), Some("task"));
+    assert_eq!(
+        ProbeMode::parse("inline").map(ProbeMode::name),
+        Some("inline")
+    );
     assert_eq!(ProbeMode::parse("fast"), None);
-    // Nothing listens here: the handshake times out with an error.
+}
+
+/// Nothing listens there: the handshake times out (10 s) with an error.
+fn nobody_answers(mode: ProbeMode) {
     let nobody = SocketAddr::from(([127, 0, 0, 1], free_udp_port()));
-    assert!(probe_ping(nobody, 64, 1, ProbeMode::Task).is_err());
+    assert!(probe_ping(nobody, 64, 1, mode).is_err());
+}
+
+#[test]
+fn no_echo_is_an_error_on_the_runtime() {
+    nobody_answers(ProbeMode::Task);
+}
+
+#[test]
+fn no_echo_is_an_error_inline() {
+    nobody_answers(ProbeMode::Inline);
 }

@@ -25,6 +25,7 @@ mod ifaces;
 mod link;
 mod peer_host;
 mod probe;
+mod probe_inline;
 mod queue;
 mod receive;
 mod runtime;

@@ -7,12 +7,14 @@
 //! Messages on one bidirectional stream: a 4-byte length (little endian), then that many
 //! bytes; the echo sends each back as it came, but for one whose length has the top bit set
 //! (`NO_ECHO`: a burst's messages, [`probe_burst`], whose end is an empty message echoed).
-//! Two ways to drive it:
+//! Three ways to drive it:
 //! - [`ProbeMode::Task`]: the loop is a task on the runtime's worker, as quinn's own examples
 //!   run: no thread hand-off at all (quinn's floor on this machine);
 //! - [`ProbeMode::Thread`]: the loop is a plain thread that waits on the runtime for each
 //!   write and read, as an rcl thread does with a link: each message crosses between that
-//!   thread and the worker once per side and direction.
+//!   thread and the worker once per side and direction;
+//! - [`ProbeMode::Inline`]: quinn-proto without quinn's runtime, driven by the thread that
+//!   uses it (`probe_inline.rs`): the floor of a design that sends and receives inline.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -28,14 +30,17 @@ pub enum ProbeMode {
     Task,
     /// A plain thread blocking on the runtime per operation.
     Thread,
+    /// quinn-proto alone, driven by the calling thread: no runtime at all (`probe_inline.rs`).
+    Inline,
 }
 
 impl ProbeMode {
-    /// `task` or `thread`.
+    /// `task`, `thread` or `inline`.
     pub fn parse(s: &str) -> Option<ProbeMode> {
         match s {
             "task" => Some(ProbeMode::Task),
             "thread" => Some(ProbeMode::Thread),
+            "inline" => Some(ProbeMode::Inline),
             _ => None,
         }
     }
@@ -45,16 +50,17 @@ impl ProbeMode {
         match self {
             ProbeMode::Task => "task",
             ProbeMode::Thread => "thread",
+            ProbeMode::Inline => "inline",
         }
     }
 }
 
 /// The echo ends when it has had no connection for this long.
-const IDLE: Duration = Duration::from_secs(120);
+pub(super) const IDLE: Duration = Duration::from_secs(120);
 /// The largest message either side takes.
-const MAX_MESSAGE: usize = 64 << 20;
+pub(super) const MAX_MESSAGE: usize = 64 << 20;
 /// In a message's length: do not echo this one.
-const NO_ECHO: u32 = 1 << 31;
+pub(super) const NO_ECHO: u32 = 1 << 31;
 
 fn transport() -> std::sync::Arc<quinn::TransportConfig> {
     tls::transport(Duration::from_secs(10), Duration::from_secs(1))
@@ -63,9 +69,22 @@ fn transport() -> std::sync::Arc<quinn::TransportConfig> {
 /// Serve the echo at `addr`, each connection on its own, until none is open and none came for
 /// two minutes.
 pub fn probe_echo(addr: SocketAddr, mode: ProbeMode) -> Result<(), String> {
-    let rt = runtime::handle()?;
     let id = tls::Identity::self_signed()?;
     let server = tls::server_config(&id, tls::ALPN_LINK, transport())?;
+    match mode {
+        ProbeMode::Inline => super::probe_inline::echo(addr, server),
+        ProbeMode::Task => echo_on_runtime(addr, server, false),
+        ProbeMode::Thread => echo_on_runtime(addr, server, true),
+    }
+}
+
+/// The echo on the runtime; with `threaded`, each connection served by a plain thread.
+fn echo_on_runtime(
+    addr: SocketAddr,
+    server: quinn::ServerConfig,
+    threaded: bool,
+) -> Result<(), String> {
+    let rt = runtime::handle()?;
     let sock = tuning::bind(addr).map_err(|e| e.to_string())?;
     let ep = new_endpoint(&rt, Some(server), sock).map_err(|e| e.to_string())?;
     let mut last = Instant::now();
@@ -94,14 +113,11 @@ pub fn probe_echo(addr: SocketAddr, mode: ProbeMode) -> Result<(), String> {
             }
             conn.close(0u32.into(), b"done");
         };
-        match mode {
-            ProbeMode::Task => {
-                rt.spawn(async move { done(echo_task(send, recv).await, conn) });
-            }
-            ProbeMode::Thread => {
-                let rt = rt.clone();
-                std::thread::spawn(move || done(echo_thread(&rt, send, recv), conn));
-            }
+        if threaded {
+            let rt = rt.clone();
+            std::thread::spawn(move || done(echo_thread(&rt, send, recv), conn));
+        } else {
+            rt.spawn(async move { done(echo_task(send, recv).await, conn) });
         }
     }
     Ok(())
@@ -202,11 +218,11 @@ pub fn probe_burst(
 
 /// What one round writes (`count` times `body`, then `tail`) and the length of the one
 /// message it waits for.
-struct Round {
-    body: Vec<u8>,
-    count: usize,
-    tail: Vec<u8>,
-    reply: usize,
+pub(super) struct Round {
+    pub(super) body: Vec<u8>,
+    pub(super) count: usize,
+    pub(super) tail: Vec<u8>,
+    pub(super) reply: usize,
 }
 
 impl Round {
@@ -245,11 +261,30 @@ fn run(
     if measured == 0 {
         return Err("no rounds to measure".into());
     }
+    match mode {
+        ProbeMode::Inline => {
+            let id = tls::Identity::self_signed()?;
+            let client = tls::client_config(&id, tls::ALPN_LINK, transport())?;
+            super::probe_inline::ping(addr, client, tls::SERVER_NAME, &plan, warm, measured)
+        }
+        ProbeMode::Task => run_on_runtime(addr, plan, warm, measured, false),
+        ProbeMode::Thread => run_on_runtime(addr, plan, warm, measured, true),
+    }
+}
+
+/// `run` on the runtime: the loop a task on its worker, or with `threaded` this thread.
+fn run_on_runtime(
+    addr: SocketAddr,
+    plan: Round,
+    warm: usize,
+    measured: usize,
+    threaded: bool,
+) -> Result<Vec<Duration>, String> {
     let rt = runtime::handle()?;
     let (ep, conn, mut send, mut recv) = connect(&rt, addr)?;
     let rounds = warm + measured;
-    let times = match mode {
-        ProbeMode::Task => on_worker(&rt, async move {
+    let times = if !threaded {
+        on_worker(&rt, async move {
             let (mut buf, mut times) = (Vec::new(), Vec::with_capacity(rounds));
             for _ in 0..rounds {
                 let t0 = Instant::now();
@@ -261,9 +296,10 @@ fn run(
                 times.push(t0.elapsed());
             }
             Ok(times)
-        }),
+        })
+    } else {
         // The same steps, each waited for on this thread as an rcl caller would.
-        ProbeMode::Thread => (|| {
+        (|| {
             let (mut buf, mut times) = (Vec::new(), Vec::with_capacity(rounds));
             for _ in 0..rounds {
                 let t0 = Instant::now();
@@ -276,7 +312,7 @@ fn run(
                 times.push(t0.elapsed());
             }
             Ok(times)
-        })(),
+        })()
     }?;
     conn.close(0u32.into(), b"done");
     // Let the close reach the echo before the process exits.

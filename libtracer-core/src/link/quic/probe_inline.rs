@@ -1,0 +1,329 @@
+//! [`ProbeMode::Inline`](super::probe::ProbeMode): the probe's ping-pong on `quinn-proto`
+//! alone, driven by the one thread that uses it: it writes to the stream, builds and sends
+//! the packets itself (`poll_transmit`, `send_to`), and blocks in `recv_from` on the socket
+//! until the next datagram or the connection's next timer. No tokio, no quinn runtime, no
+//! wake-up of another thread: what a link would cost if the caller's thread sent inline and
+//! read its own socket, the design docs/network.md section 11 weighs against the hand-off.
+//! One datagram per `send_to` (no GSO), so only its small-message figures compare.
+
+use std::io::ErrorKind;
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use quinn_proto::{
+    ClientConfig, Connection, ConnectionHandle, DatagramEvent, Dir, Endpoint, EndpointConfig,
+    Event, ServerConfig, StreamEvent, StreamId, WriteError,
+};
+
+use super::probe::{Round, IDLE, MAX_MESSAGE, NO_ECHO};
+use super::tuning;
+
+/// A whole connection round, as long as the peer is silent, before we give up.
+const STALL: Duration = Duration::from_secs(10);
+const MAX_DATAGRAM: usize = 65536;
+
+/// One endpoint on one socket with at most one connection, driven by the calling thread.
+struct Driver {
+    sock: UdpSocket,
+    ep: Endpoint,
+    server: Option<Arc<ServerConfig>>,
+    conn: Option<(ConnectionHandle, Connection)>,
+    stream: Option<StreamId>,
+    /// Bytes read from the stream, not yet taken as messages.
+    inbox: Vec<u8>,
+    lost: bool,
+    out: Vec<u8>,
+    datagram: Vec<u8>,
+}
+
+impl Driver {
+    fn new(addr: SocketAddr, server: Option<ServerConfig>) -> Result<Driver, String> {
+        let sock = tuning::bind(addr).map_err(|e| e.to_string())?;
+        let server = server.map(Arc::new);
+        let ep = Endpoint::new(
+            Arc::new(EndpointConfig::default()),
+            server.clone(),
+            true,
+            None,
+        );
+        Ok(Driver {
+            sock,
+            ep,
+            server,
+            conn: None,
+            stream: None,
+            inbox: Vec::new(),
+            lost: false,
+            out: Vec::with_capacity(MAX_DATAGRAM),
+            datagram: vec![0; MAX_DATAGRAM],
+        })
+    }
+
+    /// Send what the connection has to send, and settle its endpoint events.
+    fn flush(&mut self) -> Result<(), String> {
+        let Some((ch, conn)) = self.conn.as_mut() else {
+            return Ok(());
+        };
+        loop {
+            self.out.clear();
+            let Some(t) = conn.poll_transmit(Instant::now(), 1, &mut self.out) else {
+                break;
+            };
+            send(&self.sock, &self.out[..t.size], t.destination)?;
+        }
+        while let Some(ev) = conn.poll_endpoint_events() {
+            if let Some(back) = self.ep.handle_event(*ch, ev) {
+                conn.handle_event(back);
+            }
+        }
+        Ok(())
+    }
+
+    /// Flush, then wait for one datagram (or the connection's next timer, or `patience`) and
+    /// take it in; then take the connection's events and whatever its stream has for us.
+    fn step(&mut self, patience: Duration) -> Result<(), String> {
+        self.flush()?;
+        let now = Instant::now();
+        let deadline = self
+            .conn
+            .as_mut()
+            .and_then(|(_, c)| c.poll_timeout())
+            .map_or(now + patience, |t| t.min(now + patience));
+        let wait = deadline.saturating_duration_since(now);
+        if wait.is_zero() {
+            self.timeout();
+        } else {
+            self.sock
+                .set_read_timeout(Some(wait))
+                .map_err(|e| e.to_string())?;
+            match self.sock.recv_from(&mut self.datagram) {
+                Ok((n, from)) => self.datagram_in(n, from)?,
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                    self.timeout()
+                }
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        self.events();
+        self.flush()
+    }
+
+    fn timeout(&mut self) {
+        if let Some((_, c)) = self.conn.as_mut() {
+            if c.poll_timeout().is_some_and(|t| t <= Instant::now()) {
+                c.handle_timeout(Instant::now());
+            }
+        }
+    }
+
+    fn datagram_in(&mut self, n: usize, from: SocketAddr) -> Result<(), String> {
+        let data = BytesMut::from(&self.datagram[..n]);
+        self.out.clear();
+        match self
+            .ep
+            .handle(Instant::now(), from, None, None, data, &mut self.out)
+        {
+            Some(DatagramEvent::ConnectionEvent(ch, ev)) => {
+                if let Some((mine, c)) = self.conn.as_mut() {
+                    if *mine == ch {
+                        c.handle_event(ev);
+                    }
+                }
+            }
+            Some(DatagramEvent::NewConnection(incoming)) => {
+                self.out.clear();
+                match self
+                    .ep
+                    .accept(incoming, Instant::now(), &mut self.out, self.server.clone())
+                {
+                    // A new connection replaces the one before (the probe serves one peer).
+                    Ok(c) => {
+                        self.conn = Some(c);
+                        self.stream = None;
+                        self.inbox.clear();
+                        self.lost = false;
+                    }
+                    Err(e) => {
+                        if let Some(t) = e.response {
+                            send(&self.sock, &self.out[..t.size], t.destination)?;
+                        }
+                    }
+                }
+            }
+            Some(DatagramEvent::Response(t)) => {
+                send(&self.sock, &self.out[..t.size], t.destination)?
+            }
+            None => {}
+        }
+        Ok(())
+    }
+
+    /// The connection's events: a lost connection, the peer's stream, data to read.
+    fn events(&mut self) {
+        let Some((_, c)) = self.conn.as_mut() else {
+            return;
+        };
+        while let Some(ev) = c.poll() {
+            match ev {
+                Event::ConnectionLost { .. } => self.lost = true,
+                Event::Stream(StreamEvent::Opened { dir: Dir::Bi }) => {
+                    if let Some(id) = c.streams().accept(Dir::Bi) {
+                        self.stream = Some(id);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let Some(id) = self.stream else {
+            return;
+        };
+        let mut rs = c.recv_stream(id);
+        let Ok(mut chunks) = rs.read(true) else {
+            return;
+        };
+        // Until the stream has nothing more for now (blocked), ended, or was reset.
+        while let Ok(Some(chunk)) = chunks.next(usize::MAX) {
+            self.inbox.extend_from_slice(&chunk.bytes);
+        }
+        // Whether to send flow-control credit is decided by the next flush.
+        let _ = chunks.finalize();
+    }
+
+    /// Write all of `data` to the stream, stepping the connection while flow control holds it.
+    fn write_all(&mut self, mut data: &[u8]) -> Result<(), String> {
+        let started = Instant::now();
+        while !data.is_empty() {
+            let (id, c) = match (self.stream, self.conn.as_mut()) {
+                (Some(id), Some((_, c))) => (id, c),
+                _ => return Err("no stream".into()),
+            };
+            match c.send_stream(id).write(data) {
+                Ok(n) => data = &data[n..],
+                Err(WriteError::Blocked) => {
+                    if started.elapsed() > STALL {
+                        return Err("the stream took nothing for 10 s".into());
+                    }
+                    self.step(Duration::from_millis(100))?;
+                }
+                Err(e) => return Err(format!("write: {e}")),
+            }
+            if self.lost {
+                return Err("connection lost".into());
+            }
+        }
+        Ok(())
+    }
+
+    /// Take one whole message (length first) from what the stream gave, stepping until it has.
+    fn message(&mut self, patience: Duration) -> Result<Option<Vec<u8>>, String> {
+        let started = Instant::now();
+        loop {
+            if self.inbox.len() >= 4 {
+                let len = u32::from_le_bytes([
+                    self.inbox[0],
+                    self.inbox[1],
+                    self.inbox[2],
+                    self.inbox[3],
+                ]);
+                let n = (len & !NO_ECHO) as usize;
+                if n > MAX_MESSAGE {
+                    return Err(format!("a message of {n} bytes (at most {MAX_MESSAGE})"));
+                }
+                if self.inbox.len() >= 4 + n {
+                    return Ok(Some(self.inbox.drain(..4 + n).collect()));
+                }
+            }
+            if self.lost || started.elapsed() > patience {
+                return Ok(None);
+            }
+            self.step(patience)?;
+        }
+    }
+}
+
+fn send(sock: &UdpSocket, bytes: &[u8], to: SocketAddr) -> Result<(), String> {
+    match sock.send_to(bytes, to) {
+        Ok(_) => Ok(()),
+        // A full socket buffer drops the datagram as the network would; QUIC repairs it.
+        Err(e) if e.kind() == ErrorKind::WouldBlock => Ok(()),
+        Err(e) => Err(format!("send: {e}")),
+    }
+}
+
+/// The inline echo at `addr`, one connection at a time (a new one replaces the one before),
+/// until nothing came for `IDLE`.
+pub(super) fn echo(addr: SocketAddr, server: ServerConfig) -> Result<(), String> {
+    let mut d = Driver::new(addr, Some(server))?;
+    let mut last = Instant::now();
+    while last.elapsed() < IDLE {
+        match d.message(Duration::from_secs(1))? {
+            Some(m) => {
+                last = Instant::now();
+                if m[3] & 0x80 == 0 {
+                    d.write_all(&m)?;
+                }
+            }
+            None if d.lost => {
+                d.conn = None;
+                d.lost = false;
+            }
+            None => {}
+        }
+    }
+    Ok(())
+}
+
+/// The inline ping: `warm` unmeasured rounds of `plan`, then `measured` timed ones.
+pub(super) fn ping(
+    addr: SocketAddr,
+    client: ClientConfig,
+    server_name: &str,
+    plan: &Round,
+    warm: usize,
+    measured: usize,
+) -> Result<Vec<Duration>, String> {
+    let bind = if addr.is_ipv4() {
+        SocketAddr::from(([0, 0, 0, 0], 0))
+    } else {
+        SocketAddr::from(([0u16; 8], 0))
+    };
+    let mut d = Driver::new(bind, None)?;
+    let c =
+        d.ep.connect(Instant::now(), client, addr, server_name)
+            .map_err(|e| e.to_string())?;
+    d.conn = Some(c);
+    let started = Instant::now();
+    while d.conn.as_ref().is_none_or(|(_, c)| c.is_handshaking()) {
+        if d.lost || started.elapsed() > STALL {
+            return Err("no QUIC handshake within 10 s".into());
+        }
+        d.step(Duration::from_millis(100))?;
+    }
+    d.stream = d.conn.as_mut().and_then(|(_, c)| c.streams().open(Dir::Bi));
+    let mut times = Vec::with_capacity(warm + measured);
+    for _ in 0..warm + measured {
+        let t0 = Instant::now();
+        for _ in 0..plan.count {
+            d.write_all(&plan.body)?;
+        }
+        d.write_all(&plan.tail)?;
+        match d.message(STALL)? {
+            Some(m) if m.len() == plan.reply => times.push(t0.elapsed()),
+            Some(m) => {
+                return Err(format!(
+                    "the echo answered {} bytes, not {}",
+                    m.len(),
+                    plan.reply
+                ))
+            }
+            None => return Err("no answer within 10 s".into()),
+        }
+    }
+    if let Some((_, c)) = d.conn.as_mut() {
+        c.close(Instant::now(), 0u32.into(), Bytes::from_static(b"done"));
+    }
+    d.flush()?;
+    Ok(times.split_off(warm))
+}
