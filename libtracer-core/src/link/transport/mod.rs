@@ -20,11 +20,12 @@
 //! may live on (closed by either side's liveness check), is tried again with a backoff
 //! (`redial.rs`) for as long as the peer's socket is there and live.
 //!
-//! Threads: none of its own once started, but for the one redial thread while a peer is due. The listening socket, the incoming handshakes, the
-//! reading of every link and the liveness check run on the process's one event loop
-//! (`unix_loop.rs`), the handler callbacks on its few workers (`dispatch.rs`), whatever the
-//! number of peers. Only `start` connects to the graphs already there from a few threads of its
-//! own (at most `CONNECTORS`), gone when it returns.
+//! Threads: none of its own once started, but for the one redial thread while a peer is due.
+//! The listening socket, the incoming handshakes, the reading of every link and the liveness
+//! check run on the process's one event loop (`unix_loop.rs`), the handler callbacks on its
+//! few workers (`dispatch.rs`), whatever the number of peers. Only `start` connects to the
+//! graphs already there from a few threads of its own (at most `CONNECTORS`), gone when it
+//! returns.
 //!
 //! Here: the timing, the table of links, and the transport's start and shutdown. The socket
 //! file in the directory is `socket.rs`'s, the connections to other graphs and their redial
