@@ -14,6 +14,7 @@
 //! parallel threads, so the cases run one after another inside it.
 
 mod common;
+use common::poll::eventually;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -75,14 +76,6 @@ static GLOBAL: Counting = Counting;
 const T: Duration = Duration::from_secs(30);
 const WARMUP: usize = 200;
 const MEASURED: usize = 1000;
-
-fn eventually(what: &str, f: impl Fn() -> bool) {
-    let end = Instant::now() + T;
-    while !f() {
-        assert!(Instant::now() < end, "never happened: {what}");
-        std::thread::sleep(Duration::from_millis(2));
-    }
-}
 
 /// Where a sample's bytes are written, as the rmw writes them.
 #[derive(Clone)]
@@ -214,9 +207,7 @@ fn steady_publish_and_take_allocate_nothing() {
     let dir = tempdir();
     let a = host_graph(dir.path(), "alloc-a");
     let b = host_graph(dir.path(), "alloc-b");
-    eventually("a and b linked", || {
-        a.peers() == ["alloc-b"] && b.peers() == ["alloc-a"]
-    });
+    eventually(T, || a.peers() == ["alloc-b"] && b.peers() == ["alloc-a"]).expect("a and b linked");
     // As the rmw makes them: a topic keeps its last sample, a subscription ring a few.
     let opts = StreamOptions::keep_last(1);
     let ring = StreamOptions::keep_last(16);

@@ -5,7 +5,8 @@
 //! records what the graph sends. Remote edges and the `sync_peers` barrier: graph_net_edges.rs.
 
 mod common;
-use common::net::{eventually, join, pair, T};
+use common::net::{join, pair, T};
+use common::poll::eventually;
 use common::{events, graph, m, p, scripted};
 
 use std::time::Instant;
@@ -26,13 +27,13 @@ fn ruling_peer_mounts_at_net_and_goes_when_the_link_drops() {
     let _na = join(&fabric, &a);
     let b = graph("b");
     let nb = join(&fabric, &b);
-    eventually("b mounted on a", || a.peers() == ["b"]);
+    eventually(T, || a.peers() == ["b"]).expect("b mounted on a");
     assert_eq!(
         a.vertex("/net/b").map(|v| v.role()),
         None,
         "a mount is not a local vertex"
     );
-    eventually("Created on /net/:children[]", || !feed.is_empty());
+    eventually(T, || !feed.is_empty()).expect("Created on /net/:children[]");
     assert_eq!(
         events(&feed),
         vec![StructEvent::Created {
@@ -42,8 +43,8 @@ fn ruling_peer_mounts_at_net_and_goes_when_the_link_drops() {
         }]
     );
     drop(nb);
-    eventually("b unmounted on a", || a.peers().is_empty());
-    eventually("Removed on /net/:children[]", || !feed.is_empty());
+    eventually(T, || a.peers().is_empty()).expect("b unmounted on a");
+    eventually(T, || !feed.is_empty()).expect("Removed on /net/:children[]");
     assert_eq!(
         events(&feed),
         vec![StructEvent::Removed { path: "b".into() }]
@@ -55,7 +56,7 @@ fn ruling_forwarded_write_lands_on_peer_and_never_creates() {
     let (a, b, _na, _nb, _f) = pair();
     let t = b.create_stream("/topic", StreamOptions::default()).unwrap();
     a.write("/net/b/topic", p(b"hi"), m(1)).unwrap();
-    eventually("write landed", || !t.is_empty());
+    eventually(T, || !t.is_empty()).expect("write landed");
     let s = t.pop().unwrap();
     assert_eq!(s.payload.as_ref(), b"hi");
     assert_eq!(s.origin.as_deref(), Some("a"));
@@ -69,7 +70,7 @@ fn ruling_forwarded_write_lands_on_peer_and_never_creates() {
         .unwrap();
     // Fire-and-forget writes that fail are counted, not lost silently.
     a.write("/net/b/nope", p(b"x"), m(4)).unwrap();
-    eventually("error reply counted", || a.remote_write_errors().0 == 1);
+    eventually(T, || a.remote_write_errors().0 == 1).expect("error reply counted");
     assert!(matches!(
         a.remote_write_errors().1,
         Some(Error::NotFound(_))
@@ -103,14 +104,14 @@ fn ruling_forwarding_through_a_mount_is_gated_by_its_local_acl() {
     .unwrap();
     a.write_as(&stranger, "/net/b/topic", p(b"x"), m(1))
         .unwrap();
-    eventually("forwarded", || t.len() == 1);
+    eventually(T, || t.len() == 1).expect("forwarded");
     assert!(matches!(
         a.subscribe_as(&stranger, "/net/b/topic", "/sub", DeliveryPolicy::default()),
         Err(Error::PermissionDenied { .. })
     ));
     // The owner keeps its way through (the mount ACL says nothing against it).
     a.write("/net/b/topic", p(b"y"), m(2)).unwrap();
-    eventually("forwarded", || t.len() == 2);
+    eventually(T, || t.len() == 2).expect("forwarded");
 }
 
 #[test]
@@ -294,7 +295,7 @@ fn ruling_discovery_host_links_graphs_of_one_domain() {
     let cfg = |name: &str| common::host_config(&dir, name, 7);
     let a = Graph::new(cfg("ha")).unwrap();
     let b = Graph::new(cfg("hb")).unwrap();
-    eventually("linked", || a.peers() == ["hb"] && b.peers() == ["ha"]);
+    eventually(T, || a.peers() == ["hb"] && b.peers() == ["ha"]).expect("linked");
     let t = b.create_stream("/t", StreamOptions::default()).unwrap();
     let sub = a.create_stream("/sub", StreamOptions::default()).unwrap();
     a.subscribe("/net/hb/t", "/sub", DeliveryPolicy::default())
@@ -302,12 +303,12 @@ fn ruling_discovery_host_links_graphs_of_one_domain() {
         .wait_established(T)
         .unwrap();
     t.write(p(&[1u8; 64]), m(1)).unwrap();
-    eventually("delivered over the socket", || sub.len() == 1);
+    eventually(T, || sub.len() == 1).expect("delivered over the socket");
     assert_eq!(sub.pop().unwrap().origin.as_deref(), Some("hb"));
     // The same name twice in one directory is refused.
     assert!(Graph::new(cfg("ha")).is_err());
     b.shutdown();
-    eventually("unmounted", || a.peers().is_empty());
+    eventually(T, || a.peers().is_empty()).expect("unmounted");
     // Every handle goes before the directory does: a transport's socket lives there.
     drop((t, sub, b));
     a.shutdown();
@@ -334,13 +335,13 @@ fn new_with_makes_its_vertices_before_any_peer_can_mount_it() {
     })
     .unwrap();
     assert!(peers_during_setup.is_empty(), "{peers_during_setup:?}");
-    eventually("linked", || a.peers() == ["wb"]);
+    eventually(T, || a.peers() == ["wb"]).expect("linked");
     let sub = a.create_stream("/sub", StreamOptions::default()).unwrap();
     a.subscribe("/net/wb/ready", "/sub", DeliveryPolicy::new(true, 0, true))
         .unwrap()
         .wait_established(T)
         .unwrap();
-    eventually("the retained value replayed", || sub.len() == 1);
+    eventually(T, || sub.len() == 1).expect("the retained value replayed");
     // A setup that fails leaves nothing behind: no socket, so the name is free again.
     let failed = Graph::new_with(cfg("wc"), |_| {
         Err::<(), _>(libtracer_core::Error::NotFound("/x".into()))

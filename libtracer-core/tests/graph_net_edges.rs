@@ -5,7 +5,8 @@
 //! peer that never answers, a scripted link that records what the graph sends.
 
 mod common;
-use common::net::{eventually, pair, T};
+use common::net::{pair, T};
+use common::poll::eventually;
 use common::{drain, events, graph, m, p, scripted};
 
 use std::time::{Duration, Instant};
@@ -45,7 +46,7 @@ fn ruling_remote_subscribe_delivers_with_suffix_and_origin() {
     assert_eq!(subs[0].policy.priority(), 3);
     b.write("/topic", p(b"1"), m(1)).unwrap();
     b.write("/topic/deep/er", p(b"2"), m(2)).unwrap();
-    eventually("two deliveries", || sub.len() == 2);
+    eventually(T, || sub.len() == 2).expect("two deliveries");
     let s1 = sub.pop().unwrap();
     assert_eq!(
         (s1.meta.sequence, s1.suffix, s1.origin.as_deref()),
@@ -60,11 +61,11 @@ fn ruling_remote_subscribe_delivers_with_suffix_and_origin() {
     a.subscribe("/sub", "/further", DeliveryPolicy::default())
         .unwrap();
     b.write("/topic", p(b"3"), m(3)).unwrap();
-    eventually("third delivery", || sub.len() == 1);
+    eventually(T, || sub.len() == 1).expect("third delivery");
     assert!(further.is_empty());
     // Unsubscribe removes the producer's entry.
     a.unsubscribe(&e).unwrap();
-    eventually("edge gone on b", || b.subscriber_count("/topic") == 0);
+    eventually(T, || b.subscriber_count("/topic") == 0).expect("edge gone on b");
     // A subscribe to a missing remote source fails.
     let bad = a
         .subscribe("/net/b/none", "/sub", DeliveryPolicy::default())
@@ -93,7 +94,7 @@ fn ruling_remote_transient_local_replays_before_live() {
     // Established means the history has already landed.
     assert_eq!(drain(&sub), vec![(2, None), (3, None)]);
     t.write(p(b"x"), m(4)).unwrap();
-    eventually("live", || sub.len() == 1);
+    eventually(T, || sub.len() == 1).expect("live");
     assert_eq!(drain(&sub), vec![(4, None)]);
 }
 
@@ -108,7 +109,7 @@ fn ruling_remote_children_feed() {
     e.wait_established(T).unwrap();
     assert!(e.is_structural());
     b.create_stream("/w/y", StreamOptions::default()).unwrap();
-    eventually("two events", || feed.len() == 2);
+    eventually(T, || feed.len() == 2).expect("two events");
     let s = feed.pop().unwrap();
     assert_eq!(s.origin.as_deref(), Some("b"));
     assert_eq!(
@@ -129,7 +130,7 @@ fn ruling_remote_children_feed() {
     );
     // The watched vertex goes on the producer: the consumer hears it and its edge closes.
     b.remove("/w").unwrap();
-    eventually("removal events", || feed.len() == 3);
+    eventually(T, || feed.len() == 3).expect("removal events");
     assert_eq!(
         events(&feed),
         vec![
@@ -138,7 +139,7 @@ fn ruling_remote_children_feed() {
             StructEvent::Removed { path: "".into() },
         ]
     );
-    eventually("edge closed", || matches!(e.state(), EdgeState::Closed));
+    eventually(T, || matches!(e.state(), EdgeState::Closed)).expect("edge closed");
 }
 
 #[test]
@@ -155,7 +156,7 @@ fn ruling_edges_bound_to_a_link_go_with_it() {
     assert_eq!(a.subscriber_count("/mine"), 1);
     assert_eq!(b.subscriber_count("/topic"), 1);
     drop(nb);
-    eventually("a sees the link drop", || a.peers().is_empty());
+    eventually(T, || a.peers().is_empty()).expect("a sees the link drop");
     assert_eq!(
         a.subscriber_count("/mine"),
         0,
@@ -177,9 +178,7 @@ fn ruling_removing_a_source_closes_the_remote_edge() {
     let (a, b, _na, _nb, _f) = pair();
     let (sub, e) = remote_edge(&a, &b);
     b.remove("/topic").unwrap();
-    eventually("consumer edge closed", || {
-        matches!(e.state(), EdgeState::Closed)
-    });
+    eventually(T, || matches!(e.state(), EdgeState::Closed)).expect("consumer edge closed");
     assert!(sub.is_empty(), "the notice is not data");
 }
 
@@ -189,9 +188,7 @@ fn ruling_removing_a_target_unsubscribes_on_the_peer() {
     let (_sub, e) = remote_edge(&a, &b);
     a.remove("/sub").unwrap();
     assert!(matches!(e.state(), EdgeState::Closed));
-    eventually("producer edge removed", || {
-        b.subscriber_count("/topic") == 0
-    });
+    eventually(T, || b.subscriber_count("/topic") == 0).expect("producer edge removed");
 }
 
 /// `Graph::sync_peers` is a barrier: when it returns, every delivery of a write made before it
@@ -256,7 +253,7 @@ fn sync_peers_times_out_on_a_silent_peer_and_ends_when_its_link_goes() {
         let g = g.clone();
         std::thread::spawn(move || g.sync_peers(&["peer".into()], None))
     };
-    eventually("the READ sent", || l.sent.lock().unwrap().len() == 1);
+    eventually(T, || l.sent.lock().unwrap().len() == 1).expect("the READ sent");
     g.link_down(id);
     assert!(waiting.join().unwrap().is_ok());
 }

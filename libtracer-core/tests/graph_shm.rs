@@ -8,6 +8,7 @@
 //! by commands on stdin, answering lines starting `@@ `.
 
 mod common;
+use common::poll::eventually;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -24,23 +25,16 @@ fn graph(dir: &std::path::Path, name: &str) -> Graph {
     Graph::new(common::host_config(dir, name, 0)).expect("graph")
 }
 
-fn eventually(what: &str, mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !f() {
-        assert!(start.elapsed() < T, "never happened: {what}");
-        std::thread::sleep(Duration::from_millis(2));
-    }
-}
-
 /// Sample `i`: SIZE bytes, each `i`. Waits for a slot: samples on their way to the child (not
 /// yet dropped by its ring) hold theirs, and a busy machine may let the writes run ahead of it;
 /// a reader that kept every sample would exhaust the pool, and this waits in vain.
 fn sample(pool: &Pool, i: u8) -> Payload {
     let mut slot = None;
-    eventually("room in the pool", || {
+    eventually(T, || {
         slot = pool.alloc(SIZE);
         slot.is_some()
-    });
+    })
+    .expect("room in the pool");
     let mut s = slot.expect("room in the pool");
     s.as_mut_slice().fill(i);
     Payload::from_slot(s.freeze())
@@ -205,11 +199,11 @@ fn a_sigkilled_reader_frees_what_it_held() {
     let dir = Dir::new("kill");
     let (g, t, pool) = publisher(&dir);
     let mut c = Child1::spawn(&dir.0, 64);
-    eventually("the child's edge", || t.subscriber_count() == 1);
+    eventually(T, || t.subscriber_count() == 1).expect("the child's edge");
     for i in 0..10u8 {
         t.write(sample(&pool, i), Meta::default()).unwrap();
     }
-    eventually("ten in the child's ring", || c.ask("len") == "10");
+    eventually(T, || c.ask("len") == "10").expect("ten in the child's ring");
     // Exact values, and from our segments mapped read-only in the child.
     assert_eq!(c.ask("hold"), "10 0..9 true true");
     assert_eq!(
@@ -219,10 +213,9 @@ fn a_sigkilled_reader_frees_what_it_held() {
     );
     c.child.kill().unwrap();
     c.child.wait().unwrap();
-    eventually("only the topic's retained sample is left", || {
-        pool.stats().slots_in_use == 1
-    });
-    eventually("the mount went", || g.peers().is_empty());
+    eventually(T, || pool.stats().slots_in_use == 1)
+        .expect("only the topic's retained sample is left");
+    eventually(T, || g.peers().is_empty()).expect("the mount went");
 }
 
 #[test]
@@ -230,16 +223,15 @@ fn a_stalled_reader_holds_no_more_than_its_ring() {
     let dir = Dir::new("stall");
     let (_g, t, pool) = publisher(&dir);
     let mut c = Child1::spawn(&dir.0, 2);
-    eventually("the child's edge", || t.subscriber_count() == 1);
+    eventually(T, || t.subscriber_count() == 1).expect("the child's edge");
     // Far more than the ring, and than the pool holds (16 MiB / 128 KiB slots = 128): with a
     // reader that kept them all, allocation would fail.
     for i in 0..200u8 {
         t.write(sample(&pool, i), Meta::default()).unwrap();
     }
     // The child's two, one of which is also the topic's retained newest.
-    eventually("the ring holds the newest two", || {
-        c.ask("len") == "2" && pool.stats().slots_in_use == 2
-    });
+    eventually(T, || c.ask("len") == "2" && pool.stats().slots_in_use == 2)
+        .expect("the ring holds the newest two");
     assert_eq!(c.ask("hold"), "2 198..199 true true");
     assert_eq!(
         c.ask("lost"),

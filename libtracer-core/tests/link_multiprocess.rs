@@ -16,6 +16,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
+use common::poll::eventually;
 use libtracer_core::link::{HostTransport, Link, LinkHandler};
 use libtracer_core::wire::{encode, Frame, FrameDecoder, MAX_FRAME};
 use libtracer_core::{
@@ -29,15 +30,6 @@ const T: Duration = Duration::from_secs(20);
 
 fn host_graph(dir: &std::path::Path, name: &str) -> Graph {
     Graph::new(common::host_config(dir, name, 0)).expect("graph with host discovery")
-}
-
-fn eventually(what: &str, f: impl Fn() -> bool) -> Duration {
-    let start = Instant::now();
-    while !f() {
-        assert!(start.elapsed() < T, "never happened: {what}");
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    start.elapsed()
 }
 
 fn word(s: &str) -> Payload {
@@ -311,7 +303,7 @@ fn ruling9_two_processes_link_and_exchange_writes_and_deliveries() {
     let a = host_graph(dir.path(), "a");
     let mut b = Proc::spawn(dir.path(), "b");
     assert_eq!(b.cmd("await_peers a"), "a");
-    eventually("b mounted on a", || a.peers() == ["b"]);
+    eventually(T, || a.peers() == ["b"]).expect("b mounted on a");
 
     // a subscribes to b's topic across the process boundary.
     b.ok("stream /topic");
@@ -323,7 +315,7 @@ fn ruling9_two_processes_link_and_exchange_writes_and_deliveries() {
     for w in ["one", "two", "three"] {
         b.ok(&format!("write /topic {w}"));
     }
-    eventually("three deliveries", || inbox.len() == 3);
+    eventually(T, || inbox.len() == 3).expect("three deliveries");
     assert_eq!(drain(&inbox), ["one@b", "two@b", "three@b"]);
 
     // b subscribes to a's topic; a's writes reach b, and a forwarded write lands on b.
@@ -345,7 +337,7 @@ fn ruling9_two_processes_link_and_exchange_writes_and_deliveries() {
     // A forwarded write to a missing path on the peer creates nothing there.
     a.write("/net/b/missing", word("x"), Meta::default())
         .unwrap();
-    eventually("not_found came back", || a.remote_write_errors().0 == 1);
+    eventually(T, || a.remote_write_errors().0 == 1).expect("not_found came back");
     assert_eq!(b.cmd("pop /missing"), "");
     b.exit();
 }
@@ -376,7 +368,7 @@ fn ruling9_sigkilled_peer_is_cleaned_up_within_a_second() {
     let mut c = Proc::spawn(dir.path(), "c");
     assert_eq!(b.cmd("await_peers a,c"), "a,c");
     assert_eq!(c.cmd("await_peers a,b"), "a,b");
-    eventually("a sees b and c", || a.peers() == ["b", "c"]);
+    eventually(T, || a.peers() == ["b", "c"]).expect("a sees b and c");
 
     // Edges both ways between a and b, and from c to b; a watches /net/:children[].
     let feed = a.create_stream("/feed", StreamOptions::default()).unwrap();
@@ -397,26 +389,25 @@ fn ruling9_sigkilled_peer_is_cleaned_up_within_a_second() {
     assert_eq!(b.cmd("subs /topic"), "2");
     assert_eq!(a.subscriber_count("/atopic"), 1);
     b.ok("write /topic before");
-    eventually("a got b's write", || inbox.len() == 1);
+    eventually(T, || inbox.len() == 1).expect("a got b's write");
     let _ = feed_events(&feed);
 
     // c measures on its side from the moment it is told to watch.
     c.send("await_gone b");
     let killed = Instant::now();
     b.kill();
-    let unmounted = eventually("b unmounted on a", || a.peers() == ["c"]);
-    let edges_gone = eventually("b's edge on a's vertex gone", || {
-        a.subscriber_count("/atopic") == 0
-    });
-    let consumer_failed = eventually("a's edge from b failed", || {
-        !matches!(a_from_b.state(), EdgeState::Established)
-    });
+    let unmounted = eventually(T, || a.peers() == ["c"]).expect("b unmounted on a");
+    let edges_gone =
+        eventually(T, || a.subscriber_count("/atopic") == 0).expect("b's edge on a's vertex gone");
+    let consumer_failed = eventually(T, || !matches!(a_from_b.state(), EdgeState::Established))
+        .expect("a's edge from b failed");
     let seen = std::sync::Mutex::new(Vec::new());
-    let structural = eventually("Removed b on /net/:children[]", || {
+    let structural = eventually(T, || {
         let mut seen = seen.lock().unwrap();
         seen.extend(feed_events(&feed));
         seen.contains(&StructEvent::Removed { path: "b".into() })
-    });
+    })
+    .expect("Removed b on /net/:children[]");
     let on_a = killed.elapsed();
     let c_ms: u64 = c.next_line("await_gone b").parse().expect("elapsed ms");
     eprintln!(
@@ -440,7 +431,7 @@ fn ruling9_sigkilled_peer_is_cleaned_up_within_a_second() {
     // b's socket file is stale now; the next graph to start removes it.
     assert!(dir.path().join("b.sock").exists());
     let d = host_graph(dir.path(), "d");
-    eventually("d linked to a and c", || d.peers() == ["a", "c"]);
+    eventually(T, || d.peers() == ["a", "c"]).expect("d linked to a and c");
     assert!(!dir.path().join("b.sock").exists(), "stale socket removed");
     c.exit();
 }

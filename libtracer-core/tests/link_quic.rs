@@ -5,6 +5,8 @@
 //! Everything binds loopback.
 
 mod link_support;
+#[path = "common/poll.rs"]
+mod poll;
 
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
@@ -14,8 +16,9 @@ use libtracer_core::link::quic::{exercise_flood, NetLog};
 use libtracer_core::link::{Link, QuicSecurity, QuicTransport};
 use libtracer_core::wire::Frame;
 use libtracer_core::Subject;
-use link_support::{free_udp_port, loopback_quic, wait_until, Ev, Recorder, TempDir, T};
+use link_support::{free_udp_port, loopback_quic, Ev, Recorder, TempDir, T};
 use parking_lot::Mutex;
+use poll::eventually;
 
 fn ok_arrives(from: &Arc<dyn Link>, to: &Recorder, req: u64) {
     from.send(&Frame::Ok { req }).expect("send");
@@ -97,7 +100,7 @@ fn the_host_role_moves_when_its_holder_goes() {
     let gone = Instant::now();
     drop(a);
     assert!(
-        wait_until(Duration::from_secs(2), || b.holds_role() || c.holds_role()),
+        eventually(Duration::from_secs(2), || b.holds_role() || c.holds_role()).is_some(),
         "nobody took the role"
     );
     let took = gone.elapsed();
@@ -139,10 +142,11 @@ fn an_unreachable_static_peer_is_logged_once_then_reached() {
     cb.static_peers.clear();
     let _b = QuicTransport::start(dir_b.path(), "b", rb.clone(), cb).unwrap();
     ra.wait_up("b", T);
-    assert!(wait_until(T, || lines
+    assert!(eventually(T, || lines
         .lock()
         .iter()
-        .any(|l| l.contains("reached again"))));
+        .any(|l| l.contains("reached again")))
+    .is_some());
 }
 
 #[test]
@@ -329,10 +333,11 @@ fn unauthenticated_peers_are_let_in_as_anonymous_only_when_allowed() {
     let mut cfg_f = loopback_quic(port);
     cfg_f.security = None;
     let _f = QuicTransport::start(dir.path(), "f", rf.clone(), cfg_f).unwrap();
-    assert!(wait_until(T, || lines
+    assert!(eventually(T, || lines
         .lock()
         .iter()
-        .any(|l| l.starts_with("security: refused the peer at "))));
+        .any(|l| l.starts_with("security: refused the peer at ")))
+    .is_some());
     assert!(e.peers().is_empty());
     assert!(!lines.lock().iter().any(|l| l.contains("admitted")));
 }

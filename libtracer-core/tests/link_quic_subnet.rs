@@ -7,6 +7,8 @@
 #[path = "common/corpus.rs"]
 mod corpus;
 mod link_support;
+#[path = "common/poll.rs"]
+mod poll;
 
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
@@ -14,7 +16,8 @@ use std::time::{Duration, Instant};
 use corpus::Rng;
 use libtracer_core::link::quic::{exercise_announce, Announcement, SubnetConfig, ANNOUNCE_GROUP};
 use libtracer_core::link::QuicTransport;
-use link_support::{free_udp_port, loopback_quic, wait_until, TempDir};
+use link_support::{free_udp_port, loopback_quic, TempDir};
+use poll::eventually;
 
 /// Bound of every wait here: generous, for a loaded machine (each wait ends when its condition
 /// holds).
@@ -56,7 +59,7 @@ fn two_hosts_find_each_other_by_announcement_alone_and_garbage_is_dropped() {
     ra.wait_up("b", LONG);
     rb.wait_up("a", LONG);
     let b_host = vec![SocketAddr::from(([127, 0, 0, 1], pb))];
-    assert!(wait_until(LONG, || a.announced_hosts() == b_host));
+    assert!(eventually(LONG, || a.announced_hosts() == b_host).is_some());
     // Garbage on the announcement port while both run, 20 datagrams at a time, each batch
     // counted before the next is sent (a socket buffer's worth of tiny datagrams at once
     // would be dropped by the kernel, uncounted, on a busy machine).
@@ -75,7 +78,7 @@ fn two_hosts_find_each_other_by_announcement_alone_and_garbage_is_dropped() {
         sent += 1;
         if i % 20 == 19 {
             assert!(
-                wait_until(LONG, || a.announcements_rejected() >= sent),
+                eventually(LONG, || a.announcements_rejected() >= sent).is_some(),
                 "{sent} garbage datagrams sent, {} counted",
                 a.announcements_rejected()
             );
@@ -95,7 +98,7 @@ fn two_hosts_find_each_other_by_announcement_alone_and_garbage_is_dropped() {
         }),
     );
     to_group(&sock, announce, &good[..3]);
-    assert!(wait_until(LONG, || a.announcements_rejected() == sent + 1));
+    assert!(eventually(LONG, || a.announcements_rejected() == sent + 1).is_some());
     assert_eq!(a.announced_hosts(), b_host);
     assert_eq!(a.announcements_rejected(), sent + 1);
     assert!(a.peers() == vec!["b"]);
@@ -116,18 +119,18 @@ fn a_host_found_by_announcement_is_found_again_through_its_new_holder() {
     ra.wait_up("b2", LONG);
     assert!(b1.holds_role());
     let b = vec![SocketAddr::from(([127, 0, 0, 1], pb))];
-    assert!(wait_until(LONG, || a.announced_hosts() == b));
+    assert!(eventually(LONG, || a.announced_hosts() == b).is_some());
     let gone = Instant::now();
     drop(b1);
     // b2 retries the role every 100 ms here; the bound is for a loaded machine.
-    assert!(wait_until(LONG, || b2.holds_role()));
+    assert!(eventually(LONG, || b2.holds_role()).is_some());
     let took = gone.elapsed();
     // The host keeps its id: a still reaches one host, and a newcomer of host b is linked
     // through the new holder's directory.
     let _b3 =
         QuicTransport::start(dir_b.path(), "b3", rb3.clone(), subnet_host(pb, announce)).unwrap();
     rb3.wait_up("a", LONG);
-    assert!(wait_until(LONG, || a.announced_hosts() == b));
+    assert!(eventually(LONG, || a.announced_hosts() == b).is_some());
     eprintln!("role taken over {took:?} after its holder went");
 }
 

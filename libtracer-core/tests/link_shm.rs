@@ -4,14 +4,16 @@
 //! per-link bound turns references into copies, never into a wait; protocol faults close.
 
 mod link_support;
+#[path = "common/poll.rs"]
+mod poll;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use libtracer_core::link::{HostTransport, TransportConfig};
 use libtracer_core::wire::{encode, Frame};
 use libtracer_core::{Meta, Payload};
 use link_support::{Ev, Recorder, TempDir, T};
+use poll::eventually;
 use tracer_shm::{Pool, PoolConfig};
 
 fn pool() -> Pool {
@@ -48,14 +50,6 @@ fn start(dir: &TempDir, name: &str, cfg: TransportConfig) -> (HostTransport, Arc
     (t, rec)
 }
 
-fn eventually(what: &str, f: impl Fn() -> bool) {
-    let deadline = Instant::now() + T;
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out: {what}");
-        std::thread::sleep(Duration::from_millis(2));
-    }
-}
-
 fn payloads(rec: &Recorder, peer: &str) -> Vec<Payload> {
     rec.frames_from(peer)
         .into_iter()
@@ -79,7 +73,7 @@ fn a_slot_travels_as_a_reference_and_is_reused_after_release() {
         let payload = sample(&p, len, i as u8 + 1);
         libtracer_core::link::Link::send(&*link, &delivery(i as u64, payload)).unwrap();
     }
-    eventually("three deliveries at b", || payloads(&rb, "a").len() == 3);
+    eventually(T, || payloads(&rb, "a").len() == 3).expect("three deliveries at b");
     let got = payloads(&rb, "a");
     for (i, (g, len)) in got.iter().zip([5000usize, 70_000, 1 << 20]).enumerate() {
         assert_eq!(g.len(), len);
@@ -94,8 +88,8 @@ fn a_slot_travels_as_a_reference_and_is_reused_after_release() {
     assert_eq!(p.stats().slots_in_use, 3);
     drop(got);
     rb.clear_events();
-    eventually("b released all", || link.shm_refs_out() == 0);
-    eventually("slots back", || p.stats().slots_in_use == 0);
+    eventually(T, || link.shm_refs_out() == 0).expect("b released all");
+    eventually(T, || p.stats().slots_in_use == 0).expect("slots back");
     assert!(rb.violations().is_empty(), "{:?}", rb.violations());
 }
 
@@ -113,7 +107,7 @@ fn a_reader_that_does_not_map_gets_copies() {
     assert!(!link.sends_shm());
     let p = pool();
     libtracer_core::link::Link::send(&*link, &delivery(1, sample(&p, 100_000, 9))).unwrap();
-    eventually("the copy at b", || payloads(&rb, "a").len() == 1);
+    eventually(T, || payloads(&rb, "a").len() == 1).expect("the copy at b");
     assert!(payloads(&rb, "a")[0].as_ref().iter().all(|&x| x == 9));
     assert_eq!(link.shm_refs_out(), 0);
     assert_eq!(p.stats().slots_in_use, 0, "the copy holds no slot");
@@ -130,13 +124,13 @@ fn a_reader_that_goes_away_frees_what_it_held() {
     for i in 0..5 {
         libtracer_core::link::Link::send(&*link, &delivery(i, sample(&p, 50_000, 1))).unwrap();
     }
-    eventually("five at b", || payloads(&rb, "a").len() == 5);
+    eventually(T, || payloads(&rb, "a").len() == 5).expect("five at b");
     let held = payloads(&rb, "a");
     assert_eq!(link.shm_refs_out(), 5);
     // b goes (a SIGKILLed reader's socket closes the same way): a frees its slots at once,
     // while b's views stay readable.
     drop(b);
-    eventually("a freed the slots", || p.stats().slots_in_use == 0);
+    eventually(T, || p.stats().slots_in_use == 0).expect("a freed the slots");
     assert!(held.iter().all(|h| h.as_ref().iter().all(|&x| x == 1)));
 }
 
@@ -155,7 +149,7 @@ fn past_the_reference_bound_samples_go_as_copies() {
     for i in 0..10u64 {
         libtracer_core::link::Link::send(&*link, &delivery(i, sample(&p, 8000, i as u8))).unwrap();
     }
-    eventually("ten at b", || payloads(&rb, "a").len() == 10);
+    eventually(T, || payloads(&rb, "a").len() == 10).expect("ten at b");
     assert_eq!(link.shm_refs_out(), 4, "never more than the bound out");
     for (i, g) in payloads(&rb, "a").iter().enumerate() {
         assert!(
@@ -222,7 +216,7 @@ fn views_outlive_the_publisher_and_its_pool() {
     for i in 0..3 {
         libtracer_core::link::Link::send(&*link, &delivery(i, sample(&p, 300_000, 7))).unwrap();
     }
-    eventually("three at b", || payloads(&rb, "a").len() == 3);
+    eventually(T, || payloads(&rb, "a").len() == 3).expect("three at b");
     let held = payloads(&rb, "a");
     rb.clear_events();
     // The publisher's link, transport and pool all go: b's views map the segments on their own.

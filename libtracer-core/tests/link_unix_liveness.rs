@@ -4,6 +4,8 @@
 //! answers PINGs is kept, however long we keep writing.
 
 mod link_support;
+#[path = "common/poll.rs"]
+mod poll;
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixListener;
@@ -15,6 +17,7 @@ use libtracer_core::link::{HostTransport, Link, TransportConfig};
 use libtracer_core::wire::{encode, Frame, FrameDecoder, MAX_FRAME};
 use link_support::{Ev, Recorder, TempDir, T};
 use parking_lot::Mutex;
+use poll::eventually;
 
 /// A PING every `ping_ms` while owed, a hung peer given up after `dead_ms` (far above the
 /// interval, and above the stalls of a loaded machine).
@@ -123,7 +126,7 @@ fn ruling9_an_idle_link_sends_nothing_once_answered() {
     r.wait_up("zz", T);
     // The new link is probed (our HELLO wants an answer too) ...
     assert!(
-        link_support::wait_until(T, || peer.pings() >= 1),
+        eventually(T, || peer.pings() >= 1).is_some(),
         "the new link was never probed"
     );
     peer.settle();
@@ -151,7 +154,7 @@ fn ruling9_a_peer_that_hangs_while_idle_is_found_once_it_owes_an_answer() {
     let r = Recorder::new();
     let _a = HostTransport::start_with(dir.path(), "a", r.clone(), timing(100, 1000)).unwrap();
     let to_zz = r.wait_up("zz", T);
-    assert!(link_support::wait_until(T, || peer.pings() >= 1));
+    assert!(eventually(T, || peer.pings() >= 1).is_some());
     peer.settle();
     // The peer hangs while it has nothing of ours to read: nobody waits for it, so nothing
     // tells (as with a stopped DDS participant before its lease ends), and the link stays

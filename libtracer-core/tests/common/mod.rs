@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod net;
+pub mod poll;
 
 use std::sync::{Arc, Mutex};
 

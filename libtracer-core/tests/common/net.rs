@@ -1,24 +1,16 @@
 //! Helpers of the tests of graphs over links (`graph_net*.rs`): two graphs linked over the
-//! in-process `MemoryFabric` (real codec), and waiting for what another thread makes true.
+//! in-process `MemoryFabric` (real codec).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use libtracer_core::link::{MemoryFabric, MemoryNode};
 use libtracer_core::Graph;
 
 use super::graph;
+use super::poll::eventually;
 
 /// Bound on every wait of these tests.
 pub const T: Duration = Duration::from_secs(10);
-
-/// Wait for a condition that another thread makes true (no timing is asserted).
-pub fn eventually(what: &str, f: impl Fn() -> bool) {
-    let end = Instant::now() + T;
-    while !f() {
-        assert!(Instant::now() < end, "never happened: {what}");
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
 
 /// `g` joins the fabric under its own name.
 pub fn join(fabric: &MemoryFabric, g: &Graph) -> MemoryNode {
@@ -33,8 +25,6 @@ pub fn pair() -> (Graph, Graph, MemoryNode, MemoryNode, MemoryFabric) {
     let b = graph("b");
     let na = join(&fabric, &a);
     let nb = join(&fabric, &b);
-    eventually("a and b mounted", || {
-        a.peers() == ["b"] && b.peers() == ["a"]
-    });
+    eventually(T, || a.peers() == ["b"] && b.peers() == ["a"]).expect("a and b mounted");
     (a, b, na, nb, fabric)
 }

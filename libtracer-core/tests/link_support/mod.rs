@@ -207,18 +207,6 @@ impl Drop for TempDir {
 
 pub const T: Duration = Duration::from_secs(5);
 
-/// Poll `f` every 20 ms until it holds or `timeout` passes; its last answer.
-pub fn wait_until(timeout: Duration, f: impl Fn() -> bool) -> bool {
-    let deadline = Instant::now() + timeout;
-    while Instant::now() < deadline {
-        if f() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    f()
-}
-
 /// A UDP port on loopback that was free a moment ago.
 pub fn free_udp_port() -> u16 {
     std::net::UdpSocket::bind("127.0.0.1:0")
