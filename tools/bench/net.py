@@ -161,27 +161,19 @@ def run_wire(wire, size, case, rep, args, errors):
         echo = subprocess.Popen(hosts.host("b").prefix() + pinned(args, "b") + echo_args)
         try:
             time.sleep(0.2)
-            ping_args = [exe, "ping", ADDR["b"], str(UDP_PORT), str(size), str(iters), last]
-            out = subprocess.run(hosts.host("a").prefix() + pinned(args, "a") + ping_args,
-                                 capture_output=True, text=True, timeout=120)
-            if out.returncode != 0:
-                raise RuntimeError(f"{prog}: {runner.describe_rc(out.returncode)}: {out.stderr.strip()}")
-            doc = json.loads(out.stdout)
+            on_a = hosts.host("a").prefix() + pinned(args, "a") + [exe]
+            doc = runner.run_json(on_a + ["ping", ADDR["b"], str(UDP_PORT), str(size), str(iters), last], prog, 120)
             rtt = doc["udp_rtt_us" if prog == "bench_udp" else "quic_rtt_us"]
             row["latency_rtt_us"] = rtt
             row["lost_rounds"] = doc.get("lost_rounds", 0)
             print(f"  {prog}: {size} B, {last}: rtt p50 {rtt['p50']:.1f} us p99 {rtt['p99']:.1f} us "
                   f"({row['lost_rounds']} rounds lost)", file=sys.stderr)
             if prog == "bench_quic":
-                burst_args = [exe, "burst", ADDR["b"], str(UDP_PORT), str(size), str(burst), str(rounds), last]
-                out = subprocess.run(hosts.host("a").prefix() + pinned(args, "a") + burst_args,
-                                     capture_output=True, text=True, timeout=120)
-                if out.returncode != 0:
-                    raise RuntimeError(f"{prog} burst: {runner.describe_rc(out.returncode)}: {out.stderr.strip()}")
-                doc = json.loads(out.stdout)
+                doc = runner.run_json(on_a + ["burst", ADDR["b"], str(UDP_PORT), str(size), str(burst), str(rounds),
+                                              last], f"{prog} burst", 120)
                 row["throughput"] = {k: doc[k] for k in ("burst", "rounds", "mb_per_s", "median_round_mb_per_s")}
                 print(f"  {prog}: {size} B, {last}: {doc['mb_per_s']:.1f} MB/s", file=sys.stderr)
-        except (RuntimeError, subprocess.TimeoutExpired, ValueError, KeyError) as e:
+        except (runner.BenchError, subprocess.TimeoutExpired, ValueError, KeyError) as e:
             row["error"] = str(e)
             errors.append(f"wire {wire} {size}: {e}")
         finally:

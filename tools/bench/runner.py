@@ -116,8 +116,12 @@ def library_path(venv):
 def ensure_built(no_build):
     sources = [os.path.join(HERE, f) for f in ("ping.c", "pong.c", "intra.c", "bench_common.c", "bench_common.h",
                                                "refs.c", "udp.c", "discovery.c", "scale.c", "loans.c", "allocs.c", "build")]
+    # bench_quic: its example and the QUIC adapter it is made of (probe.rs and what it uses).
+    quic = os.path.join(ROOT, "libtracer-core", "src", "link", "quic")
+    sources += [os.path.join(quic, f) for f in os.listdir(quic) if f.endswith(".rs")]
+    sources.append(os.path.join(ROOT, "libtracer-core", "examples", "bench_quic.rs"))
     bins = [os.path.join(BIN, b) for b in ("bench_ping", "bench_pong", "bench_intra", "bench_refs", "bench_udp", "bench_discovery", "bench_scale",
-                                           "bench_loans")]
+                                           "bench_loans", "bench_quic")]
     newest_src = max(os.path.getmtime(s) for s in sources)
     stale = any(not os.path.exists(b) or os.path.getmtime(b) < newest_src for b in bins)
     if stale:
@@ -271,13 +275,17 @@ def run_pair(key, size, case, args, base_env, workdir, sides=None, keep_all_only
     return doc
 
 
+def run_json(cmd, what, timeout):
+    """Run a reference program that prints one JSON document; its document, or BenchError."""
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if out.returncode != 0:
+        raise BenchError(f"{what}: {describe_rc(out.returncode)}\n{out.stderr}")
+    return json.loads(out.stdout)
+
+
 def run_refs(size, iters):
     """The machine's references for one size (bench_refs): raw Unix-socket round trip, memcpy."""
-    out = subprocess.run([os.path.join(BIN, "bench_refs"), str(size), str(iters)], capture_output=True,
-                         text=True, timeout=300)
-    if out.returncode != 0:
-        raise BenchError(f"bench_refs {size}: {describe_rc(out.returncode)}\n{out.stderr}")
-    return json.loads(out.stdout)
+    return run_json([os.path.join(BIN, "bench_refs"), str(size), str(iters)], f"bench_refs {size}", 300)
 
 
 def print_refs(sizes, results, refs, keys):

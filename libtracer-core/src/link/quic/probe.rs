@@ -143,10 +143,7 @@ async fn read_message(recv: &mut quinn::RecvStream, buf: &mut Vec<u8>) -> Result
         }
         Err(e) => return Err(e.to_string()),
     }
-    let n = (u32::from_le_bytes(len) & !NO_ECHO) as usize;
-    if n > MAX_MESSAGE {
-        return Err(format!("a message of {n} bytes (at most {MAX_MESSAGE})"));
-    }
+    let n = body_len(len)?;
     buf.resize(4 + n, 0);
     buf[..4].copy_from_slice(&len);
     recv.read_exact(&mut buf[4..])
@@ -155,9 +152,19 @@ async fn read_message(recv: &mut quinn::RecvStream, buf: &mut Vec<u8>) -> Result
     Ok(true)
 }
 
-/// Whether the message read into `buf` (length first) is to be sent back.
-fn echoed(buf: &[u8]) -> bool {
-    buf[3] & 0x80 == 0
+/// The body length a message's 4-byte prefix says (without the `NO_ECHO` bit), if it is one
+/// either side takes.
+pub(super) fn body_len(prefix: [u8; 4]) -> Result<usize, String> {
+    let n = (u32::from_le_bytes(prefix) & !NO_ECHO) as usize;
+    if n > MAX_MESSAGE {
+        return Err(format!("a message of {n} bytes (at most {MAX_MESSAGE})"));
+    }
+    Ok(n)
+}
+
+/// Whether a whole message (length first) is to be sent back.
+pub(super) fn echoed(message: &[u8]) -> bool {
+    message[3] & 0x80 == 0
 }
 
 async fn echo_task(mut send: quinn::SendStream, mut recv: quinn::RecvStream) -> Result<(), String> {
@@ -263,9 +270,7 @@ fn run(
     }
     match mode {
         ProbeMode::Inline => {
-            let id = tls::Identity::self_signed()?;
-            let client = tls::client_config(&id, tls::ALPN_LINK, transport())?;
-            super::probe_inline::ping(addr, client, tls::SERVER_NAME, &plan, warm, measured)
+            super::probe_inline::ping(addr, client()?, tls::SERVER_NAME, &plan, warm, measured)
         }
         ProbeMode::Task => run_on_runtime(addr, plan, warm, measured, false),
         ProbeMode::Thread => run_on_runtime(addr, plan, warm, measured, true),
@@ -326,7 +331,8 @@ fn write(r: Result<(), quinn::WriteError>) -> Result<(), String> {
     r.map_err(|e| format!("write: {e}"))
 }
 
-fn answered(more: bool, buf: &[u8], reply: usize) -> Result<(), String> {
+/// The round's answer (`more`: one came, in `buf`) is the `reply` bytes it waits for.
+pub(super) fn answered(more: bool, buf: &[u8], reply: usize) -> Result<(), String> {
     if more && buf.len() == reply {
         Ok(())
     } else {
@@ -344,16 +350,25 @@ type Opened = (
     quinn::RecvStream,
 );
 
-/// A connection to the echo at `addr` and its stream.
-fn connect(rt: &Handle, addr: SocketAddr) -> Result<Opened, String> {
+/// The ping's TLS: a self-signed identity, as a link without SROS2 has.
+fn client() -> Result<quinn::ClientConfig, String> {
     let id = tls::Identity::self_signed()?;
-    let client = tls::client_config(&id, tls::ALPN_LINK, transport())?;
-    let bind = if addr.is_ipv4() {
+    tls::client_config(&id, tls::ALPN_LINK, transport())
+}
+
+/// Where the ping binds: any address of `to`'s family, an ephemeral port.
+pub(super) fn client_bind(to: SocketAddr) -> SocketAddr {
+    if to.is_ipv4() {
         SocketAddr::from(([0, 0, 0, 0], 0))
     } else {
         SocketAddr::from(([0u16; 8], 0))
-    };
-    let sock = tuning::bind(bind).map_err(|e| e.to_string())?;
+    }
+}
+
+/// A connection to the echo at `addr` and its stream.
+fn connect(rt: &Handle, addr: SocketAddr) -> Result<Opened, String> {
+    let client = client()?;
+    let sock = tuning::bind(client_bind(addr)).map_err(|e| e.to_string())?;
     let ep = new_endpoint(rt, None, sock).map_err(|e| e.to_string())?;
     let ep2 = ep.clone();
     let (conn, send, recv) = runtime::block_on(rt, async move {

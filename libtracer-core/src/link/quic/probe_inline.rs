@@ -17,7 +17,7 @@ use quinn_proto::{
     Event, ServerConfig, StreamEvent, StreamId, WriteError,
 };
 
-use super::probe::{Round, IDLE, MAX_MESSAGE, NO_ECHO};
+use super::probe::{answered, body_len, client_bind, echoed, Round, IDLE};
 use super::tuning;
 
 /// A whole connection round, as long as the peer is silent, before we give up.
@@ -220,17 +220,8 @@ impl Driver {
     fn message(&mut self, patience: Duration) -> Result<Option<Vec<u8>>, String> {
         let started = Instant::now();
         loop {
-            if self.inbox.len() >= 4 {
-                let len = u32::from_le_bytes([
-                    self.inbox[0],
-                    self.inbox[1],
-                    self.inbox[2],
-                    self.inbox[3],
-                ]);
-                let n = (len & !NO_ECHO) as usize;
-                if n > MAX_MESSAGE {
-                    return Err(format!("a message of {n} bytes (at most {MAX_MESSAGE})"));
-                }
+            if let Some(&prefix) = self.inbox.first_chunk::<4>() {
+                let n = body_len(prefix)?;
                 if self.inbox.len() >= 4 + n {
                     return Ok(Some(self.inbox.drain(..4 + n).collect()));
                 }
@@ -261,7 +252,7 @@ pub(super) fn echo(addr: SocketAddr, server: ServerConfig) -> Result<(), String>
         match d.message(Duration::from_secs(1))? {
             Some(m) => {
                 last = Instant::now();
-                if m[3] & 0x80 == 0 {
+                if echoed(&m) {
                     d.write_all(&m)?;
                 }
             }
@@ -284,12 +275,7 @@ pub(super) fn ping(
     warm: usize,
     measured: usize,
 ) -> Result<Vec<Duration>, String> {
-    let bind = if addr.is_ipv4() {
-        SocketAddr::from(([0, 0, 0, 0], 0))
-    } else {
-        SocketAddr::from(([0u16; 8], 0))
-    };
-    let mut d = Driver::new(bind, None)?;
+    let mut d = Driver::new(client_bind(addr), None)?;
     let c =
         d.ep.connect(Instant::now(), client, addr, server_name)
             .map_err(|e| e.to_string())?;
@@ -309,17 +295,9 @@ pub(super) fn ping(
             d.write_all(&plan.body)?;
         }
         d.write_all(&plan.tail)?;
-        match d.message(STALL)? {
-            Some(m) if m.len() == plan.reply => times.push(t0.elapsed()),
-            Some(m) => {
-                return Err(format!(
-                    "the echo answered {} bytes, not {}",
-                    m.len(),
-                    plan.reply
-                ))
-            }
-            None => return Err("no answer within 10 s".into()),
-        }
+        let m = d.message(STALL)?;
+        answered(m.is_some(), m.as_deref().unwrap_or_default(), plan.reply)?;
+        times.push(t0.elapsed());
     }
     if let Some((_, c)) = d.conn.as_mut() {
         c.close(Instant::now(), 0u32.into(), Bytes::from_static(b"done"));
