@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -122,10 +123,12 @@ def policy(path: Path, enclave: str, topics: str) -> Path:
     return path
 
 
-def permission(ks: Path, envs, enclave: str, policy_file: Path) -> None:
+def permission(ks: Path, envs, enclave: str, policy_file: Path,
+               not_after: str | None = None) -> None:
     env = {"PATH": "/usr/bin:/bin", "ROS_DOMAIN_ID": envs["a"]["ROS_DOMAIN_ID"]}
-    subprocess.run([TRACER, "keystore", "permission", ks, enclave, policy_file], check=True,
-                   capture_output=True, timeout=30, env=env)
+    until = ["--not-after", not_after] if not_after else []
+    subprocess.run([TRACER, "keystore", "permission", ks, enclave, policy_file, *until],
+                   check=True, capture_output=True, timeout=30, env=env)
 
 
 def test_a_topic_denied_by_permissions_fails_create_publisher(tmp_path, hosts):
@@ -146,6 +149,43 @@ def test_a_topic_denied_by_permissions_fails_create_publisher(tmp_path, hosts):
     t = pubsub(envs["a"], hosts.host("a"), "talk", "--topic", "/chatter", "--count", "1",
                "--timeout", "3").join(60)
     assert "only 0 of 1 subscriptions matched" in t.stdout, t.describe()
+
+
+def test_a_link_closes_when_the_peers_grant_runs_out_and_comes_back_without_it(tmp_path, hosts):
+    """b's permissions (which it sends) are valid for about 30 s more, its certificate for
+    good. a checked the grant when the link was made and closes the link when it runs out
+    (docs/network.md section 5, "When credentials end"): the stream to b stops there, and the
+    link made next carries no grant, so a refuses b what access control covers."""
+    envs = tracer_envs(tmp_path)
+    ks = keystore(tmp_path / "ks", envs, "/net/a", "/net/b")
+    utc = lambda secs: time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs))  # noqa: E731
+    last = int(time.time()) + 30  # the last second the grant is valid
+    permission(ks, envs, "/net/b", policy(tmp_path / "b.xml", "/net/b", """
+    <topics publish="ALLOW" subscribe="ALLOW"><topic>chatter</topic></topics>"""),
+               not_after=utc(last))
+    secure(envs["a"], ks, "/net/a")
+    secure(envs["b"], ks, "/net/b")
+    listener = started(pubsub(envs["b"], hosts.host("b"), "listen", "--count", "400",
+                              "--timeout", "42"))
+    # 400 at 10 a second: the stream would go on for 40 s; the grant stops it within 30.
+    talker = pubsub(envs["a"], hosts.host("a"), "talk", "--count", "400", "--period", "0.1",
+                    "--timeout", "25", "--linger", "5")
+    t = talker.join(120)
+    r = listener.join(120)
+    assert t.returncode == 0, t.describe() + "\n" + r.describe()
+    got = json_line(r.stdout, r.describe())["received"][0]
+    # What came, came in order and from the start; then nothing more.
+    print(f"{len(got)} of 400 came before the grant ran out")
+    assert 0 < len(got) < 400, r.describe()
+    assert got == [f"hello {i}" for i in range(len(got))]
+    ran_out = [l for l in t.stderr.splitlines()
+               if "security: closed the link to " in l and "the grant it sent ran out at " in l]
+    assert len(ran_out) == 1, t.stderr
+    assert f"ran out at {utc(last + 1)}Z" in ran_out[0], ran_out[0]
+    # The next link's handshake found the document expired: no grant for b, said once.
+    lines = [l for l in t.stderr.splitlines()
+             if "security: the peer CN=/net/b gets no grant here" in l]
+    assert len(lines) == 1 and "not now" in lines[0], t.stderr
 
 
 @pytest.fixture

@@ -4,6 +4,8 @@
 //! link to a member its host's directory no longer lists going down (host-level liveness).
 //! Everything binds loopback.
 
+#[path = "common/keys.rs"]
+mod keys;
 mod link_support;
 #[path = "common/poll.rs"]
 mod poll;
@@ -12,6 +14,7 @@ use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use keys::enclaves;
 use libtracer_core::link::quic::{exercise_flood, NetLog};
 use libtracer_core::link::{Link, QuicSecurity, QuicTransport};
 use libtracer_core::wire::Frame;
@@ -181,39 +184,6 @@ fn a_member_its_directory_no_longer_lists_loses_its_link_and_gets_it_back_when_l
     let mut peers = b.peers();
     peers.sort();
     assert_eq!(peers, vec!["a1", "a2"]);
-}
-
-/// A keystore of one CA and an enclave per name, as PEM files in `dir`.
-fn enclaves(dir: &std::path::Path, names: &[&str]) -> Vec<QuicSecurity> {
-    let ca_key = rcgen::KeyPair::generate().unwrap();
-    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    ca.distinguished_name
-        .push(rcgen::DnType::CommonName, "test CA");
-    let ca = ca.self_signed(&ca_key).unwrap();
-    let ca_file = dir.join("ca.pem");
-    std::fs::write(&ca_file, ca.pem()).unwrap();
-    names
-        .iter()
-        .map(|n| {
-            let key = rcgen::KeyPair::generate().unwrap();
-            let mut p = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-            p.distinguished_name.push(rcgen::DnType::CommonName, *n);
-            p.extended_key_usages = vec![
-                rcgen::ExtendedKeyUsagePurpose::ServerAuth,
-                rcgen::ExtendedKeyUsagePurpose::ClientAuth,
-            ];
-            let cert = p.signed_by(&key, &ca, &ca_key).unwrap();
-            let stem = n.trim_start_matches('/').replace('/', "_");
-            let (c, k) = (
-                dir.join(format!("{stem}.pem")),
-                dir.join(format!("{stem}.key")),
-            );
-            std::fs::write(&c, cert.pem()).unwrap();
-            std::fs::write(&k, key.serialize_pem()).unwrap();
-            QuicSecurity::from_pem_files(&c, &k, &ca_file).unwrap()
-        })
-        .collect()
 }
 
 #[test]

@@ -149,9 +149,24 @@ impl Access {
     }
 
     /// May this enclave `action` the DDS `topic`? The error is what `rmw_create_*` fails with
-    /// (as Fast DDS's `rmw_create_publisher` fails when the DataWriter is refused).
+    /// (as Fast DDS's `rmw_create_publisher` fails when the DataWriter is refused). Checked
+    /// against the clock too: `rmw_init` refused a grant that was not valid then, and once it
+    /// runs out it allows nothing access control covers, as a peer's expired grant does there
+    /// (docs/network.md section 5, "When credentials end").
     pub fn check_own(&self, action: Action, topic: &str) -> RmwResult<()> {
-        if self.allows(&self.loaded.own, action, topic) {
+        let read = action == Action::Subscribe;
+        let own = &self.loaded.own;
+        let now = tracer_sros2::permissions::now_utc();
+        if self.loaded.domain.controlled(topic, read) && !own.valid_at(&now) {
+            return Err(RmwError::failed(format!(
+                "security: permission denied: enclave {} may not {} {topic}: its grant (permissions.p7s) was valid from {} to {}, not now ({now} UTC)",
+                self.loaded.subject,
+                action.name(),
+                own.not_before,
+                own.not_after
+            )));
+        }
+        if self.allows(own, action, topic) {
             return Ok(());
         }
         Err(RmwError::failed(format!(
@@ -178,8 +193,9 @@ impl Access {
     /// grant is checked against the clock at every check (each SUBSCRIBE, WRITE or READ of the
     /// peer's, each time a subscription's remote writers are reconciled), not only when it
     /// arrived, so once it has run out the peer's new requests are refused as a peer with no
-    /// grant; that is logged once, when it is first found expired. Edges made before stay
-    /// until they close: no check revokes an established edge.
+    /// grant; that is logged once, when it is first found expired. What was made under it
+    /// goes with the peer's link, which the transport closes when the grant runs out (`learn`
+    /// answers when); the link made next carries no grant.
     fn granted(&self, subject: &str, allows: impl Fn(&tracer_sros2::Grant) -> bool) -> bool {
         let now = tracer_sros2::permissions::now_utc();
         {
@@ -213,9 +229,12 @@ impl Access {
     /// The permissions document the peer whose link proved `subject` sent in its HELLO (`None`:
     /// none), called by the QUIC transport before the peer's link is made. Verified against our
     /// permissions CA; the grant for `subject`, valid now, is what the peer may do here from
-    /// then on (it replaces what an earlier link of that subject sent). Any failure: the peer
-    /// has no grant, and the reason is logged once per subject and reason.
-    pub fn learn(&self, subject: &str, doc: Option<&[u8]>) {
+    /// then on (it replaces what an earlier link of that subject sent), and its end is the
+    /// answer: the transport closes the peer's link then (docs/network.md section 5, "When
+    /// credentials end"), so that nothing made under the grant outlives it. Any failure: the
+    /// peer has no grant (nothing to end), and the reason is logged once per subject and
+    /// reason.
+    pub fn learn(&self, subject: &str, doc: Option<&[u8]>) -> Option<std::time::SystemTime> {
         let got = match doc {
             None => Err("it sent no permissions document".to_owned()),
             Some(d) => tracer_sros2::keystore::peer_grant(
@@ -236,7 +255,9 @@ impl Access {
                 );
             }
         }
+        let ends = got.as_ref().ok().and_then(tracer_sros2::Grant::ends);
         t.insert(subject.to_owned(), got);
+        ends
     }
 
     /// Whether the governance lets a peer with no grant for this domain in (no join access
@@ -492,6 +513,25 @@ mod tests {
         assert!(matches!(a.learned.read().get("CN=/b"), Some(Err(w)) if w.contains("2021-01-01")));
         // Uncontrolled topics stay open to it, as to any authenticated peer.
         assert!(a.peer_may("CN=/b", Action::Subscribe, "rt/open"));
+    }
+
+    #[test]
+    fn an_own_grant_that_ran_out_allows_nothing_access_control_covers() {
+        let mut a = Arc::into_inner(access(false, true)).unwrap();
+        assert!(a.check_own(Action::Subscribe, "rt/secret").is_ok());
+        a.loaded.own.not_after = "2021-01-01T00:00:00".into();
+        let e = a.check_own(Action::Subscribe, "rt/secret").unwrap_err();
+        let why = e.to_string();
+        assert!(
+            why.contains("permission denied")
+                && why.contains("2021-01-01T00:00:00")
+                && why.contains("rt/secret"),
+            "{why}"
+        );
+        assert!(a.check_own(Action::Publish, "rt/secret").is_err());
+        // What access control does not cover stays open, as to a peer with no grant.
+        assert!(a.check_own(Action::Publish, "rt/open").is_ok());
+        assert!(a.check_own(Action::Subscribe, "rt/ro").is_ok());
     }
 
     #[test]

@@ -125,6 +125,13 @@ impl Grant {
         mine == theirs || mine.iter().rev().eq(theirs.iter())
     }
 
+    /// When the grant runs out: the second after its `not_after`, the last second
+    /// [`Grant::valid_at`] accepts (`None`: a `not_after` that is not such a date).
+    pub fn ends(&self) -> Option<std::time::SystemTime> {
+        let last = epoch_secs(&self.not_after)?;
+        Some(std::time::UNIX_EPOCH + std::time::Duration::from_secs(last + 1))
+    }
+
     /// Whether `now` (`YYYY-MM-DDTHH:MM:SS`, UTC) is within the grant's validity.
     pub fn valid_at(&self, now: &str) -> bool {
         let cut = |s: &str| s.chars().take(19).collect::<String>();
@@ -248,9 +255,75 @@ pub fn utc(secs: u64) -> String {
     )
 }
 
+/// `YYYY-MM-DDTHH:MM:SS` (UTC; what follows the seconds is ignored, as [`Grant::valid_at`]
+/// ignores it) as seconds since the epoch, the inverse of [`utc`] (days from civil date:
+/// Howard Hinnant's algorithm); `None` for text that is not such a date or one before 1970.
+pub fn epoch_secs(date: &str) -> Option<u64> {
+    let b = date.as_bytes();
+    if b.len() < 19
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || b[10] != b'T'
+        || b[13] != b':'
+        || b[16] != b':'
+    {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let s = date.get(r)?;
+        if !s.bytes().all(|c| c.is_ascii_digit()) {
+            return None;
+        }
+        s.parse().ok()
+    };
+    let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (hh, mm, ss) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) || hh > 23 || mm > 59 || ss > 60 {
+        return None;
+    }
+    let y = y - i64::from(m <= 2);
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = if m > 2 { m - 3 } else { m + 9 };
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    u64::try_from(days * 86_400 + hh * 3600 + mm * 60 + ss).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dates_read_back_as_the_seconds_they_were_made_from() {
+        for secs in [
+            0,
+            951_782_400,
+            1_796_196_300,
+            4_102_444_799,
+            86_399,
+            1_709_164_800,
+        ] {
+            assert_eq!(epoch_secs(&utc(secs)), Some(secs), "{}", utc(secs));
+        }
+        assert_eq!(epoch_secs("2099-12-31T23:59:59.000Z"), Some(4_102_444_799));
+        for bad in [
+            "",
+            "2099-12-31",
+            "2099-13-01T00:00:00",
+            "2099/12/31T00:00:00",
+            "+099-12-31T00:00:00",
+            "1969-12-31T23:59:59",
+        ] {
+            assert_eq!(epoch_secs(bad), None, "{bad}");
+        }
+        // DOC's grant is valid through 2099-12-31T23:59:59: it ends the second after.
+        let g = Permissions::parse(DOC).unwrap().grants.remove(0);
+        let end = std::time::UNIX_EPOCH + std::time::Duration::from_secs(4_102_444_800);
+        assert_eq!(g.ends(), Some(end));
+        assert!(g.valid_at(&utc(4_102_444_799)) && !g.valid_at(&utc(4_102_444_800)));
+    }
 
     const DOC: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
 <dds>

@@ -46,6 +46,10 @@ pub enum Cmd {
         keystore: PathBuf,
         /// The enclave name, as rcl takes it: `/talker` or `/robot/camera`.
         enclave: String,
+        /// The last second (UTC, `YYYY-MM-DDTHH:MM:SS`) the certificate and the permissions
+        /// are valid; links that stand on them close then (default: 2099-12-31T23:59:59).
+        #[arg(long, value_name = "UTC", value_parser = valid_until)]
+        not_after: Option<String>,
     },
     /// Replace the keystore's governance with a governance.xml of your own (unauthenticated
     /// participants allowed, topics without access control, ...): it is checked, copied to
@@ -63,15 +67,41 @@ pub enum Cmd {
         enclave: String,
         /// The policy (`<policy><enclaves><enclave path=...><profiles>...`).
         policy: PathBuf,
+        /// The last second (UTC, `YYYY-MM-DDTHH:MM:SS`) the permissions are valid (default:
+        /// 2099-12-31T23:59:59).
+        #[arg(long, value_name = "UTC", value_parser = valid_until)]
+        not_after: Option<String>,
     },
+}
+
+/// The last second credentials are valid when no `--not-after` is given.
+const FOREVER: &str = "2099-12-31T23:59:59";
+
+/// A `--not-after` date, as certificates and permissions name the last valid second.
+fn valid_until(text: &str) -> Result<String, String> {
+    match tracer_sros2::permissions::epoch_secs(text) {
+        Some(_) if text.len() == 19 => Ok(text.to_owned()),
+        _ => Err(format!(
+            "`{text}`: expected a UTC date and time as YYYY-MM-DDTHH:MM:SS"
+        )),
+    }
 }
 
 pub fn run(cmd: Cmd) -> Result<(), String> {
     match cmd {
         Cmd::Create { keystore } => create(&keystore),
-        Cmd::Enclave { keystore, enclave } => {
+        Cmd::Enclave {
+            keystore,
+            enclave,
+            not_after,
+        } => {
             let dir = enclave_dir(&keystore, &enclave)?;
-            make_enclave(&keystore, &enclave, &dir)?;
+            make_enclave(
+                &keystore,
+                &enclave,
+                &dir,
+                not_after.as_deref().unwrap_or(FOREVER),
+            )?;
             println!("{}", dir.display());
             Ok(())
         }
@@ -90,6 +120,7 @@ pub fn run(cmd: Cmd) -> Result<(), String> {
             keystore,
             enclave,
             policy,
+            not_after,
         } => {
             let dir = enclave_dir(&keystore, &enclave)?;
             if !dir.join("cert.pem").is_file() {
@@ -99,7 +130,8 @@ pub fn run(cmd: Cmd) -> Result<(), String> {
                 ));
             }
             let text = fs::read_to_string(&policy).map_err(ctx(policy.display()))?;
-            write_permissions(&keystore, &enclave, &dir, &text)?;
+            let until = not_after.as_deref().unwrap_or(FOREVER);
+            write_permissions(&keystore, &enclave, &dir, &text, until)?;
             println!("{}", dir.join("permissions.p7s").display());
             Ok(())
         }
@@ -118,18 +150,19 @@ fn domain_id() -> Result<u32, String> {
 }
 
 /// The enclave's permissions.xml from `policy`, and its signed permissions.p7s (replacing
-/// both), valid as long as the enclave's certificate.
+/// both), valid through `not_after`.
 fn write_permissions(
     keystore: &Path,
     enclave: &str,
     dir: &Path,
     policy: &str,
+    not_after: &str,
 ) -> Result<(), String> {
     let xml = tracer_sros2::policy::permissions_xml(
         policy,
         enclave,
         domain_id()?,
-        ("2020-01-01T00:00:00", "2099-12-31T00:00:00"),
+        ("2020-01-01T00:00:00", not_after),
     )
     .map_err(|e| e.to_string())?;
     let (x, p) = (dir.join("permissions.xml"), dir.join("permissions.p7s"));
@@ -279,7 +312,7 @@ fn enclave_dir(keystore: &Path, enclave: &str) -> Result<PathBuf, String> {
     Ok(dir)
 }
 
-fn make_enclave(keystore: &Path, enclave: &str, dir: &Path) -> Result<(), String> {
+fn make_enclave(keystore: &Path, enclave: &str, dir: &Path, not_after: &str) -> Result<(), String> {
     let ca_key_path = keystore.join("private").join("identity_ca.key.pem");
     let ca_cert_path = keystore.join("public").join("identity_ca.cert.pem");
     let ca_key_pem = fs::read_to_string(&ca_key_path).map_err(ctx(format!(
@@ -308,7 +341,10 @@ fn make_enclave(keystore: &Path, enclave: &str, dir: &Path) -> Result<(), String
         ExtendedKeyUsagePurpose::ClientAuth,
     ];
     p.not_before = rcgen::date_time_ymd(2020, 1, 1);
-    p.not_after = rcgen::date_time_ymd(2099, 12, 31);
+    let secs = tracer_sros2::permissions::epoch_secs(not_after)
+        .ok_or_else(|| format!("`{not_after}`: not a UTC date and time"))?;
+    // rcgen takes `time`'s date type: the epoch's date plus the seconds since.
+    p.not_after = rcgen::date_time_ymd(1970, 1, 1) + std::time::Duration::from_secs(secs);
     let key = KeyPair::generate().map_err(ctx("enclave key"))?;
     let cert = p
         .signed_by(&key, &issuer, &ca_key)
@@ -324,7 +360,13 @@ fn make_enclave(keystore: &Path, enclave: &str, dir: &Path) -> Result<(), String
         gov.display()
     )))?;
     write_file(&dir.join("governance.p7s"), &gov_text, false)?;
-    write_permissions(keystore, enclave, dir, tracer_sros2::policy::DEFAULT_POLICY)
+    write_permissions(
+        keystore,
+        enclave,
+        dir,
+        tracer_sros2::policy::DEFAULT_POLICY,
+        not_after,
+    )
 }
 
 #[cfg(test)]
@@ -350,7 +392,7 @@ mod tests {
         create(&ks).unwrap();
         assert!(create(&ks).is_err());
         let dir = enclave_dir(&ks, "/talker").unwrap();
-        make_enclave(&ks, "/talker", &dir).unwrap();
+        make_enclave(&ks, "/talker", &dir, FOREVER).unwrap();
         for f in tracer_sros2::keystore::REQUIRED {
             assert!(dir.join(f).is_file(), "{f}");
         }
@@ -373,6 +415,7 @@ mod tests {
             keystore: ks.clone(),
             enclave: "/talker".into(),
             policy,
+            not_after: None,
         })
         .unwrap();
         let l = tracer_sros2::keystore::load(&dir, d).unwrap();
@@ -384,7 +427,54 @@ mod tests {
             .permissions()
             .mode();
         assert_eq!(mode & 0o077, 0);
-        assert!(make_enclave(&ks, "/talker", &dir).is_err());
+        assert!(make_enclave(&ks, "/talker", &dir, FOREVER).is_err());
+    }
+
+    #[test]
+    fn not_after_bounds_the_certificate_and_the_permissions() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ks = tmp.path().join("ks");
+        create(&ks).unwrap();
+        let dir = enclave_dir(&ks, "/talker").unwrap();
+        let until = valid_until("2030-06-01T12:34:56").unwrap();
+        make_enclave(&ks, "/talker", &dir, &until).unwrap();
+        let pem = fs::read_to_string(dir.join("cert.pem")).unwrap();
+        let cert = tracer_sros2::smime::parse_pem_cert(&pem).unwrap();
+        let secs = cert.tbs_certificate.validity.not_after.to_unix_duration();
+        assert_eq!(
+            Some(secs.as_secs()),
+            tracer_sros2::permissions::epoch_secs(&until)
+        );
+        let d = domain_id().unwrap();
+        let l = tracer_sros2::keystore::load(&dir, d).unwrap();
+        assert_eq!(l.own.not_after, until);
+        // `permission` keeps a date of its own, or the far default.
+        let policy = tmp.path().join("policy.xml");
+        fs::write(&policy, tracer_sros2::policy::DEFAULT_POLICY).unwrap();
+        let permission = |not_after: Option<&str>| {
+            run(Cmd::Permission {
+                keystore: ks.clone(),
+                enclave: "/talker".into(),
+                policy: policy.clone(),
+                not_after: not_after.map(str::to_owned),
+            })
+            .unwrap();
+            tracer_sros2::keystore::load(&dir, d).unwrap().own.not_after
+        };
+        assert_eq!(
+            permission(Some("2029-01-01T00:00:00")),
+            "2029-01-01T00:00:00"
+        );
+        assert_eq!(permission(None), FOREVER);
+        for bad in [
+            "2030-06-01",
+            "2030-06-01T12:34:56Z",
+            "soon",
+            "2030-13-01T00:00:00",
+        ] {
+            let e = valid_until(bad).unwrap_err();
+            assert!(e.contains("YYYY-MM-DDTHH:MM:SS"), "{e}");
+        }
     }
 
     #[test]
@@ -393,7 +483,7 @@ mod tests {
         let ks = tmp.path().join("ks");
         create(&ks).unwrap();
         let dir = enclave_dir(&ks, "/robot/talker").unwrap();
-        make_enclave(&ks, "/robot/talker", &dir).unwrap();
+        make_enclave(&ks, "/robot/talker", &dir, FOREVER).unwrap();
         let d = domain_id().unwrap();
         let xml = tracer_sros2::governance::default_xml(d).replace(
             "<allow_unauthenticated_participants>false",

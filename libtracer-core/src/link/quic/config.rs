@@ -65,8 +65,11 @@ pub struct QuicConfig {
     pub permissions: Option<PermissionsExchange>,
 }
 
-/// Called with a peer's proven subject and the permissions document it sent (`None`: none).
-pub type LearnPermissions = Arc<dyn Fn(&str, Option<&[u8]>) + Send + Sync>;
+/// Called with a peer's proven subject and the permissions document it sent (`None`: none);
+/// answers until when what it learned lets the peer in (the grant's end; `None`: nothing that
+/// ends, or nothing learned). The link is closed then (`expiry.rs`).
+pub type LearnPermissions =
+    Arc<dyn Fn(&str, Option<&[u8]>) -> Option<std::time::SystemTime> + Send + Sync>;
 
 /// What a QUIC transport with SROS2 sends in its HELLO and does with the peer's: `document`
 /// (this enclave's `permissions.p7s`) goes in every HELLO; `learn` is called with the subject

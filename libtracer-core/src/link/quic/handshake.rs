@@ -8,7 +8,10 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use super::link::{self, hello, read_hello, refuse, write_frame, HelloOutcome, QuicLink};
+use super::expiry::{self, first, Credential, Expiry};
+use super::link::{
+    self, hello, read_hello, refuse, write_frame, HelloOutcome, PeerHello, QuicLink,
+};
 use super::{peer_address, runtime, tls, Inner, Table, AUTH_LOGGED_MAX, MAX_CONNECTIONS};
 use crate::acl::Subject;
 use crate::link::{valid_node_name, PeerIdentity};
@@ -164,14 +167,14 @@ impl Inner {
             .await;
             return Err(None);
         }
-        self.learn_permissions(&conn, h.permissions.as_deref());
+        let grant = self.learn_permissions(&conn, h.permissions.as_deref());
         let mut t = self.table.lock();
         if t.stopped || t.links.contains_key(peer) {
             drop(t);
             conn.close(0u32.into(), b"duplicate link");
             return Ok(());
         }
-        self.install(&mut t, conn, send, recv, h.node, h.max_frame, dec, rest);
+        self.install(&mut t, conn, (send, recv), h, (dec, rest), grant);
         Ok(())
     }
 
@@ -262,7 +265,7 @@ impl Inner {
             refuse(&conn, &mut send, ErrorCode::Internal, why).await;
             return;
         }
-        self.learn_permissions(&conn, h.permissions.as_deref());
+        let grant = self.learn_permissions(&conn, h.permissions.as_deref());
         let replied = write_frame(&mut send, &self.hello()).await;
         let mut t = self.table.lock();
         t.accepting.remove(&h.node);
@@ -272,7 +275,7 @@ impl Inner {
             return;
         }
         let remote = conn.remote_address();
-        self.install(&mut t, conn, send, recv, h.node, h.max_frame, dec, rest);
+        self.install(&mut t, conn, (send, recv), h, (dec, rest), grant);
         drop(t);
         self.watch_host_of(remote);
     }
@@ -284,29 +287,32 @@ impl Inner {
     }
 
     /// Hand an authenticated peer's permissions document (or its absence) to `learn`, before
-    /// its link exists (docs/network.md section 5). Nothing without SROS2 or for a peer the
-    /// handshake did not authenticate.
-    fn learn_permissions(&self, conn: &quinn::Connection, doc: Option<&[u8]>) {
-        let Some(p) = &self.cfg.permissions else {
-            return;
-        };
-        if let crate::acl::Subject::Authenticated(s) = self.identity.peer_subject(conn) {
-            (p.learn)(&s, doc);
+    /// its link exists (docs/network.md section 5), and say when what it learned ends. Nothing
+    /// without SROS2 or for a peer the handshake did not authenticate.
+    fn learn_permissions(&self, conn: &quinn::Connection, doc: Option<&[u8]>) -> Option<Expiry> {
+        let p = self.cfg.permissions.as_ref()?;
+        match self.identity.peer_subject(conn) {
+            Subject::Authenticated(s) => (p.learn)(&s, doc).map(|at| Expiry {
+                at,
+                what: Credential::PeerGrant,
+            }),
+            Subject::Anonymous => None,
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Make the link of a connection whose HELLOs have been exchanged: the peer's `hello`,
+    /// the control stream's decoder and what it read past the HELLO, and when the grant the
+    /// peer sent runs out (`learn_permissions`).
     fn install(
         self: &Arc<Self>,
         t: &mut Table,
         conn: quinn::Connection,
-        send: quinn::SendStream,
-        recv: quinn::RecvStream,
-        name: String,
-        peer_max: u32,
-        dec: FrameDecoder,
-        rest: Bytes,
+        (send, recv): (quinn::SendStream, quinn::RecvStream),
+        hello: PeerHello,
+        (dec, rest): (FrameDecoder, Bytes),
+        grant: Option<Expiry>,
     ) {
+        let (name, peer_max) = (hello.node, hello.max_frame);
         let Ok(tx) = runtime::dispatcher() else {
             conn.close(0u32.into(), b"no dispatcher");
             return;
@@ -322,6 +328,11 @@ impl Inner {
                      may use only topics without access control"
                 ),
             );
+        }
+        if let Some(end) = first([self.identity.certificates_end(&conn, &subject), grant]) {
+            let task =
+                expiry::close_when_due(Arc::downgrade(self), conn.clone(), name.clone(), end);
+            self.rt.spawn(task);
         }
         let id = PeerIdentity {
             name: name.clone(),

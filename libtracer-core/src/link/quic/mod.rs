@@ -20,6 +20,7 @@ mod announce;
 mod config;
 mod directory;
 mod exercise;
+mod expiry;
 mod handshake;
 mod ifaces;
 mod link;

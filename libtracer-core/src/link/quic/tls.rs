@@ -13,7 +13,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -27,6 +27,7 @@ use rustls::{
     CertificateError, DigitallySignedStruct, DistinguishedName, RootCertStore, SignatureScheme,
 };
 
+use super::expiry::{first, Credential, Expiry};
 use crate::acl::Subject;
 
 /// ALPN of a libtracer link.
@@ -120,6 +121,8 @@ pub(crate) struct Identity {
     roots: Option<Arc<RootCertStore>>,
     /// With `roots`: peers that do not chain to them are let in as anonymous.
     anonymous: bool,
+    /// With `roots`: when the first certificate of `chain` runs out.
+    chain_ends: Option<SystemTime>,
 }
 
 impl Identity {
@@ -131,6 +134,7 @@ impl Identity {
                 key: s.0.key.clone_key(),
                 roots: Some(s.0.roots.clone()),
                 anonymous: s.0.anonymous,
+                chain_ends: chain_ends(&s.0.chain),
             }),
             None => Identity::self_signed(),
         }
@@ -144,6 +148,7 @@ impl Identity {
             key: PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(ck.key_pair.serialize_der())),
             roots: None,
             anonymous: false,
+            chain_ends: None,
         })
     }
 
@@ -185,6 +190,51 @@ impl Identity {
             Err(_) => Subject::Anonymous,
         }
     }
+}
+
+impl Identity {
+    /// When the certificates of the link `conn` stop being valid, and whose runs out first
+    /// (docs/network.md section 5, "When credentials end"): this process's chain or the one
+    /// the peer presented. Only with authentication (a certificate nobody checked proves
+    /// nothing that could end); for a peer let in as anonymous, only ours.
+    pub(crate) fn certificates_end(
+        &self,
+        conn: &quinn::Connection,
+        peer: &Subject,
+    ) -> Option<Expiry> {
+        self.roots.as_ref()?;
+        let ours = self.chain_ends.map(|at| Expiry {
+            at,
+            what: Credential::OurCertificate,
+        });
+        let theirs = match peer {
+            Subject::Authenticated(_) => conn
+                .peer_identity()
+                .and_then(|a| a.downcast::<Vec<CertificateDer<'static>>>().ok())
+                .and_then(|c| chain_ends(&c))
+                .map(|at| Expiry {
+                    at,
+                    what: Credential::PeerCertificate,
+                }),
+            Subject::Anonymous => None,
+        };
+        first([ours, theirs])
+    }
+}
+
+/// When the first certificate of `chain` runs out: the second after its notAfter, the last
+/// second it is valid (RFC 5280, as webpki checks it). `None` for an empty chain or one that
+/// does not parse (the handshake's verifier has parsed every one it accepted).
+pub(crate) fn chain_ends(chain: &[CertificateDer<'_>]) -> Option<SystemTime> {
+    let last = chain.iter().map(|c| not_after_of(c).ok()).min().flatten()?;
+    Some(last + Duration::from_secs(1))
+}
+
+/// A DER certificate's notAfter: the last moment it is valid.
+pub fn not_after_of(der: &[u8]) -> Result<SystemTime, String> {
+    use x509_cert::der::Decode;
+    let cert = x509_cert::Certificate::from_der(der).map_err(|e| e.to_string())?;
+    Ok(cert.tbs_certificate.validity.not_after.to_system_time())
 }
 
 /// Whether `end` (with `intermediates`) chains to `roots` for the role the peer had in the

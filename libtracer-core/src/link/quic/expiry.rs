@@ -1,0 +1,119 @@
+//! When a link's credentials end (docs/network.md section 5, "When credentials end"). An
+//! authenticated link stands on this process's certificate, the peer's and, with SROS2, the
+//! grant the peer sent; each is valid until a moment written in it. The handshake checks them
+//! once; a link that outlives the first of them to run out would go on carrying what the peer
+//! may no longer have. So the link is closed at that moment, as a DDS participant whose
+//! identity or permissions expire is disconnected. Whatever the peer may still do is settled
+//! again by the next handshake: an expired certificate no longer chains, an expired grant is
+//! no grant.
+//!
+//! One task per such link on the runtime, asleep until the moment or until the connection
+//! ends, whichever is first: no thread, nothing for links without authentication.
+
+use std::sync::Weak;
+use std::time::{Duration, SystemTime};
+
+use super::Inner;
+
+/// Whose validity ends a link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Credential {
+    OurCertificate,
+    PeerCertificate,
+    /// What the peer's permissions allow here (`LearnPermissions`'s answer).
+    PeerGrant,
+}
+
+impl Credential {
+    fn name(self) -> &'static str {
+        match self {
+            Credential::OurCertificate => "our certificate",
+            Credential::PeerCertificate => "its certificate",
+            Credential::PeerGrant => "the grant it sent",
+        }
+    }
+}
+
+/// The moment a credential of a link runs out: the first at which it is no longer valid (a
+/// certificate's notAfter and a grant's `not_after` name the last second that is).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Expiry {
+    pub(crate) at: SystemTime,
+    pub(crate) what: Credential,
+}
+
+/// The first to run out of `ends`.
+pub(crate) fn first(ends: impl IntoIterator<Item = Option<Expiry>>) -> Option<Expiry> {
+    ends.into_iter().flatten().min_by_key(|e| e.at)
+}
+
+/// The longest sleep between looks at the clock: the wall clock decides validity and may be
+/// set meanwhile, and tokio's timer takes no deadline years away.
+const LOOK_AGAIN: Duration = Duration::from_secs(60);
+
+/// Close the link's connection `conn` to `peer` when `end` comes, unless it has ended first.
+/// The reader then sees a connection that died (no cool-down), so the peer is linked again as
+/// soon as its directory lists it, and that handshake decides afresh.
+pub(crate) async fn close_when_due(
+    inner: Weak<Inner>,
+    conn: quinn::Connection,
+    peer: String,
+    end: Expiry,
+) {
+    loop {
+        let left = match end.at.duration_since(SystemTime::now()) {
+            Ok(left) if !left.is_zero() => left,
+            _ => break,
+        };
+        tokio::select! {
+            _ = conn.closed() => return,
+            _ = tokio::time::sleep(left.min(LOOK_AGAIN)) => {}
+        }
+    }
+    if let Some(inner) = inner.upgrade() {
+        inner.log(&format!(
+            "security: closed the link to {peer}: {} ran out at {}",
+            end.what.name(),
+            utc(end.at)
+        ));
+    }
+    conn.close(0u32.into(), b"credentials expired");
+}
+
+/// `at` as RFC 3339 UTC (`2026-12-04T03:30:00Z`), as certificates and grants write it.
+fn utc(at: SystemTime) -> String {
+    x509_cert::der::DateTime::from_system_time(at)
+        .map_or_else(|_| format!("{at:?}"), |d| d.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_credential_to_run_out_decides() {
+        let t = |s: u64, what| {
+            Some(Expiry {
+                at: SystemTime::UNIX_EPOCH + Duration::from_secs(s),
+                what,
+            })
+        };
+        assert_eq!(first([None, None]), None);
+        assert_eq!(
+            first([t(20, Credential::OurCertificate), None]),
+            t(20, Credential::OurCertificate)
+        );
+        assert_eq!(
+            first([
+                t(20, Credential::OurCertificate),
+                t(10, Credential::PeerCertificate),
+                t(15, Credential::PeerGrant),
+            ]),
+            t(10, Credential::PeerCertificate)
+        );
+        assert_eq!(
+            utc(SystemTime::UNIX_EPOCH + Duration::from_secs(1_796_196_300)),
+            "2026-12-02T07:25:00Z"
+        );
+    }
+}
