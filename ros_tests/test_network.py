@@ -277,3 +277,23 @@ def test_volatile_subscription_gets_no_history_from_before_it_matched_after_a_cu
     got = cut_while_streaming(hosts, tracer_envs(tmp_path), 100, ["--depth", "300"], pre=50,
                               period=0.1, cut_after=1.0, talker_first=True)
     assert got == list(range(50, 150))
+
+
+def test_a_transient_local_history_larger_than_a_stream_queue_reaches_a_late_subscriber(
+        tmp_path, hosts):
+    # 80 x 1 MiB published before anyone listens (transient local, depth 80): 80 MiB of
+    # history, more than a reliable stream's 64 MiB queue holds. A listener on the other host
+    # that comes later gets all of it, in order: a replay is not a publisher outrunning the
+    # wire (docs/network.md section 7), nothing of it may be dropped.
+    envs = tracer_envs(tmp_path)
+    qos = ["--transient", "--depth", "80", "--size", str(1 << 20), "--count", "80"]
+    talker = started(pubsub(envs["a"], hosts.host("a"), "big-talk", *qos, "--wait-subs", "0",
+                            "--hold", "60", "--linger", "30"), "published")
+    r = pubsub(envs["b"], hosts.host("b"), "big-listen", *qos, "--timeout", "60").join(120)
+    t = talker.join(60)
+    assert r.returncode == 0, r.describe() + "\n" + t.describe()
+    out = json_line(r.stdout, r.describe())
+    got, want = out["received"], out["expected"]
+    assert len(got) == len(want) and got == want, \
+        f"{len(got)} of {len(want)}; first {want.index(got[0]) if got and got[0] in want else None}"
+    assert t.returncode == 0, t.describe()

@@ -16,7 +16,9 @@ ROS is imported only when run as a program.
     intra   --topic T --count N     two nodes of one context: publisher in one, subscription
                                     in the other
     rt-talk / rt-listen             every test_msgs sample on /rt/<Type> (field-for-field test)
-    big-talk / big-listen           --count N messages of --size bytes (std_msgs/UInt8MultiArray)
+    big-talk / big-listen           --count N messages of --size bytes (std_msgs/UInt8MultiArray);
+                                    big-talk --wait-subs 0 --hold S publishes first, then waits
+                                    up to S s for a (late, transient-local) subscription
     mixed-types                     String and UInt8MultiArray publishers and subscriptions on one
                                     topic in one node
 """
@@ -314,6 +316,9 @@ def cmd_big_talk(args) -> None:
         pub.publish(m)
     print("published", flush=True)
     print(json.dumps({"shm_maps": _shm_maps()}), flush=True)
+    if args.hold:
+        # A late subscription (transient local): wait for it before lingering.
+        _wait_for(lambda: pub.get_subscription_count() > 0, args.hold)
     _linger(pub, args.linger)
     node.destroy_node()
 

@@ -359,16 +359,31 @@ impl EdgeRec {
     /// Hand a sample to the target: an ordinary write that lands in the target's store and is
     /// never dispatched further.
     pub(crate) fn send(&self, sample: Sample) {
+        self.hand(sample, false);
+    }
+
+    /// `send` a sample of this edge's transient-local replay: owed in full, so a link that
+    /// drops deliveries under pressure keeps it (`PeerLink::send_owed`).
+    pub(crate) fn send_replayed(&self, sample: Sample) {
+        self.hand(sample, true);
+    }
+
+    fn hand(&self, sample: Sample, replayed: bool) {
         match &self.target {
             Target::Local(n) => n.land(sample),
             Target::Remote { link, edge } => {
-                // A failed send means the link is going down; on_down removes the edge.
-                let _ = link.send(&Frame::Delivery {
+                let f = Frame::Delivery {
                     edge: *edge,
                     meta: sample.meta,
                     suffix: sample.suffix,
                     payload: sample.payload,
-                });
+                };
+                // A failed send means the link is going down; on_down removes the edge.
+                let _ = if replayed {
+                    link.send_owed(&f)
+                } else {
+                    link.send(&f)
+                };
             }
         }
     }

@@ -163,6 +163,45 @@ fn frames_arrive_in_order_and_intact<F: Fabric>(f: F) {
     assert!(rb.violations().is_empty());
 }
 
+/// A transient-local replay (`send_owed`) and the live deliveries after it arrive on the edge
+/// as one sequence, in order, whole, big ones too.
+fn replayed_and_live_deliveries_arrive_in_order<F: Fabric>(f: F) {
+    let (ra, rb) = (Recorder::new(), Recorder::new());
+    let _a = f.join("a", ra.clone());
+    let _b = f.join("b", rb.clone());
+    let to_b = ra.wait_up("b", T);
+    let to_a = rb.wait_up("a", T);
+    // b's edge 1 on a: reliable, the middle class (a link of several streams learns it).
+    to_a.send(&Frame::Subscribe {
+        req: 1,
+        source: "/t".into(),
+        edge: 1,
+        policy: libtracer_core::DeliveryPolicy::RELIABLE.bits(),
+    })
+    .unwrap();
+    assert!(ra.wait_for(T, |e| e
+        .iter()
+        .any(|e| matches!(e, Ev::Frame(_, Frame::Subscribe { edge: 1, .. })))));
+    let mut sent = Vec::new();
+    for seq in 1..=100u64 {
+        let len = if seq % 25 == 0 { (1 << 20) + 3 } else { 40 };
+        let fr = link_support::delivery(1, seq, len);
+        if seq <= 60 {
+            to_b.send_owed(&fr).expect("send_owed");
+        } else {
+            to_b.send(&fr).expect("send");
+        }
+        sent.push(fr);
+    }
+    assert!(rb.wait_for(T, |e| e
+        .iter()
+        .filter(|e| matches!(e, Ev::Frame(_, Frame::Delivery { .. })))
+        .count()
+        == 100));
+    assert_eq!(rb.frames_from("a"), sent);
+    assert!(ra.violations().is_empty() && rb.violations().is_empty());
+}
+
 fn send_from_inside_a_callback<F: Fabric>(f: F) {
     let (ra, rb) = (Recorder::new(), Recorder::echoing());
     let _a = f.join("a", ra.clone());
@@ -368,6 +407,10 @@ macro_rules! conformance {
             #[test]
             fn ruling9_frames_arrive_in_order_and_intact() {
                 frames_arrive_in_order_and_intact($make)
+            }
+            #[test]
+            fn owed_replay_then_live_deliveries_arrive_in_order() {
+                replayed_and_live_deliveries_arrive_in_order($make)
             }
             #[test]
             fn ruling9_send_from_inside_a_callback() {

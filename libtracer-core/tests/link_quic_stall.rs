@@ -133,6 +133,19 @@ fn send_all(to_b: &Arc<dyn Link>, n: u64) -> Vec<Result<(), String>> {
         .expect("the sends returned")
 }
 
+/// The sequences of the deliveries b has taken, in the order it took them.
+fn sequences(s: &Stalled) -> Vec<u64> {
+    s.gate
+        .rec
+        .frames_from("a")
+        .iter()
+        .filter_map(|f| match f {
+            Frame::Delivery { meta, .. } => Some(meta.sequence),
+            _ => None,
+        })
+        .collect()
+}
+
 fn quic_link(s: &Stalled) -> Arc<QuicLink> {
     s.a.link_to("b").expect("a's link to b")
 }
@@ -165,16 +178,7 @@ fn a_publisher_never_waits_for_a_stalled_peer_and_the_newest_arrive_with_a_gap_e
             .any(|e| matches!(e, Ev::Frame(_, Frame::Write { req: 9, .. })))),
         "the service call arrived"
     );
-    let got: Vec<u64> = s
-        .gate
-        .rec
-        .frames_from("a")
-        .iter()
-        .filter_map(|f| match f {
-            Frame::Delivery { meta, .. } => Some(meta.sequence),
-            _ => None,
-        })
-        .collect();
+    let got = sequences(&s);
     let mut gaps = 0;
     let mut last = 0;
     for &q in &got {
@@ -230,6 +234,47 @@ fn a_publisher_never_waits_for_a_stalled_peer_and_the_newest_arrive_with_a_gap_e
         (N - newest + 1..=N).collect::<Vec<_>>(),
         "the newest kept ones"
     );
+    assert!(s.ra.violations().is_empty() && s.gate.rec.violations().is_empty());
+}
+
+#[test]
+fn a_replay_to_a_stalled_peer_is_kept_whole_and_live_deliveries_behind_it_keep_the_bound() {
+    let _one = ONE_AT_A_TIME.lock();
+    let s = stalled("quic-owed", None);
+    // A transient-local replay of 1500 x 64 KiB (94 MiB, past the 64 MiB queue) to a peer that
+    // takes nothing: every send returns at once and nothing is dropped.
+    const REPLAY: u64 = 1500;
+    let (tx, rx) = mpsc::channel();
+    let link = s.to_b.clone();
+    std::thread::spawn(move || {
+        let ok = (1..=REPLAY).all(|seq| link.send_owed(&delivery(seq)).is_ok());
+        let _ = tx.send(ok);
+    });
+    assert!(
+        rx.recv_timeout(Duration::from_secs(120)).unwrap(),
+        "every send returned Ok"
+    );
+    assert_eq!(
+        quic_link(&s).shed().dropped,
+        0,
+        "nothing of a replay is dropped"
+    );
+    // Live deliveries behind it have the whole bound of their own: 100 fit, nothing dropped.
+    let live = |from: u64, n: u64| (from..from + n).all(|seq| s.to_b.send(&delivery(seq)).is_ok());
+    assert!(live(REPLAY + 1, 100));
+    assert_eq!(quic_link(&s).shed().dropped, 0);
+    s.gate.set(true);
+    let all = REPLAY + 100;
+    assert!(
+        s.gate
+            .rec
+            .wait_for(Duration::from_secs(60), |e| e.iter().any(
+                |e| matches!(e, Ev::Frame(_, Frame::Delivery { meta, .. }) if meta.sequence == all)
+            )),
+        "the last live delivery arrived"
+    );
+    let got = sequences(&s);
+    assert_eq!(got, (1..=all).collect::<Vec<_>>(), "all of it, in order");
     assert!(s.ra.violations().is_empty() && s.gate.rec.violations().is_empty());
 }
 

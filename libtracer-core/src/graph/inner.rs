@@ -251,7 +251,7 @@ impl GraphInner {
             };
             for mut s in hist {
                 s.suffix = suffix.clone();
-                rec.send(s);
+                rec.send_replayed(s);
             }
         }
         rec.finish_replay(Replayed::new(captured));

@@ -5,6 +5,7 @@
 //! ```text
 //! trait Link: Send + Sync {
 //!     fn send(&self, frame: &Frame) -> Result<(), LinkError>;   // from any thread
+//!     fn send_owed(&self, frame: &Frame) -> ...;                 // a replay: never dropped
 //!     fn peer(&self) -> &PeerIdentity;                           // kernel-attested for Unix
 //!     fn close(&self);                                           // idempotent
 //! }
@@ -80,6 +81,13 @@ pub struct PeerIdentity {
 pub trait Link: Send + Sync {
     /// Encode and write `frame` from the caller's thread.
     fn send(&self, frame: &Frame) -> Result<(), LinkError>;
+    /// `send` a DELIVERY that is owed in full: one of a transient-local replay, bounded by the
+    /// source's history. A transport that drops reliable deliveries when its queue is full
+    /// (QUIC, docs/network.md section 7) neither drops it nor makes room for it; one that never
+    /// drops (a Unix socket blocks the writer) just sends it.
+    fn send_owed(&self, frame: &Frame) -> Result<(), LinkError> {
+        self.send(frame)
+    }
     fn peer(&self) -> &PeerIdentity;
     /// Close the link; `on_down` follows on the reader thread. Idempotent.
     fn close(&self);

@@ -36,6 +36,9 @@ impl PeerLink for Adapter {
     fn send(&self, frame: &Frame) -> Result<(), Error> {
         self.0.send(frame).map_err(link_error)
     }
+    fn send_owed(&self, frame: &Frame) -> Result<(), Error> {
+        self.0.send_owed(frame).map_err(link_error)
+    }
     fn peer(&self) -> PeerInfo {
         let p = self.0.peer();
         PeerInfo {

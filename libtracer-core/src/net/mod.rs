@@ -58,6 +58,10 @@ impl PeerInfo {
 pub trait PeerLink: Send + Sync {
     /// Send one frame from the caller's thread; must not call back into the graph.
     fn send(&self, frame: &Frame) -> Result<(), Error>;
+    /// `send` a DELIVERY of a transient-local replay, owed in full (`link::Link::send_owed`).
+    fn send_owed(&self, frame: &Frame) -> Result<(), Error> {
+        self.send(frame)
+    }
     fn peer(&self) -> PeerInfo;
     /// Idempotent; the transport then calls `Graph::link_down`.
     fn close(&self);
@@ -132,10 +136,23 @@ pub(crate) struct LinkState {
 
 impl LinkState {
     pub(crate) fn send(&self, f: &Frame) -> Result<(), Error> {
+        self.send_as(f, false)
+    }
+
+    /// `send` a DELIVERY of a transient-local replay (`PeerLink::send_owed`).
+    pub(crate) fn send_owed(&self, f: &Frame) -> Result<(), Error> {
+        self.send_as(f, true)
+    }
+
+    fn send_as(&self, f: &Frame, owed: bool) -> Result<(), Error> {
         if self.down.load(Ordering::Acquire) {
             return Err(Error::LinkDown(self.peer.name.clone()));
         }
-        self.link.send(f)?;
+        if owed {
+            self.link.send_owed(f)?;
+        } else {
+            self.link.send(f)?;
+        }
         if !matches!(f, Frame::Read { .. }) {
             self.sent.fetch_add(1, Ordering::AcqRel);
         }

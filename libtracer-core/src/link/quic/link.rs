@@ -296,6 +296,19 @@ impl Link for QuicLink {
         let enc = encode_parts(frame, self.peer_max)?;
         self.write(self.out.route(frame), enc)
     }
+    /// A reliable edge's replayed delivery goes on its stream as owed: never dropped, and it
+    /// drops nothing (`queue.rs`).
+    fn send_owed(&self, frame: &Frame) -> Result<(), LinkError> {
+        if self.is_closed() {
+            return Err(LinkError::Closed(self.peer.name.clone()));
+        }
+        let enc = encode_parts(frame, self.peer_max)?;
+        let route = match self.out.route(frame) {
+            Route::ReliableDelivery(class, _) => Route::Owed(class),
+            other => other,
+        };
+        self.write(route, enc)
+    }
     fn peer(&self) -> &PeerIdentity {
         &self.peer
     }

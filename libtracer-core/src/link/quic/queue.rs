@@ -8,7 +8,10 @@
 //! started: so a publisher never waits for the network. Every other frame (a WRITE, an answer,
 //! a barrier marker, anything on the control stream) is [`Kind::Kept`]: it drops deliveries to
 //! make room too, but is itself never dropped, and waits for room when only kept frames or the
-//! frame in progress are left, as long as the stream takes bytes.
+//! frame in progress are left, as long as the stream takes bytes. A transient-local replay's
+//! deliveries are [`Kind::Owed`]: never dropped, they drop nothing and never wait, and their
+//! bytes are counted apart from the bound (what a replay holds is the source's history, which
+//! its publisher holds anyway, and is owed in full: docs/network.md section 7).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,6 +38,8 @@ pub(crate) enum Kind {
     Delivery(EdgeId),
     /// Never dropped; waits for room.
     Kept,
+    /// A delivery of a transient-local replay: never dropped, never waits, takes no room.
+    Owed,
 }
 
 struct Entry {
@@ -44,6 +49,8 @@ struct Entry {
     edge: Option<EdgeId>,
     /// `None` once dropped.
     enc: Option<EncodedFrame>,
+    /// A [`Kind::Owed`] frame, counted in `owed` until the writer takes it.
+    owed: bool,
 }
 
 #[derive(Default)]
@@ -56,6 +63,8 @@ struct State {
     holes: usize,
     /// Bytes queued, with what the stream has not yet taken of the frame being written.
     queued: usize,
+    /// Of `queued`, the bytes of owed frames not taken by the writer yet: outside the bound.
+    owed: usize,
     /// The most `queued` ever was.
     peak: usize,
     closed: bool,
@@ -102,12 +111,13 @@ impl Queue {
             if st.closed {
                 return Err(SendFail::Closed);
             }
-            if st.queued == 0 || st.queued + n <= self.bound {
+            let held = st.queued - st.owed;
+            if kind == Kind::Owed || held == 0 || held + n <= self.bound {
                 break;
             }
             let own = match kind {
                 Kind::Delivery(edge) => Some(edge),
-                Kind::Kept => None,
+                Kind::Kept | Kind::Owed => None,
             };
             if st.drop_oldest(own) {
                 dropped += 1;
@@ -136,14 +146,19 @@ impl Queue {
                 st.by_edge.entry(edge).or_default().push_back(seq);
                 Some(edge)
             }
-            Kind::Kept => None,
+            Kind::Kept | Kind::Owed => None,
         };
+        let owed = kind == Kind::Owed;
         st.entries.push_back(Entry {
             seq,
             edge,
             enc: Some(enc),
+            owed,
         });
         st.queued += n;
+        if owed {
+            st.owed += n;
+        }
         st.peak = st.peak.max(st.queued);
         drop(st);
         self.wake.notify_one();
@@ -163,6 +178,10 @@ impl Queue {
                     };
                     if let Some(edge) = e.edge {
                         st.forget(edge, e.seq);
+                    }
+                    if e.owed {
+                        // Being written, it counts as the frame in progress does.
+                        st.owed -= enc.len();
                     }
                     return Some(enc);
                 }
@@ -265,6 +284,25 @@ mod tests {
             out.push(enc.head[0]);
         }
         out
+    }
+
+    #[test]
+    fn owed_frames_are_never_dropped_and_leave_the_bound_to_the_others() {
+        let q = Queue::new(100);
+        let push = |len, tag, kind| q.push(frame(len, tag), kind, Duration::ZERO);
+        // A replay of 200 bytes into a bound of 100: all in, nothing dropped, nothing waits.
+        for tag in 0..5 {
+            assert_eq!(push(40, tag, Kind::Owed).ok(), Some(0));
+        }
+        // Live deliveries behind it still have the whole bound: two of 40 fit, the third
+        // drops the oldest live one, never an owed one.
+        assert_eq!(push(40, 10, Kind::Delivery(1)).ok(), Some(0));
+        assert_eq!(push(40, 11, Kind::Delivery(1)).ok(), Some(0));
+        assert_eq!(push(40, 12, Kind::Delivery(1)).ok(), Some(1));
+        // A kept frame makes room among the live ones alone, and does not wait.
+        assert_eq!(push(40, 50, Kind::Kept).ok(), Some(1));
+        assert_eq!(drain(&q), vec![0, 1, 2, 3, 4, 12, 50]);
+        assert_eq!(q.state.lock().owed, 0);
     }
 
     #[test]

@@ -75,6 +75,9 @@ pub(crate) enum Route {
     /// A DELIVERY on the reliable stream of the class, of this edge: dropped, oldest first,
     /// from a full queue.
     ReliableDelivery(u8, EdgeId),
+    /// A DELIVERY of a transient-local replay on the reliable stream of the class: never
+    /// dropped, and it takes no room from the others (`queue::Kind::Owed`).
+    Owed(u8),
     /// A datagram if it fits, else the best-effort stream of the class.
     BestEffort(u8),
     /// A READ: a barrier over the reliable streams, then the READ on the control stream.
@@ -257,6 +260,12 @@ impl Outgoing {
                 )?);
                 w.dirty.store(true, Ordering::Release);
                 Ok(dropped)
+            }
+            Route::Owed(c) => {
+                let w = self.reliable_writer(c);
+                w.queue.push(enc, Kind::Owed, self.write_timeout)?;
+                w.dirty.store(true, Ordering::Release);
+                Ok(0)
             }
             Route::BestEffort(c) => {
                 if let Some(dg) = self.try_datagram(&enc) {
