@@ -48,8 +48,10 @@ pub fn exercise_documents(bytes: &[u8], ca_pem: &str) {
         if let Ok(p) = Permissions::parse(text) {
             for g in &p.grants {
                 let _ = g.decide(0, Action::Publish, "rt/chatter");
+                let _ = g.ends();
             }
         }
+        let _ = permissions::epoch_secs(text);
         let _ = policy::permissions_xml(
             text,
             "/e",

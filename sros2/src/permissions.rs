@@ -318,6 +318,20 @@ mod tests {
         ] {
             assert_eq!(epoch_secs(bad), None, "{bad}");
         }
+        // Any text of date characters (and a multi-byte one) reads or is refused, never panics.
+        let chars: Vec<char> = "0123456789-T:Z. é".chars().collect();
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let text: String = (0..x % 24)
+                .map(|i| chars[((x >> (i % 60)) % chars.len() as u64) as usize])
+                .collect();
+            if let Some(secs) = epoch_secs(&text) {
+                assert_eq!(epoch_secs(&utc(secs)), Some(secs), "{text}");
+            }
+        }
         // DOC's grant is valid through 2099-12-31T23:59:59: it ends the second after.
         let g = Permissions::parse(DOC).unwrap().grants.remove(0);
         let end = std::time::UNIX_EPOCH + std::time::Duration::from_secs(4_102_444_800);
