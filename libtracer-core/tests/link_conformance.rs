@@ -303,6 +303,7 @@ fn malformed_input_closes_only_that_link<F: Fabric>(f: F) {
             max_frame: 4096,
             shm: false,
             permissions: None,
+            directory: None,
         })
         .unwrap(),
     );

@@ -166,6 +166,7 @@ fn stalling_peer(dir: &std::path::Path, name: &str) {
         max_frame: MAX_FRAME,
         shm: false,
         permissions: None,
+        directory: None,
     };
     s.write_all(&encode(&hello).unwrap()).expect("write HELLO");
     s.write_all(&encode(&Frame::Ok { req: 1 }).unwrap())

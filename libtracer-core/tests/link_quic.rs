@@ -187,6 +187,35 @@ fn a_member_its_directory_no_longer_lists_loses_its_link_and_gets_it_back_when_l
 }
 
 #[test]
+fn a_host_that_lists_us_is_watched_at_the_directory_port_its_hello_names() {
+    // Host A (a1, the holder, and a2) and host B (b) with directories on different ports, as
+    // with another RMW_TRACER_PORT_BASE; only A lists B. b learns A's directory port from the
+    // HELLOs and watches that directory: when it no longer lists a2, b's link to a2 goes down
+    // at once, as for a host b lists itself (docs/network.md section 3), not after the links'
+    // 15 s backstop.
+    let dir_a = TempDir::new("quic-learned-a");
+    let dir_b = TempDir::new("quic-learned-b");
+    let (port_a, port_b) = (free_udp_port(), free_udp_port());
+    let (ra1, ra2, rb) = (Recorder::new(), Recorder::new(), Recorder::new());
+    let listing_b = || {
+        let mut c = loopback_quic(port_a);
+        c.static_peers.push(format!("127.0.0.1:{port_b}"));
+        c
+    };
+    let _a1 = QuicTransport::start(dir_a.path(), "a1", ra1.clone(), listing_b()).unwrap();
+    let _a2 = QuicTransport::start(dir_a.path(), "a2", ra2.clone(), listing_b()).unwrap();
+    let _b = QuicTransport::start(dir_b.path(), "b", rb.clone(), loopback_quic(port_b)).unwrap();
+    rb.wait_up("a1", T);
+    rb.wait_up("a2", T);
+    std::fs::remove_file(dir_a.path().join("a2.quic")).expect("a2's directory entry");
+    assert!(
+        rb.wait_down("a2", T),
+        "b did not watch A's directory at the port A's HELLOs named"
+    );
+    assert!(!rb.events().contains(&Ev::Down("a1".into())));
+}
+
+#[test]
 fn a_peer_is_named_by_its_certificate_subject_or_is_anonymous() {
     let dir = TempDir::new("quic-subject");
     let port = free_udp_port();

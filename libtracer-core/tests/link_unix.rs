@@ -171,6 +171,7 @@ fn silent_peer(dir: &std::path::Path, name: &str) -> std::thread::JoinHandle<Uni
                 max_frame: MAX_FRAME,
                 shm: false,
                 permissions: None,
+                directory: None,
             })
             .unwrap(),
         )
@@ -236,6 +237,7 @@ fn ruling9_bad_handshakes_are_refused_without_harm() {
             max_frame: MAX_FRAME,
             shm: false,
             permissions: None,
+            directory: None,
         })
         .unwrap(),
     )
@@ -466,6 +468,7 @@ fn ruling9_a_peer_that_says_hello_then_nothing_is_dropped() {
             max_frame: MAX_FRAME,
             shm: false,
             permissions: None,
+            directory: None,
         })
         .unwrap(),
     )
@@ -505,6 +508,7 @@ fn ruling9_a_full_socket_does_not_stall_the_keepalive() {
             max_frame: MAX_FRAME,
             shm: false,
             permissions: None,
+            directory: None,
         };
         s.write_all(&encode(&hello).unwrap()).unwrap();
         let ping = encode(&Frame::Ping { nonce: 1 }).unwrap();
@@ -532,6 +536,7 @@ fn ruling9_a_full_socket_does_not_stall_the_keepalive() {
             max_frame: MAX_FRAME,
             shm: false,
             permissions: None,
+            directory: None,
         })
         .unwrap(),
     )

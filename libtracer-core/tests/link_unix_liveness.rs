@@ -56,6 +56,7 @@ impl FakePeer {
                 max_frame: MAX_FRAME,
                 shm: false,
                 permissions: None,
+                directory: None,
             };
             let mut greeted = false;
             loop {
@@ -215,6 +216,7 @@ fn greet(s: &mut std::os::unix::net::UnixStream, name: &str) {
         max_frame: MAX_FRAME,
         shm: false,
         permissions: None,
+        directory: None,
     };
     s.write_all(&encode(&hello).unwrap()).unwrap();
 }

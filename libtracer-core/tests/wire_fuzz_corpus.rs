@@ -17,6 +17,7 @@ fn seeds() -> Vec<Vec<u8>> {
             max_frame: 4096,
             shm: false,
             permissions: None,
+            directory: None,
         },
         Frame::Write {
             req: 1,

@@ -525,6 +525,7 @@ fn hello_permissions_are_bounded_at_64_kib() {
         max_frame: MAX_FRAME,
         shm: false,
         permissions: p.map(bytes::Bytes::from),
+        directory: None,
     };
     for n in [0, 1, 4096, MAX_PERMISSIONS] {
         let f = hello(Some(vec![b'p'; n]));
@@ -562,5 +563,56 @@ fn hello_permissions_are_bounded_at_64_kib() {
     assert_eq!(
         decode(&encode(&hello(None)).unwrap(), MAX_FRAME).unwrap().0,
         hello(None)
+    );
+}
+
+/// HELLO's DIRECTORY (docs/wire.md section 2, spec change 2026-12-04): a u16 port that
+/// round-trips; a value of another length, or 0, is malformed; a HELLO without it decodes as
+/// before (an older node's).
+#[test]
+fn hello_directory_is_a_port_of_two_bytes_never_0() {
+    let hello = |directory: Option<u16>| Frame::Hello {
+        version: PROTOCOL_VERSION,
+        node: "robot-1".into(),
+        max_frame: MAX_FRAME,
+        shm: false,
+        permissions: None,
+        directory,
+    };
+    for d in [None, Some(1), Some(24650), Some(u16::MAX)] {
+        let f = hello(d);
+        assert_eq!(decode(&encode(&f).unwrap(), MAX_FRAME).unwrap().0, f);
+    }
+    // By hand: a HELLO without DIRECTORY, then the TLV 0x04 with `value`.
+    let with = |value: &[u8]| {
+        let mut bytes = encode(&hello(None)).unwrap();
+        bytes.push(0x04);
+        bytes.push(value.len() as u8);
+        bytes.extend_from_slice(value);
+        let body = (bytes.len() - 4) as u32;
+        bytes[..4].copy_from_slice(&body.to_le_bytes());
+        decode(&bytes, MAX_FRAME).map(|(f, _)| f)
+    };
+    assert_eq!(with(&24650u16.to_le_bytes()).unwrap(), hello(Some(24650)));
+    for bad in [&[][..], &[1][..], &[1, 2, 3][..]] {
+        assert!(
+            matches!(
+                with(bad),
+                Err(DecodeError::BadLength {
+                    tlv: "DIRECTORY",
+                    expected: 2,
+                    ..
+                })
+            ),
+            "{bad:?}: {:?}",
+            with(bad)
+        );
+    }
+    assert_eq!(
+        with(&[0, 0]).unwrap_err(),
+        DecodeError::BadValue {
+            field: "DIRECTORY",
+            value: 0
+        }
     );
 }

@@ -88,14 +88,16 @@ fn frame() -> impl Strategy<Value = Frame> {
             any::<u8>(),
             "[A-Za-z0-9_.~-]{1,40}",
             any::<u32>(),
-            any::<bool>()
+            any::<bool>(),
+            prop::option::of(1..=u16::MAX)
         )
-            .prop_map(|(version, node, max_frame, shm)| Frame::Hello {
+            .prop_map(|(version, node, max_frame, shm, directory)| Frame::Hello {
                 version,
                 node,
                 max_frame,
                 shm,
                 permissions: None,
+                directory,
             }),
         (any::<u32>(), any::<u64>()).prop_map(|(id, size)| Frame::Segment { id, size }),
         (
@@ -219,8 +221,9 @@ proptest! {
 
     #[test]
     fn ruling8_unknown_optional_tlvs_are_skipped(f in frame(), t in 0u8..0x80, value in prop::collection::vec(any::<u8>(), 0..300)) {
-        // Skip the optional types this version knows (MESSAGE, and HELLO's SHM and PERMISSIONS).
-        prop_assume!(t != 0x01 && t != 0x02 && t != 0x03);
+        // Skip the optional types this version knows (MESSAGE, and HELLO's SHM, PERMISSIONS
+        // and DIRECTORY).
+        prop_assume!(!(0x01..=0x04).contains(&t));
         let mut bytes = encode(&f).unwrap();
         let mut extra = vec![t];
         let mut len = value.len();
@@ -248,6 +251,7 @@ fn ruling8_one_byte_fragmentation_of_every_kind() {
             max_frame: MAX_FRAME,
             shm: false,
             permissions: None,
+            directory: None,
         },
         Frame::Hello {
             version: PROTOCOL_VERSION,
@@ -255,6 +259,7 @@ fn ruling8_one_byte_fragmentation_of_every_kind() {
             max_frame: MAX_FRAME,
             shm: true,
             permissions: None,
+            directory: Some(24650),
         },
         Frame::Segment {
             id: 3,

@@ -108,6 +108,9 @@ pub enum Frame {
         /// most [`MAX_PERMISSIONS`](crate::wire::MAX_PERMISSIONS) bytes; QUIC links with SROS2
         /// only, docs/wire.md section 2). Opaque here.
         permissions: Option<bytes::Bytes>,
+        /// The UDP port of the sender's host directory (the optional DIRECTORY TLV, never 0;
+        /// QUIC links only, docs/wire.md section 2).
+        directory: Option<u16>,
     },
     /// A write addressed to `path` on the receiver (a forwarded write: the sender stripped its
     /// `/net/<peer>` prefix). Never creates on the receiver.

@@ -274,16 +274,16 @@ impl Inner {
             conn.close(0u32.into(), b"handshake failed");
             return;
         }
-        let remote = conn.remote_address();
+        let (remote, directory) = (conn.remote_address(), h.directory);
         self.install(&mut t, conn, (send, recv), h, (dec, rest), grant);
         drop(t);
-        self.watch_host_of(remote);
+        self.watch_host_of(remote, directory);
     }
 
     /// Our HELLO, with our permissions document when SROS2 is on.
     fn hello(&self) -> crate::wire::Frame {
         let doc = (self.cfg.permissions.as_ref()).map(|p| Bytes::copy_from_slice(&p.document));
-        hello(&self.name, doc)
+        hello(&self.name, doc, self.cfg.directory_port)
     }
 
     /// Hand an authenticated peer's permissions document (or its absence) to `learn`, before

@@ -335,7 +335,8 @@ impl Link for QuicLink {
     }
 }
 
-pub(crate) fn hello(local: &str, permissions: Option<Bytes>) -> Frame {
+/// Our HELLO: with our permissions document when SROS2 is on, and our host directory's port.
+pub(crate) fn hello(local: &str, permissions: Option<Bytes>, directory: u16) -> Frame {
     Frame::Hello {
         version: PROTOCOL_VERSION,
         node: local.to_owned(),
@@ -343,6 +344,7 @@ pub(crate) fn hello(local: &str, permissions: Option<Bytes>) -> Frame {
         // Shared memory never crosses a host.
         shm: false,
         permissions,
+        directory: Some(directory),
     }
 }
 
@@ -375,6 +377,8 @@ pub(crate) struct PeerHello {
     pub max_frame: u32,
     /// The peer's signed permissions document, if it sent one.
     pub permissions: Option<Bytes>,
+    /// The UDP port of the peer's host directory, if it said (older nodes do not).
+    pub directory: Option<u16>,
 }
 
 pub(crate) enum HelloOutcome {
@@ -410,6 +414,7 @@ pub(crate) async fn read_hello(
                 node,
                 max_frame,
                 permissions,
+                directory,
                 ..
             })) => {
                 if version < 1 {
@@ -426,6 +431,7 @@ pub(crate) async fn read_hello(
                         node,
                         max_frame,
                         permissions,
+                        directory,
                     },
                     dec,
                     rest,

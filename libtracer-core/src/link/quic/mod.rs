@@ -422,12 +422,13 @@ impl Inner {
     }
 
     /// A process of another host linked to us: unless a peer loop already asks its host's
-    /// directory (its address with our domain's directory port), start one, so that the
+    /// directory (its address with the directory port its HELLO named), start one, so that the
     /// host's liveness covers this link too (docs/network.md section 3) even when we do not
     /// list that host ourselves.
-    fn watch_host_of(self: &Arc<Self>, remote: SocketAddr) {
+    fn watch_host_of(self: &Arc<Self>, remote: SocketAddr, directory: Option<u16>) {
         let mut dir = remote;
-        dir.set_port(self.cfg.directory_port);
+        // Its HELLO says its directory's port; an older peer's is taken to be ours.
+        dir.set_port(directory.unwrap_or(self.cfg.directory_port));
         {
             let mut p = self.polled.lock();
             let key = peer_address(dir);

@@ -36,6 +36,7 @@ pub(crate) fn hello(local: &str, shm: bool) -> Frame {
         max_frame: MAX_FRAME,
         shm,
         permissions: None,
+        directory: None,
     }
 }
 
@@ -107,7 +108,7 @@ pub(crate) fn check_hello(
     left: Leftover,
 ) -> Result<HelloOutcome, String> {
     match frame {
-        // PERMISSIONS never travels on a Unix link (docs/wire.md, HELLO): ignored.
+        // PERMISSIONS and DIRECTORY never travel on a Unix link (docs/wire.md, HELLO): ignored.
         Frame::Hello {
             version,
             node,

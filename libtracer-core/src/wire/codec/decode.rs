@@ -15,7 +15,7 @@ fn allowed(k: u8) -> u32 {
     use tlv::*;
     let set = |ts: &[u8]| ts.iter().fold(0, |acc, t| acc | bit(*t));
     match k {
-        kind::HELLO => set(&[VERSION, NODE, MAX_FRAME, SHM, PERMISSIONS]),
+        kind::HELLO => set(&[VERSION, NODE, MAX_FRAME, SHM, PERMISSIONS, DIRECTORY]),
         kind::WRITE => set(&[REQ, PATH, META, PAYLOAD]),
         kind::SUBSCRIBE => set(&[REQ, PATH, EDGE, POLICY]),
         kind::UNSUBSCRIBE => set(&[EDGE]),
@@ -64,6 +64,7 @@ pub fn decode_payload(whole: &Payload) -> Result<Frame, DecodeError> {
             max_frame: f.u32(tlv::MAX_FRAME)?,
             shm: f.shm_flag()?,
             permissions: f.opt_bytes(tlv::PERMISSIONS, MAX_PERMISSIONS)?,
+            directory: f.directory()?,
         },
         kind::WRITE => Frame::Write {
             req: f.u64(tlv::REQ)?,

@@ -76,6 +76,7 @@ fn encode_into<'f>(
             max_frame,
             shm,
             permissions,
+            directory,
         } => {
             e.u8(tlv::VERSION, *version);
             e.str(tlv::NODE, "NODE", node, MAX_NODE)?;
@@ -85,6 +86,9 @@ fn encode_into<'f>(
             }
             if let Some(p) = permissions {
                 e.bytes(tlv::PERMISSIONS, "PERMISSIONS", p, MAX_PERMISSIONS)?;
+            }
+            if let Some(d) = directory {
+                e.u16(tlv::DIRECTORY, *d);
             }
         }
         Frame::Write {

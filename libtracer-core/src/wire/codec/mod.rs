@@ -62,6 +62,8 @@ pub mod tlv {
     pub const SHM: u8 = 0x02;
     /// Optional, in HELLO: the sender's signed permissions document, opaque.
     pub const PERMISSIONS: u8 = 0x03;
+    /// Optional, in HELLO on QUIC links: u16 UDP port of the sender's host directory.
+    pub const DIRECTORY: u8 = 0x04;
     pub const MANDATORY: u8 = 0x80;
 }
 

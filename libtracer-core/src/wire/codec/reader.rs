@@ -44,7 +44,7 @@ fn read_sized(buf: &[u8], pos: &mut usize, tlv: u8) -> Result<(usize, usize), De
 }
 
 /// Slot indices of the known TLVs in [`Fields`].
-const KNOWN: [(u8, &str); 21] = [
+const KNOWN: [(u8, &str); 22] = [
     (tlv::REQ, "REQ"),
     (tlv::PATH, "PATH"),
     (tlv::META, "META"),
@@ -66,6 +66,7 @@ const KNOWN: [(u8, &str); 21] = [
     (tlv::TOKENS, "TOKENS"),
     (tlv::SHM, "SHM"),
     (tlv::PERMISSIONS, "PERMISSIONS"),
+    (tlv::DIRECTORY, "DIRECTORY"),
 ];
 
 fn slot(t: u8) -> Option<usize> {
@@ -217,6 +218,19 @@ impl<'a> Fields<'a> {
     }
     pub(super) fn schema(&self) -> Result<Option<SchemaInfo>, DecodeError> {
         self.opt(tlv::SCHEMA).map(schema_of).transpose()
+    }
+    /// HELLO's optional DIRECTORY port: exactly 2 bytes, never 0.
+    pub(super) fn directory(&self) -> Result<Option<u16>, DecodeError> {
+        if self.opt(tlv::DIRECTORY).is_none() {
+            return Ok(None);
+        }
+        match self.u16(tlv::DIRECTORY)? {
+            0 => Err(DecodeError::BadValue {
+                field: "DIRECTORY",
+                value: 0,
+            }),
+            port => Ok(Some(port)),
+        }
     }
     /// HELLO's optional SHM flags: bit 0 (others are ignored); absent is 0.
     pub(super) fn shm_flag(&self) -> Result<bool, DecodeError> {
