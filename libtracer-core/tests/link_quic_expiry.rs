@@ -14,7 +14,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use libtracer_core::link::{PermissionsExchange, QuicConfig, QuicSecurity, QuicTransport};
+use libtracer_core::link::{
+    GrantTurn, PermissionsExchange, QuicConfig, QuicSecurity, QuicTransport,
+};
 use link_support::{free_udp_port, loopback_quic, Recorder, TempDir, T};
 use parking_lot::Mutex;
 use poll::eventually;
@@ -92,16 +94,18 @@ fn a_link_closes_when_a_certificate_runs_out_and_is_not_made_again() {
     assert!(ra.live().is_empty() && rb.live().is_empty());
 }
 
-#[test]
-fn a_link_closes_when_the_grant_the_peer_sent_runs_out_and_is_made_again_without_it() {
-    let keys = TempDir::new("quic-expiry-grant-keys");
+/// a and b authenticated on loopback, b sending its permissions document; a's check of it
+/// answers `first(moment)` the first time, for a moment 2-3 s from now, and `None` after (what
+/// a link made after the turn learns: no grant that ends, or one valid for good). a's link to
+/// b is closed at that moment and made again; `needle`, a's line about it, is logged once.
+/// Returns a's log and b's.
+fn grant_turns(tag: &str, first: fn(SystemTime) -> GrantTurn, needle: &str) -> (Lines, Lines) {
+    let keys = TempDir::new(&format!("{tag}-keys"));
     let s = keys::enclaves(keys.path(), &["/net/a", "/net/b"]);
-    let dir = TempDir::new("quic-expiry-grant");
+    let dir = TempDir::new(tag);
     let port = free_udp_port();
     let (la, lb) = (Lines::default(), Lines::default());
-    // What a's permission check makes of b's document: a grant through a second 2-3 s from
-    // now the first time, and (as after it ran out) no grant afterwards.
-    let end = second_ahead(Duration::from_secs(3));
+    let moment = second_ahead(Duration::from_secs(3));
     let learned = Arc::new(AtomicUsize::new(0));
     let n = learned.clone();
     let mut ca = secured(port, &s[0], &la);
@@ -109,7 +113,7 @@ fn a_link_closes_when_the_grant_the_peer_sent_runs_out_and_is_made_again_without
         document: Arc::from(&b"a's permissions"[..]),
         learn: Arc::new(move |subject, doc| {
             assert_eq!((subject, doc), ("CN=/net/b", Some(&b"b's permissions"[..])));
-            (n.fetch_add(1, Ordering::SeqCst) == 0).then_some(end)
+            (n.fetch_add(1, Ordering::SeqCst) == 0).then(|| first(moment))
         }),
     });
     let mut cb = secured(port, &s[1], &lb);
@@ -123,31 +127,45 @@ fn a_link_closes_when_the_grant_the_peer_sent_runs_out_and_is_made_again_without
     ra.wait_up("b", T);
     assert!(
         ra.wait_down("b", Duration::from_secs(10)),
-        "the link outlived b's grant"
+        "the link outlived the grant's turn"
     );
-    assert!(SystemTime::now() >= end);
-    assert!(
-        logged(
-            &la,
-            "security: closed the link to b: the grant it sent ran out at "
-        ),
-        "{:?}",
-        la.lock()
-    );
-    // b's end of it only saw the connection go.
-    assert!(!logged(&lb, "closed the link"), "{:?}", lb.lock());
+    assert!(SystemTime::now() >= moment);
     // The link is made again at once (no cool-down: the connection died, nobody closed the
-    // link), and its handshake learned afresh: no grant, so nothing ends this one.
+    // link), and its handshake learned afresh: nothing turns for this one.
     ra.clear_events();
     ra.wait_up("b", T);
     assert_eq!(learned.load(Ordering::SeqCst), 2);
     std::thread::sleep(Duration::from_secs(1));
     assert_eq!(ra.live(), vec!["b".to_owned()]);
-    assert_eq!(
-        la.lock()
-            .iter()
-            .filter(|l| l.contains("closed the link"))
-            .count(),
-        1
+    let closes: Vec<String> = la
+        .lock()
+        .iter()
+        .filter(|l| l.contains("closed the link"))
+        .cloned()
+        .collect();
+    assert!(
+        closes.len() == 1 && closes[0].starts_with(needle),
+        "{closes:?}"
+    );
+    (la, lb)
+}
+
+#[test]
+fn a_link_closes_when_the_grant_the_peer_sent_runs_out_and_is_made_again_without_it() {
+    let (_, lb) = grant_turns(
+        "quic-expiry-grant",
+        GrantTurn::Ends,
+        "security: closed the link to b: the grant it sent ran out at ",
+    );
+    // b's end of it only saw the connection go.
+    assert!(!logged(&lb, "closed the link"), "{:?}", lb.lock());
+}
+
+#[test]
+fn a_link_closes_when_a_grant_not_valid_yet_starts_and_the_next_link_takes_it() {
+    grant_turns(
+        "quic-expiry-starts",
+        GrantTurn::Starts,
+        "security: closed the link to b: the grant it sent starts at ",
     );
 }

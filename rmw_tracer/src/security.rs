@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use libtracer_core::link::{PermissionsExchange, QuicSecurity};
+use libtracer_core::link::{GrantTurn, PermissionsExchange, QuicSecurity};
 use libtracer_core::{Acl, Graph, Principal, Rights, Subject, SubjectCheck};
 pub use tracer_sros2::Action;
 
@@ -232,18 +232,27 @@ impl Access {
     /// then on (it replaces what an earlier link of that subject sent), and its end is the
     /// answer: the transport closes the peer's link then (docs/network.md section 5, "When
     /// credentials end"), so that nothing made under the grant outlives it. Any failure: the
-    /// peer has no grant (nothing to end), and the reason is logged once per subject and
-    /// reason.
-    pub fn learn(&self, subject: &str, doc: Option<&[u8]>) -> Option<std::time::SystemTime> {
-        let got = match doc {
-            None => Err("it sent no permissions document".to_owned()),
-            Some(d) => tracer_sros2::keystore::peer_grant(
-                d,
-                &self.ca,
-                subject,
-                &tracer_sros2::permissions::now_utc(),
-            )
-            .map_err(|e| format!("the permissions it sent are refused: {e}")),
+    /// peer has no grant, and the reason is logged once per subject and reason; for a grant
+    /// that starts later, its start is the answer (the link made then takes it).
+    pub fn learn(&self, subject: &str, doc: Option<&[u8]>) -> Option<GrantTurn> {
+        let now = tracer_sros2::permissions::now_utc();
+        let refused = |e: tracer_sros2::Error| format!("the permissions it sent are refused: {e}");
+        let (got, turn) = match doc {
+            None => (Err("it sent no permissions document".to_owned()), None),
+            Some(d) => match tracer_sros2::keystore::peer_grant_any_time(d, &self.ca, subject) {
+                Err(e) => (Err(refused(e)), None),
+                Ok(g) if g.valid_at(&now) => {
+                    let ends = g.ends().map(GrantTurn::Ends);
+                    (Ok(g), ends)
+                }
+                // Not valid now: no grant meanwhile. One that starts later (a keystore made on
+                // a host whose clock is ahead) is taken by the link made when it starts.
+                Ok(g) => {
+                    let later = g.starts().filter(|s| *s > std::time::SystemTime::now());
+                    let why = tracer_sros2::keystore::not_valid(&g, subject, &now);
+                    (Err(refused(why)), later.map(GrantTurn::Starts))
+                }
+            },
         };
         let mut t = self.learned.write();
         if let Err(why) = &got {
@@ -255,9 +264,8 @@ impl Access {
                 );
             }
         }
-        let ends = got.as_ref().ok().and_then(tracer_sros2::Grant::ends);
         t.insert(subject.to_owned(), got);
-        ends
+        turn
     }
 
     /// Whether the governance lets a peer with no grant for this domain in (no join access
@@ -513,6 +521,54 @@ mod tests {
         assert!(matches!(a.learned.read().get("CN=/b"), Some(Err(w)) if w.contains("2021-01-01")));
         // Uncontrolled topics stay open to it, as to any authenticated peer.
         assert!(a.peer_may("CN=/b", Action::Subscribe, "rt/open"));
+    }
+
+    #[test]
+    fn learn_answers_when_the_grant_ends_or_when_one_not_valid_yet_starts() {
+        use std::time::{Duration, SystemTime, UNIX_EPOCH};
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut p = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        p.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        p.distinguished_name
+            .push(rcgen::DnType::CommonName, "test CA");
+        let cert = p.self_signed(&key).unwrap();
+        let (pem, der) = (cert.pem(), key.serialize_der());
+        let mut a = Arc::into_inner(access(false, true)).unwrap();
+        a.ca = pem.clone();
+        let doc = |from: &str, to: &str| {
+            let policy = tracer_sros2::policy::DEFAULT_POLICY;
+            let xml = tracer_sros2::policy::permissions_xml(policy, "/c", 0, (from, to)).unwrap();
+            tracer_sros2::smime::sign(&xml, &pem, &der)
+                .unwrap()
+                .into_bytes()
+        };
+        let utc = tracer_sros2::permissions::utc;
+        let at = |secs: u64| UNIX_EPOCH + Duration::from_secs(secs);
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let may = |a: &Access| a.peer_may("CN=/c", Action::Subscribe, "rt/secret");
+        // Valid now: taken, and it ends the second after its not_after.
+        let valid = doc("2020-01-01T00:00:00", &utc(now + 100));
+        assert_eq!(
+            a.learn("CN=/c", Some(&valid)),
+            Some(GrantTurn::Ends(at(now + 101)))
+        );
+        assert!(may(&a));
+        // Not valid yet: no grant meanwhile, and the answer is when it starts.
+        let later = doc(&utc(now + 100), &utc(now + 200));
+        assert_eq!(
+            a.learn("CN=/c", Some(&later)),
+            Some(GrantTurn::Starts(at(now + 100)))
+        );
+        assert!(!may(&a));
+        assert!(matches!(a.learned.read().get("CN=/c"), Some(Err(w)) if w.contains("not now")));
+        // Ran out, or none sent: no grant, nothing to wait for.
+        let old = doc("2020-01-01T00:00:00", "2021-01-01T00:00:00");
+        assert_eq!(a.learn("CN=/c", Some(&old)), None);
+        assert_eq!(a.learn("CN=/c", None), None);
+        assert!(!may(&a));
     }
 
     #[test]

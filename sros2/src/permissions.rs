@@ -125,6 +125,13 @@ impl Grant {
         mine == theirs || mine.iter().rev().eq(theirs.iter())
     }
 
+    /// When the grant starts: its `not_before`, the first second [`Grant::valid_at`] accepts
+    /// (`None`: a `not_before` that is not such a date).
+    pub fn starts(&self) -> Option<std::time::SystemTime> {
+        let first = epoch_secs(&self.not_before)?;
+        Some(std::time::UNIX_EPOCH + std::time::Duration::from_secs(first))
+    }
+
     /// When the grant runs out: the second after its `not_after`, the last second
     /// [`Grant::valid_at`] accepts (`None`: a `not_after` that is not such a date).
     pub fn ends(&self) -> Option<std::time::SystemTime> {
@@ -336,6 +343,10 @@ mod tests {
         let g = Permissions::parse(DOC).unwrap().grants.remove(0);
         let end = std::time::UNIX_EPOCH + std::time::Duration::from_secs(4_102_444_800);
         assert_eq!(g.ends(), Some(end));
+        // ... and starts with its not_before, 2020-01-01T00:00:00.
+        let start = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_577_836_800);
+        assert_eq!(g.starts(), Some(start));
+        assert!(g.valid_at(&utc(1_577_836_800)) && !g.valid_at(&utc(1_577_836_799)));
         assert!(g.valid_at(&utc(4_102_444_799)) && !g.valid_at(&utc(4_102_444_800)));
     }
 

@@ -56,7 +56,7 @@ mod unix_rx;
 
 pub use memory::{MemoryFabric, MemoryNode};
 pub use quic::{
-    subject_of, PermissionsExchange, QuicConfig, QuicLink, QuicSecurity, QuicTransport,
+    subject_of, GrantTurn, PermissionsExchange, QuicConfig, QuicLink, QuicSecurity, QuicTransport,
 };
 pub use rendezvous::{default_rendezvous_dir, rendezvous_dir_in};
 pub use transport::{HostTransport, TransportConfig};

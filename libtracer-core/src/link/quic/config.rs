@@ -66,10 +66,19 @@ pub struct QuicConfig {
 }
 
 /// Called with a peer's proven subject and the permissions document it sent (`None`: none);
-/// answers until when what it learned lets the peer in (the grant's end; `None`: nothing that
-/// ends, or nothing learned). The link is closed then (`expiry.rs`).
-pub type LearnPermissions =
-    Arc<dyn Fn(&str, Option<&[u8]>) -> Option<std::time::SystemTime> + Send + Sync>;
+/// answers when what it made of them stops holding (`None`: never). The link is closed then
+/// (`expiry.rs`), and the next handshake learns afresh.
+pub type LearnPermissions = Arc<dyn Fn(&str, Option<&[u8]>) -> Option<GrantTurn> + Send + Sync>;
+
+/// When what `LearnPermissions` made of a peer's grant stops holding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GrantTurn {
+    /// The grant runs out: the first moment it is no longer valid.
+    Ends(std::time::SystemTime),
+    /// The grant is not valid yet (the peer has none meanwhile) and starts then: a new
+    /// handshake takes it (a keystore made on a host whose clock is ahead).
+    Starts(std::time::SystemTime),
+}
 
 /// What a QUIC transport with SROS2 sends in its HELLO and does with the peer's: `document`
 /// (this enclave's `permissions.p7s`) goes in every HELLO; `learn` is called with the subject

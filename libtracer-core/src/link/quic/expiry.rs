@@ -5,7 +5,8 @@
 //! may no longer have. So the link is closed at that moment, as a DDS participant whose
 //! identity or permissions expire is disconnected. Whatever the peer may still do is settled
 //! again by the next handshake: an expired certificate no longer chains, an expired grant is
-//! no grant.
+//! no grant. A grant not valid yet when the link was made is no grant until it starts; the
+//! link is closed when it does, and the next handshake takes it.
 //!
 //! One task per such link on the runtime, asleep until the moment or until the connection
 //! ends, whichever is first: no thread, nothing for links without authentication.
@@ -20,22 +21,29 @@ use super::Inner;
 pub(crate) enum Credential {
     OurCertificate,
     PeerCertificate,
-    /// What the peer's permissions allow here (`LearnPermissions`'s answer).
+    /// What the peer's permissions allow here runs out (`LearnPermissions`'s answer).
     PeerGrant,
+    /// The grant the peer sent, not valid yet when learned, starts.
+    PeerGrantStarts,
 }
 
 impl Credential {
-    fn name(self) -> &'static str {
+    /// Why the link to a peer was closed at `at`.
+    fn why(self, at: &str) -> String {
         match self {
-            Credential::OurCertificate => "our certificate",
-            Credential::PeerCertificate => "its certificate",
-            Credential::PeerGrant => "the grant it sent",
+            Credential::OurCertificate => format!("our certificate ran out at {at}"),
+            Credential::PeerCertificate => format!("its certificate ran out at {at}"),
+            Credential::PeerGrant => format!("the grant it sent ran out at {at}"),
+            Credential::PeerGrantStarts => {
+                format!("the grant it sent starts at {at} (the next link takes it)")
+            }
         }
     }
 }
 
 /// The moment a credential of a link runs out: the first at which it is no longer valid (a
-/// certificate's notAfter and a grant's `not_after` name the last second that is).
+/// certificate's notAfter and a grant's `not_after` name the last second that is); or, for a
+/// grant not valid yet, the moment it starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Expiry {
     pub(crate) at: SystemTime,
@@ -72,9 +80,8 @@ pub(crate) async fn close_when_due(
     }
     if let Some(inner) = inner.upgrade() {
         inner.log(&format!(
-            "security: closed the link to {peer}: {} ran out at {}",
-            end.what.name(),
-            utc(end.at)
+            "security: closed the link to {peer}: {}",
+            end.what.why(&utc(end.at))
         ));
     }
     conn.close(0u32.into(), b"credentials expired");

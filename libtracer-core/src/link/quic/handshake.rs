@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
+use super::config::GrantTurn;
 use super::expiry::{self, first, Credential, Expiry};
 use super::link::{
     self, hello, read_hello, refuse, write_frame, HelloOutcome, PeerHello, QuicLink,
@@ -292,9 +293,15 @@ impl Inner {
     fn learn_permissions(&self, conn: &quinn::Connection, doc: Option<&[u8]>) -> Option<Expiry> {
         let p = self.cfg.permissions.as_ref()?;
         match self.identity.peer_subject(conn) {
-            Subject::Authenticated(s) => (p.learn)(&s, doc).map(|at| Expiry {
-                at,
-                what: Credential::PeerGrant,
+            Subject::Authenticated(s) => (p.learn)(&s, doc).map(|turn| match turn {
+                GrantTurn::Ends(at) => Expiry {
+                    at,
+                    what: Credential::PeerGrant,
+                },
+                GrantTurn::Starts(at) => Expiry {
+                    at,
+                    what: Credential::PeerGrantStarts,
+                },
             }),
             Subject::Anonymous => None,
         }

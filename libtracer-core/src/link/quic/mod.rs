@@ -50,7 +50,9 @@ pub use announce::{
     decode as decode_announcement, encode as announce_bytes, exercise_announce, AnnounceError,
     Announcement,
 };
-pub use config::{LearnPermissions, NetLog, PermissionsExchange, QuicConfig, DIRECTORY_PORT_BASE};
+pub use config::{
+    GrantTurn, LearnPermissions, NetLog, PermissionsExchange, QuicConfig, DIRECTORY_PORT_BASE,
+};
 pub use exercise::{exercise_datagram, exercise_directory_answer, exercise_flood, FloodReport};
 pub use link::{QuicLink, ShedCounts};
 pub use probe::{probe_burst, probe_echo, probe_ping, ProbeMode};
