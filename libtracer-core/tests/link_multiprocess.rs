@@ -160,14 +160,7 @@ fn stalling_peer(dir: &std::path::Path, name: &str) {
             break;
         }
     }
-    let hello = Frame::Hello {
-        version: 1,
-        node: name.to_owned(),
-        max_frame: MAX_FRAME,
-        shm: false,
-        permissions: None,
-        directory: None,
-    };
+    let hello = link_support::hello(name);
     s.write_all(&encode(&hello).unwrap()).expect("write HELLO");
     s.write_all(&encode(&Frame::Ok { req: 1 }).unwrap())
         .expect("write OK");

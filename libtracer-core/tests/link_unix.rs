@@ -164,18 +164,8 @@ fn silent_peer(dir: &std::path::Path, name: &str) -> std::thread::JoinHandle<Uni
                 break;
             }
         }
-        s.write_all(
-            &encode(&Frame::Hello {
-                version: 1,
-                node: name,
-                max_frame: MAX_FRAME,
-                shm: false,
-                permissions: None,
-                directory: None,
-            })
-            .unwrap(),
-        )
-        .unwrap();
+        s.write_all(&encode(&link_support::hello(&name)).unwrap())
+            .unwrap();
         s
     })
 }
@@ -230,18 +220,8 @@ fn ruling9_bad_handshakes_are_refused_without_harm() {
     let _mute = UnixStream::connect(a.socket_path()).unwrap();
     // Claims to be `a` itself: refused with ERROR.
     let mut liar = UnixStream::connect(a.socket_path()).unwrap();
-    liar.write_all(
-        &encode(&Frame::Hello {
-            version: 1,
-            node: "a".into(),
-            max_frame: MAX_FRAME,
-            shm: false,
-            permissions: None,
-            directory: None,
-        })
-        .unwrap(),
-    )
-    .unwrap();
+    liar.write_all(&encode(&link_support::hello("a")).unwrap())
+        .unwrap();
     let mut buf = Vec::new();
     liar.read_to_end(&mut buf).unwrap();
     assert!(matches!(
@@ -461,18 +441,8 @@ fn ruling9_a_peer_that_says_hello_then_nothing_is_dropped() {
     let r = Recorder::new();
     let a = HostTransport::start(dir.path(), "a", r.clone()).unwrap();
     let mut s = UnixStream::connect(a.socket_path()).unwrap();
-    s.write_all(
-        &encode(&Frame::Hello {
-            version: 1,
-            node: "mute".into(),
-            max_frame: MAX_FRAME,
-            shm: false,
-            permissions: None,
-            directory: None,
-        })
-        .unwrap(),
-    )
-    .unwrap();
+    s.write_all(&encode(&link_support::hello("mute")).unwrap())
+        .unwrap();
     r.wait_up("mute", T);
     // Never a byte more, socket held open: the keepalive finds the silence and drops it.
     assert!(
@@ -502,14 +472,7 @@ fn ruling9_a_full_socket_does_not_stall_the_keepalive() {
             let n = s.read(&mut buf).unwrap();
             dec.push(&buf[..n]);
         }
-        let hello = Frame::Hello {
-            version: 1,
-            node: "b".into(),
-            max_frame: MAX_FRAME,
-            shm: false,
-            permissions: None,
-            directory: None,
-        };
+        let hello = link_support::hello("b");
         s.write_all(&encode(&hello).unwrap()).unwrap();
         let ping = encode(&Frame::Ping { nonce: 1 }).unwrap();
         while s.write_all(&ping).is_ok() {
@@ -529,18 +492,8 @@ fn ruling9_a_full_socket_does_not_stall_the_keepalive() {
     std::thread::sleep(Duration::from_secs(6));
     // d says HELLO, then nothing: the keepalive must still find it.
     let mut d = UnixStream::connect(a.socket_path()).unwrap();
-    d.write_all(
-        &encode(&Frame::Hello {
-            version: 1,
-            node: "d".into(),
-            max_frame: MAX_FRAME,
-            shm: false,
-            permissions: None,
-            directory: None,
-        })
-        .unwrap(),
-    )
-    .unwrap();
+    d.write_all(&encode(&link_support::hello("d")).unwrap())
+        .unwrap();
     r.wait_up("d", T);
     let up = Instant::now();
     assert!(

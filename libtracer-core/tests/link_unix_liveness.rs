@@ -50,14 +50,7 @@ impl FakePeer {
             let (mut s, _) = listener.accept().unwrap();
             let mut dec = FrameDecoder::new(MAX_FRAME);
             let mut buf = [0u8; 4096];
-            let hello = Frame::Hello {
-                version: 1,
-                node: name,
-                max_frame: MAX_FRAME,
-                shm: false,
-                permissions: None,
-                directory: None,
-            };
+            let hello = link_support::hello(&name);
             let mut greeted = false;
             loop {
                 let n = match s.read(&mut buf) {
@@ -210,14 +203,7 @@ fn greet(s: &mut std::os::unix::net::UnixStream, name: &str) {
         let n = s.read(&mut buf).unwrap();
         dec.push(&buf[..n]);
     }
-    let hello = Frame::Hello {
-        version: 1,
-        node: name.to_owned(),
-        max_frame: MAX_FRAME,
-        shm: false,
-        permissions: None,
-        directory: None,
-    };
+    let hello = link_support::hello(name);
     s.write_all(&encode(&hello).unwrap()).unwrap();
 }
 

@@ -228,6 +228,19 @@ pub fn loopback_quic(port: u16) -> libtracer_core::link::QuicConfig {
     c
 }
 
+/// A v1 HELLO from `node` as a peer on a Unix socket sends it (full frame bound, no shared
+/// memory, no QUIC-only fields), for tests that play a peer by hand.
+pub fn hello(node: &str) -> Frame {
+    Frame::Hello {
+        version: 1,
+        node: node.to_owned(),
+        max_frame: libtracer_core::wire::MAX_FRAME,
+        shm: false,
+        permissions: None,
+        directory: None,
+    }
+}
+
 /// A DELIVERY on `edge` of writer `[7; 16]` with sequence `seq` and `len` payload bytes (each
 /// the low byte of `seq`), as the QUIC stream tests send them.
 pub fn delivery(edge: u64, seq: u64, len: usize) -> Frame {
