@@ -30,13 +30,27 @@ def result(p: harness.Proc) -> dict:
     return json_line(r.stdout, r.describe())
 
 
-def run_pair(env, pub_args, sub_args, *, duration=30.0, netns=None):
+def oracle_result(p: harness.Proc) -> dict:
+    """``result`` for a Fast DDS process, which now and then prints its whole result and then
+    hangs in its own teardown until it is killed (a clean CI run of 2026-12-04: the
+    subscription of the durability pair, its JSON line complete, killed at the 60 s bound).
+    What the oracle is asked is in that line; its exit is Fast DDS's business. Anything else
+    still fails."""
+    r = p.join()
+    if r.timed_out and '"events"' in r.stdout:
+        print(f"oracle: Fast DDS hung after its result and was killed: {r.argv[-6:]}")
+        return json_line(r.stdout, r.describe())
+    assert r.returncode == 0, r.describe()
+    return json_line(r.stdout, r.describe())
+
+
+def run_pair(env, pub_args, sub_args, *, duration=30.0, netns=None, take=result):
     """A subscription, then a publisher; each runs ``duration`` seconds from its start, or
     until 1 s after its ``--stop-on`` event."""
     sub = spawn(env, "sub", ["--duration-s", str(duration), *sub_args], netns)
     assert sub.wait_for_output("ready", 30), sub.join(1).describe()
     pub = spawn(env, "pub", ["--duration-s", str(duration), *pub_args], netns)
-    return result(pub), result(sub), pub, sub
+    return take(pub), take(sub), pub, sub
 
 
 def last(events: dict, name: str) -> dict:
@@ -89,7 +103,8 @@ def test_incompatible_pair_under_fast_dds_oracle(oracle_env, case):
     # publisher publishes all along.
     stop = ["--stop-on", "incompatible_qos"]
     pub, sub, _, _ = run_pair(
-        env, ["--publish-for-s", "30", *stop, *pub_args], [*stop, *sub_args], duration=30.0, netns=ns
+        env, ["--publish-for-s", "30", *stop, *pub_args], [*stop, *sub_args], duration=30.0,
+        netns=ns, take=oracle_result
     )
     assert sub["received"] == []
     for side in (pub, sub):
