@@ -239,18 +239,21 @@ impl Access {
         let refused = |e: tracer_sros2::Error| format!("the permissions it sent are refused: {e}");
         let (got, turn) = match doc {
             None => (Err("it sent no permissions document".to_owned()), None),
-            Some(d) => match tracer_sros2::keystore::peer_grant_any_time(d, &self.ca, subject) {
-                Err(e) => (Err(refused(e)), None),
-                Ok(g) if g.valid_at(&now) => {
+            Some(d) => match tracer_sros2::keystore::peer_grant(d, &self.ca, subject, &now) {
+                Ok(g) => {
                     let ends = g.ends().map(GrantTurn::Ends);
                     (Ok(g), ends)
                 }
                 // Not valid now: no grant meanwhile. One that starts later (a keystore made on
                 // a host whose clock is ahead) is taken by the link made when it starts.
-                Ok(g) => {
-                    let later = g.starts().filter(|s| *s > std::time::SystemTime::now());
-                    let why = tracer_sros2::keystore::not_valid(&g, subject, &now);
-                    (Err(refused(why)), later.map(GrantTurn::Starts))
+                Err(e) => {
+                    let later = match &e {
+                        tracer_sros2::Error::NotValidNow { grant, .. } => {
+                            grant.starts().filter(|s| *s > std::time::SystemTime::now())
+                        }
+                        _ => None,
+                    };
+                    (Err(refused(e)), later.map(GrantTurn::Starts))
                 }
             },
         };

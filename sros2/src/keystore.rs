@@ -70,26 +70,9 @@ pub const MAX_PEER_DOCUMENT: usize = 64 * 1024;
 /// `validate_remote_permissions` takes it: `document` (its `permissions.p7s`) must be at most
 /// [`MAX_PEER_DOCUMENT`] bytes, verify against our permissions CA (`ca_pem`), and hold a grant
 /// whose `subject_name` is `subject`, the certificate subject its link proved, valid at `now`
-/// (UTC, as [`now_utc`]). Every failure says which.
+/// (UTC, as [`now_utc`]). Every failure says which; one of validity alone
+/// ([`Error::NotValidNow`]) carries the grant.
 pub fn peer_grant(document: &[u8], ca_pem: &str, subject: &str, now: &str) -> Result<Grant, Error> {
-    let grant = peer_grant_any_time(document, ca_pem, subject)?;
-    if !grant.valid_at(now) {
-        return Err(not_valid(&grant, subject, now));
-    }
-    Ok(grant)
-}
-
-/// Why `grant` of `subject` is refused at `now`: its validity does not hold it.
-pub fn not_valid(grant: &Grant, subject: &str, now: &str) -> Error {
-    Error::Invalid(format!(
-        "the grant for {subject} is valid from {} to {}, not now ({now} UTC)",
-        grant.not_before, grant.not_after
-    ))
-}
-
-/// [`peer_grant`] whatever its validity says (the caller decides what a grant not valid now
-/// means: one that starts later may be taken when it starts).
-pub fn peer_grant_any_time(document: &[u8], ca_pem: &str, subject: &str) -> Result<Grant, Error> {
     if document.len() > MAX_PEER_DOCUMENT {
         return Err(Error::Invalid(format!(
             "{} bytes (at most {MAX_PEER_DOCUMENT})",
@@ -109,6 +92,16 @@ pub fn peer_grant_any_time(document: &[u8], ca_pem: &str, subject: &str) -> Resu
             }
         ))
     })?;
+    if !grant.valid_at(now) {
+        // The grant goes with the refusal: one that starts later may be taken then.
+        return Err(Error::NotValidNow {
+            why: format!(
+                "the grant for {subject} is valid from {} to {}, not now ({now} UTC)",
+                grant.not_before, grant.not_after
+            ),
+            grant: Box::new(grant.clone()),
+        });
+    }
     Ok(grant.clone())
 }
 

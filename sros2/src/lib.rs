@@ -25,6 +25,9 @@ pub enum Error {
     Xml(String),
     #[error("{0}")]
     Invalid(String),
+    /// A peer's document verified and holds its grant, whose validity does not cover now.
+    #[error("{why}")]
+    NotValidNow { why: String, grant: Box<Grant> },
     #[error("{path}: {why}")]
     File { path: String, why: String },
 }
