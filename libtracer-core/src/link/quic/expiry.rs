@@ -14,6 +14,7 @@
 use std::sync::Weak;
 use std::time::{Duration, SystemTime};
 
+use super::config::GrantTurn;
 use super::Inner;
 
 /// Whose validity ends a link.
@@ -48,6 +49,21 @@ impl Credential {
 pub(crate) struct Expiry {
     pub(crate) at: SystemTime,
     pub(crate) what: Credential,
+}
+
+impl From<GrantTurn> for Expiry {
+    fn from(turn: GrantTurn) -> Expiry {
+        match turn {
+            GrantTurn::Ends(at) => Expiry {
+                at,
+                what: Credential::PeerGrant,
+            },
+            GrantTurn::Starts(at) => Expiry {
+                at,
+                what: Credential::PeerGrantStarts,
+            },
+        }
+    }
 }
 
 /// The first to run out of `ends`.

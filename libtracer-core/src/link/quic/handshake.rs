@@ -8,8 +8,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use super::config::GrantTurn;
-use super::expiry::{self, first, Credential, Expiry};
+use super::expiry::{self, first, Expiry};
 use super::link::{
     self, hello, read_hello, refuse, write_frame, HelloOutcome, PeerHello, QuicLink,
 };
@@ -293,16 +292,7 @@ impl Inner {
     fn learn_permissions(&self, conn: &quinn::Connection, doc: Option<&[u8]>) -> Option<Expiry> {
         let p = self.cfg.permissions.as_ref()?;
         match self.identity.peer_subject(conn) {
-            Subject::Authenticated(s) => (p.learn)(&s, doc).map(|turn| match turn {
-                GrantTurn::Ends(at) => Expiry {
-                    at,
-                    what: Credential::PeerGrant,
-                },
-                GrantTurn::Starts(at) => Expiry {
-                    at,
-                    what: Credential::PeerGrantStarts,
-                },
-            }),
+            Subject::Authenticated(s) => (p.learn)(&s, doc).map(Expiry::from),
             Subject::Anonymous => None,
         }
     }

@@ -288,26 +288,28 @@ pub struct ShedCounts {
     pub abandoned: u64,
 }
 
-impl Link for QuicLink {
-    fn send(&self, frame: &Frame) -> Result<(), LinkError> {
-        if self.is_closed() {
-            return Err(LinkError::Closed(self.peer.name.clone()));
-        }
-        let enc = encode_parts(frame, self.peer_max)?;
-        self.write(self.out.route(frame), enc)
-    }
-    /// A reliable edge's replayed delivery goes on its stream as owed: never dropped, and it
-    /// drops nothing (`queue.rs`).
-    fn send_owed(&self, frame: &Frame) -> Result<(), LinkError> {
+impl QuicLink {
+    /// Encode `frame` and queue it where it goes; `owed`: a reliable edge's replayed delivery
+    /// goes on its stream as owed, never dropped and dropping nothing (`queue.rs`).
+    fn send_as(&self, frame: &Frame, owed: bool) -> Result<(), LinkError> {
         if self.is_closed() {
             return Err(LinkError::Closed(self.peer.name.clone()));
         }
         let enc = encode_parts(frame, self.peer_max)?;
         let route = match self.out.route(frame) {
-            Route::ReliableDelivery(class, _) => Route::Owed(class),
-            other => other,
+            Route::ReliableDelivery(class, _) if owed => Route::Owed(class),
+            route => route,
         };
         self.write(route, enc)
+    }
+}
+
+impl Link for QuicLink {
+    fn send(&self, frame: &Frame) -> Result<(), LinkError> {
+        self.send_as(frame, false)
+    }
+    fn send_owed(&self, frame: &Frame) -> Result<(), LinkError> {
+        self.send_as(frame, true)
     }
     fn peer(&self) -> &PeerIdentity {
         &self.peer

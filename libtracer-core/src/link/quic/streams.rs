@@ -245,28 +245,9 @@ impl Outgoing {
     pub(crate) fn send(&self, route: Route, enc: EncodedFrame) -> Result<u64, SendFail> {
         match route {
             Route::Control => self.control.push(enc, self.write_timeout).map(|()| 0),
-            Route::Reliable(c) => {
-                let w = self.reliable_writer(c);
-                let dropped = self.count(w.queue.push(enc, Kind::Kept, self.write_timeout)?);
-                w.dirty.store(true, Ordering::Release);
-                Ok(dropped)
-            }
-            Route::ReliableDelivery(c, edge) => {
-                let w = self.reliable_writer(c);
-                let dropped = self.count(w.queue.push(
-                    enc,
-                    Kind::Delivery(edge),
-                    self.write_timeout,
-                )?);
-                w.dirty.store(true, Ordering::Release);
-                Ok(dropped)
-            }
-            Route::Owed(c) => {
-                let w = self.reliable_writer(c);
-                w.queue.push(enc, Kind::Owed, self.write_timeout)?;
-                w.dirty.store(true, Ordering::Release);
-                Ok(0)
-            }
+            Route::Reliable(c) => self.reliable(c, enc, Kind::Kept),
+            Route::ReliableDelivery(c, edge) => self.reliable(c, enc, Kind::Delivery(edge)),
+            Route::Owed(c) => self.reliable(c, enc, Kind::Owed),
             Route::BestEffort(c) => {
                 if let Some(dg) = self.try_datagram(&enc) {
                     return dg.map(|()| 0);
@@ -294,6 +275,15 @@ impl Outgoing {
                 Ok(dropped)
             }
         }
+    }
+
+    /// Queue `enc` as `kind` on the reliable stream of class `c` (a barrier that follows then
+    /// covers it).
+    fn reliable(&self, c: u8, enc: EncodedFrame, kind: Kind) -> Result<u64, SendFail> {
+        let w = self.reliable_writer(c);
+        let dropped = self.count(w.queue.push(enc, kind, self.write_timeout)?);
+        w.dirty.store(true, Ordering::Release);
+        Ok(dropped)
     }
 
     fn count(&self, dropped: u64) -> u64 {

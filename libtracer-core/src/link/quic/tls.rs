@@ -174,9 +174,7 @@ impl Identity {
         let Some(roots) = &self.roots else {
             return Subject::Anonymous;
         };
-        let certs = conn
-            .peer_identity()
-            .and_then(|a| a.downcast::<Vec<CertificateDer<'static>>>().ok());
+        let certs = peer_chain(conn);
         let Some((end, intermediates)) = certs.as_deref().and_then(|c| c.split_first()) else {
             return Subject::Anonymous;
         };
@@ -208,18 +206,25 @@ impl Identity {
             what: Credential::OurCertificate,
         });
         let theirs = match peer {
-            Subject::Authenticated(_) => conn
-                .peer_identity()
-                .and_then(|a| a.downcast::<Vec<CertificateDer<'static>>>().ok())
-                .and_then(|c| chain_ends(&c))
-                .map(|at| Expiry {
-                    at,
-                    what: Credential::PeerCertificate,
-                }),
+            Subject::Authenticated(_) => {
+                peer_chain(conn)
+                    .and_then(|c| chain_ends(&c))
+                    .map(|at| Expiry {
+                        at,
+                        what: Credential::PeerCertificate,
+                    })
+            }
             Subject::Anonymous => None,
         };
         first([ours, theirs])
     }
+}
+
+/// The certificate chain the peer of `conn` presented in the handshake (`None`: none).
+fn peer_chain(conn: &quinn::Connection) -> Option<Vec<CertificateDer<'static>>> {
+    conn.peer_identity()
+        .and_then(|a| a.downcast::<Vec<CertificateDer<'static>>>().ok())
+        .map(|c| *c)
 }
 
 /// When the first certificate of `chain` runs out: the second after its notAfter, the last
