@@ -260,7 +260,8 @@ def print_tables(rows, sizes, repeat, keys):
           "sendmsg each; GSO = the same 44 per sendmsg (UDP GSO/GRO); 64K = 64 KB datagrams (IP fragments);\n"
           "QUIC = bare quinn ping-pong with a link's settings (bench_quic), its loop a task on the QUIC runtime; "
           "QUICthr = the same loop on a thread waiting on the runtime per write and read (the rmw's hand-off); "
-          "QUICinl = quinn-proto alone, driven by the thread that uses it (no runtime, one datagram per send)")
+          "QUICinl = quinn-proto alone, driven by the thread that uses it (no runtime; "
+          "45 packets per sendmsg with GSO, GRO on receipt)")
     print(f"{'payload':>8} {'#':>2} | bare quinn bursts as keep_all's, MB/s: {'QUIC':>8} {'QUICthr':>8} "
           f"{'QUICinl':>8}")
     for size in sizes:

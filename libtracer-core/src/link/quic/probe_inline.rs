@@ -1,32 +1,56 @@
 //! [`ProbeMode::Inline`](super::probe::ProbeMode): the probe's ping-pong on `quinn-proto`
 //! alone, driven by the one thread that uses it: it writes to the stream, builds and sends
-//! the packets itself (`poll_transmit`, `send_to`), and blocks in `recv_from` on the socket
+//! the packets itself (`poll_transmit`, `sendmsg`), and blocks in `recvmmsg` on the socket
 //! until the next datagram or the connection's next timer. No tokio, no quinn runtime, no
 //! wake-up of another thread: what a link would cost if the caller's thread sent inline and
 //! read its own socket, the design docs/network.md section 11 weighs against the hand-off.
-//! One datagram per `send_to` (no GSO), so only its small-message figures compare.
+//!
+//! The socket is quinn-udp's, as quinn's own: as many packets per `sendmsg` as one UDP GSO
+//! send takes (45 of quinn's largest, [`gso_segments`]; quinn 0.11 itself stops at 10,
+//! `MAX_TRANSMIT_SEGMENTS`) and several packets per receipt (UDP GRO, split at the stride the
+//! kernel reports), so its large-message figures are the floor of that design too, not only
+//! its small-message ones.
 
-use std::io::ErrorKind;
+use std::io::{ErrorKind, IoSliceMut};
 use std::net::{SocketAddr, UdpSocket};
+use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use quinn_proto::{
     ClientConfig, Connection, ConnectionHandle, DatagramEvent, Dir, Endpoint, EndpointConfig,
-    Event, ServerConfig, StreamEvent, StreamId, WriteError,
+    Event, ServerConfig, StreamEvent, StreamId, Transmit, WriteError,
 };
+use quinn_udp::{RecvMeta, UdpSocketState};
 
 use super::probe::{answered, body_len, client_bind, echoed, Round, IDLE};
 use super::tuning;
 
 /// A whole connection round, as long as the peer is silent, before we give up.
 const STALL: Duration = Duration::from_secs(10);
-const MAX_DATAGRAM: usize = 65536;
+/// quinn-proto's largest UDP payload: the default upper bound of its path MTU discovery.
+const MAX_PACKET: usize = 1452;
+
+/// Packets per GSO send: one send is one IP datagram before the kernel cuts it, so the
+/// packets together stay within 64 KiB less the IPv6 and UDP headers (65,487 bytes: 45 of
+/// [`MAX_PACKET`]), and within what the socket says it takes (64 where GSO works, else 1).
+/// A larger send fails with EMSGSIZE, which quinn-udp takes as an MTU probe's and drops.
+fn gso_segments(udp: &UdpSocketState) -> usize {
+    let fits = (usize::from(u16::MAX) - 40 - 8) / MAX_PACKET;
+    udp.max_gso_segments().clamp(1, fits)
+}
+
+/// What one receipt may hold: a datagram of up to 64 KiB, or that much of GRO-coalesced ones.
+const RECEIPT: usize = 128 << 10;
 
 /// One endpoint on one socket with at most one connection, driven by the calling thread.
 struct Driver {
     sock: UdpSocket,
+    /// quinn-udp's view of `sock`: GSO on send, GRO and ECN on receipt.
+    udp: UdpSocketState,
+    /// Packets per `poll_transmit` (and so per `sendmsg`): what the kernel's GSO takes.
+    segments: usize,
     ep: Endpoint,
     server: Option<Arc<ServerConfig>>,
     conn: Option<(ConnectionHandle, Connection)>,
@@ -41,6 +65,12 @@ struct Driver {
 impl Driver {
     fn new(addr: SocketAddr, server: Option<ServerConfig>) -> Result<Driver, String> {
         let sock = tuning::bind(addr).map_err(|e| e.to_string())?;
+        let udp = UdpSocketState::new((&sock).into()).map_err(|e| e.to_string())?;
+        // quinn-udp made it non-blocking (for a runtime's readiness); this driver blocks in
+        // its receive until a datagram or its read timeout, so that it measures a wait, not
+        // a spin.
+        sock.set_nonblocking(false).map_err(|e| e.to_string())?;
+        let segments = gso_segments(&udp);
         let server = server.map(Arc::new);
         let ep = Endpoint::new(
             Arc::new(EndpointConfig::default()),
@@ -50,14 +80,16 @@ impl Driver {
         );
         Ok(Driver {
             sock,
+            udp,
+            segments,
             ep,
             server,
             conn: None,
             stream: None,
             inbox: Vec::new(),
             lost: false,
-            out: Vec::with_capacity(MAX_DATAGRAM),
-            datagram: vec![0; MAX_DATAGRAM],
+            out: Vec::new(),
+            datagram: vec![0; RECEIPT],
         })
     }
 
@@ -68,10 +100,10 @@ impl Driver {
         };
         loop {
             self.out.clear();
-            let Some(t) = conn.poll_transmit(Instant::now(), 1, &mut self.out) else {
+            let Some(t) = conn.poll_transmit(Instant::now(), self.segments, &mut self.out) else {
                 break;
             };
-            send(&self.sock, &self.out[..t.size], t.destination)?;
+            send(&self.udp, &self.sock, &self.out, &t)?;
         }
         while let Some(ev) = conn.poll_endpoint_events() {
             if let Some(back) = self.ep.handle_event(*ch, ev) {
@@ -98,8 +130,21 @@ impl Driver {
             self.sock
                 .set_read_timeout(Some(wait))
                 .map_err(|e| e.to_string())?;
-            match self.sock.recv_from(&mut self.datagram) {
-                Ok((n, from)) => self.datagram_in(n, from)?,
+            let mut meta = [RecvMeta::default()];
+            let got = self.udp.recv(
+                (&self.sock).into(),
+                &mut [IoSliceMut::new(&mut self.datagram)],
+                &mut meta,
+            );
+            match got {
+                Ok(_) => {
+                    // Each datagram of a GRO receipt on its own, at the kernel's stride.
+                    let [m] = meta;
+                    let stride = m.stride.max(1);
+                    for at in (0..m.len).step_by(stride) {
+                        self.datagram_in(at..m.len.min(at + stride), &m)?;
+                    }
+                }
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
                     self.timeout()
                 }
@@ -118,12 +163,15 @@ impl Driver {
         }
     }
 
-    fn datagram_in(&mut self, n: usize, from: SocketAddr) -> Result<(), String> {
-        let data = BytesMut::from(&self.datagram[..n]);
+    fn datagram_in(&mut self, at: Range<usize>, m: &RecvMeta) -> Result<(), String> {
+        let data = BytesMut::from(&self.datagram[at]);
+        let ecn = m
+            .ecn
+            .and_then(|e| quinn_proto::EcnCodepoint::from_bits(e as u8));
         self.out.clear();
         match self
             .ep
-            .handle(Instant::now(), from, None, None, data, &mut self.out)
+            .handle(Instant::now(), m.addr, m.dst_ip, ecn, data, &mut self.out)
         {
             Some(DatagramEvent::ConnectionEvent(ch, ev)) => {
                 if let Some((mine, c)) = self.conn.as_mut() {
@@ -147,14 +195,12 @@ impl Driver {
                     }
                     Err(e) => {
                         if let Some(t) = e.response {
-                            send(&self.sock, &self.out[..t.size], t.destination)?;
+                            send(&self.udp, &self.sock, &self.out, &t)?;
                         }
                     }
                 }
             }
-            Some(DatagramEvent::Response(t)) => {
-                send(&self.sock, &self.out[..t.size], t.destination)?
-            }
+            Some(DatagramEvent::Response(t)) => send(&self.udp, &self.sock, &self.out, &t)?,
             None => {}
         }
         Ok(())
@@ -234,9 +280,19 @@ impl Driver {
     }
 }
 
-fn send(sock: &UdpSocket, bytes: &[u8], to: SocketAddr) -> Result<(), String> {
-    match sock.send_to(bytes, to) {
-        Ok(_) => Ok(()),
+/// Send what quinn-proto built into `out` for `t`: one `sendmsg`, several packets with GSO.
+fn send(udp: &UdpSocketState, sock: &UdpSocket, out: &[u8], t: &Transmit) -> Result<(), String> {
+    let t = quinn_udp::Transmit {
+        destination: t.destination,
+        ecn: t
+            .ecn
+            .and_then(|e| quinn_udp::EcnCodepoint::from_bits(e as u8)),
+        contents: &out[..t.size],
+        segment_size: t.segment_size,
+        src_ip: t.src_ip,
+    };
+    match udp.send(sock.into(), &t) {
+        Ok(()) => Ok(()),
         // A full socket buffer drops the datagram as the network would; QUIC repairs it.
         Err(e) if e.kind() == ErrorKind::WouldBlock => Ok(()),
         Err(e) => Err(format!("send: {e}")),
