@@ -34,8 +34,9 @@ const MAX_PACKET: usize = 1452;
 
 /// Packets per GSO send: one send is one IP datagram before the kernel cuts it, so the
 /// packets together stay within 64 KiB less the IPv6 and UDP headers (65,487 bytes: 45 of
-/// [`MAX_PACKET`]), and within what the socket says it takes (64 where GSO works, else 1).
-/// A larger send fails with EMSGSIZE, which quinn-udp takes as an MTU probe's and drops.
+/// [`MAX_PACKET`]), and within what the socket says it takes (64 where GSO works, else 1;
+/// read at each flush, since quinn-udp lowers it to 1 when a send shows the device refuses
+/// GSO). A larger send fails with EMSGSIZE, which quinn-udp takes as an MTU probe's and drops.
 fn gso_segments(udp: &UdpSocketState) -> usize {
     let fits = (usize::from(u16::MAX) - 40 - 8) / MAX_PACKET;
     udp.max_gso_segments().clamp(1, fits)
@@ -49,8 +50,6 @@ struct Driver {
     sock: UdpSocket,
     /// quinn-udp's view of `sock`: GSO on send, GRO and ECN on receipt.
     udp: UdpSocketState,
-    /// Packets per `poll_transmit` (and so per `sendmsg`): what the kernel's GSO takes.
-    segments: usize,
     ep: Endpoint,
     server: Option<Arc<ServerConfig>>,
     conn: Option<(ConnectionHandle, Connection)>,
@@ -70,7 +69,6 @@ impl Driver {
         // its receive until a datagram or its read timeout, so that it measures a wait, not
         // a spin.
         sock.set_nonblocking(false).map_err(|e| e.to_string())?;
-        let segments = gso_segments(&udp);
         let server = server.map(Arc::new);
         let ep = Endpoint::new(
             Arc::new(EndpointConfig::default()),
@@ -81,7 +79,6 @@ impl Driver {
         Ok(Driver {
             sock,
             udp,
-            segments,
             ep,
             server,
             conn: None,
@@ -100,7 +97,8 @@ impl Driver {
         };
         loop {
             self.out.clear();
-            let Some(t) = conn.poll_transmit(Instant::now(), self.segments, &mut self.out) else {
+            let segments = gso_segments(&self.udp);
+            let Some(t) = conn.poll_transmit(Instant::now(), segments, &mut self.out) else {
                 break;
             };
             send(&self.udp, &self.sock, &self.out, &t)?;
