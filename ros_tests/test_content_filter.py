@@ -90,8 +90,12 @@ def run_cases(program: Path, env, kind: str, cases, tmp: Path, netns=None,
         go.touch()
         r = sub.join(90)
         assert r.returncode == 0, r.describe()
-        p = pub.join(60)
-        assert p.returncode == 0, p.describe()
+        # The publisher's part is done once its last batch is out (the subscriber's lines,
+        # compared below, say what arrived); Fast DDS may hang in its teardown after that.
+        if netns is None:
+            pub.join(60).check()
+        else:
+            harness.join_oracle(pub, "batch 1\n", 60)
         if stderr is not None:
             stderr.append(r.stderr)
         return [l for l in r.stdout.splitlines() if l.split(" ")[0] in ("create", "got", "set", "get")]

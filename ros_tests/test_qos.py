@@ -31,16 +31,8 @@ def result(p: harness.Proc) -> dict:
 
 
 def oracle_result(p: harness.Proc) -> dict:
-    """``result`` for a Fast DDS process, which now and then prints its whole result and then
-    hangs in its own teardown until it is killed (a clean CI run of 2026-12-04: the
-    subscription of the durability pair, its JSON line complete, killed at the 60 s bound).
-    What the oracle is asked is in that line; its exit is Fast DDS's business. Anything else
-    still fails."""
-    r = p.join()
-    if r.timed_out and '"events"' in r.stdout:
-        print(f"oracle: Fast DDS hung after its result and was killed: {r.argv[-6:]}")
-        return json_line(r.stdout, r.describe())
-    assert r.returncode == 0, r.describe()
+    """``result`` for a Fast DDS process: its answer is its JSON line (harness.join_oracle)."""
+    r = harness.join_oracle(p, '"events"')
     return json_line(r.stdout, r.describe())
 
 
