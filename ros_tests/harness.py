@@ -11,7 +11,8 @@ Every ROS process of a test runs in its own OS process with an environment built
   machine allows it, so no packet leaves the host.
 
 :func:`spawn` starts a program with captured output in its own process group; :meth:`Proc.join`
-waits with a timeout and kills the whole group when it expires. :func:`compile_c` builds a C
+waits with a timeout and kills the whole group when it expires; :func:`join_oracle` is that for a
+Fast DDS process, which may hang in its teardown after its answer. :func:`compile_c` builds a C
 program against the venv's headers and libraries with plain gcc flags.
 """
 
@@ -360,6 +361,13 @@ def run(argv: Sequence[str | os.PathLike], env: Mapping[str, str], **kw) -> Resu
     return spawn(argv, env, timeout=timeout, **kw).join()
 
 
+def run_oracle(argv: Sequence[str | os.PathLike], env: Mapping[str, str], answered: str,
+               **kw) -> Result:
+    """``run`` for a Fast DDS program, joined with :func:`join_oracle` (checked)."""
+    timeout = kw.pop("timeout", DEFAULT_TIMEOUT)
+    return join_oracle(spawn(argv, env, timeout=timeout, **kw), answered)
+
+
 def spawn_python(script: str | Path, args: Sequence[str] = (), *, env: Mapping[str, str], **kw) -> Proc:
     """Run a Python script (a path, or source text) with the venv's interpreter."""
     if isinstance(script, Path):
@@ -454,9 +462,9 @@ def mkdtemp(prefix: str = "rmw_tracer_") -> Path:
 
 __all__ = [
     "REPO", "VENV", "DEFAULT_TIMEOUT", "NetNamespace", "Proc", "Result", "compile_c",
-    "entry_points", "fastdds_env", "fresh_domain_id", "join_all", "ros_env", "ros_include_dirs",
-    "ros_library_dirs", "run", "site_packages", "spawn", "spawn_python", "target_dir",
-    "tracer_env", "tracer_library", "venv_python", "mkdtemp",
+    "entry_points", "fastdds_env", "fresh_domain_id", "join_all", "join_oracle", "ros_env",
+    "ros_include_dirs", "ros_library_dirs", "run", "run_oracle", "site_packages", "spawn",
+    "spawn_python", "target_dir", "tracer_env", "tracer_library", "venv_python", "mkdtemp",
 ]
 
 if __name__ == "__main__":  # a quick look at what the harness resolves

@@ -106,10 +106,11 @@ def oracle_netns():
 def test_rmw_contract_matches_headers_and_fastdds(tmp_path, tracer_env, oracle_netns):
     exe = harness.compile_c(HERE / "c" / "contract_oracle.c", tmp_path / "contract_oracle",
                             msgs=("std_msgs", "test_msgs"))
-    r = harness.run([exe], tracer_env, timeout=60)
-    ours = oracle_cases(r.returncode, r.stdout, r.describe())
-    f = harness.run([exe], harness.fastdds_env(tmp_path), netns=oracle_netns, timeout=60)
-    theirs = oracle_cases(f.returncode, f.stdout, f.describe())
+    r = harness.run([exe], tracer_env, timeout=60).check()
+    ours = oracle_cases(r.stdout, r.describe())
+    f = harness.run_oracle([exe], harness.fastdds_env(tmp_path), "\ndone\n", netns=oracle_netns,
+                           timeout=60)
+    theirs = oracle_cases(f.stdout, f.describe())
     assert ours.keys() == theirs.keys() and len(ours) >= 200, sorted(set(ours) ^ set(theirs))
     # The headers, on rmw_tracer.
     wrong = {k: (v, expected(k)) for k, v in ours.items() if expected(k) not in (None, v)}

@@ -261,14 +261,14 @@ EXPECTED = {
 
 
 def _cases(res: harness.Result) -> dict[str, str]:
-    return oracle_cases(res.returncode, res.stdout, res.describe())
+    return oracle_cases(res.stdout, res.describe())
 
 
 def test_rmw_lifecycle_and_arguments_match_fastdds(tmp_path, tracer_env, fastdds_env, netns):
     exe = harness.compile_c(HERE / "c" / "lifecycle_oracle.c", tmp_path / "lifecycle_oracle",
                             msgs=("std_msgs", "test_msgs"))
-    ours = _cases(harness.run([exe], tracer_env, timeout=60))
-    theirs = _cases(harness.run([exe], fastdds_env, netns=netns, timeout=60))
+    ours = _cases(harness.run([exe], tracer_env, timeout=60).check())
+    theirs = _cases(harness.run_oracle([exe], fastdds_env, "\ndone\n", netns=netns, timeout=60))
     assert ours.keys() == theirs.keys() and len(ours) >= 140, (sorted(ours), sorted(theirs))
     assert {k: ours[k] for k in EXPECTED} == EXPECTED
     differ = {k: (ours[k], theirs[k]) for k in ours if ours[k] != theirs[k]}
