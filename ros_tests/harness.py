@@ -364,8 +364,7 @@ def run(argv: Sequence[str | os.PathLike], env: Mapping[str, str], **kw) -> Resu
 def run_oracle(argv: Sequence[str | os.PathLike], env: Mapping[str, str], answered: str,
                **kw) -> Result:
     """``run`` for a Fast DDS program, joined with :func:`join_oracle` (checked)."""
-    timeout = kw.pop("timeout", DEFAULT_TIMEOUT)
-    return join_oracle(spawn(argv, env, timeout=timeout, **kw), answered)
+    return join_oracle(spawn(argv, env, **kw), answered)
 
 
 def spawn_python(script: str | Path, args: Sequence[str] = (), *, env: Mapping[str, str], **kw) -> Proc:
@@ -401,6 +400,7 @@ def join_oracle(proc: Proc, answered: str, timeout: float | None = None) -> Resu
         return r
     assert r.returncode == 0 and not r.timed_out, r.describe()
     return r
+
 
 # --- C programs ------------------------------------------------------------------------------
 

@@ -73,7 +73,8 @@ def program(tmp_path_factory):
 def run_cases(program: Path, env, kind: str, cases, tmp: Path, netns=None,
               stderr: list[str] | None = None) -> list[str]:
     """The subscriber's output lines (create / got / set / get), after both batches; its
-    stderr appended to ``stderr`` when given."""
+    stderr appended to ``stderr`` when given. ``netns`` is given for the Fast DDS (oracle) runs
+    only, which always run in their private namespace."""
     tmp.mkdir(parents=True, exist_ok=True)
     cases_file = tmp / "cases.tsv"
     _write_cases(cases_file, cases)
