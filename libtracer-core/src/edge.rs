@@ -19,8 +19,14 @@ use crate::wire::frame::{EdgeId, Frame, StructEvent};
 /// bit 0      reliable (1) / best effort (0)
 /// bits 1..=3 priority 0..7 (7 = most urgent)
 /// bit 4      durability request: transient local (replay retained history first)
-/// bits 5..15 reserved, 0 (ignored when read, never set)
+/// bit 5      exact: deliver writes at the source itself only, none made below it
+/// bits 6..15 reserved, 0 (ignored when read, never set)
 /// ```
+///
+/// A subtree edge (bit 5 clear) is the substrate's own subscription: every write at the source
+/// or below it, each with its suffix. An exact edge is what a ROS subscription is: its topic and
+/// nothing else, so `/camera/image` does not receive `/camera/image/compressed` (docs/wire.md,
+/// SUBSCRIBE). A data-edge property: a structural (`:children[]`) edge ignores it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct DeliveryPolicy(u16);
 
@@ -36,7 +42,8 @@ impl DeliveryPolicy {
     const PRIO_SHIFT: u16 = 1;
     const PRIO_MASK: u16 = 0b111 << 1;
     const TRANSIENT_BIT: u16 = 1 << 4;
-    const KNOWN: u16 = 0b1_1111;
+    const EXACT_BIT: u16 = 1 << 5;
+    const KNOWN: u16 = 0b11_1111;
 
     /// The middle class: what a topic no one classed gets (the rmw's table), and what a WRITE
     /// travels in on a link of several streams, so that it stays behind the deliveries of that
@@ -46,6 +53,7 @@ impl DeliveryPolicy {
     pub const BEST_EFFORT: DeliveryPolicy = DeliveryPolicy(0);
     pub const RELIABLE: DeliveryPolicy = DeliveryPolicy(Self::RELIABLE_BIT);
 
+    /// A subtree edge (the exact bit clear); see [`with_exact`](Self::with_exact).
     pub const fn new(reliable: bool, priority: u8, transient_local: bool) -> DeliveryPolicy {
         let mut b = 0;
         if reliable {
@@ -73,16 +81,27 @@ impl DeliveryPolicy {
     pub const fn is_transient_local(self) -> bool {
         self.0 & Self::TRANSIENT_BIT != 0
     }
+    /// True for an exact edge: only writes at the source itself, never a suffix.
+    pub const fn is_exact(self) -> bool {
+        self.0 & Self::EXACT_BIT != 0
+    }
+    const fn with_bit(self, bit: u16, on: bool) -> DeliveryPolicy {
+        DeliveryPolicy(if on { self.0 | bit } else { self.0 & !bit })
+    }
     pub const fn with_reliable(self, on: bool) -> DeliveryPolicy {
-        DeliveryPolicy::new(on, self.priority(), self.is_transient_local())
+        self.with_bit(Self::RELIABLE_BIT, on)
     }
     /// Priorities above 7 are clamped to 7.
     pub const fn with_priority(self, p: u8) -> DeliveryPolicy {
         let p = if p > 7 { 7 } else { p };
-        DeliveryPolicy::new(self.is_reliable(), p, self.is_transient_local())
+        DeliveryPolicy((self.0 & !Self::PRIO_MASK) | ((p as u16) << Self::PRIO_SHIFT))
     }
     pub const fn with_transient_local(self, on: bool) -> DeliveryPolicy {
-        DeliveryPolicy::new(self.is_reliable(), self.priority(), on)
+        self.with_bit(Self::TRANSIENT_BIT, on)
+    }
+    /// Exact (only writes at the source) or subtree (the source and everything below it).
+    pub const fn with_exact(self, on: bool) -> DeliveryPolicy {
+        self.with_bit(Self::EXACT_BIT, on)
     }
 }
 
@@ -320,6 +339,14 @@ impl EdgeRec {
         })
     }
 
+    /// False once the link a remote consumer is behind is going down.
+    pub(crate) fn is_live(&self) -> bool {
+        match &self.target {
+            Target::Local(_) => true,
+            Target::Remote { link, .. } => !link.is_down(),
+        }
+    }
+
     pub(crate) fn info(&self, structural: bool) -> SubscriberInfo {
         let (target, peer) = match &self.target {
             Target::Local(n) => (n.path.to_string(), None),
@@ -445,8 +472,20 @@ impl EdgeList {
         Some(self.list.read().clone())
     }
 
-    pub(crate) fn len(&self) -> usize {
-        self.count.load(Ordering::Acquire)
+    /// The edges a reader of the graph sees: not those bound to a link that is going down.
+    /// Detaching a link marks it down in one step and removes its edges afterwards, so a
+    /// reader never sees the peer gone while its edges are still counted, nor the reverse
+    /// (`Net::peers` reads the same mark).
+    pub(crate) fn live_len(&self) -> usize {
+        self.snapshot()
+            .map_or(0, |l| l.iter().filter(|e| e.is_live()).count())
+    }
+
+    /// The records of `live_len`.
+    pub(crate) fn live(&self) -> Vec<Arc<EdgeRec>> {
+        self.snapshot().map_or_else(Vec::new, |l| {
+            l.iter().filter(|e| e.is_live()).cloned().collect()
+        })
     }
 
     pub(crate) fn insert(&self, e: Arc<EdgeRec>) {
@@ -495,10 +534,22 @@ mod tests {
                         (r, p, t)
                     );
                     assert!(d.bits() < 32);
+                    assert!(!d.is_exact());
+                    let x = d.with_exact(true);
+                    assert_eq!(DeliveryPolicy::from_bits(x.bits()), x);
+                    assert!(x.is_exact());
+                    assert_eq!(
+                        (x.is_reliable(), x.priority(), x.is_transient_local()),
+                        (r, p, t)
+                    );
+                    // Every other setter keeps the exact bit.
+                    assert!(x.with_priority(7 - p).with_reliable(!r).is_exact());
+                    assert!(x.with_transient_local(!t).is_exact());
+                    assert_eq!(x.with_exact(false), d);
                 }
             }
         }
-        assert_eq!(DeliveryPolicy::from_bits(0xffe0).bits(), 0);
+        assert_eq!(DeliveryPolicy::from_bits(0xffc0).bits(), 0);
         assert_eq!(DeliveryPolicy::RELIABLE.with_priority(42).priority(), 7);
     }
 }

@@ -39,10 +39,11 @@ impl Ring {
         }
     }
 
-    pub fn push(&mut self, s: Sample) {
+    /// Append `s`; returns how many of the oldest entries went to make room for it.
+    pub fn push(&mut self, s: Sample) -> usize {
         self.bytes += s.payload.len();
         self.q.push_back(s);
-        self.trim();
+        self.trim()
     }
 
     pub fn pop(&mut self) -> Option<Sample> {
@@ -53,15 +54,18 @@ impl Ring {
 
     /// The byte bound never evicts the newest entry: one sample larger than the whole budget is
     /// kept (alone) rather than vanishing before any reader saw it.
-    fn trim(&mut self) {
+    fn trim(&mut self) -> usize {
+        let mut evicted = 0;
         while (self.depth > 0 && self.q.len() > self.depth)
             || (self.byte_budget > 0 && self.bytes > self.byte_budget && self.q.len() > 1)
         {
             if let Some(old) = self.q.pop_front() {
                 self.bytes -= old.payload.len();
                 self.dropped += 1;
+                evicted += 1;
             }
         }
+        evicted
     }
 
     pub fn set_depth(&mut self, depth: usize) {

@@ -59,6 +59,19 @@ pub type SinkFn = Arc<dyn Fn(&Sample) + Send + Sync>;
 /// out (not stored, not counted as dropped, nobody woken). It must not block nor call the graph.
 pub type AdmitFn = Arc<dyn Fn(&Sample) -> bool + Send + Sync>;
 
+/// What a stream's arrival hook hears of one sample that landed in its ring.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Landed {
+    /// The oldest samples that went to make room for this one (counted as dropped too).
+    pub evicted: usize,
+}
+
+/// A stream's arrival hook (`Graph::set_on_land`): called once per sample that lands in the
+/// ring (after the admission filter, never for one it refused), on the delivering thread, after
+/// the ring's lock is released and its waiters were woken, so it may pop at once. It must not
+/// block; it is how an owner hears of arrivals without polling (docs/libtracer.md, "Arrival").
+pub type LandFn = Arc<dyn Fn(Landed) + Send + Sync>;
+
 pub(crate) enum Kind {
     Value,
     Stream,
@@ -87,6 +100,8 @@ pub(crate) struct Store {
     pub(crate) ring: Ring,
     /// A stream's admission filter, if its owner set one.
     pub(crate) admit: Option<AdmitFn>,
+    /// A stream's arrival hook, if its owner set one.
+    pub(crate) on_land: Option<LandFn>,
 }
 
 /// An edge that delivers into this vertex, so that removing the vertex can unhook it.
@@ -192,6 +207,7 @@ impl Node {
         let kind = self.kind.get_or_init(|| Kind::Value);
         let seq;
         let mut wake = false;
+        let mut landed = None;
         match kind {
             Kind::Value => {
                 let mut st = self.store.lock();
@@ -207,8 +223,9 @@ impl Node {
                 }
                 st.seq += 1;
                 seq = st.seq;
-                st.ring.push(s);
+                let evicted = st.ring.push(s);
                 wake = self.ready.set_quiet(true);
+                landed = st.on_land.clone().map(|f| (f, Landed { evicted }));
             }
             Kind::Sink(f) => {
                 seq = 0;
@@ -220,6 +237,9 @@ impl Node {
             self.ready.wake();
         }
         self.change.bump();
+        if let Some((f, l)) = landed {
+            f(l);
+        }
         seq
     }
 
@@ -255,25 +275,30 @@ fn local_received(meta: &Meta) -> i64 {
     }
 }
 
-/// A local write at `node`: store it, then deliver it to the edges of `node` and of each
-/// ancestor. The store comes first so that a transient-local snapshot taken after a new edge was
-/// inserted always contains every write that did not see that edge; a write the snapshot holds
-/// that sees the edge only after the replay is dropped by the edge (`EdgeRec::deliver`).
+/// A local write at `node`: store it, then deliver it to the edges of `node` and to the subtree
+/// edges of each ancestor (an exact edge takes writes at its source only: `DeliveryPolicy`). The
+/// store comes first so that a transient-local snapshot taken after a new edge was inserted
+/// always contains every write that did not see that edge; a write the snapshot holds that sees
+/// the edge only after the replay is dropped by the edge (`EdgeRec::deliver`).
 #[inline]
 pub(crate) fn dispatch(node: &Arc<Node>, sample: Sample) {
     let from = Arc::as_ptr(node) as usize;
     let seq = node.store_sample(sample.clone());
-    let mut cur = Some(node);
+    if let Some(edges) = node.edges.snapshot() {
+        for e in edges.iter() {
+            e.deliver(sample.clone(), from, seq);
+        }
+    }
+    let mut cur = node.parent.as_ref();
     while let Some(n) = cur {
         if let Some(edges) = n.edges.snapshot() {
-            let suffix = if Arc::ptr_eq(n, node) {
-                None
-            } else {
-                Some(relative(&node.path, &n.path).to_string())
-            };
-            for e in edges.iter() {
+            // Made once per ancestor, and only when one of its edges takes the subtree.
+            let mut suffix = None;
+            for e in edges.iter().filter(|e| !e.policy.is_exact()) {
+                let suffix =
+                    suffix.get_or_insert_with(|| relative(&node.path, &n.path).to_string());
                 let mut s = sample.clone();
-                s.suffix = suffix.clone();
+                s.suffix = Some(suffix.clone());
                 e.deliver(s, from, seq);
             }
         }
@@ -390,7 +415,7 @@ impl Vertex {
 
     /// Edges in this vertex's `:subscribers[]`.
     pub fn subscriber_count(&self) -> usize {
-        self.node.edges.len()
+        self.node.edges.live_len()
     }
 
     pub fn schema(&self) -> Option<SchemaInfo> {

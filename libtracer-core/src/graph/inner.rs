@@ -226,7 +226,8 @@ impl GraphInner {
     }
 
     /// Insert a data edge on `source`; a transient-local one first replays the retained history
-    /// of `source` and its descendants (tree order, each oldest first), then goes live. Writes
+    /// of `source` and, for a subtree edge, of its descendants (tree order, each oldest first),
+    /// then goes live. Writes
     /// that race with the replay are buffered by the edge and delivered after it, minus those
     /// the snapshot already held, so nothing is lost or doubled; a write stored before the
     /// snapshot that reaches the edge only after the replay is dropped there too
@@ -236,7 +237,9 @@ impl GraphInner {
         if !rec.policy.is_transient_local() {
             return;
         }
-        let nodes = {
+        let nodes = if rec.policy.is_exact() {
+            vec![source.clone()]
+        } else {
             let _g = self.tree.lock();
             self.tree.subtree(source, true)
         };

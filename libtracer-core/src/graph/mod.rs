@@ -18,7 +18,9 @@ use crate::path::{valid_segment, Path};
 use crate::payload::{Meta, Payload};
 use crate::structure::{self, What};
 use crate::tree::Tree;
-use crate::vertex::{dispatch_write, AdmitFn, Kind, Node, Sample, SinkFn, StreamOptions, Vertex};
+use crate::vertex::{
+    dispatch_write, AdmitFn, Kind, LandFn, Node, Sample, SinkFn, StreamOptions, Vertex,
+};
 use crate::wire::frame::SchemaInfo;
 
 /// `:schema`: type name, hash, definition and encoding, for tools only.
@@ -359,6 +361,16 @@ impl Graph {
     pub fn set_stream_filter(&self, path: &str, f: Option<AdmitFn>) -> Result<(), Error> {
         let n = self.stream_node(path)?;
         n.store.lock().admit = f;
+        Ok(())
+    }
+
+    /// Set (or clear, with `None`) a stream's arrival hook: called once for each sample that
+    /// lands in its ring, on the delivering thread (`LandFn`). The one way to hear of arrivals
+    /// without a thread: a callback per message, no polling. A hook being called when it is
+    /// replaced or cleared may still finish its call after this returns.
+    pub fn set_on_land(&self, path: &str, f: Option<LandFn>) -> Result<(), Error> {
+        let n = self.stream_node(path)?;
+        n.store.lock().on_land = f;
         Ok(())
     }
 

@@ -125,7 +125,7 @@ impl Graph {
 
     /// Edges in the vertex's `:subscribers[]` (0 for a path that does not exist here).
     pub fn subscriber_count(&self, path: &str) -> usize {
-        self.local_node(path).map_or(0, |n| n.edges.len())
+        self.local_node(path).map_or(0, |n| n.edges.live_len())
     }
 
     /// The entries of the vertex's `:subscribers[]` and `:children[]` lists. With a trailing
@@ -138,14 +138,10 @@ impl Graph {
         };
         let mut out = Vec::new();
         if matches!(p.meta(), None | Some(MetaSegment::Subscribers)) {
-            if let Some(l) = n.edges.snapshot() {
-                out.extend(l.iter().map(|r| r.info(false)));
-            }
+            out.extend(n.edges.live().iter().map(|r| r.info(false)));
         }
         if matches!(p.meta(), None | Some(MetaSegment::Children)) {
-            if let Some(l) = n.struct_edges.snapshot() {
-                out.extend(l.iter().map(|r| r.info(true)));
-            }
+            out.extend(n.struct_edges.live().iter().map(|r| r.info(true)));
         }
         Ok(out)
     }
@@ -153,6 +149,12 @@ impl Graph {
     /// How many error replies came back for forwarded writes nobody waited for, and the last.
     pub fn remote_write_errors(&self) -> (u64, Option<Error>) {
         self.inner.net.remote_errors()
+    }
+
+    /// Deliveries below an exact edge's source that a peer sent anyway and this graph refused
+    /// (a peer that predates exact edges: wire.md, SUBSCRIBE), over the links up now.
+    pub fn nested_refused(&self) -> u64 {
+        self.inner.net.nested_refused()
     }
 
     /// Peers mounted at `/net/<name>`.

@@ -57,8 +57,19 @@ pub(crate) fn on_frame(g: &GraphInner, id: LinkId, frame: Frame) {
             suffix,
             payload,
         } => {
-            let t = st.consumer.lock().get(&edge).map(|c| c.target.clone());
-            if let Some(t) = t {
+            let t = st
+                .consumer
+                .lock()
+                .get(&edge)
+                .map(|c| (c.target.clone(), c.handle.policy.is_exact()));
+            if let Some((t, exact)) = t {
+                // A producer that predates exact edges reads the bit as reserved and sends the
+                // subtree: what it sent below the source is refused here, before any ring
+                // (wire.md, SUBSCRIBE), and counted.
+                if exact && suffix.is_some() {
+                    st.nested_refused.fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
                 t.land(Sample {
                     payload,
                     meta,

@@ -132,6 +132,9 @@ pub(crate) struct LinkState {
     sent: AtomicU64,
     /// The `sent` count that a `sync_peers` barrier has proved handled by the peer.
     synced: AtomicU64,
+    /// DELIVERY frames with a suffix on an exact edge of ours: a producer that does not know
+    /// exact edges sent its subtree (wire.md, SUBSCRIBE); refused before any ring.
+    nested_refused: AtomicU64,
 }
 
 impl LinkState {
@@ -157,6 +160,12 @@ impl LinkState {
             self.sent.fetch_add(1, Ordering::AcqRel);
         }
         Ok(())
+    }
+
+    /// Set first when the link goes (`detach`): from then on neither its mount nor its edges
+    /// are shown to readers of the graph, whatever is still being removed.
+    pub(crate) fn is_down(&self) -> bool {
+        self.down.load(Ordering::Acquire)
     }
 
     /// Who the peer is for the ACL: the kernel's uid and gid on this host, what the link
@@ -237,7 +246,7 @@ impl Net {
             .by_name
             .read()
             .iter()
-            .filter(|(_, st)| st.mount.lock().is_some())
+            .filter(|(_, st)| !st.is_down() && st.mount.lock().is_some())
             .map(|(name, _)| name.clone())
             .collect();
         v.sort();
@@ -250,6 +259,15 @@ impl Net {
 
     pub(crate) fn link_ids(&self) -> Vec<LinkId> {
         self.by_key.read().keys().map(|k| LinkId(*k)).collect()
+    }
+
+    /// Nested deliveries refused on exact edges, over the links up now.
+    pub(crate) fn nested_refused(&self) -> u64 {
+        self.by_key
+            .read()
+            .values()
+            .map(|st| st.nested_refused.load(Ordering::Relaxed))
+            .sum()
     }
 
     pub(crate) fn remote_errors(&self) -> (u64, Option<Error>) {
@@ -476,6 +494,7 @@ pub(crate) fn attach(g: &GraphInner, link: Arc<dyn PeerLink>) -> Result<LinkId, 
         down: AtomicBool::new(false),
         sent: AtomicU64::new(0),
         synced: AtomicU64::new(0),
+        nested_refused: AtomicU64::new(0),
     });
     g.net.by_key.write().insert(key, st.clone());
     g.net.by_name.write().insert(peer.name.clone(), st.clone());
