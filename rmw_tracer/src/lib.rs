@@ -7,6 +7,7 @@
 
 use std::ffi::CStr;
 
+mod admission;
 #[allow(unsafe_code)]
 pub mod boundary;
 #[allow(unsafe_code)]

@@ -183,9 +183,10 @@ impl Qos {
     }
 
     /// The delivery policy of a subscription's edges, at priority 0 (the subscription sets its
-    /// topic's class: `crate::priority`).
+    /// topic's class: `crate::priority`). Exact: a ROS topic is a name, not a subtree, so a
+    /// subscription to `/camera/image` never receives `/camera/image/compressed`.
     pub fn delivery(&self) -> DeliveryPolicy {
-        DeliveryPolicy::new(self.reliable(), 0, self.transient_local())
+        DeliveryPolicy::new(self.reliable(), 0, self.transient_local()).with_exact(true)
     }
 
     /// The bounds of a subscription's ring.

@@ -121,6 +121,11 @@ impl Resume {
     pub fn take_gaps(&self) -> u64 {
         std::mem::take(&mut self.state.lock().gaps)
     }
+
+    /// Whether `take_gaps` would count anything.
+    pub fn has_gaps(&self) -> bool {
+        self.state.lock().gaps > 0
+    }
 }
 
 #[cfg(test)]

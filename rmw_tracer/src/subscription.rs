@@ -1,22 +1,19 @@
 //! Subscriptions: a target ring `/.ros/sub/<n>` sized by the QoS depth, fed by an edge from the
 //! local topic vertex and (wired by the registry) one from each peer that publishes the topic.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::ffi::CString;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
-use std::time::Duration;
 
-use libtracer_core::{Edge, Readiness, Sample, Vertex};
+use libtracer_core::{Edge, Landed, Readiness, Sample, Vertex};
 use parking_lot::Mutex;
 
-use crate::boundary::event_callback::EventCallback;
+use crate::admission::Admission;
+use crate::boundary::event_callback::{CallbackSlot, EventCallback};
 use crate::boundary::message::MessageMut;
 use crate::boundary::{cstr, RmwResult};
 use crate::context::Shared;
 use crate::gid::Gid;
-use crate::log::log;
 use crate::names;
 use crate::node::Node;
 use crate::qos::{End, Qos};
@@ -55,14 +52,10 @@ pub struct Subscription {
     local_edge: Edge,
     link: Arc<SubscriptionLink>,
     ty: TopicType,
-    ignore_local: bool,
-    notifier: Arc<Notifier>,
-    notifier_thread: Mutex<Option<JoinHandle<()>>>,
-    /// Known writers seen so far: whether we take their samples, and their lifespan (see
-    /// `take_sample`).
-    writers: Mutex<HashMap<[u8; 16], Writer>>,
-    /// The content filter, if one is set (`crate::content_filter`).
-    pub filter: crate::content_filter::Slot,
+    /// What the ring admits (matching, ignore-local, resume, the content filter).
+    admission: Arc<Admission>,
+    /// The on-new-message callback, called by the ring's arrival hook.
+    on_message: Arc<CallbackSlot>,
     /// QoS event state (`crate::event`); it owns the ring's drop counter.
     pub events: Arc<crate::event::Events>,
     _entry: Entry,
@@ -70,26 +63,6 @@ pub struct Subscription {
     record: Option<crate::record::SubTap>,
     /// Outstanding loans; None when the type is not plain (docs/loans.md).
     loans: Option<crate::loan::SubscriptionLoans>,
-}
-
-/// What a subscription knows of one writer of its topic.
-#[derive(Clone, Copy)]
-struct Writer {
-    /// Its type is ours and its QoS meets ours (DDS would have matched them).
-    takes: bool,
-    /// Its lifespan in ns (`INFINITE_NS`: none).
-    lifespan_ns: u64,
-}
-
-/// The longest an arrival can go unreported by the on-new-message notifier.
-const NOTIFIER_POLL: Duration = Duration::from_millis(10);
-
-/// The on-new-message callback: how many unread messages it has been told about.
-#[derive(Default)]
-struct Notifier {
-    callback: Mutex<Option<EventCallback>>,
-    reported: Mutex<usize>,
-    stop: AtomicBool,
 }
 
 impl Subscription {
@@ -122,28 +95,15 @@ impl Subscription {
         // With the network on, a reliable subscription's edges are made again after a cut and
         // replay the publisher's resend window: the ring admits only what it has not had.
         let resume = (ctx.networked && qos.reliable()).then(|| Arc::new(Resume::default()));
-        if let Some(r) = &resume {
-            let r = r.clone();
-            ctx.graph
-                .set_stream_filter(&ring_path, Some(Arc::new(move |s| r.admit(s))))?;
-        }
         // The priority class rides on every edge of the subscription; only QUIC acts on it.
         let policy = qos
             .delivery()
             .with_priority(crate::priority::topic_class(topic));
-        let local_edge = match ctx.graph.subscribe(&path, &ring_path, policy) {
-            Ok(e) => e,
-            Err(e) => {
-                let _ = ctx.graph.remove(&ring_path);
-                return Err(e.into());
-            }
-        };
-        let record = crate::record::subscription_tap(&ctx, topic, &path, &ty);
         let link = Arc::new(SubscriptionLink {
             topic: topic.to_owned(),
-            path,
+            path: path.clone(),
             type_name: ty.type_name.clone(),
-            target: ring_path,
+            target: ring_path.clone(),
             policy,
             qos,
             resume,
@@ -154,7 +114,16 @@ impl Subscription {
             remote: Mutex::new(Some(BTreeMap::new())),
             refused_by: Mutex::new(Default::default()),
             refused_writers: Mutex::new(Default::default()),
+            verdicts: Default::default(),
         });
+        let admission = Arc::new(Admission {
+            link: link.clone(),
+            ignore_local: ignore_local_publications.then(|| ctx.gids.prefix()),
+            filter: crate::content_filter::Slot::new(&ty.type_name, &ty.definition),
+        });
+        let admit = admission.clone();
+        ctx.graph
+            .set_stream_filter(&ring_path, Some(Arc::new(move |s| admit.admit(s))))?;
         let gid = ctx.gids.next();
         let rec = node.endpoint_record(
             EntityKind::Subscription,
@@ -165,9 +134,12 @@ impl Subscription {
             qos,
         );
         let entry = ctx.registry.announce(rec)?;
+        // Before the local edge: the registry judges the topic's writers first, so the ring
+        // admits a local writer's first sample (or a transient-local replay) as it should.
         ctx.registry.add_subscription(&link);
         let ring = target.clone();
         let gaps = link.resume.clone();
+        let has_gaps = link.resume.clone();
         let newest = target.clone();
         let events = crate::event::Events::new(
             ctx.clone(),
@@ -189,12 +161,38 @@ impl Subscription {
                         .value()
                         .map(|s| (s.meta.writer, s.received_timestamp_ns))
                 }),
+                has_gaps: Arc::new(move || has_gaps.as_ref().is_some_and(|g| g.has_gaps())),
             }),
         );
+        // Arrival is announced by the ring, never polled: the on-new-message callback and a
+        // lost-message callback hear of each sample as it lands, on the delivering thread.
+        let on_message = Arc::new(CallbackSlot::default());
+        {
+            let (on_message, events) = (on_message.clone(), Arc::downgrade(&events));
+            ctx.graph.set_on_land(
+                &ring_path,
+                Some(Arc::new(move |l: Landed| {
+                    if let Some(e) = events.upgrade() {
+                        e.on_land(l.evicted);
+                    }
+                    on_message.call(1);
+                })),
+            )?;
+        }
+        let local_edge = match ctx.graph.subscribe(&path, &ring_path, policy) {
+            Ok(e) => e,
+            Err(e) => {
+                link.disconnect(&ctx.graph);
+                let _ = ctx.graph.remove(&ring_path);
+                return Err(e.into());
+            }
+        };
+        let record = crate::record::subscription_tap(&ctx, topic, &path, &ty);
         let loans = ty.ty.plain_size().map(crate::loan::SubscriptionLoans::new);
         Ok(Subscription {
             loans,
-            filter: crate::content_filter::Slot::new(&ty.type_name, &ty.definition),
+            admission,
+            on_message,
             events,
             topic: cstr::owned(topic, "topic_name")?,
             qos,
@@ -202,44 +200,27 @@ impl Subscription {
             local_edge,
             link,
             ty,
-            ignore_local: ignore_local_publications,
-            notifier: Arc::new(Notifier::default()),
-            notifier_thread: Mutex::new(None),
-            writers: Mutex::new(HashMap::new()),
             ctx,
             _entry: entry,
             record,
         })
     }
 
-    /// The oldest deliverable sample, or `None` when the ring is empty. Dropped here: writes
-    /// to nested topics (a sample with a suffix); with `ignore_local_publications`, this
-    /// context's own publications; samples of writers DDS would not have matched with us
-    /// (`writer`); samples the content filter refuses; and samples older than their writer's
-    /// lifespan.
+    /// The content filter slot (`crate::content_filter`), applied as samples arrive.
+    pub fn filter(&self) -> &crate::content_filter::Slot {
+        &self.admission.filter
+    }
+
+    /// The oldest deliverable sample, or `None` when the ring is empty. What is not ours never
+    /// reached the ring (`crate::admission`, and exact edges); dropped here only: samples older
+    /// than their writer's lifespan, which only a take can tell.
     pub fn take_sample(&self) -> Option<Sample> {
         loop {
             let s = self.target.pop()?;
-            if self.has_callback() {
-                let mut r = self.notifier.reported.lock();
-                *r = r.saturating_sub(1);
-            }
-            if s.suffix.is_some() {
-                continue;
-            }
-            if s.origin.is_none()
-                && self.ignore_local
-                && Gid(s.meta.writer).context_prefix() == self.ctx.gids.prefix()
-            {
-                continue;
-            }
-            let w = self.writer(&s);
-            if !w.takes || !self.passes_filter(&s) {
-                continue;
-            }
             self.events.on_sample(&s);
-            if w.lifespan_ns != INFINITE_NS
-                && now_ns().saturating_sub(s.meta.source_timestamp_ns).max(0) as u64 > w.lifespan_ns
+            let lifespan_ns = self.link.verdicts.of(&s.meta.writer).lifespan_ns;
+            if lifespan_ns != INFINITE_NS
+                && now_ns().saturating_sub(s.meta.source_timestamp_ns).max(0) as u64 > lifespan_ns
             {
                 continue;
             }
@@ -248,49 +229,6 @@ impl Subscription {
             }
             return Some(s);
         }
-    }
-
-    /// Whether `s` passes the content filter (true when there is none). A filtered-out sample
-    /// is as if never received: no deadline activity, no recording, not lost. Bytes that are
-    /// not a message of our type are dropped with the warning a take gives them.
-    fn passes_filter(&self, s: &Sample) -> bool {
-        let Some(f) = self.filter.get() else {
-            return true;
-        };
-        match f.passes(s.payload.as_ref()) {
-            Ok(pass) => pass,
-            Err(e) => {
-                self.dropped_invalid(s, &e);
-                false
-            }
-        }
-    }
-
-    /// What we know of the writer of `s`. An edge delivers every write to its topic vertex
-    /// (the local one every local write, a remote one every write on that peer), whatever the
-    /// writer's type and QoS; DDS would not match a publisher of another type or an
-    /// incompatible QoS, so neither does a take. A writer with no record (a tool writing the
-    /// vertex directly, or a remote publisher whose record has not arrived yet) is taken as it
-    /// comes, and looked up again next time.
-    fn writer(&self, s: &Sample) -> Writer {
-        let mut seen = self.writers.lock();
-        if let Some(w) = seen.get(&s.meta.writer) {
-            return *w;
-        }
-        let Some(r) = self.ctx.registry.record(&Gid(s.meta.writer)) else {
-            return Writer {
-                takes: true,
-                lifespan_ns: INFINITE_NS,
-            };
-        };
-        let w = Writer {
-            takes: r.kind == EntityKind::Publisher
-                && r.type_name == self.ty.type_name
-                && crate::registry::incompatible_with(&r, &self.qos).is_none(),
-            lifespan_ns: r.qos.map_or(INFINITE_NS, |q| q.lifespan_ns),
-        };
-        seen.insert(s.meta.writer, w);
-        w
     }
 
     /// Take one message into `msg`; `None` when there was none.
@@ -305,7 +243,7 @@ impl Subscription {
             };
             match msg.deserialize(&self.ty.ty, s.payload.as_ref()) {
                 Ok(()) => return Ok(Some(TakenInfo::of(&s))),
-                Err(e) if e.is_bad_input() => self.dropped_invalid(&s, &e),
+                Err(e) if e.is_bad_input() => self.admission.dropped_invalid(&s, &e),
                 Err(e) => return Err(e.into()),
             }
         }
@@ -353,7 +291,7 @@ impl Subscription {
                     loans.lend_copy(p, buf);
                     return Ok(Some((p, info)));
                 }
-                Err(e) if e.is_bad_input() => self.dropped_invalid(&s, &e),
+                Err(e) if e.is_bad_input() => self.admission.dropped_invalid(&s, &e),
                 Err(e) => return Err(e.into()),
             }
         }
@@ -362,17 +300,6 @@ impl Subscription {
     /// `rmw_return_loaned_message_from_subscription`.
     pub fn return_loaned(&self, p: *mut std::ffi::c_void) -> RmwResult<()> {
         self.loans()?.give_back(p)
-    }
-
-    /// The warning for a sample whose bytes are not a message of our type (it is dropped).
-    fn dropped_invalid(&self, s: &Sample, e: &dyn std::fmt::Display) {
-        log!(
-            RMW_LOG_SEVERITY_WARN,
-            "{}: dropped a sample from writer {:?} that is not a valid {}: {e}",
-            self.topic.to_string_lossy(),
-            Gid(s.meta.writer),
-            self.ty.type_name
-        );
     }
 
     /// Take one message as CDR bytes.
@@ -395,75 +322,18 @@ impl Subscription {
         self.ctx.registry.matched_publishers(&self.link)
     }
 
-    fn has_callback(&self) -> bool {
-        self.notifier.callback.lock().is_some()
-    }
-
     /// Set (or clear, with `None`) the on-new-message callback. It is called at once with the
-    /// number of messages already waiting, then as messages arrive, from a notifier thread
-    /// (the ring has no per-delivery hook; the thread wakes on every change of the ring).
+    /// number of messages already waiting, then once per message as it lands in the ring (from
+    /// the delivering thread; a full KEEP_LAST ring still calls back for each arrival, as Fast
+    /// DDS does). Once this returns, a callback it replaced is not running.
     pub fn set_on_new_message(&self, cb: Option<EventCallback>) {
-        self.stop_notifier();
-        let Some(cb) = cb else {
-            return;
-        };
-        {
-            let mut r = self.notifier.reported.lock();
-            *self.notifier.callback.lock() = Some(cb);
-            *r = self.target.len();
-            let waiting = *r;
-            drop(r);
-            // Called without our locks held: the callback may take right away.
-            if waiting > 0 {
-                cb.call(waiting);
-            }
-        }
-        self.notifier.stop.store(false, Ordering::SeqCst);
-        let n = self.notifier.clone();
-        let target = self.target.clone();
-        let t = std::thread::Builder::new()
-            .name("rmw_tracer-on-message".into())
-            .spawn(move || {
-                while !n.stop.load(Ordering::SeqCst) {
-                    // `await_change` counts changes from its own start, so one that lands between
-                    // the count below and the next call is seen at the next timeout at the
-                    // latest: keep that short (the core has no "changed since" query).
-                    target.await_change(Some(NOTIFIER_POLL));
-                    let new = {
-                        let mut r = n.reported.lock();
-                        let len = target.len();
-                        let new = len.saturating_sub(*r);
-                        *r = (*r).max(len);
-                        new
-                    };
-                    // Copied out first: the callback runs without our locks held.
-                    let cb = *n.callback.lock();
-                    if let (true, Some(cb)) = (new > 0, cb) {
-                        cb.call(new);
-                    }
-                }
-            });
-        match t {
-            Ok(t) => *self.notifier_thread.lock() = Some(t),
-            Err(e) => crate::log::log!(
-                RMW_LOG_SEVERITY_ERROR,
-                "cannot start the callback thread: {e}"
-            ),
-        }
-    }
-
-    fn stop_notifier(&self) {
-        self.notifier.stop.store(true, Ordering::SeqCst);
-        if let Some(t) = self.notifier_thread.lock().take() {
-            let _ = t.join();
-        }
-        *self.notifier.callback.lock() = None;
+        self.on_message.set_and_tell(cb, || self.target.len());
     }
 }
 
 impl Drop for Subscription {
     fn drop(&mut self) {
-        self.stop_notifier();
+        self.on_message.set(None);
         let _ = self.ctx.graph.unsubscribe(&self.local_edge);
         self.link.disconnect(&self.ctx.graph);
         let _ = self.ctx.graph.remove(&self.link.target);

@@ -43,3 +43,58 @@ impl std::fmt::Debug for EventCallback {
         write!(f, "EventCallback({:p})", self.f as *const c_void)
     }
 }
+
+/// Where an endpoint keeps its callback: set, cleared and called from any thread.
+///
+/// A call holds the slot's lock, so once [`set`](Self::set) returns, the callback it replaced is
+/// not running and never runs again (rcl frees its user data after clearing it; Fast DDS holds
+/// its listener's mutex across the call the same way). The lock is re-entrant: a callback may
+/// take, or set or clear callbacks, from inside the call on its own thread.
+#[derive(Default)]
+pub struct CallbackSlot(parking_lot::ReentrantMutex<std::cell::Cell<Option<EventCallback>>>);
+
+impl CallbackSlot {
+    /// Replace the callback (`None` clears it); returns the one it replaced.
+    pub fn set(&self, cb: Option<EventCallback>) -> Option<EventCallback> {
+        self.0.lock().replace(cb)
+    }
+
+    pub fn get(&self) -> Option<EventCallback> {
+        self.0.lock().get()
+    }
+
+    pub fn is_set(&self) -> bool {
+        self.get().is_some()
+    }
+
+    /// Tell the callback, if one is set, that `n` events arrived (nothing when `n` is 0).
+    /// Returns whether a callback was told.
+    pub fn call(&self, n: usize) -> bool {
+        let g = self.0.lock();
+        match (n, g.get()) {
+            (1.., Some(cb)) => {
+                cb.call(n);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// `set`, then tell the new callback of the `waiting` events that came before it (rmw:
+    /// a callback set while events wait is called at once with their number), in one hold of
+    /// the lock. An arrival racing with the set is never missed: it is in `waiting`, or its
+    /// own call comes after; rarely both (a take that then finds nothing, as rclcpp expects of
+    /// an event that a wait set already took).
+    pub fn set_and_tell(&self, cb: Option<EventCallback>, waiting: impl FnOnce() -> usize) {
+        let g = self.0.lock();
+        g.set(cb);
+        if cb.is_some() {
+            let n = waiting();
+            if n > 0 {
+                if let Some(cb) = g.get() {
+                    cb.call(n);
+                }
+            }
+        }
+    }
+}

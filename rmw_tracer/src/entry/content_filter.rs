@@ -46,7 +46,7 @@ pub unsafe extern "C" fn rmw_subscription_set_content_filter(
         let o = unsafe { handle::input(options, "options") }?;
         // SAFETY: caller guarantee: valid options.
         let (expression, params) = unsafe { read_options(o) }?;
-        let enabled = s.filter.set(&expression, params)?;
+        let enabled = s.filter().set(&expression, params)?;
         // SAFETY: `get` checked `subscription` is a live handle of ours; the caller owns it
         // mutably for this call (rmw: not thread-safe).
         unsafe { (*subscription).is_cft_enabled = enabled };
@@ -78,7 +78,7 @@ pub unsafe extern "C" fn rmw_subscription_get_content_filter(
         if !clib::allocator_is_valid(allocator) {
             return Err(RmwError::invalid("allocator is invalid"));
         }
-        let Some(f) = s.filter.get() else {
+        let Some(f) = s.filter().get() else {
             return Err(RmwError::failed("this subscription has no content filter"));
         };
         let expression = cstr::owned(&f.expression, "filter_expression")?;

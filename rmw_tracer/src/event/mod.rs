@@ -29,7 +29,6 @@ mod timer;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
-use std::thread::JoinHandle;
 
 use libtracer_core::{Readiness, Sample, Signal};
 use parking_lot::Mutex;
@@ -104,6 +103,8 @@ pub struct RingProbe {
     pub dropped: LostCounter,
     /// The writer and reception time of the newest sample waiting, if any.
     pub newest: Arc<dyn Fn() -> Option<([u8; 16], i64)> + Send + Sync>,
+    /// Whether samples a reliable writer's sequence jumped over wait to be counted.
+    pub has_gaps: Arc<dyn Fn() -> bool + Send + Sync>,
 }
 
 /// Assertions of this process's manual-liveliness publishers (gid -> last assertion, ns since
@@ -129,7 +130,8 @@ pub struct Events {
     /// tracking manual writers): the hot path does nothing when this is false.
     timed: AtomicBool,
     state: Mutex<State>,
-    notifier: Mutex<Option<(Arc<AtomicBool>, JoinHandle<()>)>>,
+    /// Held while callbacks are called and while they are set (`callback`).
+    calling: parking_lot::ReentrantMutex<()>,
 }
 
 impl Events {
@@ -150,7 +152,7 @@ impl Events {
             listener: Mutex::new(None),
             timed: AtomicBool::new(timed),
             state: Mutex::new(State::default()),
-            notifier: Mutex::new(None),
+            calling: parking_lot::ReentrantMutex::new(()),
         })
     }
 
@@ -254,6 +256,17 @@ impl Events {
         }
         self.count_deadline(st, at);
         st.deadline_from = Some(at);
+    }
+
+    /// A sample landed in the subscription's ring and `evicted` older ones went for it (or a
+    /// reliable writer's sequence jumped: `has_gaps`): a lost-message callback hears of it now,
+    /// through the notifier. Called on the delivering thread; nothing to do without such a
+    /// callback (a wait set looks at the ring's counter itself).
+    pub fn on_land(&self, evicted: usize) {
+        let lost = evicted > 0 || self.probe.as_ref().is_some_and(|p| (p.has_gaps)());
+        if lost && self.wants_lost() {
+            self.signal.raise();
+        }
     }
 
     fn poll_lost(&self) -> bool {

@@ -35,6 +35,7 @@ impl Inner {
     /// Make `sub`'s remote edges those its matching peers call for. True when each of them is
     /// established (nothing for the worker's tick to retry).
     pub(super) fn reconcile(&self, st: &State, sub: &SubscriptionLink) -> bool {
+        super::verdicts::judge_all(st, sub);
         let wanted: BTreeSet<&str> = st
             .peers
             .iter()

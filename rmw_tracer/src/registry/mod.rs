@@ -17,6 +17,9 @@
 
 mod edges;
 mod peers;
+mod verdicts;
+
+pub use verdicts::Verdicts;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
@@ -75,6 +78,8 @@ pub struct SubscriptionLink {
     pub writers: Option<crate::security::WriterCheck>,
     /// Peers whose publishers it does not take from (`writers`), each logged once.
     pub refused_writers: Mutex<std::collections::BTreeSet<String>>,
+    /// The registry's verdict on each known writer of the topic (`verdicts`).
+    pub verdicts: Verdicts,
 }
 
 /// An edge from a peer's topic vertex into a local subscription.
@@ -233,7 +238,11 @@ impl Registry {
             kind: rec.kind,
             gid: rec.gid,
         };
-        inner.state.lock().local.insert(rec.gid, rec);
+        {
+            let mut st = inner.state.lock();
+            verdicts::judge_local(&st, &rec);
+            st.local.insert(rec.gid, rec);
+        }
         inner.notify();
         Ok(entry)
     }
@@ -278,7 +287,11 @@ impl Registry {
             .graph
             .write(&path, Payload::from(text.into_bytes()), Meta::default())
             .map_err(|e| RmwError::failed(format!("cannot write {path}: {e}")))?;
-        self.inner.state.lock().local.insert(rec.gid, rec.clone());
+        {
+            let mut st = self.inner.state.lock();
+            verdicts::judge_local(&st, rec);
+            st.local.insert(rec.gid, rec.clone());
+        }
         self.inner.notify();
         Ok(())
     }
@@ -337,15 +350,6 @@ impl Registry {
             );
         }
         out
-    }
-
-    /// The record of entity `gid`, local or on a peer.
-    pub fn record(&self, gid: &Gid) -> Option<Record> {
-        let st = self.inner.state.lock();
-        if let Some(r) = st.local.get(gid) {
-            return Some(r.clone());
-        }
-        st.peers.values().find_map(|p| p.records.get(gid).cloned())
     }
 
     /// Publishers on `topic` with `type_name` and a compatible QoS that deliver into `sub`:
