@@ -71,7 +71,11 @@ mod tests {
         let mut enc = Vec::new();
         encode(data, &mut enc);
         assert!(!enc.contains(&0), "{data:?} -> {enc:?}");
-        assert_eq!(enc.len(), data.len() + 1, "one byte of overhead for {data:?}");
+        assert_eq!(
+            enc.len(),
+            data.len() + 1,
+            "one byte of overhead for {data:?}"
+        );
         let mut dec = Vec::new();
         decode(&enc, &mut dec).unwrap();
         assert_eq!(dec, data);
@@ -100,7 +104,11 @@ mod tests {
                         x ^= x << 13;
                         x ^= x >> 17;
                         x ^= x << 5;
-                        if x & 3 == 0 { 0 } else { x as u8 }
+                        if x & 3 == 0 {
+                            0
+                        } else {
+                            x as u8
+                        }
                     })
                     .collect();
                 round(&data);

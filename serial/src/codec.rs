@@ -55,12 +55,26 @@ pub fn encode_message(
 ) -> usize {
     let seq8 = seq as u8;
     if !reliable && alias < 8 && body.len() <= CDATA_MAX_BODY {
-        encode_packet(&Packet::CData { alias, seq: seq8 & 0x0F, body }, out);
+        encode_packet(
+            &Packet::CData {
+                alias,
+                seq: seq8 & 0x0F,
+                body,
+            },
+            out,
+        );
         return 1;
     }
     let max_packet = max_frame.min(MAX_FRAME) - 2;
     if body.len() + 3 <= max_packet {
-        encode_packet(&Packet::Data { alias, seq: seq8, body }, out);
+        encode_packet(
+            &Packet::Data {
+                alias,
+                seq: seq8,
+                body,
+            },
+            out,
+        );
         return 1;
     }
     let (mut off, mut index) = (0usize, 0u8);
@@ -70,7 +84,16 @@ pub fn encode_message(
         let take = (body.len() - off).min(max_packet - head);
         let total = (index == 0).then_some(body.len() as u16);
         let bytes = &body[off..off + take];
-        encode_packet(&Packet::Frag { alias, seq: seq8, index, total, bytes }, out);
+        encode_packet(
+            &Packet::Frag {
+                alias,
+                seq: seq8,
+                index,
+                total,
+                bytes,
+            },
+            out,
+        );
         off += take;
         index = index.wrapping_add(1);
         frames += 1;

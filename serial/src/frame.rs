@@ -60,16 +60,39 @@ pub struct Declare<'a> {
 pub enum Packet<'a> {
     Hello(Hello<'a>),
     Declare(Declare<'a>),
-    Ready { session: u32, n_endpoints: u8 },
+    Ready {
+        session: u32,
+        n_endpoints: u8,
+    },
     Sync,
     Heartbeat,
-    Ack { alias: u8, seq: u8 },
-    Nack { alias: u8, seq: u8 },
-    Data { alias: u8, seq: u8, body: &'a [u8] },
+    Ack {
+        alias: u8,
+        seq: u8,
+    },
+    Nack {
+        alias: u8,
+        seq: u8,
+    },
+    Data {
+        alias: u8,
+        seq: u8,
+        body: &'a [u8],
+    },
     /// `total` is present on fragment 0 only.
-    Frag { alias: u8, seq: u8, index: u8, total: Option<u16>, bytes: &'a [u8] },
+    Frag {
+        alias: u8,
+        seq: u8,
+        index: u8,
+        total: Option<u16>,
+        bytes: &'a [u8],
+    },
     /// Alias 0..7, the low 4 bits of the sequence, at most 8 body bytes.
-    CData { alias: u8, seq: u8, body: &'a [u8] },
+    CData {
+        alias: u8,
+        seq: u8,
+        body: &'a [u8],
+    },
 }
 
 /// Reads fields front to back; every read checks the length.
@@ -124,7 +147,11 @@ impl<'a> Packet<'a> {
             if body.len() > CDATA_MAX_BODY {
                 return Err(DecodeError::TooLong { kind: k });
             }
-            return Ok(Packet::CData { alias: (k >> 4) & 7, seq: k & 0x0F, body });
+            return Ok(Packet::CData {
+                alias: (k >> 4) & 7,
+                seq: k & 0x0F,
+                body,
+            });
         }
         let packet = match k {
             kind::HELLO => {
@@ -153,12 +180,25 @@ impl<'a> Packet<'a> {
                 type_name: r.str()?,
                 type_hash: r.str()?,
             }),
-            kind::READY => Packet::Ready { session: r.u32()?, n_endpoints: r.u8()? },
+            kind::READY => Packet::Ready {
+                session: r.u32()?,
+                n_endpoints: r.u8()?,
+            },
             kind::SYNC => Packet::Sync,
             kind::HEARTBEAT => Packet::Heartbeat,
-            kind::ACK => Packet::Ack { alias: r.u8()?, seq: r.u8()? },
-            kind::NACK => Packet::Nack { alias: r.u8()?, seq: r.u8()? },
-            kind::DATA => Packet::Data { alias: r.u8()?, seq: r.u8()?, body: r.rest() },
+            kind::ACK => Packet::Ack {
+                alias: r.u8()?,
+                seq: r.u8()?,
+            },
+            kind::NACK => Packet::Nack {
+                alias: r.u8()?,
+                seq: r.u8()?,
+            },
+            kind::DATA => Packet::Data {
+                alias: r.u8()?,
+                seq: r.u8()?,
+                body: r.rest(),
+            },
             kind::FRAG => {
                 let (alias, seq, index) = (r.u8()?, r.u8()?, r.u8()?);
                 let total = if index == 0 { Some(r.u16()?) } else { None };
@@ -166,7 +206,13 @@ impl<'a> Packet<'a> {
                 if bytes.is_empty() {
                     return Err(DecodeError::Truncated { kind: k });
                 }
-                Packet::Frag { alias, seq, index, total, bytes }
+                Packet::Frag {
+                    alias,
+                    seq,
+                    index,
+                    total,
+                    bytes,
+                }
             }
             other => return Err(DecodeError::UnknownKind(other)),
         };
@@ -200,7 +246,10 @@ impl<'a> Packet<'a> {
                 s(out, d.type_name);
                 s(out, d.type_hash);
             }
-            Packet::Ready { session, n_endpoints } => {
+            Packet::Ready {
+                session,
+                n_endpoints,
+            } => {
                 out.push(kind::READY);
                 out.extend_from_slice(&session.to_le_bytes());
                 out.push(*n_endpoints);
@@ -213,7 +262,13 @@ impl<'a> Packet<'a> {
                 out.extend_from_slice(&[kind::DATA, *alias, *seq]);
                 out.extend_from_slice(body);
             }
-            Packet::Frag { alias, seq, index, total, bytes } => {
+            Packet::Frag {
+                alias,
+                seq,
+                index,
+                total,
+                bytes,
+            } => {
                 out.extend_from_slice(&[kind::FRAG, *alias, *seq, *index]);
                 if let Some(t) = total {
                     out.extend_from_slice(&t.to_le_bytes());
@@ -260,17 +315,48 @@ mod tests {
                 type_name: "std_msgs/msg/Int32",
                 type_hash: "RIHS01_00",
             }),
-            Packet::Ready { session: 5, n_endpoints: 3 },
+            Packet::Ready {
+                session: 5,
+                n_endpoints: 3,
+            },
             Packet::Sync,
             Packet::Heartbeat,
             Packet::Ack { alias: 1, seq: 255 },
             Packet::Nack { alias: 0, seq: 3 },
-            Packet::Data { alias: 9, seq: 200, body: &[1, 0, 0, 0] },
-            Packet::Data { alias: 9, seq: 200, body: &[] },
-            Packet::Frag { alias: 1, seq: 2, index: 0, total: Some(1000), bytes: &[0; 10] },
-            Packet::Frag { alias: 1, seq: 2, index: 3, total: None, bytes: &[7] },
-            Packet::CData { alias: 7, seq: 15, body: &[1, 2, 3, 4] },
-            Packet::CData { alias: 0, seq: 0, body: &[] },
+            Packet::Data {
+                alias: 9,
+                seq: 200,
+                body: &[1, 0, 0, 0],
+            },
+            Packet::Data {
+                alias: 9,
+                seq: 200,
+                body: &[],
+            },
+            Packet::Frag {
+                alias: 1,
+                seq: 2,
+                index: 0,
+                total: Some(1000),
+                bytes: &[0; 10],
+            },
+            Packet::Frag {
+                alias: 1,
+                seq: 2,
+                index: 3,
+                total: None,
+                bytes: &[7],
+            },
+            Packet::CData {
+                alias: 7,
+                seq: 15,
+                body: &[1, 2, 3, 4],
+            },
+            Packet::CData {
+                alias: 0,
+                seq: 0,
+                body: &[],
+            },
         ]
     }
 
@@ -281,7 +367,10 @@ mod tests {
             p.encode(&mut b);
             assert_eq!(Packet::decode(&b).unwrap(), p, "{b:?}");
             // Every strict prefix of a fixed-layout packet is refused, never misread.
-            if !matches!(p, Packet::Data { .. } | Packet::CData { .. } | Packet::Frag { .. }) {
+            if !matches!(
+                p,
+                Packet::Data { .. } | Packet::CData { .. } | Packet::Frag { .. }
+            ) {
                 for cut in 0..b.len() {
                     assert!(Packet::decode(&b[..cut]).is_err(), "{p:?} cut at {cut}");
                 }
@@ -300,6 +389,11 @@ mod tests {
         assert!(Packet::decode(&[0x80, 1, 2, 3, 4, 5, 6, 7, 8, 9]).is_err());
         assert!(Packet::decode(&[kind::FRAG, 1, 1, 1]).is_err());
         let bad_utf8 = [kind::DECLARE, 0, 0, 1, 1, 0, 0, 0, 0, 1, 0xFF, 0, 0];
-        assert_eq!(Packet::decode(&bad_utf8), Err(DecodeError::BadUtf8 { kind: kind::DECLARE }));
+        assert_eq!(
+            Packet::decode(&bad_utf8),
+            Err(DecodeError::BadUtf8 {
+                kind: kind::DECLARE
+            })
+        );
     }
 }

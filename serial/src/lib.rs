@@ -13,6 +13,7 @@ pub mod error;
 pub mod frame;
 pub mod session;
 mod stream;
+mod types;
 
 pub use codec::{encode_message, encode_packet, Deframer, MAX_FRAME};
 pub use error::{DecodeError, FrameError, SendError};
@@ -27,7 +28,10 @@ pub const EXERCISE_HEAP_BOUND: usize = 2 * 256 + 64 * 1032;
 /// draining what it produces, for fuzzing: must never panic, and the session's buffers stay
 /// within [`EXERCISE_HEAP_BOUND`] (checked with an assertion, which a fuzzer reports).
 pub fn exercise_decoder(bytes: &[u8]) {
-    let cfg = SessionConfig { max_message: 1024, ..SessionConfig::default() };
+    let cfg = SessionConfig {
+        max_message: 1024,
+        ..SessionConfig::default()
+    };
     let mut whole = Session::new(cfg.clone(), 0);
     whole.handle_bytes(1, bytes);
     whole.handle_timeout(2);
@@ -52,7 +56,11 @@ pub fn exercise_decoder(bytes: &[u8]) {
 }
 
 fn drain(s: &mut Session) {
-    assert!(s.heap_bytes() <= EXERCISE_HEAP_BOUND, "heap {} bytes", s.heap_bytes());
+    assert!(
+        s.heap_bytes() <= EXERCISE_HEAP_BOUND,
+        "heap {} bytes",
+        s.heap_bytes()
+    );
     while s.poll_event().is_some() {}
     let _ = s.poll_transmit();
 }

@@ -9,101 +9,11 @@ use std::sync::Arc;
 
 use crate::codec::{encode_message, encode_packet, Deframer, MAX_FRAME};
 use crate::error::SendError;
-use crate::frame::{Declare, Hello, Packet, CDR_HEADER, ENCAP_CDR_LE, FLAG_RELIABLE, FLAG_SUBSCRIPTION};
+use crate::frame::{
+    Declare, Hello, Packet, CDR_HEADER, ENCAP_CDR_LE, FLAG_RELIABLE, FLAG_SUBSCRIPTION,
+};
 use crate::stream::{Drop, Piece, Reply, RxStream, TxStream};
-
-/// Timers and bounds; the defaults are the spec's (section 7).
-#[derive(Clone, Debug)]
-pub struct SessionConfig {
-    pub heartbeat_ms: u64,
-    /// No valid frame for this long: [`Event::Lost`].
-    pub lost_ms: u64,
-    /// SYNC repeat while there is no session.
-    pub sync_ms: u64,
-    pub rto_ms: u64,
-    /// Reliable messages in flight towards one MCU subscription (1..=127).
-    pub window: usize,
-    /// Largest message body the host reassembles.
-    pub max_message: usize,
-}
-
-impl Default for SessionConfig {
-    fn default() -> Self {
-        SessionConfig {
-            heartbeat_ms: 250,
-            lost_ms: 1000,
-            sync_ms: 500,
-            rto_ms: 100,
-            window: 4,
-            max_message: 65535,
-        }
-    }
-}
-
-/// The MCU node, from its HELLO.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NodeInfo {
-    pub namespace: String,
-    pub name: String,
-    pub session: u32,
-    pub max_frame: u8,
-    pub max_msg: u16,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EndpointKind {
-    Publisher,
-    Subscription,
-}
-
-/// One declared endpoint: what DECLARE said once, so DATA frames need only the alias.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Endpoint {
-    pub alias: u8,
-    pub kind: EndpointKind,
-    pub reliable: bool,
-    pub depth: u8,
-    pub topic: String,
-    pub type_name: String,
-    /// `RIHS01_<hex>` or empty.
-    pub type_hash: String,
-    /// The 16-byte gid (section 4): FNV-1a of the node and session, then alias + 1.
-    pub gid: [u8; 16],
-    pub node: Arc<NodeInfo>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Event {
-    /// The MCU rebooted: everything of the old session is gone (the new one follows).
-    Reset { node: Arc<NodeInfo> },
-    /// An endpoint (new, or changed since it was last declared).
-    Declared { alias: u8, endpoint: Arc<Endpoint> },
-    /// Every endpoint is declared and READY was sent: the node can join the graph.
-    Ready { node: Arc<NodeInfo> },
-    /// A message of an MCU publisher: full CDR with its header, the reconstructed sequence.
-    Data { endpoint: Arc<Endpoint>, sequence: u64, payload: Vec<u8> },
-    /// Best-effort messages of the endpoint lost on the line just before the next `Data`.
-    Gap { endpoint: Arc<Endpoint>, lost: u64 },
-    /// Silence past `lost_ms`: the node is gone until it speaks again.
-    Lost { node: Arc<NodeInfo> },
-}
-
-/// What the session dropped, for a link to log once.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Stats {
-    pub frames_in: u64,
-    /// Frames that failed COBS, length or check (garbage, noise, truncation).
-    pub bad_frames: u64,
-    /// Checked frames whose packet was malformed or not for the host.
-    pub malformed: u64,
-    /// DATA for an alias not (yet) declared.
-    pub unknown_alias: u64,
-    /// Reliable frames out of order, best-effort fragments out of order.
-    pub out_of_order: u64,
-    pub too_large: u64,
-    pub retransmits: u64,
-    pub resets: u64,
-}
+pub use crate::types::{gid, Endpoint, EndpointKind, Event, NodeInfo, SessionConfig, Stats};
 
 struct Ep {
     info: Arc<Endpoint>,
@@ -147,19 +57,6 @@ pub struct Session {
     stats: Stats,
 }
 
-/// The gid of an endpoint (section 4).
-pub fn gid(node: &NodeInfo, alias: u8) -> [u8; 16] {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let bytes = node.namespace.bytes().chain([b'/']).chain(node.name.bytes());
-    for b in bytes.chain(node.session.to_le_bytes()) {
-        h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    let mut g = [0u8; 16];
-    g[..8].copy_from_slice(&h.to_le_bytes());
-    g[8..].copy_from_slice(&(u64::from(alias) + 1).to_le_bytes());
-    g
-}
-
 impl Session {
     /// A session that has just started: it asks any MCU on the line to declare (SYNC).
     pub fn new(cfg: SessionConfig, now: u64) -> Session {
@@ -168,7 +65,10 @@ impl Session {
             deframer: Deframer::new(MAX_FRAME),
             peer: None,
             events: VecDeque::new(),
-            out: Out { bytes: Vec::new(), last_tx: now },
+            out: Out {
+                bytes: Vec::new(),
+                last_tx: now,
+            },
             last_rx: now,
             last_sync: None,
             stats: Stats::default(),
@@ -197,12 +97,18 @@ impl Session {
 
     pub fn endpoint(&self, alias: u8) -> Option<Arc<Endpoint>> {
         let peer = self.peer.as_ref()?;
-        peer.eps.get(usize::from(alias))?.as_ref().map(|e| e.info.clone())
+        peer.eps
+            .get(usize::from(alias))?
+            .as_ref()
+            .map(|e| e.info.clone())
     }
 
     /// Reliable messages sent to an MCU subscription and not yet acknowledged.
     pub fn in_flight(&self, alias: u8) -> usize {
-        let ep = self.peer.as_ref().and_then(|p| p.eps.get(usize::from(alias))?.as_ref());
+        let ep = self
+            .peer
+            .as_ref()
+            .and_then(|p| p.eps.get(usize::from(alias))?.as_ref());
         ep.map_or(0, |e| e.tx.in_flight())
     }
 
@@ -219,7 +125,10 @@ impl Session {
     /// reliable messages held). Events and output not yet polled are the caller's to drain.
     pub fn heap_bytes(&self) -> usize {
         let eps = self.peer.iter().flat_map(|p| p.eps.iter().flatten());
-        self.deframer.heap_bytes() + eps.map(|e| e.rx.heap_bytes() + e.tx.heap_bytes()).sum::<usize>()
+        self.deframer.heap_bytes()
+            + eps
+                .map(|e| e.rx.heap_bytes() + e.tx.heap_bytes())
+                .sum::<usize>()
     }
 
     /// Bytes read from the line.
@@ -253,11 +162,29 @@ impl Session {
                 let nack = matches!(p, Packet::Nack { .. });
                 self.on_ack(now, alias, seq, nack);
             }
-            Packet::Data { alias, seq, body } => self.on_piece(now, alias, seq, 8, Piece::Whole(body)),
-            Packet::CData { alias, seq, body } => self.on_piece(now, alias, seq, 4, Piece::Whole(body)),
-            Packet::Frag { alias, seq, index, total, bytes } => {
-                self.on_piece(now, alias, seq, 8, Piece::Frag { index, total, bytes })
+            Packet::Data { alias, seq, body } => {
+                self.on_piece(now, alias, seq, 8, Piece::Whole(body))
             }
+            Packet::CData { alias, seq, body } => {
+                self.on_piece(now, alias, seq, 4, Piece::Whole(body))
+            }
+            Packet::Frag {
+                alias,
+                seq,
+                index,
+                total,
+                bytes,
+            } => self.on_piece(
+                now,
+                alias,
+                seq,
+                8,
+                Piece::Frag {
+                    index,
+                    total,
+                    bytes,
+                },
+            ),
             Packet::Ready { .. } | Packet::Sync => self.stats.malformed += 1,
         }
     }
@@ -349,7 +276,10 @@ impl Session {
                     rx: RxStream::new(seq, info.reliable),
                     tx: TxStream::new(seq, info.reliable),
                 });
-                self.events.push_back(Event::Declared { alias: d.alias, endpoint: info });
+                self.events.push_back(Event::Declared {
+                    alias: d.alias,
+                    endpoint: info,
+                });
             }
         }
         peer.declared |= 1 << d.alias;
@@ -358,28 +288,47 @@ impl Session {
 
     /// READY once every alias of the HELLO has been declared since it.
     fn complete(&mut self, now: u64) {
-        let Some(peer) = self.peer.as_mut() else { return };
-        let all = if peer.n == 64 { u64::MAX } else { (1u64 << peer.n) - 1 };
+        let Some(peer) = self.peer.as_mut() else {
+            return;
+        };
+        let all = if peer.n == 64 {
+            u64::MAX
+        } else {
+            (1u64 << peer.n) - 1
+        };
         if peer.declared != all {
             return;
         }
         let session = peer.node.session;
-        self.out.send(now, &Packet::Ready { session, n_endpoints: peer.n });
+        self.out.send(
+            now,
+            &Packet::Ready {
+                session,
+                n_endpoints: peer.n,
+            },
+        );
         if !peer.ready {
             peer.ready = true;
-            self.events.push_back(Event::Ready { node: peer.node.clone() });
+            self.events.push_back(Event::Ready {
+                node: peer.node.clone(),
+            });
         }
     }
 
     /// Asks the MCU to declare again, at most once per `sync_ms`.
     fn resync(&mut self, now: u64) {
-        if self.last_sync.is_none_or(|t| now.saturating_sub(t) >= self.cfg.sync_ms) {
+        if self
+            .last_sync
+            .is_none_or(|t| now.saturating_sub(t) >= self.cfg.sync_ms)
+        {
             self.sync(now);
         }
     }
 
     fn on_ack(&mut self, now: u64, alias: u8, seq: u8, nack: bool) {
-        let Some(peer) = self.peer.as_mut() else { return };
+        let Some(peer) = self.peer.as_mut() else {
+            return;
+        };
         let Some(Some(ep)) = peer.eps.get_mut(usize::from(alias)) else {
             self.stats.unknown_alias += 1;
             return;
@@ -390,12 +339,22 @@ impl Session {
         }
         if ep.tx.on_ack(now, seq, nack) {
             let max_frame = usize::from(peer.node.max_frame);
-            resend(&mut self.out, &mut self.stats, now, alias, &mut ep.tx, max_frame);
+            resend(
+                &mut self.out,
+                &mut self.stats,
+                now,
+                alias,
+                &mut ep.tx,
+                max_frame,
+            );
         }
     }
 
     fn on_piece(&mut self, now: u64, alias: u8, seq: u8, bits: u32, piece: Piece<'_>) {
-        let known = self.peer.as_mut().and_then(|p| p.eps.get_mut(usize::from(alias))?.as_mut());
+        let known = self
+            .peer
+            .as_mut()
+            .and_then(|p| p.eps.get_mut(usize::from(alias))?.as_mut());
         let Some(ep) = known else {
             self.stats.unknown_alias += 1;
             self.resync(now);
@@ -406,7 +365,8 @@ impl Session {
             return;
         }
         let (delivered, reply, drop) =
-            ep.rx.on_piece(now, self.cfg.rto_ms, seq, bits, piece, self.cfg.max_message);
+            ep.rx
+                .on_piece(now, self.cfg.rto_ms, seq, bits, piece, self.cfg.max_message);
         match drop {
             Drop::None => {}
             Drop::OutOfOrder => self.stats.out_of_order += 1,
@@ -420,16 +380,27 @@ impl Session {
         if let Some(d) = delivered {
             let endpoint = ep.info.clone();
             if d.lost > 0 {
-                self.events.push_back(Event::Gap { endpoint: endpoint.clone(), lost: d.lost });
+                self.events.push_back(Event::Gap {
+                    endpoint: endpoint.clone(),
+                    lost: d.lost,
+                });
             }
-            self.events.push_back(Event::Data { endpoint, sequence: d.sequence, payload: d.payload });
+            self.events.push_back(Event::Data {
+                endpoint,
+                sequence: d.sequence,
+                payload: d.payload,
+            });
         }
     }
 
     /// Sends a message (full CDR, header included) to the MCU subscription `alias`. Best
     /// effort: sent once. Reliable: held until acknowledged; `WindowFull` past the window.
     pub fn send(&mut self, now: u64, alias: u8, cdr: &[u8]) -> Result<(), SendError> {
-        let peer = self.peer.as_mut().filter(|p| p.ready).ok_or(SendError::NotReady)?;
+        let peer = self
+            .peer
+            .as_mut()
+            .filter(|p| p.ready)
+            .ok_or(SendError::NotReady)?;
         let max_frame = usize::from(peer.node.max_frame);
         let max_msg = usize::from(peer.node.max_msg);
         let ep = peer
@@ -438,16 +409,28 @@ impl Session {
             .and_then(Option::as_mut)
             .filter(|e| e.info.kind == EndpointKind::Subscription)
             .ok_or(SendError::NotSubscription(alias))?;
-        let body = cdr.strip_prefix(&CDR_HEADER[..]).ok_or(SendError::BadEncapsulation)?;
+        let body = cdr
+            .strip_prefix(&CDR_HEADER[..])
+            .ok_or(SendError::BadEncapsulation)?;
         let frag_room = max_frame.min(MAX_FRAME) - 2 - 6;
         if body.len() > max_msg || body.len() > 256 * frag_room {
-            return Err(SendError::TooLarge { len: body.len(), max: max_msg });
+            return Err(SendError::TooLarge {
+                len: body.len(),
+                max: max_msg,
+            });
         }
         if ep.info.reliable && ep.tx.in_flight() >= self.cfg.window.clamp(1, 127) {
             return Err(SendError::WindowFull);
         }
         let seq = ep.tx.push(now, body);
-        encode_message(alias, seq, body, ep.info.reliable, max_frame, &mut self.out.bytes);
+        encode_message(
+            alias,
+            seq,
+            body,
+            ep.info.reliable,
+            max_frame,
+            &mut self.out.bytes,
+        );
         self.out.last_tx = now;
         Ok(())
     }
@@ -467,7 +450,14 @@ impl Session {
             for (a, ep) in peer.eps.iter_mut().enumerate() {
                 let Some(ep) = ep else { continue };
                 if ep.tx.deadline(self.cfg.rto_ms).is_some_and(|d| now >= d) {
-                    resend(&mut self.out, &mut self.stats, now, a as u8, &mut ep.tx, max_frame);
+                    resend(
+                        &mut self.out,
+                        &mut self.stats,
+                        now,
+                        a as u8,
+                        &mut ep.tx,
+                        max_frame,
+                    );
                 }
             }
         }
@@ -494,7 +484,14 @@ impl Session {
 }
 
 /// Go-back-N: every held message of a subscription again.
-fn resend(out: &mut Out, stats: &mut Stats, now: u64, alias: u8, tx: &mut TxStream, max_frame: usize) {
+fn resend(
+    out: &mut Out,
+    stats: &mut Stats,
+    now: u64,
+    alias: u8,
+    tx: &mut TxStream,
+    max_frame: usize,
+) {
     for (seq, body) in tx.held() {
         encode_message(alias, seq, body, true, max_frame, &mut out.bytes);
         stats.retransmits += 1;
@@ -502,3 +499,7 @@ fn resend(out: &mut Out, stats: &mut Stats, now: u64, alias: u8, tx: &mut TxStre
     tx.mark_sent(now);
     out.last_tx = now;
 }
+
+#[cfg(test)]
+#[path = "session_tests.rs"]
+mod tests;

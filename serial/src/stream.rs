@@ -9,7 +9,11 @@ use crate::frame::CDR_HEADER;
 /// A message as it arrived: whole (DATA, CDATA) or one fragment (FRAG).
 pub(crate) enum Piece<'a> {
     Whole(&'a [u8]),
-    Frag { index: u8, total: Option<u16>, bytes: &'a [u8] },
+    Frag {
+        index: u8,
+        total: Option<u16>,
+        bytes: &'a [u8],
+    },
 }
 
 /// What the session answers for a received frame.
@@ -58,7 +62,12 @@ pub(crate) struct RxStream {
 
 impl RxStream {
     pub fn new(next: u64, reliable: bool) -> Self {
-        RxStream { next, reliable, reasm: None, last_nack: None }
+        RxStream {
+            next,
+            reliable,
+            reasm: None,
+            last_nack: None,
+        }
     }
 
     /// Bytes held by a partial message.
@@ -95,7 +104,11 @@ impl RxStream {
                 self.reasm = None;
                 // Behind: a copy of what we have, whose ACK was lost: acknowledge again.
                 // Ahead: a gap: ask for the expected one.
-                let reply = if d >= 128 { Reply::Ack(self.next as u8) } else { self.nack(now, rto) };
+                let reply = if d >= 128 {
+                    Reply::Ack(self.next as u8)
+                } else {
+                    self.nack(now, rto)
+                };
                 return (None, reply, Drop::OutOfOrder);
             }
         }
@@ -112,7 +125,11 @@ impl RxStream {
                 p.extend_from_slice(body);
                 p
             }
-            Piece::Frag { index, total, bytes } => match self.fragment(index, total, low, bytes, max_message) {
+            Piece::Frag {
+                index,
+                total,
+                bytes,
+            } => match self.fragment(index, total, low, bytes, max_message) {
                 Ok(Some(p)) => p,
                 Ok(None) => return (None, Reply::None, Drop::None),
                 Err(drop) => {
@@ -127,8 +144,20 @@ impl RxStream {
         };
         let lost = full - self.next;
         self.next = full + 1;
-        let reply = if self.reliable { Reply::Ack(self.next as u8) } else { Reply::None };
-        (Some(Delivered { sequence: full, payload, lost }), reply, Drop::None)
+        let reply = if self.reliable {
+            Reply::Ack(self.next as u8)
+        } else {
+            Reply::None
+        };
+        (
+            Some(Delivered {
+                sequence: full,
+                payload,
+                lost,
+            }),
+            reply,
+            Drop::None,
+        )
     }
 
     /// Adds a fragment; the whole CDR when it completed the message.
@@ -148,7 +177,12 @@ impl RxStream {
             }
             let mut buf = Vec::with_capacity(4 + total);
             buf.extend_from_slice(&CDR_HEADER);
-            self.reasm = Some(Reassembly { seq_low: low, next_index: 0, total, buf });
+            self.reasm = Some(Reassembly {
+                seq_low: low,
+                next_index: 0,
+                total,
+                buf,
+            });
         }
         let Some(r) = self.reasm.as_mut() else {
             return Err(Drop::OutOfOrder);
@@ -178,7 +212,12 @@ pub(crate) struct TxStream {
 
 impl TxStream {
     pub fn new(next: u64, reliable: bool) -> Self {
-        TxStream { next, reliable, held: VecDeque::new(), sent_at: 0 }
+        TxStream {
+            next,
+            reliable,
+            held: VecDeque::new(),
+            sent_at: 0,
+        }
     }
 
     pub fn base(&self) -> u64 {
@@ -235,7 +274,10 @@ impl TxStream {
     /// The held messages with their sequence numbers, to send again.
     pub fn held(&self) -> impl Iterator<Item = (u64, &[u8])> {
         let base = self.base();
-        self.held.iter().enumerate().map(move |(i, b)| (base + i as u64, b.as_slice()))
+        self.held
+            .iter()
+            .enumerate()
+            .map(move |(i, b)| (base + i as u64, b.as_slice()))
     }
 
     /// When the oldest held message is due to be sent again.

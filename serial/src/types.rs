@@ -1,0 +1,118 @@
+//! What the host session reports and is configured with (docs/serial.md sections 4-7): the
+//! MCU node and its endpoints as declared, the events, the counters, the gid derivation.
+
+use std::sync::Arc;
+
+/// Timers and bounds; the defaults are the spec's (section 7).
+#[derive(Clone, Debug)]
+pub struct SessionConfig {
+    pub heartbeat_ms: u64,
+    /// No valid frame for this long: [`Event::Lost`].
+    pub lost_ms: u64,
+    /// SYNC repeat while there is no session.
+    pub sync_ms: u64,
+    pub rto_ms: u64,
+    /// Reliable messages in flight towards one MCU subscription (1..=127).
+    pub window: usize,
+    /// Largest message body the host reassembles.
+    pub max_message: usize,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        SessionConfig {
+            heartbeat_ms: 250,
+            lost_ms: 1000,
+            sync_ms: 500,
+            rto_ms: 100,
+            window: 4,
+            max_message: 65535,
+        }
+    }
+}
+
+/// The MCU node, from its HELLO.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeInfo {
+    pub namespace: String,
+    pub name: String,
+    pub session: u32,
+    pub max_frame: u8,
+    pub max_msg: u16,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EndpointKind {
+    Publisher,
+    Subscription,
+}
+
+/// One declared endpoint: what DECLARE said once, so DATA frames need only the alias.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Endpoint {
+    pub alias: u8,
+    pub kind: EndpointKind,
+    pub reliable: bool,
+    pub depth: u8,
+    pub topic: String,
+    pub type_name: String,
+    /// `RIHS01_<hex>` or empty.
+    pub type_hash: String,
+    /// The 16-byte gid (section 4): FNV-1a of the node and session, then alias + 1.
+    pub gid: [u8; 16],
+    pub node: Arc<NodeInfo>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// The MCU rebooted: everything of the old session is gone (the new one follows).
+    Reset { node: Arc<NodeInfo> },
+    /// An endpoint (new, or changed since it was last declared).
+    Declared { alias: u8, endpoint: Arc<Endpoint> },
+    /// Every endpoint is declared and READY was sent: the node can join the graph.
+    Ready { node: Arc<NodeInfo> },
+    /// A message of an MCU publisher: full CDR with its header, the reconstructed sequence.
+    Data {
+        endpoint: Arc<Endpoint>,
+        sequence: u64,
+        payload: Vec<u8>,
+    },
+    /// Best-effort messages of the endpoint lost on the line just before the next `Data`.
+    Gap { endpoint: Arc<Endpoint>, lost: u64 },
+    /// Silence past `lost_ms`: the node is gone until it speaks again.
+    Lost { node: Arc<NodeInfo> },
+}
+
+/// What the session dropped, for a link to log once.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub frames_in: u64,
+    /// Frames that failed COBS, length or check (garbage, noise, truncation).
+    pub bad_frames: u64,
+    /// Checked frames whose packet was malformed or not for the host.
+    pub malformed: u64,
+    /// DATA for an alias not (yet) declared.
+    pub unknown_alias: u64,
+    /// Reliable frames out of order, best-effort fragments out of order.
+    pub out_of_order: u64,
+    pub too_large: u64,
+    pub retransmits: u64,
+    pub resets: u64,
+}
+
+/// The gid of an endpoint (section 4).
+pub fn gid(node: &NodeInfo, alias: u8) -> [u8; 16] {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let bytes = node
+        .namespace
+        .bytes()
+        .chain([b'/'])
+        .chain(node.name.bytes());
+    for b in bytes.chain(node.session.to_le_bytes()) {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    let mut g = [0u8; 16];
+    g[..8].copy_from_slice(&h.to_le_bytes());
+    g[8..].copy_from_slice(&(u64::from(alias) + 1).to_le_bytes());
+    g
+}
