@@ -1,0 +1,143 @@
+/* The MCU library built for the host, speaking over stdin/stdout (pipes or a pty), for the
+ * interop tests and benchmarks in serial/tests/: the same node as the firmware (publishers
+ * /mcu/counter and /mcu/echo, subscription /mcu/led echoed back on /mcu/echo).
+ *
+ *   loopback_main COUNT RELIABLE BODY_LEN NONCE [PERIOD_MS]
+ *
+ * COUNT counter values are published on /mcu/counter (reliable if RELIABLE is 1) as fast as
+ * the window allows, or one every PERIOD_MS; each is CDR of BODY_LEN bytes (an Int32 when 4)
+ * whose first 4 bytes are the counter. Exits when stdin reaches EOF. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../tracer_mcu.h"
+
+static const char *INT32 = "std_msgs/msg/Int32";
+static const char *INT32_HASH =
+    "RIHS01_b6578ded3c58c626cfe8d1a6fb6e04f706f97e9f03d2727c9ff4e74b1cef0deb";
+
+static int eof_seen;
+
+static size_t io_read(void *ctx, uint8_t *buf, size_t cap)
+{
+    ssize_t n;
+    (void)ctx;
+    n = read(0, buf, cap);
+    if (n == 0)
+        eof_seen = 1;
+    return n > 0 ? (size_t)n : 0;
+}
+
+static void io_write(void *ctx, const uint8_t *buf, size_t len)
+{
+    (void)ctx;
+    while (len > 0) {
+        ssize_t n = write(1, buf, len);
+        if (n < 0) {
+            if (errno == EINTR || errno == EAGAIN)
+                continue;
+            exit(2); /* the host is gone */
+        }
+        buf += n;
+        len -= (size_t)n;
+    }
+}
+
+static uint32_t io_now(void *ctx)
+{
+    struct timespec ts;
+    (void)ctx;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint32_t)((uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u);
+}
+
+/* Echoes wait here: a callback must not spin the node itself. */
+static uint8_t pending[8][4 + TRACER_MCU_MAX_MSG];
+static size_t pending_len[8];
+static unsigned pending_head, pending_count;
+
+static void on_led(void *arg, const uint8_t *cdr, size_t len)
+{
+    unsigned slot;
+    (void)arg;
+    if (pending_count == 8)
+        return; /* reliable subscription: the host holds the rest */
+    slot = (pending_head + pending_count) % 8;
+    memcpy(pending[slot], cdr, len);
+    pending_len[slot] = len;
+    pending_count++;
+}
+
+int main(int argc, char **argv)
+{
+    static tracer_mcu_node node;
+    static uint8_t msg[4 + TRACER_MCU_MAX_MSG];
+    tracer_mcu_io io;
+    unsigned long count, next = 0, period;
+    unsigned reliable;
+    size_t body_len;
+    int counter, echo, led;
+    uint32_t last_pub = 0;
+
+    if (argc < 5) {
+        fprintf(stderr, "usage: %s COUNT RELIABLE BODY_LEN NONCE [PERIOD_MS]\n", argv[0]);
+        return 1;
+    }
+    count = strtoul(argv[1], NULL, 10);
+    reliable = (unsigned)strtoul(argv[2], NULL, 10);
+    body_len = strtoul(argv[3], NULL, 10);
+    period = argc > 5 ? strtoul(argv[5], NULL, 10) : 0;
+    if (body_len < 4 || body_len > TRACER_MCU_MAX_MSG)
+        return 1;
+    fcntl(0, F_SETFL, fcntl(0, F_GETFL) | O_NONBLOCK);
+
+    io.read = io_read;
+    io.write = io_write;
+    io.now_ms = io_now;
+    io.ctx = NULL;
+    if (tracer_mcu_init(&node, &io, "/", "mcu_host", (uint32_t)strtoul(argv[4], NULL, 0)) != 0)
+        return 1;
+    counter = tracer_mcu_publisher(&node, "/mcu/counter", INT32, INT32_HASH,
+                                   reliable ? TRACER_MCU_RELIABLE : TRACER_MCU_BEST_EFFORT, 10);
+    echo = tracer_mcu_publisher(&node, "/mcu/echo", INT32, INT32_HASH, TRACER_MCU_RELIABLE, 10);
+    led = tracer_mcu_subscription(&node, "/mcu/led", INT32, INT32_HASH, TRACER_MCU_RELIABLE, 10,
+                                  on_led, NULL);
+    if (counter < 0 || echo < 0 || led < 0)
+        return 1;
+
+    memset(msg, 0, sizeof msg);
+    msg[1] = 0x01; /* CDR little-endian */
+    while (!eof_seen) {
+        struct pollfd pfd;
+        int busy = 0;
+        tracer_mcu_spin_once(&node);
+        while (pending_count > 0 && tracer_mcu_synced(&node) &&
+               tracer_mcu_publish(&node, echo, pending[pending_head], pending_len[pending_head]) == 0) {
+            pending_head = (pending_head + 1) % 8;
+            pending_count--;
+        }
+        if (next < count && tracer_mcu_synced(&node) && (period == 0 || io_now(NULL) - last_pub >= period)) {
+            uint32_t v = (uint32_t)next;
+            msg[4] = (uint8_t)v; msg[5] = (uint8_t)(v >> 8);
+            msg[6] = (uint8_t)(v >> 16); msg[7] = (uint8_t)(v >> 24);
+            if (tracer_mcu_publish(&node, counter, msg, 4 + body_len) == 0) {
+                next++;
+                last_pub = io_now(NULL);
+                busy = period == 0;
+            }
+        }
+        pfd.fd = 0;
+        pfd.events = POLLIN;
+        pfd.revents = 0;
+        poll(&pfd, 1, busy ? 0 : 1);
+    }
+    return 0;
+}

@@ -1,0 +1,181 @@
+//! The C library (mcu/tracer_mcu.c, built for the host with `cc` together with
+//! mcu/host/loopback_main.c) against the Rust host session, over the child's stdin/stdout:
+//! declarations, counter values in order, reliable delivery through a line that drops or
+//! corrupts 1% of the bytes each way, the echo of a subscription, MCU resets, host restarts.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use common::{build_loopback, int32, temp_dir, Host, Wire, INT32_HASH};
+use tracer_serial::{EndpointKind, Event, SendError, Session, SessionConfig};
+
+fn loopback() -> Option<PathBuf> {
+    static BIN: OnceLock<Option<PathBuf>> = OnceLock::new();
+    BIN.get_or_init(|| build_loopback(&temp_dir("interop")))
+        .clone()
+}
+
+fn spawn(bin: &Path, count: u32, reliable: bool, nonce: u32, period_ms: u32) -> Wire {
+    let args = [count, u32::from(reliable), 4, nonce, period_ms].map(|v| v.to_string());
+    Wire::spawn(bin, &args)
+}
+
+/// Sends `n` values on /mcu/led (reliable) and waits for them on /mcu/echo.
+fn echo_round(h: &mut Host, wire: &mut Wire, first: i32, n: i32, limit: Duration) {
+    let led = h.alias("/mcu/led").expect("/mcu/led declared");
+    let before = h.values("/mcu/echo").len();
+    let mut next = first;
+    let ok = h.run_until(wire, limit, |h| {
+        while next < first + n {
+            let now = h.now();
+            match h.session.send(now, led, &int32(next)) {
+                Ok(()) => next += 1,
+                Err(SendError::WindowFull) => break,
+                Err(e) => panic!("send: {e}"),
+            }
+        }
+        h.values("/mcu/echo").len() >= before + n as usize
+    });
+    let got: Vec<i32> = h.values("/mcu/echo")[before..]
+        .iter()
+        .map(|v| v.1)
+        .collect();
+    assert!(ok, "echo: {} of {n} came back: {got:?}", got.len());
+    assert_eq!(got, (first..first + n).collect::<Vec<_>>());
+}
+
+#[test]
+fn declarations_counter_and_echo() {
+    let Some(bin) = loopback() else { return };
+    let mut wire = spawn(&bin, 2000, false, 1, 0);
+    let mut h = Host::new(0);
+    let ok = h.run_until(&mut wire, Duration::from_secs(20), |h| {
+        h.values("/mcu/counter").len() >= 2000
+    });
+    assert!(ok, "counter values: {}", h.values("/mcu/counter").len());
+    let declared: Vec<_> = h
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Declared { alias, endpoint } => Some((*alias, endpoint.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(declared.len(), 3);
+    let (a, counter) = &declared[0];
+    assert_eq!(
+        (*a, counter.topic.as_str(), counter.kind),
+        (0, "/mcu/counter", EndpointKind::Publisher)
+    );
+    assert_eq!(counter.type_name, "std_msgs/msg/Int32");
+    assert_eq!(counter.type_hash, INT32_HASH);
+    assert!(!counter.reliable);
+    assert_eq!(counter.node.name, "mcu_host");
+    assert_eq!(declared[1].1.topic, "/mcu/echo");
+    assert!(declared[1].1.reliable);
+    assert_eq!(declared[2].1.kind, EndpointKind::Subscription);
+    let v = h.values("/mcu/counter");
+    for (i, (seq, value)) in v.iter().enumerate() {
+        assert_eq!(
+            (*seq, *value),
+            (i as u64 + 1, i as i32),
+            "in order, every one"
+        );
+    }
+    assert_eq!(h.count(|e| matches!(e, Event::Gap { .. })), 0);
+    echo_round(&mut h, &mut wire, 100, 50, Duration::from_secs(10));
+    assert_eq!(h.session.stats().bad_frames, 0);
+}
+
+#[test]
+fn reliable_through_one_percent_loss_and_corruption() {
+    let Some(bin) = loopback() else { return };
+    let mut wire = spawn(&bin, 400, true, 2, 0);
+    let mut h = Host::new(10);
+    let ok = h.run_until(&mut wire, Duration::from_secs(60), |h| {
+        h.values("/mcu/counter").len() >= 400
+    });
+    let v = h.values("/mcu/counter");
+    assert!(ok, "reliable counter values: {} of 400", v.len());
+    for (i, (seq, value)) in v.iter().enumerate() {
+        assert_eq!((*seq, *value), (i as u64 + 1, i as i32));
+    }
+    echo_round(&mut h, &mut wire, 1000, 40, Duration::from_secs(60));
+    let st = h.session.stats();
+    println!("1% loss: {st:?}");
+    assert!(st.bad_frames > 0, "the line did lose bytes");
+    assert_eq!(h.count(|e| matches!(e, Event::Reset { .. })), 0);
+}
+
+#[test]
+fn mcu_reset_is_detected_and_recovered() {
+    let Some(bin) = loopback() else { return };
+    let mut h = Host::new(0);
+    let mut wire = spawn(&bin, 1_000_000, true, 10, 10);
+    assert!(h.run_until(&mut wire, Duration::from_secs(10), |h| h
+        .values("/mcu/counter")
+        .len()
+        >= 20));
+    // Reboot at once: a HELLO of another boot within the liveness time.
+    wire.kill();
+    let mut wire = spawn(&bin, 1_000_000, true, 11, 10);
+    let before = h.values("/mcu/counter").len();
+    let ok = h.run_until(&mut wire, Duration::from_secs(10), |h| {
+        h.count(|e| matches!(e, Event::Reset { .. })) == 1
+            && h.values("/mcu/counter").len() >= before + 20
+    });
+    assert!(
+        ok,
+        "reset not seen or no data after it: {:?}",
+        h.session.stats()
+    );
+    let after = &h.values("/mcu/counter")[before..];
+    assert_eq!(after[0], (1, 0), "the new boot's counter starts again");
+    assert_eq!(h.count(|e| matches!(e, Event::Ready { .. })), 2);
+    // Pulled cable: silence, Lost within 2 s, then back.
+    wire.kill();
+    let t = h.now();
+    assert!(h.run_until(&mut wire, Duration::from_secs(3), |h| h
+        .count(|e| matches!(e, Event::Lost { .. }))
+        == 1));
+    let lost_after = h.now() - t;
+    assert!(lost_after <= 2000, "lost after {lost_after} ms");
+    let mut wire = spawn(&bin, 1_000_000, true, 11, 10);
+    assert!(h.run_until(&mut wire, Duration::from_secs(10), |h| h
+        .count(|e| matches!(e, Event::Ready { .. }))
+        == 3));
+    echo_round(&mut h, &mut wire, 5, 5, Duration::from_secs(10));
+    println!("pulled cable noticed after {lost_after} ms");
+}
+
+#[test]
+fn host_restart_declares_again_and_streams_continue() {
+    let Some(bin) = loopback() else { return };
+    let mut wire = spawn(&bin, 1_000_000, true, 20, 5);
+    let mut h = Host::new(0);
+    assert!(h.run_until(&mut wire, Duration::from_secs(10), |h| h
+        .values("/mcu/counter")
+        .len()
+        >= 30));
+    let last = *h.values("/mcu/counter").last().unwrap();
+    // A new host process: no state, it sends SYNC; the MCU declares again from where it is.
+    let mut h2 = Host::new(0);
+    h2.session = Session::new(SessionConfig::default(), h2.now());
+    assert!(h2.run_until(&mut wire, Duration::from_secs(10), |h| h
+        .values("/mcu/counter")
+        .len()
+        >= 30));
+    let v = h2.values("/mcu/counter");
+    assert!(v[0].0 > last.0, "continues after {last:?}: {:?}", v[0]);
+    for w in v.windows(2) {
+        assert_eq!(
+            (w[1].0, w[1].1),
+            (w[0].0 + 1, w[0].1 + 1),
+            "in order, no gap"
+        );
+    }
+    assert_eq!(h2.count(|e| matches!(e, Event::Reset { .. })), 0);
+}
