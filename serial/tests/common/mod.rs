@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 
 use tracer_serial::{Event, Session, SessionConfig};
 
+pub mod qemu;
+
 pub const INT32_HASH: &str =
     "RIHS01_b6578ded3c58c626cfe8d1a6fb6e04f706f97e9f03d2727c9ff4e74b1cef0deb";
 
