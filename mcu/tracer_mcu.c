@@ -236,13 +236,13 @@ static void deliver(tracer_mcu_node *n, uint8_t alias, uint8_t low, unsigned bit
 {
     tracer_mcu_endpoint *e = &n->ep[alias];
     uint32_t mask = (1u << bits) - 1u;
+    memcpy(n->msg, CDR_HEADER, 4);
+    if (e->cb && e->cb(e->arg, n->msg, 4 + len) != 0 && (e->flags & F_RELIABLE))
+        return; /* refused: not acknowledged, the host sends it again */
     /* Best effort: the smallest forward distance from the next expected seq. */
     e->seq += (uint32_t)((low - e->seq) & mask) + 1u;
     if (e->flags & F_RELIABLE)
         send_small(n, K_ACK, 1, alias, (uint8_t)e->seq);
-    memcpy(n->msg, CDR_HEADER, 4);
-    if (e->cb)
-        e->cb(e->arg, n->msg, 4 + len);
 }
 
 /* DATA, FRAG or CDATA for one of our subscriptions. */

@@ -39,8 +39,11 @@ typedef struct tracer_mcu_io {
     void *ctx;
 } tracer_mcu_io;
 
-/* Called from tracer_mcu_spin_once with a received message: full CDR (header included). */
-typedef void (*tracer_mcu_on_message)(void *arg, const uint8_t *cdr, size_t len);
+/* Called from tracer_mcu_spin_once with a received message: full CDR (header included).
+ * Returns 0 when it took the message, non-zero when it cannot now (its queue is full): on a
+ * reliable subscription the message is then not acknowledged, and the host sends it again
+ * after its retransmission timeout; on a best-effort one it is dropped. */
+typedef int (*tracer_mcu_on_message)(void *arg, const uint8_t *cdr, size_t len);
 
 typedef struct tracer_mcu_endpoint {
     const char *topic;

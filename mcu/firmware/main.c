@@ -12,7 +12,9 @@
 #define SYST_CSR REG(0xE000E010u)
 #define SYST_RVR REG(0xE000E014u)
 #define SYST_CVR REG(0xE000E018u)
-#define CPU_HZ 12000000u /* the LM3S6965's clock as QEMU models it */
+/* The core clock as QEMU models the LM3S6965 out of reset: RCC's reset value selects the
+ * 200 MHz PLL divided by SYSDIV 15 + 1. (12 MHz gave a counter at 104 Hz under QEMU.) */
+#define CPU_HZ 12500000u
 
 static const char INT32[] = "std_msgs/msg/Int32";
 /* From the Jazzy std_msgs type description (share/std_msgs/msg/Int32.json, "type_hashes"). */
@@ -47,16 +49,19 @@ static uint32_t io_now(void *ctx)
     return ticks;
 }
 
-static void on_led(void *arg, const uint8_t *cdr, size_t len)
+static int on_led(void *arg, const uint8_t *cdr, size_t len)
 {
     uint8_t *slot;
     (void)arg;
-    if (len != 8 || pending_count == 4)
-        return; /* not an Int32, or four echoes already wait (the host sends again) */
+    if (len != 8)
+        return 0; /* not an Int32: taken and ignored */
+    if (pending_count == 4)
+        return 1; /* four echoes already wait: the host sends it again */
     slot = pending[(pending_head + pending_count) % 4];
     for (len = 0; len < 8; len++)
         slot[len] = cdr[len];
     pending_count++;
+    return 0;
 }
 
 int main(void)

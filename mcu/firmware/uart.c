@@ -1,4 +1,4 @@
-/* PL011 UART0 driver for the LM3S6965 at 115200 8N1 from the 12 MHz clock.
+/* PL011 UART0 driver for the LM3S6965 at 115200 8N1 from the 12.5 MHz clock (main.c).
  *
  * Receive: the interrupt moves bytes from the 16-byte FIFO to a 128-byte ring. When the ring is
  * full the receive interrupt is masked, so further bytes stay in the FIFO (under QEMU the
@@ -34,8 +34,8 @@ void uart_init(void)
     SYSCTL_RCGC1 |= 1u;      /* clock UART0 */
     SYSCTL_RCGC2 |= 1u;      /* and GPIO port A (its pins) */
     UART_CTL = 0;
-    UART_IBRD = 6;           /* 12 MHz / (16 * 115200) = 6.51 */
-    UART_FBRD = 33;          /* 0.51 * 64 */
+    UART_IBRD = 6;           /* 12.5 MHz / (16 * 115200) = 6.78 */
+    UART_FBRD = 50;          /* 0.78 * 64 */
     UART_LCRH = 0x70u;       /* 8 bits, FIFOs on */
     UART_IM = INT_RX | INT_RT;
     UART_CTL = 0x301u;       /* UARTEN, TXE, RXE */

@@ -64,16 +64,17 @@ static uint8_t pending[8][4 + TRACER_MCU_MAX_MSG];
 static size_t pending_len[8];
 static unsigned pending_head, pending_count;
 
-static void on_led(void *arg, const uint8_t *cdr, size_t len)
+static int on_led(void *arg, const uint8_t *cdr, size_t len)
 {
     unsigned slot;
     (void)arg;
     if (pending_count == 8)
-        return; /* reliable subscription: the host holds the rest */
+        return 1; /* full: the host sends it again later */
     slot = (pending_head + pending_count) % 8;
     memcpy(pending[slot], cdr, len);
     pending_len[slot] = len;
     pending_count++;
+    return 0;
 }
 
 int main(int argc, char **argv)
