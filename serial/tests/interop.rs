@@ -9,8 +9,12 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use common::{build_loopback, int32, temp_dir, Host, Wire, INT32_HASH};
-use tracer_serial::{EndpointKind, Event, SendError, Session, SessionConfig};
+use common::{
+    build_loopback, build_loopback_sanitized, int32, temp_dir, Host, Rng, Wire, INT32_HASH,
+};
+use tracer_serial::{
+    encode_packet, EndpointKind, Event, Packet, SendError, Session, SessionConfig,
+};
 
 fn loopback() -> Option<PathBuf> {
     static BIN: OnceLock<Option<PathBuf>> = OnceLock::new();
@@ -178,4 +182,78 @@ fn host_restart_declares_again_and_streams_continue() {
         );
     }
     assert_eq!(h2.count(|e| matches!(e, Event::Reset { .. })), 0);
+}
+
+#[test]
+fn c_library_survives_garbage() {
+    // Noise, floods without delimiters, and valid frames with damaged fields, into the library
+    // built with AddressSanitizer and UBSan: it must neither crash nor stop working.
+    let dir = temp_dir("interop-asan");
+    let Some(bin) = build_loopback_sanitized(&dir) else {
+        return;
+    };
+    let mut wire = spawn(&bin, 0, true, 30, 0);
+    let mut h = Host::new(0);
+    assert!(h.run_until(&mut wire, Duration::from_secs(10), |h| h.session.is_ready()));
+    let mut rng = Rng(0xC0FF_EE00);
+    for round in 0..200 {
+        let mut junk = Vec::new();
+        match round % 4 {
+            0 => junk.extend((0..rng.next() % 512).map(|_| rng.next() as u8)),
+            1 => junk.extend((0..600).map(|_| rng.next() as u8 | 1)),
+            _ => {
+                for _ in 0..8 {
+                    let (alias, seq) = ((rng.next() % 5) as u8, rng.next() as u8);
+                    let body = vec![rng.next() as u8; 1 + (rng.next() % 300) as usize];
+                    let total = Some(rng.next() as u16);
+                    let packets = [
+                        Packet::Data {
+                            alias,
+                            seq,
+                            body: &body[..body.len().min(100)],
+                        },
+                        Packet::Frag {
+                            alias,
+                            seq,
+                            index: seq % 3,
+                            total,
+                            bytes: &body[..1],
+                        },
+                        Packet::Ack { alias, seq },
+                        Packet::Nack { alias, seq },
+                        Packet::Ready {
+                            session: rng.next() as u32 % 40,
+                            n_endpoints: alias,
+                        },
+                        Packet::CData {
+                            alias: alias & 7,
+                            seq: seq & 15,
+                            body: &body[..body.len().min(8)],
+                        },
+                    ];
+                    let p = &packets[(rng.next() % 6) as usize];
+                    let mut f = Vec::new();
+                    encode_packet(p, &mut f);
+                    if rng.next().is_multiple_of(3) {
+                        let at = (rng.next() as usize) % f.len();
+                        f[at] ^= rng.next() as u8 | 1;
+                    }
+                    junk.extend_from_slice(&f);
+                }
+            }
+        }
+        junk.push(0);
+        wire.write(&junk);
+        h.step(&mut wire);
+    }
+    assert!(wire.alive(), "the C library died on garbage");
+    // Whatever the garbage did to its state (a stray SYNC makes it declare again, a stray
+    // ACK moves a window), a fresh host gets it declared and echoing.
+    let mut fresh = Host::new(0);
+    assert!(fresh.run_until(&mut wire, Duration::from_secs(10), |h| h.session.is_ready()));
+    echo_round(&mut fresh, &mut wire, 7, 10, Duration::from_secs(20));
+    let status = wire
+        .close_and_wait(Duration::from_secs(10))
+        .expect("exits at EOF");
+    assert!(status.success(), "sanitizers reported a fault: {status}");
 }

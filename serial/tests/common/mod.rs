@@ -40,21 +40,49 @@ pub fn have(tool: &str) -> bool {
 /// Builds mcu/host/loopback_main.c with the library using the system `cc`; None (and a
 /// printed reason) when there is no `cc`.
 pub fn build_loopback(dir: &Path) -> Option<PathBuf> {
+    build_loopback_with(dir, "loopback_main", &["-O2"])
+}
+
+/// The same with AddressSanitizer and UBSan (any finding aborts the program), for the garbage
+/// test; the plain build when `cc` has no sanitizers (printed).
+pub fn build_loopback_sanitized(dir: &Path) -> Option<PathBuf> {
+    let flags = [
+        "-O1",
+        "-g",
+        "-fsanitize=address,undefined",
+        "-fno-sanitize-recover=all",
+    ];
+    let probe = Command::new("cc")
+        .args(flags)
+        .args(["-x", "c", "-", "-o"])
+        .arg(dir.join("probe"))
+        .stdin(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .and_then(|mut c| {
+            c.stdin
+                .take()
+                .expect("stdin")
+                .write_all(b"int main(void){return 0;}")?;
+            c.wait()
+        });
+    if !probe.is_ok_and(|s| s.success()) {
+        println!("note: cc cannot build with sanitizers; the garbage test runs without them");
+        return build_loopback(dir);
+    }
+    build_loopback_with(dir, "loopback_asan", &flags)
+}
+
+fn build_loopback_with(dir: &Path, name: &str, flags: &[&str]) -> Option<PathBuf> {
     if !have("cc") {
         println!("skipped: no C compiler `cc` on PATH");
         return None;
     }
     let mcu = mcu_dir();
-    let out = dir.join("loopback_main");
+    let out = dir.join(name);
     let status = Command::new("cc")
-        .args([
-            "-std=c99",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-            "-pedantic",
-            "-O2",
-        ])
+        .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"])
+        .args(flags)
         .arg("-DTRACER_MCU_MAX_MSG=1100")
         .arg(mcu.join("tracer_mcu.c"))
         .arg(mcu.join("host/loopback_main.c"))
@@ -116,6 +144,28 @@ impl Wire {
     pub fn write(&mut self, bytes: &[u8]) {
         // A peer that died is noticed by the session's liveness, not here.
         let _ = self.tx.write_all(bytes).and_then(|_| self.tx.flush());
+    }
+
+    /// True while the child runs.
+    pub fn alive(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|c| c.try_wait().ok().flatten().is_none())
+    }
+
+    /// Closes the child's stdin (it exits at EOF) and waits up to `limit` for its status.
+    pub fn close_and_wait(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        self.tx = Box::new(std::io::sink());
+        let end = Instant::now() + limit;
+        let child = self.child.as_mut()?;
+        while Instant::now() < end {
+            if let Ok(Some(status)) = child.try_wait() {
+                self.child = None;
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        None
     }
 
     pub fn kill(&mut self) {
