@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::error::Error;
@@ -256,6 +257,8 @@ pub struct SubscriberInfo {
     pub peer: Option<String>,
     /// True for an entry of `:children[]` (structural feed) rather than `:subscribers[]`.
     pub structural: bool,
+    /// Who subscribed, as the subscriber tagged the edge (`Graph::subscribe_tagged`).
+    pub tag: Option<Bytes>,
 }
 
 /// Where a delivery goes.
@@ -309,6 +312,8 @@ pub(crate) struct EdgeRec {
     /// Key of the link the edge came over (producer side of a remote subscribe).
     pub(crate) link: Option<usize>,
     pub(crate) policy: DeliveryPolicy,
+    /// Who subscribed (opaque): what the source's edge filter judges the edge by.
+    pub(crate) tag: Option<Bytes>,
     pub(crate) target: Target,
     pub(crate) handle: Option<Weak<EdgeShared>>,
     replaying: AtomicBool,
@@ -323,6 +328,7 @@ impl EdgeRec {
         id: EdgeId,
         link: Option<usize>,
         policy: DeliveryPolicy,
+        tag: Option<Bytes>,
         target: Target,
         handle: Option<Weak<EdgeShared>>,
         replaying: bool,
@@ -331,6 +337,7 @@ impl EdgeRec {
             id,
             link,
             policy,
+            tag,
             target,
             handle,
             replaying: AtomicBool::new(replaying),
@@ -361,6 +368,7 @@ impl EdgeRec {
             policy: self.policy,
             peer,
             structural,
+            tag: self.tag.clone(),
         }
     }
 

@@ -31,5 +31,5 @@ pub use path::Path;
 pub use payload::{Meta, Payload, WriterId};
 pub use ready::{Readiness, Signal, Waiter};
 pub use ring::Ring;
-pub use vertex::{AdmitFn, LandFn, Landed, Sample, SinkFn, StreamOptions, Vertex};
+pub use vertex::{AdmitFn, EdgeFilterFn, LandFn, Landed, Sample, SinkFn, StreamOptions, Vertex};
 pub use wire::frame::{EdgeId, Role, SchemaInfo, StructEvent};

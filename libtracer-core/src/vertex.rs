@@ -59,6 +59,14 @@ pub type SinkFn = Arc<dyn Fn(&Sample) + Send + Sync>;
 /// out (not stored, not counted as dropped, nobody woken). It must not block nor call the graph.
 pub type AdmitFn = Arc<dyn Fn(&Sample) -> bool + Send + Sync>;
 
+/// A source's edge filter (`Graph::set_edge_filter`): asked, for each write about to be handed
+/// to one of the source's edges that carries a tag (who subscribed: `Graph::subscribe_tagged`,
+/// the SUBSCRIBE frame's TAG), whether that edge takes the write, from the tag and the write's
+/// meta (its writer). `false`: nothing is handed to that edge, so nothing crosses its link. An
+/// edge without a tag takes everything. Runs on the writing thread; it must not block nor call
+/// the graph.
+pub type EdgeFilterFn = Arc<dyn Fn(&[u8], &Meta) -> bool + Send + Sync>;
+
 /// What a stream's arrival hook hears of one sample that landed in its ring.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Landed {
@@ -122,6 +130,8 @@ pub(crate) struct Node {
     pub(crate) children: Mutex<BTreeMap<Box<str>, Arc<Node>>>,
     pub(crate) acl: RwLock<Option<Arc<Acl>>>,
     pub(crate) schema: Mutex<Option<SchemaInfo>>,
+    /// The owner's filter of this vertex's tagged edges (`EdgeFilterFn`).
+    pub(crate) edge_filter: RwLock<Option<EdgeFilterFn>>,
     pub(crate) ready: Arc<ReadyCore>,
     pub(crate) change: ChangeNotifier,
     pub(crate) removed: AtomicBool,
@@ -147,6 +157,7 @@ impl Node {
             children: Mutex::new(BTreeMap::new()),
             acl: RwLock::new(None),
             schema: Mutex::new(None),
+            edge_filter: RwLock::new(None),
             ready: ReadyCore::new(),
             change: ChangeNotifier::default(),
             removed: AtomicBool::new(false),
@@ -252,6 +263,25 @@ impl Node {
 
     /// The retained history, oldest first (a stream's ring, a value's stored value), and the
     /// store sequence it corresponds to.
+    /// Whether edge `e` of this vertex takes a write with `meta` (its tag and this vertex's edge
+    /// filter). `filter` caches the filter across the edges of one write: read once, and only
+    /// when an edge has a tag.
+    #[inline]
+    pub(crate) fn edge_takes(
+        &self,
+        e: &crate::edge::EdgeRec,
+        meta: &Meta,
+        filter: &mut Option<Option<EdgeFilterFn>>,
+    ) -> bool {
+        let Some(tag) = &e.tag else {
+            return true;
+        };
+        match filter.get_or_insert_with(|| self.edge_filter.read().clone()) {
+            Some(f) => f(tag, meta),
+            None => true,
+        }
+    }
+
     pub(crate) fn history(&self) -> (u64, Vec<Sample>) {
         let st = self.store.lock();
         let v = match self.kind.get() {
@@ -285,8 +315,11 @@ pub(crate) fn dispatch(node: &Arc<Node>, sample: Sample) {
     let from = Arc::as_ptr(node) as usize;
     let seq = node.store_sample(sample.clone());
     if let Some(edges) = node.edges.snapshot() {
+        let mut filter = None;
         for e in edges.iter() {
-            e.deliver(sample.clone(), from, seq);
+            if node.edge_takes(e, &sample.meta, &mut filter) {
+                e.deliver(sample.clone(), from, seq);
+            }
         }
     }
     let mut cur = node.parent.as_ref();
@@ -294,7 +327,11 @@ pub(crate) fn dispatch(node: &Arc<Node>, sample: Sample) {
         if let Some(edges) = n.edges.snapshot() {
             // Made once per ancestor, and only when one of its edges takes the subtree.
             let mut suffix = None;
+            let mut filter = None;
             for e in edges.iter().filter(|e| !e.policy.is_exact()) {
+                if !n.edge_takes(e, &sample.meta, &mut filter) {
+                    continue;
+                }
                 let suffix =
                     suffix.get_or_insert_with(|| relative(&node.path, &n.path).to_string());
                 let mut s = sample.clone();

@@ -186,3 +186,71 @@ fn ruling_the_arrival_hook_runs_once_per_landed_sample() {
     g.create_value("/v").unwrap();
     assert!(g.set_on_land("/v", None).is_err());
 }
+
+/// The source's edge filter judges each write for each tagged edge by the tag and the writer,
+/// locally, over a link (the tag travels in SUBSCRIBE; a refused write is never sent) and in a
+/// transient-local replay; an untagged edge takes everything.
+#[test]
+fn ruling_the_edge_filter_keeps_refused_writes_off_the_edge_and_the_link() {
+    let (a, b, _na, _nb, _f) = pair();
+    b.create_stream("/t", StreamOptions::keep_last(10)).unwrap();
+    let writer = |w: u8, seq| Meta {
+        sequence: seq,
+        writer: [w; 16],
+        ..Meta::default()
+    };
+    // Tag "even" takes writers with an even first byte; "all" everything.
+    b.set_edge_filter(
+        "/t",
+        Some(Arc::new(|tag: &[u8], m: &Meta| {
+            tag != b"even" || m.writer[0].is_multiple_of(2)
+        })),
+    )
+    .unwrap();
+    b.write("/t", p(b"h"), writer(1, 1)).unwrap();
+    b.write("/t", p(b"h"), writer(2, 2)).unwrap();
+    let local = b.create_stream("/local", StreamOptions::default()).unwrap();
+    let untagged = b
+        .create_stream("/untagged", StreamOptions::default())
+        .unwrap();
+    b.subscribe_tagged("/t", "/local", exact().with_transient_local(true), b"even")
+        .unwrap();
+    b.subscribe("/t", "/untagged", exact()).unwrap();
+    let remote = a
+        .create_stream("/remote", StreamOptions::default())
+        .unwrap();
+    let e = a
+        .subscribe_tagged(
+            "/net/b/t",
+            "/remote",
+            exact().with_transient_local(true),
+            b"even",
+        )
+        .unwrap();
+    e.wait_established(T).unwrap();
+    assert_eq!(
+        b.subscribers("/t")
+            .unwrap()
+            .iter()
+            .filter_map(|s| s.tag.as_deref().map(<[u8]>::to_vec))
+            .collect::<Vec<_>>(),
+        vec![b"even".to_vec(), b"even".to_vec()],
+        "the tag is on the edge, the remote one too"
+    );
+    for i in 3..9 {
+        b.write("/t", p(b"x"), writer(i as u8, i)).unwrap();
+    }
+    b.sync_peers(&["a".into()], None).unwrap();
+    let evens = vec![(2, None), (4, None), (6, None), (8, None)];
+    assert_eq!(
+        drain(&local),
+        evens,
+        "replay and live, writer 1, 3, 5, 7 refused"
+    );
+    assert_eq!(drain(&remote), evens, "over the link the same");
+    assert_eq!(drain(&untagged).len(), 6);
+    // Too long a tag is refused before anything is made.
+    assert!(a
+        .subscribe_tagged("/net/b/t", "/remote", exact(), &[0; 65])
+        .is_err());
+}

@@ -125,6 +125,7 @@ fn ruling_incoming_subscribe_checked_with_peer_credentials() {
         source: "/s".into(),
         edge,
         policy: 0,
+        tag: None,
     };
     g.link_frame(id, sub(1, 10));
     assert!(matches!(
@@ -244,6 +245,7 @@ fn ruling_a_remote_peer_is_the_principal_its_link_authenticated() {
         source: source.into(),
         edge: req,
         policy: 0,
+        tag: None,
     };
     let refusal = |l: &common::Scripted| match l.pop() {
         Some(Frame::Error {

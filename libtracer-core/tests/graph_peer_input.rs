@@ -32,16 +32,22 @@ fn frame() -> impl Strategy<Value = Frame> {
             meta: Meta::default(),
             payload: Payload::from(b),
         }),
-        (req.clone(), path(), any::<u64>(), any::<u16>()).prop_map(
-            |(req, source, edge, policy)| {
+        (
+            req.clone(),
+            path(),
+            any::<u64>(),
+            any::<u16>(),
+            proptest::option::of(proptest::collection::vec(any::<u8>(), 0..80))
+        )
+            .prop_map(|(req, source, edge, policy, tag)| {
                 Frame::Subscribe {
                     req,
                     source,
                     edge,
                     policy,
+                    tag: tag.map(Into::into),
                 }
-            }
-        ),
+            }),
         (req.clone(), path()).prop_map(|(req, path)| Frame::Read { req, path }),
         any::<u64>().prop_map(|edge| Frame::Unsubscribe { edge }),
         (any::<u64>(), any::<Vec<u8>>()).prop_map(|(edge, b)| Frame::Delivery {

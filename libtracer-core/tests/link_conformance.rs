@@ -177,6 +177,7 @@ fn replayed_and_live_deliveries_arrive_in_order<F: Fabric>(f: F) {
         source: "/t".into(),
         edge: 1,
         policy: libtracer_core::DeliveryPolicy::RELIABLE.bits(),
+        tag: None,
     })
     .unwrap();
     assert!(ra.wait_for(T, |e| e

@@ -97,6 +97,7 @@ fn stalled(tag: &str, write_timeout: Option<Duration>) -> Stalled {
         source: "/t".into(),
         edge: 1,
         policy: DeliveryPolicy::new(true, 3, false).bits(),
+        tag: None,
     })
     .unwrap();
     assert!(ra.wait_for(T, |e| e

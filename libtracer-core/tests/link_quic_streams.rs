@@ -62,6 +62,7 @@ fn subscribe(p: &Pair, req: u64, edge: u64, policy: DeliveryPolicy) {
             source: "/t".into(),
             edge,
             policy: policy.bits(),
+            tag: None,
         })
         .unwrap();
     assert!(p.ra.wait_for(T, |e| e.iter().any(

@@ -30,6 +30,7 @@ fn seeds() -> Vec<Vec<u8>> {
             source: "/a".into(),
             edge: 3,
             policy: 1,
+            tag: Some(b"who".to_vec().into()),
         },
         Frame::Delivery {
             edge: 3,

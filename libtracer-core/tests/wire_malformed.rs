@@ -616,3 +616,44 @@ fn hello_directory_is_a_port_of_two_bytes_never_0() {
         }
     );
 }
+
+/// SUBSCRIBE's TAG (docs/wire.md SUBSCRIBE, spec change 2026-12-05): opaque bytes up to 64
+/// round-trip; one byte more is refused by the encoder and, built by hand, malformed for the
+/// decoder; a SUBSCRIBE without it (an older node's) decodes as before.
+#[test]
+fn subscribe_tag_is_bounded_at_64_bytes() {
+    let subscribe = |tag: Option<Vec<u8>>| Frame::Subscribe {
+        req: 1,
+        source: "/camera/image".into(),
+        edge: 9,
+        policy: 0b10_0001,
+        tag: tag.map(bytes::Bytes::from),
+    };
+    for n in [0, 1, 16, MAX_TAG] {
+        let f = subscribe(Some(vec![7; n]));
+        assert_eq!(decode(&encode(&f).unwrap(), MAX_FRAME).unwrap().0, f, "{n}");
+    }
+    assert!(matches!(
+        encode(&subscribe(Some(vec![7; MAX_TAG + 1]))),
+        Err(EncodeError::StringTooLong { field: "TAG", .. })
+    ));
+    let mut tlvs = t(tlv::REQ, &1u64.to_le_bytes());
+    tlvs.extend(t(tlv::PATH, b"/t"));
+    tlvs.extend(t(tlv::EDGE, &9u64.to_le_bytes()));
+    tlvs.extend(t(tlv::POLICY, &1u16.to_le_bytes()));
+    tlvs.extend(t(tlv::TAG, &[7; MAX_TAG + 1]));
+    assert_eq!(
+        err(&raw(kind::SUBSCRIBE, &tlvs)),
+        DecodeError::StringTooLong {
+            field: "TAG",
+            len: MAX_TAG + 1,
+            max: MAX_TAG
+        }
+    );
+    assert_eq!(
+        decode(&encode(&subscribe(None)).unwrap(), MAX_FRAME)
+            .unwrap()
+            .0,
+        subscribe(None)
+    );
+}

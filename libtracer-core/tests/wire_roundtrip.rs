@@ -135,7 +135,8 @@ fn frame() -> impl Strategy<Value = Frame> {
                 req,
                 source,
                 edge,
-                policy
+                policy,
+                tag: (edge % 3 == 0).then(|| edge.to_le_bytes().to_vec().into()),
             }
         ),
         any::<u64>().prop_map(|edge| Frame::Unsubscribe { edge }),
@@ -294,6 +295,7 @@ fn ruling8_one_byte_fragmentation_of_every_kind() {
             source: "/a/:children[]".into(),
             edge: 77,
             policy: 0x8001,
+            tag: None,
         },
         Frame::Unsubscribe { edge: 77 },
         Frame::Delivery {

@@ -33,7 +33,7 @@ pub struct Publisher {
     /// The size of the last message: the next buffer starts this large.
     /// QoS event state (`crate::event`).
     pub events: Arc<crate::event::Events>,
-    /// Our registry record (what `Registry::unmatched_edges` matches subscriptions against).
+    /// Our registry record (rewritten by `assert_liveliness`).
     rec: crate::registry::Record,
     /// When `assert_liveliness` last rewrote the record (ns since the epoch; 0 = never).
     last_reannounce: AtomicI64,
@@ -60,6 +60,10 @@ impl Publisher {
         ctx.permit(&[(Action::Publish, &dds)])?;
         let ring = qos.topic_ring();
         let vertex = ctx.graph.create_stream(&path, ring)?;
+        // Match once, at the edge: what a subscription does not take is never handed to its
+        // edge (`registry::verdicts`).
+        ctx.graph
+            .set_edge_filter(&path, Some(ctx.registry.edge_filter()))?;
         // Peers subscribe to the topic vertex: those whose permissions let them subscribe.
         ctx.guard(
             &path,
@@ -267,12 +271,21 @@ impl Publisher {
         }
     }
 
-    /// Subscriptions that receive what this publisher writes: the edges on the topic vertex
-    /// (local subscriptions, and remote ones that wired themselves to it, which they do only to
-    /// publishers they match), less those that never take our messages (another type or an
-    /// incompatible QoS: `Registry::unmatched_edges`).
+    /// Subscriptions that receive what this publisher writes, read from the edges on the topic
+    /// vertex: each one the edge filter lets our writes through (a subscription's edge is
+    /// tagged with its gid: `registry::verdicts`), and each untagged one (a tool's).
     pub fn matched_subscriptions(&self) -> usize {
-        let unmatched = self._ctx.registry.unmatched_edges(&self.rec);
-        self.vertex.subscriber_count().saturating_sub(unmatched)
+        let Ok(edges) = self._ctx.graph.subscribers(self.vertex.path()) else {
+            return 0;
+        };
+        edges
+            .iter()
+            .filter(|e| !e.structural)
+            .filter(|e| {
+                e.tag
+                    .as_deref()
+                    .is_none_or(|t| self._ctx.registry.edge_takes(self.gid, t))
+            })
+            .count()
     }
 }

@@ -99,7 +99,9 @@ impl Subscription {
         let policy = qos
             .delivery()
             .with_priority(crate::priority::topic_class(topic));
+        let gid = ctx.gids.next();
         let link = Arc::new(SubscriptionLink {
+            gid,
             topic: topic.to_owned(),
             path: path.clone(),
             type_name: ty.type_name.clone(),
@@ -124,7 +126,6 @@ impl Subscription {
         let admit = admission.clone();
         ctx.graph
             .set_stream_filter(&ring_path, Some(Arc::new(move |s| admit.admit(s))))?;
-        let gid = ctx.gids.next();
         let rec = node.endpoint_record(
             EntityKind::Subscription,
             gid,
@@ -179,7 +180,12 @@ impl Subscription {
                 })),
             )?;
         }
-        let local_edge = match ctx.graph.subscribe(&path, &ring_path, policy) {
+        // Tagged with our gid: the topic's edge filter (set by its local publishers) keeps what
+        // we do not match off this edge.
+        let local_edge = match ctx
+            .graph
+            .subscribe_tagged(&path, &ring_path, policy, &gid.0)
+        {
             Ok(e) => e,
             Err(e) => {
                 link.disconnect(&ctx.graph);

@@ -244,6 +244,7 @@ impl GraphInner {
             self.tree.subtree(source, true)
         };
         let mut captured = Vec::with_capacity(nodes.len());
+        let mut filter = None;
         for n in &nodes {
             let (seq, hist) = n.history();
             captured.push((n, seq));
@@ -253,6 +254,9 @@ impl GraphInner {
                 Some(relative(&n.path, &source.path).to_string())
             };
             for mut s in hist {
+                if !source.edge_takes(&rec, &s.meta, &mut filter) {
+                    continue;
+                }
                 s.suffix = suffix.clone();
                 rec.send_replayed(s);
             }

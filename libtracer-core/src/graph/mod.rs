@@ -19,7 +19,8 @@ use crate::payload::{Meta, Payload};
 use crate::structure::{self, What};
 use crate::tree::Tree;
 use crate::vertex::{
-    dispatch_write, AdmitFn, Kind, LandFn, Node, Sample, SinkFn, StreamOptions, Vertex,
+    dispatch_write, AdmitFn, EdgeFilterFn, Kind, LandFn, Node, Sample, SinkFn, StreamOptions,
+    Vertex,
 };
 use crate::wire::frame::SchemaInfo;
 
@@ -361,6 +362,15 @@ impl Graph {
     pub fn set_stream_filter(&self, path: &str, f: Option<AdmitFn>) -> Result<(), Error> {
         let n = self.stream_node(path)?;
         n.store.lock().admit = f;
+        Ok(())
+    }
+
+    /// Set (or clear, with `None`) the filter of the vertex's tagged edges (`EdgeFilterFn`):
+    /// from now on each write to one of them is first judged by it, live writes and
+    /// transient-local replays alike. Any vertex with a role may have one.
+    pub fn set_edge_filter(&self, path: &str, f: Option<EdgeFilterFn>) -> Result<(), Error> {
+        let n = self.local_node(path)?;
+        *n.edge_filter.write() = f;
         Ok(())
     }
 

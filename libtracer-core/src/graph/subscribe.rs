@@ -23,7 +23,29 @@ impl Graph {
         target: &str,
         policy: DeliveryPolicy,
     ) -> Result<Edge, Error> {
-        self.subscribe_as(&self.inner.owner, source, target, policy)
+        self.subscribe_with(&self.inner.owner, source, target, policy, None)
+    }
+
+    /// `subscribe` with a tag saying who subscribes (at most `wire::MAX_TAG` bytes, opaque):
+    /// the edge carries it, here and in SUBSCRIBE over a link, and the source's edge filter
+    /// (`set_edge_filter`) judges each write for the edge by it, so a write the subscriber would
+    /// refuse is never handed to the edge, nor sent over its link.
+    pub fn subscribe_tagged(
+        &self,
+        source: &str,
+        target: &str,
+        policy: DeliveryPolicy,
+        tag: &[u8],
+    ) -> Result<Edge, Error> {
+        if tag.len() > crate::wire::MAX_TAG {
+            return Err(Error::Malformed(format!(
+                "an edge tag of {} bytes (at most {})",
+                tag.len(),
+                crate::wire::MAX_TAG
+            )));
+        }
+        let tag = Some(bytes::Bytes::copy_from_slice(tag));
+        self.subscribe_with(&self.inner.owner, source, target, policy, tag)
     }
 
     /// `subscribe` on behalf of another principal.
@@ -33,6 +55,17 @@ impl Graph {
         source: &str,
         target: &str,
         policy: DeliveryPolicy,
+    ) -> Result<Edge, Error> {
+        self.subscribe_with(who, source, target, policy, None)
+    }
+
+    fn subscribe_with(
+        &self,
+        who: &Credentials,
+        source: &str,
+        target: &str,
+        policy: DeliveryPolicy,
+        tag: Option<bytes::Bytes>,
     ) -> Result<Edge, Error> {
         let tnode = self.local_node(target)?;
         if tnode.role() == Role::Mount {
@@ -55,13 +88,12 @@ impl Graph {
                 )))
             }
         };
-        if let Some((peer, rest)) = sp.net_split() {
+        if let Some((peer, _)) = sp.net_split() {
             self.inner.check_mount(peer, who, Rights::SUBSCRIBE)?;
-            let full = sp.to_string();
             return self
                 .inner
                 .net
-                .subscribe_remote(&self.inner, peer, rest, full, tnode, policy);
+                .subscribe_remote(&self.inner, &sp, tnode, policy, tag);
         }
         let snode = self
             .inner
@@ -89,6 +121,7 @@ impl Graph {
             id,
             None,
             policy,
+            tag,
             Target::Local(tnode),
             Some(Arc::downgrade(&handle)),
             policy.is_transient_local() && !structural,

@@ -36,7 +36,15 @@ pub(crate) fn on_frame(g: &GraphInner, id: LinkId, frame: Frame) {
             source,
             edge,
             policy,
-        } => match incoming_subscribe(g, &st, &source, edge, DeliveryPolicy::from_bits(policy)) {
+            tag,
+        } => match incoming_subscribe(
+            g,
+            &st,
+            &source,
+            edge,
+            DeliveryPolicy::from_bits(policy),
+            tag,
+        ) {
             // The OK goes after any replay or snapshot: once the consumer sees its edge
             // established, the retained history has already landed.
             Ok(()) => st.reply(req, Ok(())),
@@ -213,6 +221,7 @@ fn incoming_subscribe(
     source: &str,
     edge: EdgeId,
     policy: DeliveryPolicy,
+    tag: Option<bytes::Bytes>,
 ) -> Result<(), Error> {
     let p = peer_path(source)?;
     let structural = match p.meta() {
@@ -236,6 +245,7 @@ fn incoming_subscribe(
         edge,
         Some(st.key),
         policy,
+        tag,
         Target::Remote {
             link: st.clone(),
             edge,

@@ -27,7 +27,7 @@ use crate::acl::{Credentials, Subject};
 use crate::edge::{DeliveryPolicy, Edge, EdgeKind, EdgeShared, EdgeState};
 use crate::error::Error;
 use crate::graph::GraphInner;
-use crate::path::{valid_segment, MetaSegment};
+use crate::path::{valid_segment, MetaSegment, Path};
 use crate::payload::{Meta, Payload};
 use crate::vertex::{Incoming, Node, Sample};
 use crate::wire::frame::{EdgeId, Frame, ReqId};
@@ -398,12 +398,15 @@ impl Net {
     pub(crate) fn subscribe_remote(
         &self,
         g: &GraphInner,
-        peer: &str,
-        rest: String,
-        full_source: String,
+        source: &Path,
         target: Arc<Node>,
         policy: DeliveryPolicy,
+        tag: Option<bytes::Bytes>,
     ) -> Result<Edge, Error> {
+        let Some((peer, rest)) = source.net_split() else {
+            return Err(Error::NotFound(source.to_string()));
+        };
+        let full_source = source.to_string();
         let structural = rest.ends_with(MetaSegment::Children.as_str());
         let l = self.link(peer)?;
         let id = g.new_edge_id();
@@ -437,6 +440,7 @@ impl Net {
             source: rest,
             edge: id,
             policy: policy.bits(),
+            tag,
         }) {
             l.pending.lock().remove(&req);
             l.consumer.lock().remove(&id);

@@ -127,6 +127,10 @@ pub enum Frame {
         source: String,
         edge: EdgeId,
         policy: u16,
+        /// Who subscribes (the optional TAG TLV, at most
+        /// [`MAX_TAG`](crate::wire::MAX_TAG) bytes): opaque to the wire, read by the producer's
+        /// edge filter (docs/wire.md, SUBSCRIBE).
+        tag: Option<bytes::Bytes>,
     },
     Unsubscribe {
         edge: EdgeId,

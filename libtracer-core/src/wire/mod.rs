@@ -10,7 +10,7 @@ pub mod stream;
 pub use codec::{
     decode, decode_body, decode_payload, decode_struct_event, encode, encode_head, encode_parts,
     encode_struct_event, EncodedFrame, LEN_PREFIX, MAX_MESSAGE, MAX_NODE, MAX_PATH,
-    MAX_PERMISSIONS,
+    MAX_PERMISSIONS, MAX_TAG,
 };
 pub use error::{DecodeError, EncodeError};
 pub use exercise::{exercise_decode, ExerciseReport};

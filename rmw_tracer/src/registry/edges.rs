@@ -80,7 +80,10 @@ impl Inner {
                 Some(r) if r.rewire(peer) => sub.policy.with_transient_local(true),
                 _ => sub.policy,
             };
-            match self.graph.subscribe(&source, &sub.target, policy) {
+            match self
+                .graph
+                .subscribe_tagged(&source, &sub.target, policy, &sub.gid.0)
+            {
                 Ok(edge) => {
                     remote.insert(
                         peer.to_owned(),

@@ -56,6 +56,8 @@ const WATCH_POLL: Duration = Duration::from_micros(200);
 
 /// What a local subscription tells the registry so that it can be wired to remote publishers.
 pub struct SubscriptionLink {
+    /// The subscription's gid: the tag of its edges (`verdicts`).
+    pub gid: Gid,
     /// ROS topic name.
     pub topic: String,
     /// Vertex path of the topic.
@@ -139,6 +141,8 @@ struct Inner {
     tx: Sender<Msg>,
     listeners: Mutex<Vec<(u64, Signal)>>,
     next_listener: std::sync::atomic::AtomicU64,
+    /// The producer's edge verdicts (`verdicts`).
+    pairs: verdicts::PairVerdicts,
 }
 
 /// One per context.
@@ -199,6 +203,7 @@ impl Registry {
             tx: tx.clone(),
             listeners: Mutex::new(Vec::new()),
             next_listener: std::sync::atomic::AtomicU64::new(1),
+            pairs: Default::default(),
         });
         let entry = Registry::announce_in(&inner, context)?;
         let watch_tx = tx.clone();
@@ -331,6 +336,23 @@ impl Registry {
         out
     }
 
+    /// The filter a topic vertex with a local publisher puts on its edges: an edge tagged with
+    /// a subscription's gid takes a write only from a writer that subscription matches
+    /// (`verdicts`). Holds the registry weakly.
+    pub fn edge_filter(&self) -> libtracer_core::EdgeFilterFn {
+        let inner = Arc::downgrade(&self.inner);
+        Arc::new(move |tag: &[u8], meta: &Meta| {
+            inner
+                .upgrade()
+                .is_none_or(|i| i.takes(Gid(meta.writer), tag))
+        })
+    }
+
+    /// Whether the subscription whose edge carries `tag` takes what `writer` writes.
+    pub fn edge_takes(&self, writer: Gid, tag: &[u8]) -> bool {
+        self.inner.takes(writer, tag)
+    }
+
     /// The records of `kind` on `topic`, here (`None`) and on every peer.
     pub fn on_topic(&self, kind: EntityKind, topic: &str) -> Vec<(Option<String>, Record)> {
         let st = self.inner.state.lock();
@@ -367,42 +389,6 @@ impl Registry {
         local + remote
     }
 
-    /// Edges on the topic vertex of local publisher `publisher` that do not take its samples:
-    /// local subscriptions on the topic of another type or an incompatible QoS (the local edge
-    /// is there whatever they are), and remote subscriptions that wired themselves to this
-    /// process for another local publisher of the topic (a peer wires to a process that has
-    /// one publisher it matches) but do not match this one.
-    pub fn unmatched_edges(&self, publisher: &Record) -> usize {
-        let Some(offered) = record_qos(publisher) else {
-            return 0;
-        };
-        let st = self.inner.state.lock();
-        let takes = |s: &Record| {
-            s.type_name == publisher.type_name && incompatible_sub(&offered, s).is_none()
-        };
-        let is_sub = |r: &&Record| r.kind == EntityKind::Subscription && r.topic == publisher.topic;
-        let local = st
-            .local
-            .values()
-            .filter(is_sub)
-            .filter(|s| !takes(s))
-            .count();
-        let remote = st
-            .peers
-            .values()
-            .flat_map(|p| p.records.values())
-            .filter(is_sub)
-            .filter(|s| !takes(s))
-            .filter(|s| {
-                let Some(q) = record_qos(s) else { return false };
-                st.local
-                    .values()
-                    .any(|p| delivers_to(p, &s.topic, &s.type_name, &q))
-            })
-            .count();
-        local + remote
-    }
-
     /// Stop the worker (context teardown).
     pub fn stop(&self) {
         let _ = self.inner.tx.send(Msg::Stop);
@@ -420,6 +406,7 @@ impl Drop for Registry {
 
 impl Inner {
     fn notify(&self) {
+        self.pairs.clear();
         for (_, s) in self.listeners.lock().iter() {
             s.raise();
         }

@@ -1,6 +1,15 @@
-//! Match once: the registry's verdict on every known writer of a subscription's topic, decided
-//! when the registry learns of the writer (or of a change to it) and read by the subscription's
-//! ring as each sample arrives (`crate::admission`), never worked out per sample.
+//! Match once, on both ends of an edge.
+//!
+//! The producer: every subscription tags its edges with its gid (`Graph::subscribe_tagged`,
+//! the SUBSCRIBE frame's TAG), and every topic vertex with a local publisher has the registry's
+//! edge filter (`Registry::edge_filter`), which judges a (writer, subscription) pair once, from
+//! their records, and keeps the answer: a write of a writer the subscription does not match is
+//! never handed to its edge, so it does not cross the link.
+//!
+//! The consumer: the registry's verdict on every known writer of a subscription's topic,
+//! decided when the registry learns of the writer (or of a change to it) and read by the
+//! subscription's ring as each sample arrives (`crate::admission`), for what a producer did not
+//! filter (one that predates tags, a writer whose record came late).
 //!
 //! DDS matches a reader with a writer of the same topic, type and compatible QoS; a writer it
 //! does not match never delivers to it. An edge here is per topic vertex (every local writer
@@ -12,7 +21,7 @@ use std::collections::HashMap;
 
 use parking_lot::RwLock;
 
-use super::{delivers_to, EntityKind, Record, State, SubscriptionLink};
+use super::{delivers_to, record_qos, EntityKind, Inner, Record, State, SubscriptionLink};
 use crate::gid::Gid;
 use tracer_recording::INFINITE_NS;
 
@@ -86,5 +95,50 @@ pub(super) fn judge_local(st: &State, publisher: &Record) {
                 .write()
                 .insert(publisher.gid, judge(publisher, &sub));
         }
+    }
+}
+
+/// The producer's answers, by (writer, subscription): cleared whenever the registry changes
+/// (`Inner::notify`), so a record that arrives later is judged afresh.
+#[derive(Default)]
+pub(super) struct PairVerdicts(RwLock<HashMap<(Gid, Gid), bool>>);
+
+impl PairVerdicts {
+    pub(super) fn clear(&self) {
+        let mut m = self.0.write();
+        if !m.is_empty() {
+            m.clear();
+        }
+    }
+}
+
+impl Inner {
+    /// Whether the subscription whose gid is `tag` takes what `writer` writes. A pair either
+    /// of whose records is not known (yet) is taken and judged again next time.
+    pub(super) fn takes(&self, writer: Gid, tag: &[u8]) -> bool {
+        let Ok(sub) = <[u8; 16]>::try_from(tag).map(Gid) else {
+            return true; // not a subscription's tag: not ours to judge
+        };
+        if let Some(&v) = self.pairs.0.read().get(&(writer, sub)) {
+            return v;
+        }
+        let st = self.state.lock();
+        let find = |g: &Gid| {
+            st.local
+                .get(g)
+                .or_else(|| st.peers.values().find_map(|p| p.records.get(g)))
+        };
+        let (Some(w), Some(s)) = (find(&writer), find(&sub)) else {
+            return true;
+        };
+        let takes = match record_qos(s) {
+            Some(q) => {
+                s.kind == EntityKind::Subscription && delivers_to(w, &s.topic, &s.type_name, &q)
+            }
+            None => w.topic == s.topic && w.type_name == s.type_name,
+        };
+        drop(st);
+        self.pairs.0.write().insert((writer, sub), takes);
+        takes
     }
 }

@@ -6,7 +6,9 @@ use bytes::Bytes;
 use crate::payload::Payload;
 
 use super::reader::{bit, Fields};
-use super::{kind, kind_name, tlv, LEN_PREFIX, MAX_MESSAGE, MAX_NODE, MAX_PATH, MAX_PERMISSIONS};
+use super::{
+    kind, kind_name, tlv, LEN_PREFIX, MAX_MESSAGE, MAX_NODE, MAX_PATH, MAX_PERMISSIONS, MAX_TAG,
+};
 use crate::wire::error::DecodeError;
 use crate::wire::frame::{Frame, PROTOCOL_VERSION};
 
@@ -17,7 +19,7 @@ fn allowed(k: u8) -> u32 {
     match k {
         kind::HELLO => set(&[VERSION, NODE, MAX_FRAME, SHM, PERMISSIONS, DIRECTORY]),
         kind::WRITE => set(&[REQ, PATH, META, PAYLOAD]),
-        kind::SUBSCRIBE => set(&[REQ, PATH, EDGE, POLICY]),
+        kind::SUBSCRIBE => set(&[REQ, PATH, EDGE, POLICY, TAG]),
         kind::UNSUBSCRIBE => set(&[EDGE]),
         kind::DELIVERY => set(&[EDGE, META, SUFFIX, PAYLOAD]),
         kind::STRUCTURE => set(&[EDGE, EVENT, PATH, ROLE, SCHEMA]),
@@ -77,6 +79,7 @@ pub fn decode_payload(whole: &Payload) -> Result<Frame, DecodeError> {
             source: f.string(tlv::PATH, MAX_PATH)?,
             edge: f.u64(tlv::EDGE)?,
             policy: f.u16(tlv::POLICY)?,
+            tag: f.opt_bytes(tlv::TAG, MAX_TAG)?,
         },
         kind::UNSUBSCRIBE => Frame::Unsubscribe {
             edge: f.u64(tlv::EDGE)?,

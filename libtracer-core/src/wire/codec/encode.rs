@@ -5,7 +5,7 @@ use bytes::Bytes;
 use crate::payload::Payload;
 
 use super::writer::Enc;
-use super::{kind, tlv, LEN_PREFIX, MAX_MESSAGE, MAX_NODE, MAX_PATH, MAX_PERMISSIONS};
+use super::{kind, tlv, LEN_PREFIX, MAX_MESSAGE, MAX_NODE, MAX_PATH, MAX_PERMISSIONS, MAX_TAG};
 use crate::wire::error::EncodeError;
 use crate::wire::frame::{Frame, MAX_FRAME, MAX_TOKENS, PROTOCOL_VERSION};
 
@@ -108,11 +108,15 @@ fn encode_into<'f>(
             source,
             edge,
             policy,
+            tag,
         } => {
             e.u64(tlv::REQ, *req);
             e.str(tlv::PATH, "PATH", source, MAX_PATH)?;
             e.u64(tlv::EDGE, *edge);
             e.u16(tlv::POLICY, *policy);
+            if let Some(t) = tag {
+                e.bytes(tlv::TAG, "TAG", t, MAX_TAG)?;
+            }
         }
         Frame::Unsubscribe { edge } => e.u64(tlv::EDGE, *edge),
         Frame::Delivery {

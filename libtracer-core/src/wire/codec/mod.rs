@@ -35,6 +35,8 @@ pub const MAX_NODE: usize = 255;
 pub const MAX_MESSAGE: usize = 4096;
 /// Longest PERMISSIONS value in HELLO (a signed permissions document).
 pub const MAX_PERMISSIONS: usize = 64 * 1024;
+/// Longest TAG value in SUBSCRIBE (who subscribes, opaque: rmw_tracer's is a 16-byte gid).
+pub const MAX_TAG: usize = 64;
 
 /// TLV type numbers. Bit 7 set = mandatory.
 pub mod tlv {
@@ -64,6 +66,8 @@ pub mod tlv {
     pub const PERMISSIONS: u8 = 0x03;
     /// Optional, in HELLO on QUIC links: u16 UDP port of the sender's host directory.
     pub const DIRECTORY: u8 = 0x04;
+    /// Optional, in SUBSCRIBE: who subscribes, opaque bytes the producer's edge filter reads.
+    pub const TAG: u8 = 0x05;
     pub const MANDATORY: u8 = 0x80;
 }
 

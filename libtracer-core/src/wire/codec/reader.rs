@@ -44,7 +44,7 @@ fn read_sized(buf: &[u8], pos: &mut usize, tlv: u8) -> Result<(usize, usize), De
 }
 
 /// Slot indices of the known TLVs in [`Fields`].
-const KNOWN: [(u8, &str); 22] = [
+const KNOWN: [(u8, &str); 23] = [
     (tlv::REQ, "REQ"),
     (tlv::PATH, "PATH"),
     (tlv::META, "META"),
@@ -67,6 +67,7 @@ const KNOWN: [(u8, &str); 22] = [
     (tlv::SHM, "SHM"),
     (tlv::PERMISSIONS, "PERMISSIONS"),
     (tlv::DIRECTORY, "DIRECTORY"),
+    (tlv::TAG, "TAG"),
 ];
 
 fn slot(t: u8) -> Option<usize> {
