@@ -2,12 +2,17 @@
  * interop tests and benchmarks in serial/tests/: the same node as the firmware (publishers
  * /mcu/counter and /mcu/echo, subscription /mcu/led echoed back on /mcu/echo).
  *
- *   loopback_main COUNT RELIABLE BODY_LEN NONCE [PERIOD_MS]
+ *   loopback_main COUNT RELIABLE BODY_LEN NONCE [PERIOD_MS [pty]]
  *
  * COUNT counter values are published on /mcu/counter (reliable if RELIABLE is 1) as fast as
  * the window allows, or one every PERIOD_MS; each is CDR of BODY_LEN bytes (an Int32 when 4)
- * whose first 4 bytes are the counter. Exits when stdin reaches EOF. */
-#define _POSIX_C_SOURCE 200809L
+ * whose first 4 bytes are the counter. Exits when stdin reaches EOF.
+ *
+ * With "pty" the node speaks on a new pseudo-terminal instead of stdin/stdout, as on a serial
+ * port: it prints "pty <slave path>" on stdout, puts the slave in raw mode and keeps it open
+ * (so the settings hold while a host opens and closes it). A host opens that path like
+ * /dev/ttyACM0; stdin still only tells the program when to exit. */
+#define _XOPEN_SOURCE 600
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,25 +31,64 @@ static const char *INT32_HASH =
     "RIHS01_b6578ded3c58c626cfe8d1a6fb6e04f706f97e9f03d2727c9ff4e74b1cef0deb";
 
 static int eof_seen;
+static int in_fd = 0, out_fd = 1;
 
 static size_t io_read(void *ctx, uint8_t *buf, size_t cap)
 {
     ssize_t n;
     (void)ctx;
-    n = read(0, buf, cap);
-    if (n == 0)
+    n = read(in_fd, buf, cap);
+    if (n == 0 && in_fd == 0)
         eof_seen = 1;
     return n > 0 ? (size_t)n : 0;
+}
+
+/* A pseudo-terminal pair; the master becomes the line. Returns 0 or -1. */
+static int open_pty(void)
+{
+    struct termios t;
+    const char *name;
+    int slave, m = posix_openpt(O_RDWR | O_NOCTTY);
+    if (m < 0 || grantpt(m) != 0 || unlockpt(m) != 0 || (name = ptsname(m)) == NULL)
+        return -1;
+    slave = open(name, O_RDWR | O_NOCTTY);
+    if (slave < 0 || tcgetattr(slave, &t) != 0)
+        return -1;
+    /* Raw: no echo, no line editing, no CR/NL or flow-control translation, 8 bits. */
+    t.c_iflag &= ~(tcflag_t)(IGNBRK | BRKINT | PARMRK | ISTRIP | INLCR | IGNCR | ICRNL | IXON);
+    t.c_oflag &= ~(tcflag_t)OPOST;
+    t.c_lflag &= ~(tcflag_t)(ECHO | ECHONL | ICANON | ISIG | IEXTEN);
+    t.c_cflag &= ~(tcflag_t)(CSIZE | PARENB);
+    t.c_cflag |= CS8;
+    t.c_cc[VMIN] = 1;
+    t.c_cc[VTIME] = 0;
+    if (tcsetattr(slave, TCSANOW, &t) != 0)
+        return -1;
+    fcntl(m, F_SETFL, fcntl(m, F_GETFL) | O_NONBLOCK);
+    in_fd = out_fd = m;
+    printf("pty %s\n", name);
+    fflush(stdout);
+    return 0; /* the slave fd stays open for the program's life */
 }
 
 static void io_write(void *ctx, const uint8_t *buf, size_t len)
 {
     (void)ctx;
     while (len > 0) {
-        ssize_t n = write(1, buf, len);
+        ssize_t n = write(out_fd, buf, len);
         if (n < 0) {
-            if (errno == EINTR || errno == EAGAIN)
+            if (errno == EINTR)
                 continue;
+            if (errno == EAGAIN) {
+                /* A pty nobody reads fills up; a UART with nobody listening still sends, so
+                 * bytes that cannot go within 10 ms are dropped, as on that line. */
+                struct pollfd w;
+                w.fd = out_fd;
+                w.events = POLLOUT;
+                if (poll(&w, 1, 10) <= 0)
+                    return;
+                continue;
+            }
             exit(2); /* the host is gone */
         }
         buf += n;
@@ -99,6 +144,10 @@ int main(int argc, char **argv)
     if (body_len < 4 || body_len > TRACER_MCU_MAX_MSG)
         return 1;
     fcntl(0, F_SETFL, fcntl(0, F_GETFL) | O_NONBLOCK);
+    if (argc > 6 && strcmp(argv[6], "pty") == 0 && open_pty() != 0) {
+        perror("pty");
+        return 1;
+    }
 
     io.read = io_read;
     io.write = io_write;
@@ -135,7 +184,12 @@ int main(int argc, char **argv)
                 busy = period == 0;
             }
         }
-        pfd.fd = 0;
+        if (in_fd != 0) {
+            uint8_t probe;
+            if (read(0, &probe, 1) == 0)
+                eof_seen = 1; /* pty mode: stdin only says when to stop */
+        }
+        pfd.fd = in_fd;
         pfd.events = POLLIN;
         pfd.revents = 0;
         poll(&pfd, 1, busy ? 0 : 1);

@@ -1,7 +1,8 @@
 //! The C library (mcu/tracer_mcu.c, built for the host with `cc` together with
-//! mcu/host/loopback_main.c) against the Rust host session, over the child's stdin/stdout:
-//! declarations, counter values in order, reliable delivery through a line that drops or
-//! corrupts 1% of the bytes each way, the echo of a subscription, MCU resets, host restarts.
+//! mcu/host/loopback_main.c) against the Rust host session, over the child's stdin/stdout and
+//! once over a pseudo-terminal: declarations, counter values in order, reliable delivery through
+//! a line that drops or corrupts 1% of the bytes each way, the echo of a subscription, MCU
+//! resets, host restarts, garbage.
 
 mod common;
 
@@ -256,4 +257,30 @@ fn c_library_survives_garbage() {
         .close_and_wait(Duration::from_secs(10))
         .expect("exits at EOF");
     assert!(status.success(), "sanitizers reported a fault: {status}");
+}
+
+#[test]
+fn over_a_pty_like_a_serial_port() {
+    // The node on a pseudo-terminal (raw mode), the host opening its path as it would open
+    // /dev/ttyACM0: declarations, counter values in order, echo.
+    let Some(bin) = loopback() else { return };
+    let args = [500u32, 1, 4, 40, 0].map(|v| v.to_string());
+    let mut wire = Wire::spawn_pty(&bin, &args);
+    let mut h = Host::new(0);
+    let ok = h.run_until(&mut wire, Duration::from_secs(20), |h| {
+        h.values("/mcu/counter").len() >= 500
+    });
+    assert!(
+        ok,
+        "counter values over the pty: {}",
+        h.values("/mcu/counter").len()
+    );
+    for (i, (seq, value)) in h.values("/mcu/counter").iter().enumerate() {
+        assert_eq!((*seq, *value), (i as u64 + 1, i as i32));
+    }
+    echo_round(&mut h, &mut wire, 3, 20, Duration::from_secs(10));
+    let status = wire
+        .close_and_wait(Duration::from_secs(10))
+        .expect("exits at EOF");
+    assert!(status.success());
 }

@@ -20,9 +20,10 @@ pub fn mcu_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../mcu")
 }
 
-/// A fresh directory under the system temp dir for this test binary.
+/// A fresh directory for `name` under cargo's temp dir for integration tests (in the target
+/// directory: nothing is left in /tmp, and a run starts from an empty one).
 pub fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("tracer-serial-{}-{name}", std::process::id()));
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("serial-{name}"));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).expect("temp dir");
     d
@@ -102,6 +103,8 @@ pub struct Wire {
     tx: Box<dyn Write + Send>,
     rx: Receiver<Vec<u8>>,
     child: Option<Child>,
+    /// The child's stdin when the wire is not stdin (pty mode): closing it stops the child.
+    stdin: Option<std::process::ChildStdin>,
 }
 
 impl Wire {
@@ -123,6 +126,7 @@ impl Wire {
             tx: Box::new(w),
             rx,
             child: None,
+            stdin: None,
         }
     }
 
@@ -137,6 +141,34 @@ impl Wire {
         let stdin = child.stdin.take().expect("stdin");
         let stdout = child.stdout.take().expect("stdout");
         let mut w = Wire::from_reader_writer(stdout, stdin);
+        w.child = Some(child);
+        w
+    }
+
+    /// Runs `program args pty`: the program opens a pseudo-terminal, prints `pty <path>`, and
+    /// speaks on it; the wire is that path opened as a serial port would be.
+    pub fn spawn_pty(program: &Path, args: &[String]) -> Wire {
+        let mut child = Command::new(program)
+            .args(args)
+            .arg("pty")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn the MCU program");
+        let mut line = String::new();
+        let mut out = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+        std::io::BufRead::read_line(&mut out, &mut line).expect("pty line");
+        let path = line.trim().strip_prefix("pty ").unwrap_or_else(|| {
+            let _ = child.kill();
+            panic!("no pty path from the program: {line:?}")
+        });
+        let tty = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .expect("open the pty");
+        let mut w = Wire::from_reader_writer(tty.try_clone().expect("clone"), tty);
+        w.stdin = child.stdin.take();
         w.child = Some(child);
         w
     }
@@ -156,6 +188,7 @@ impl Wire {
     /// Closes the child's stdin (it exits at EOF) and waits up to `limit` for its status.
     pub fn close_and_wait(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
         self.tx = Box::new(std::io::sink());
+        self.stdin = None;
         let end = Instant::now() + limit;
         let child = self.child.as_mut()?;
         while Instant::now() < end {
