@@ -220,6 +220,8 @@ impl Session {
             session: h.session,
             max_frame: h.max_frame,
             max_msg: h.max_msg,
+            boot_ms: now.saturating_sub(u64::from(h.uptime_ms)),
+            salt: self.cfg.gid_salt,
         });
         let mut eps = Vec::new();
         eps.resize_with(usize::from(h.n_endpoints), || None);

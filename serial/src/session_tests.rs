@@ -388,12 +388,15 @@ fn resets_and_redeclarations() {
     host.handle_bytes(3000, &std::mem::take(&mut mcu.out));
     assert_eq!(events(&mut host), vec![]);
     // Same session id, clock went backwards: a reboot.
+    let first_gid = host.endpoint(0).unwrap().gid;
     let mut again = Mcu::new(1, 2990, true);
     again.hello(3000);
     host.handle_bytes(3000, &std::mem::take(&mut again.out));
     let evs = events(&mut host);
     assert!(matches!(evs[0], Event::Reset { .. }), "{evs:?}");
     assert_eq!(evs.len(), 5);
+    // Same name, same session id, another boot: another gid (its sequences start again).
+    assert_ne!(host.endpoint(0).unwrap().gid, first_gid);
     // Another session id: a reboot.
     let mut other = Mcu::new(2, 3100, true);
     other.hello(3500);

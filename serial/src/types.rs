@@ -16,6 +16,9 @@ pub struct SessionConfig {
     pub window: usize,
     /// Largest message body the host reassembles.
     pub max_message: usize,
+    /// Mixed into every gid, so MCUs on different ports or hosts that give the same name and
+    /// session never share one (the link passes e.g. a hash of host name and port path).
+    pub gid_salt: u64,
 }
 
 impl Default for SessionConfig {
@@ -27,6 +30,7 @@ impl Default for SessionConfig {
             rto_ms: 100,
             window: 4,
             max_message: 65535,
+            gid_salt: 0,
         }
     }
 }
@@ -39,6 +43,12 @@ pub struct NodeInfo {
     pub session: u32,
     pub max_frame: u8,
     pub max_msg: u16,
+    /// When the MCU booted, on the clock given to the session (receive time of the HELLO
+    /// minus its uptime): tells two boots apart even when the application gives the same
+    /// `session` at every boot.
+    pub boot_ms: u64,
+    /// [`SessionConfig::gid_salt`].
+    pub salt: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,7 +68,7 @@ pub struct Endpoint {
     pub type_name: String,
     /// `RIHS01_<hex>` or empty.
     pub type_hash: String,
-    /// The 16-byte gid (section 4): FNV-1a of the node and session, then alias + 1.
+    /// The 16-byte gid (section 4): FNV-1a of the node and its boot, then alias + 1.
     pub gid: [u8; 16],
     pub node: Arc<NodeInfo>,
 }
@@ -100,7 +110,8 @@ pub struct Stats {
     pub resets: u64,
 }
 
-/// The gid of an endpoint (section 4).
+/// The gid of an endpoint (section 4): the same for every declaration of one boot seen by one
+/// session, new for a new boot (whose sequence numbers start again).
 pub fn gid(node: &NodeInfo, alias: u8) -> [u8; 16] {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     let bytes = node
@@ -108,7 +119,12 @@ pub fn gid(node: &NodeInfo, alias: u8) -> [u8; 16] {
         .bytes()
         .chain([b'/'])
         .chain(node.name.bytes());
-    for b in bytes.chain(node.session.to_le_bytes()) {
+    let boot = node
+        .session
+        .to_le_bytes()
+        .into_iter()
+        .chain(node.boot_ms.to_le_bytes());
+    for b in bytes.chain(boot).chain(node.salt.to_le_bytes()) {
         h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
     }
     let mut g = [0u8; 16];
