@@ -257,6 +257,8 @@ static void on_msg(tracer_mcu_node *n, const uint8_t *p, size_t plen)
     } else {
         alias = p[1]; low = p[2];
         if (kind == K_FRAG) {
+            if (plen < 5)
+                return;
             index = p[3];
             h = index == 0 ? 6 : 4;
             if (plen < h + 1)
