@@ -1,6 +1,7 @@
 //! The firmware (mcu/firmware/, LM3S6965 Cortex-M3) under qemu-system-arm, its UART on a Unix
 //! socket, driven by the Rust host session: /mcu/counter declared and 100 consecutive values in
-//! order at 100 Hz, values sent on /mcu/led coming back on /mcu/echo. Skipped (printed) when
+//! order at 100 Hz, values sent on /mcu/led coming back on /mcu/echo, a reboot (a new QEMU)
+//! detected with a new writer gid. Skipped (printed) when
 //! qemu-system-arm or the ARM toolchain is missing. QEMU is killed at the end in every case.
 
 mod common;
@@ -16,7 +17,7 @@ fn firmware_under_qemu() {
     let Some(elf) = qemu::build_firmware(&dir) else {
         return;
     };
-    let Some((_qemu, mut wire)) = qemu::start(&elf, &dir) else {
+    let Some((vm, mut wire)) = qemu::start(&elf, &dir) else {
         return;
     };
     let mut h = Host::new(0);
@@ -87,4 +88,34 @@ fn firmware_under_qemu() {
         0
     );
     assert_eq!(h.session.stats().bad_frames, 0);
+
+    // Reboot: a new QEMU, same firmware, same session id. The host tells the boot by the
+    // clock that went backwards (or, if QEMU took over a second to start, by the silence).
+    let old_gid = counter.gid;
+    drop(wire);
+    drop(vm);
+    let Some((_qemu, mut wire)) = qemu::start(&elf, &dir) else {
+        return;
+    };
+    let before = h.values("/mcu/counter").len();
+    let ok = h.run_until(&mut wire, Duration::from_secs(20), |h| {
+        h.count(|e| matches!(e, Event::Ready { .. })) == 2
+            && h.values("/mcu/counter").len() > before + 10
+    });
+    assert!(ok, "no data after the reboot: {:?}", h.session.stats());
+    let reset = h.count(|e| matches!(e, Event::Reset { .. }));
+    let lost = h.count(|e| matches!(e, Event::Lost { .. }));
+    println!("reboot seen as: {reset} reset, {lost} lost");
+    assert_eq!(reset + lost, 1);
+    let counter = h
+        .session
+        .endpoint(h.alias("/mcu/counter").unwrap())
+        .unwrap();
+    assert_ne!(counter.gid, old_gid, "a new boot is a new writer");
+    let after = &h.values("/mcu/counter")[before..];
+    assert!(
+        after[0].0 < 100,
+        "sequences of the new boot start again: {:?}",
+        after[0]
+    );
 }
