@@ -94,7 +94,7 @@ fn firmware_under_qemu() {
     let old_gid = counter.gid;
     drop(wire);
     drop(vm);
-    let Some((_qemu, mut wire)) = qemu::start(&elf, &dir) else {
+    let Some((_vm, mut wire)) = qemu::start(&elf, &dir) else {
         return;
     };
     let before = h.values("/mcu/counter").len();
