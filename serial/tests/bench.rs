@@ -37,10 +37,18 @@ fn bytes_per_message() {
     assert_eq!(line_bytes(4, false, 0), 8);
 }
 
-/// Messages per second and bytes per message from the C library over pipes.
+/// Messages per second and bytes per message from the C library over pipes (or a pty).
 fn pipe_rate(bin: &std::path::Path, n: u32, reliable: bool, body: usize) {
+    line_rate(bin, n, reliable, body, false)
+}
+
+fn line_rate(bin: &std::path::Path, n: u32, reliable: bool, body: usize, pty: bool) {
     let args = [n, u32::from(reliable), body as u32, 1, 0].map(|v| v.to_string());
-    let mut wire = Wire::spawn(bin, &args);
+    let mut wire = if pty {
+        Wire::spawn_pty(bin, &args)
+    } else {
+        Wire::spawn(bin, &args)
+    };
     let mut h = Host::new(0);
     assert!(h.run_until(&mut wire, Duration::from_secs(10), |h| !h
         .values("/mcu/counter")
@@ -54,8 +62,9 @@ fn pipe_rate(bin: &std::path::Path, n: u32, reliable: bool, body: usize) {
     let got = (n as usize - n0) as f64;
     let per = (h.bytes_in - b0) as f64 / got;
     let rel = if reliable { "reliable" } else { "best effort" };
+    let line = if pty { "pty" } else { "pipe" };
     println!(
-        "pipe {rel} body {body}: {:.0} msg/s, {per:.1} bytes/msg on the line",
+        "{line} {rel} body {body}: {:.0} msg/s, {per:.1} bytes/msg on the line",
         got / secs
     );
 }
@@ -119,6 +128,23 @@ fn pipes() {
 
 #[test]
 #[ignore]
+fn pty() {
+    let dir = temp_dir("bench-pty");
+    let Some(bin) = build_loopback(&dir) else {
+        return;
+    };
+    line_rate(&bin, 100_000, false, 4, true);
+    line_rate(&bin, 20_000, true, 4, true);
+    line_rate(&bin, 5_000, false, 1024, true);
+    let mut wire = Wire::spawn_pty(&bin, &["0", "1", "4", "3", "0"].map(String::from));
+    let mut h = Host::new(0);
+    assert!(h.run_until(&mut wire, Duration::from_secs(10), |h| h.session.is_ready()));
+    let (med, p99) = rtt(&mut h, &mut wire, 2000);
+    println!("pty echo RTT (reliable Int32 both ways): median {med:?}, p99 {p99:?}");
+}
+
+#[test]
+#[ignore]
 fn qemu_firmware() {
     let dir = temp_dir("bench-qemu");
     let Some(elf) = qemu::build_firmware(&dir) else {
@@ -167,7 +193,7 @@ fn host_cpu_per_message() {
         namespace: "/",
         name: "b",
     };
-    encode_packet(&Packet::Hello(h), &mut hello);
+    encode_packet(&Packet::Hello(h.clone()), &mut hello);
     let d = tracer_serial::Declare {
         alias: 0,
         flags: 0,
@@ -178,7 +204,7 @@ fn host_cpu_per_message() {
         type_name: "std_msgs/msg/Int32",
         type_hash: "",
     };
-    encode_packet(&Packet::Declare(d), &mut hello);
+    encode_packet(&Packet::Declare(d.clone()), &mut hello);
     let n = 1_000_000u64;
     for s in 1..=n {
         encode_message(0, s, &(s as u32).to_le_bytes(), false, 254, &mut line);
@@ -197,6 +223,37 @@ fn host_cpu_per_message() {
     assert_eq!(got, n);
     println!(
         "host decode, best-effort Int32: {:.0} ns/msg",
+        el.as_nanos() as f64 / n as f64
+    );
+
+    // The other way: the host sending best-effort Int32s to an MCU subscription.
+    let mut decl = Vec::new();
+    let h = tracer_serial::Hello {
+        n_endpoints: 1,
+        ..h
+    };
+    encode_packet(&Packet::Hello(h), &mut decl);
+    let d = tracer_serial::Declare {
+        flags: tracer_serial::frame::FLAG_SUBSCRIPTION,
+        ..d
+    };
+    encode_packet(&Packet::Declare(d), &mut decl);
+    let mut session = Session::new(SessionConfig::default(), 0);
+    session.handle_bytes(0, &decl);
+    assert!(session.is_ready());
+    let cdr = int32(7);
+    let t = Instant::now();
+    let mut bytes = 0;
+    for i in 0..n {
+        session.send(1, 0, &cdr).unwrap();
+        if i % 64 == 0 {
+            bytes += session.poll_transmit().map_or(0, |b| b.len());
+        }
+    }
+    let el = t.elapsed();
+    assert!(bytes > 0);
+    println!(
+        "host encode (send), best-effort Int32: {:.0} ns/msg",
         el.as_nanos() as f64 / n as f64
     );
 }
