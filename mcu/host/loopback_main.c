@@ -4,7 +4,8 @@
  *
  *   loopback_main COUNT RELIABLE BODY_LEN NONCE [PERIOD_MS [pty]]
  *
- * COUNT counter values are published on /mcu/counter (reliable if RELIABLE is 1) as fast as
+ * COUNT counter values are published on /mcu/counter (reliable if bit 0 of RELIABLE is set; bit
+ * 1 makes the /mcu/led subscription best effort instead of reliable) as fast as
  * the window allows, or one every PERIOD_MS; each is CDR of BODY_LEN bytes (an Int32 when 4)
  * whose first 4 bytes are the counter. Exits when stdin reaches EOF.
  *
@@ -156,9 +157,10 @@ int main(int argc, char **argv)
     if (tracer_mcu_init(&node, &io, "/", "mcu_host", (uint32_t)strtoul(argv[4], NULL, 0)) != 0)
         return 1;
     counter = tracer_mcu_publisher(&node, "/mcu/counter", INT32, INT32_HASH,
-                                   reliable ? TRACER_MCU_RELIABLE : TRACER_MCU_BEST_EFFORT, 10);
+                                   (reliable & 1u) ? TRACER_MCU_RELIABLE : TRACER_MCU_BEST_EFFORT, 10);
     echo = tracer_mcu_publisher(&node, "/mcu/echo", INT32, INT32_HASH, TRACER_MCU_RELIABLE, 10);
-    led = tracer_mcu_subscription(&node, "/mcu/led", INT32, INT32_HASH, TRACER_MCU_RELIABLE, 10,
+    led = tracer_mcu_subscription(&node, "/mcu/led", INT32, INT32_HASH,
+                                  (reliable & 2u) ? TRACER_MCU_BEST_EFFORT : TRACER_MCU_RELIABLE, 10,
                                   on_led, NULL);
     if (counter < 0 || echo < 0 || led < 0)
         return 1;

@@ -284,3 +284,66 @@ fn over_a_pty_like_a_serial_port() {
         .expect("exits at EOF");
     assert!(status.success());
 }
+
+fn echoes(h: &Host) -> Vec<Vec<u8>> {
+    let data = h.events.iter().filter_map(|e| match e {
+        Event::Data {
+            endpoint, payload, ..
+        } if endpoint.topic == "/mcu/echo" => Some(payload.clone()),
+        _ => None,
+    });
+    data.collect()
+}
+
+#[test]
+fn edge_sized_and_fragmented_messages_both_ways() {
+    // Bodies around the frame limits (248-250 fill a 254-byte frame, a full COBS block) and
+    // fragmented ones, host -> C library (reliable /mcu/led) -> host (reliable /mcu/echo),
+    // compared byte for byte.
+    let Some(bin) = loopback() else { return };
+    let mut wire = spawn(&bin, 0, true, 50, 0);
+    let mut h = Host::new(0);
+    assert!(h.run_until(&mut wire, Duration::from_secs(10), |h| h.session.is_ready()));
+    let led = h.alias("/mcu/led").unwrap();
+    for len in [0usize, 1, 8, 9, 247, 248, 249, 250, 251, 500, 1000, 1100] {
+        let mut cdr = vec![0, 1, 0, 0];
+        cdr.extend((0..len).map(|i| (i * 7 + len) as u8 | 1));
+        let before = echoes(&h).len();
+        h.session.send(h.now(), led, &cdr).expect("send");
+        let ok = h.run_until(&mut wire, Duration::from_secs(10), |h| {
+            echoes(h).len() > before
+        });
+        assert!(ok, "no echo of a {len}-byte body");
+        assert_eq!(echoes(&h)[before], cdr, "{len}-byte body");
+    }
+    let mut too_big = vec![0u8; 4 + 1101];
+    too_big[1] = 1;
+    assert!(matches!(
+        h.session.send(h.now(), led, &too_big),
+        Err(SendError::TooLarge { .. })
+    ));
+}
+
+#[test]
+fn best_effort_subscription_takes_compact_frames() {
+    // /mcu/led best effort: the host sends Int32s as 8-byte CDATA frames to the C library.
+    let Some(bin) = loopback() else { return };
+    let args = [0u32, 2, 4, 60, 0].map(|v| v.to_string());
+    let mut wire = Wire::spawn(&bin, &args);
+    let mut h = Host::new(0);
+    assert!(h.run_until(&mut wire, Duration::from_secs(10), |h| h.session.is_ready()));
+    let led = h.alias("/mcu/led").unwrap();
+    assert!(!h.session.endpoint(led).unwrap().reliable);
+    for i in 0..40 {
+        let before = echoes(&h).len();
+        h.session.send(h.now(), led, &int32(i)).expect("send");
+        let sent = h.session.poll_transmit().expect("bytes");
+        assert_eq!(sent.len(), 8, "a best-effort Int32 is 8 bytes on the line");
+        wire.write(&sent);
+        assert!(
+            h.run_until(&mut wire, Duration::from_secs(5), |h| echoes(h).len()
+                > before)
+        );
+        assert_eq!(echoes(&h)[before], int32(i));
+    }
+}
