@@ -9,7 +9,6 @@ use bytes::Bytes;
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::error::Error;
-use crate::net::LinkState;
 use crate::structure;
 use crate::vertex::{Node, Sample};
 use crate::wire::frame::{EdgeId, Frame, StructEvent};
@@ -261,12 +260,35 @@ pub struct SubscriberInfo {
     pub tag: Option<Bytes>,
 }
 
+/// The producer's end of a link, as an edge that delivers over it sees it. The network layer's
+/// link state implements it; this much of the network is all the graph's data types know (they
+/// import nothing of `net`).
+pub(crate) trait Outlet: Send + Sync {
+    /// Send a frame to the consumer; `owed`: a DELIVERY of a transient-local replay
+    /// (`Link::send_owed`).
+    fn send(&self, frame: &Frame, owed: bool) -> Result<(), Error>;
+    /// The peer's node name.
+    fn peer_name(&self) -> &str;
+    /// True from the moment the link starts going down (`EdgeList::live_len`).
+    fn is_down(&self) -> bool;
+    /// The source of an edge the peer made here went away.
+    fn forget_produced(&self, edge: EdgeId);
+}
+
+/// The consumer's end of a link, as a target vertex fed over it sees it (`Incoming::Remote`).
+pub(crate) trait Inlet: Send + Sync {
+    /// The link's key in the graph (several links to one peer may follow each other).
+    fn key(&self) -> usize;
+    /// Forget a consumer-side edge (its target went); `tell` sends UNSUBSCRIBE.
+    fn drop_consumer(&self, edge: EdgeId, tell: bool);
+}
+
 /// Where a delivery goes.
 pub(crate) enum Target {
     Local(Arc<Node>),
     /// The consumer is behind a link: send a compact DELIVERY / STRUCTURE frame.
     Remote {
-        link: Arc<LinkState>,
+        link: Arc<dyn Outlet>,
         edge: EdgeId,
     },
 }
@@ -358,8 +380,8 @@ impl EdgeRec {
         let (target, peer) = match &self.target {
             Target::Local(n) => (n.path.to_string(), None),
             Target::Remote { link, .. } => (
-                format!("/net/{}", link.peer.name),
-                Some(link.peer.name.clone()),
+                format!("/net/{}", link.peer_name()),
+                Some(link.peer_name().to_owned()),
             ),
         };
         SubscriberInfo {
@@ -398,7 +420,7 @@ impl EdgeRec {
     }
 
     /// `send` a sample of this edge's transient-local replay: owed in full, so a link that
-    /// drops deliveries under pressure keeps it (`PeerLink::send_owed`).
+    /// drops deliveries under pressure keeps it (`Link::send_owed`).
     pub(crate) fn send_replayed(&self, sample: Sample) {
         self.hand(sample, true);
     }
@@ -414,11 +436,7 @@ impl EdgeRec {
                     payload: sample.payload,
                 };
                 // A failed send means the link is going down; on_down removes the edge.
-                let _ = if replayed {
-                    link.send_owed(&f)
-                } else {
-                    link.send(&f)
-                };
+                let _ = link.send(&f, replayed);
             }
         }
     }
@@ -451,10 +469,13 @@ impl EdgeRec {
         match &self.target {
             Target::Local(n) => n.land(structure::event_sample(ev)),
             Target::Remote { link, edge } => {
-                let _ = link.send(&Frame::Structure {
-                    edge: *edge,
-                    event: ev.clone(),
-                });
+                let _ = link.send(
+                    &Frame::Structure {
+                        edge: *edge,
+                        event: ev.clone(),
+                    },
+                    false,
+                );
             }
         }
     }

@@ -26,7 +26,8 @@ pub use acl::{Ace, AceKind, Acl, Credentials, Principal, Rights, Subject, Subjec
 pub use edge::{DeliveryPolicy, Edge, EdgeState, SubscriberInfo};
 pub use error::Error;
 pub use graph::{Discovery, Graph, GraphConfig, Schema};
-pub use net::{LinkId, PeerInfo, PeerLink};
+pub use link::{Link, LinkError, PeerIdentity};
+pub use net::LinkId;
 pub use path::Path;
 pub use payload::{Meta, Payload, WriterId};
 pub use ready::{Readiness, Signal, Waiter};

@@ -12,7 +12,6 @@ use crate::acl::{Acl, Rights};
 use crate::edge::EdgeList;
 use crate::error::Error;
 use crate::graph::GraphInner;
-use crate::net::LinkState;
 use crate::path::relative;
 use crate::payload::{Meta, Payload};
 use crate::ready::{ChangeNotifier, Readiness, ReadyCore};
@@ -114,8 +113,14 @@ pub(crate) struct Store {
 
 /// An edge that delivers into this vertex, so that removing the vertex can unhook it.
 pub(crate) enum Incoming {
-    Local { source: Weak<Node>, id: EdgeId },
-    Remote { link: Weak<LinkState>, edge: EdgeId },
+    Local {
+        source: Weak<Node>,
+        id: EdgeId,
+    },
+    Remote {
+        link: Weak<dyn crate::edge::Inlet>,
+        edge: EdgeId,
+    },
 }
 
 pub(crate) struct Node {

@@ -183,12 +183,15 @@ impl GraphInner {
         // convention `Removed { path: "" }` on its edge id, and closes the edge.
         for rec in &out {
             if let Target::Remote { link, edge } = &rec.target {
-                let _ = link.send(&Frame::Structure {
-                    edge: *edge,
-                    event: StructEvent::Removed {
-                        path: String::new(),
+                let _ = link.send(
+                    &Frame::Structure {
+                        edge: *edge,
+                        event: StructEvent::Removed {
+                            path: String::new(),
+                        },
                     },
-                });
+                    false,
+                );
             }
         }
         out.extend(n.struct_edges.take_all());

@@ -8,7 +8,8 @@ use crate::edge::{
     DeliveryPolicy, Edge, EdgeKind, EdgeRec, EdgeShared, EdgeState, SubscriberInfo, Target,
 };
 use crate::error::Error;
-use crate::net::{LinkId, PeerLink};
+use crate::link::Link;
+use crate::net::LinkId;
 use crate::path::{MetaSegment, Path};
 use crate::vertex::Incoming;
 use crate::wire::frame::Role;
@@ -217,7 +218,7 @@ impl Graph {
 
     /// Attach a link to a peer: mounts `/net/<peer>`. The transport then feeds the link's
     /// frames to `link_frame` and calls `link_down` when it drops.
-    pub fn attach_link(&self, link: Arc<dyn PeerLink>) -> Result<LinkId, Error> {
+    pub fn attach_link(&self, link: Arc<dyn Link>) -> Result<LinkId, Error> {
         crate::net::attach(&self.inner, link)
     }
 

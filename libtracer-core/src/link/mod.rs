@@ -77,7 +77,19 @@ pub struct PeerIdentity {
     pub remote: Option<crate::acl::Subject>,
 }
 
-/// A connection to one peer graph.
+impl PeerIdentity {
+    /// The principal the ACL checks this peer's requests as: the kernel's uid and gid on this
+    /// host, what the link authenticated across hosts.
+    pub fn credentials(&self) -> crate::acl::Credentials {
+        match &self.remote {
+            Some(s) => crate::acl::Credentials::Remote(s.clone()),
+            None => crate::acl::Credentials::local(self.uid, self.gid),
+        }
+    }
+}
+
+/// A connection to one peer graph: the one seam between the graph and every transport (Unix
+/// sockets, QUIC, in-process; `Graph::attach_link` takes one too).
 pub trait Link: Send + Sync {
     /// Encode and write `frame` from the caller's thread.
     fn send(&self, frame: &Frame) -> Result<(), LinkError>;

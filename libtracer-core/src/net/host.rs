@@ -7,52 +7,13 @@ use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
 
-use super::{attach, detach, on_frame, LinkId, PeerInfo, PeerLink};
+use super::{attach, detach, link_error, on_frame, LinkId};
 use crate::error::Error;
 use crate::graph::{Graph, GraphInner};
 use crate::link::{
-    default_rendezvous_dir, HostTransport, Link, LinkError, LinkHandler, QuicConfig, QuicTransport,
+    default_rendezvous_dir, HostTransport, Link, LinkHandler, QuicConfig, QuicTransport,
 };
 use crate::wire::frame::Frame;
-
-fn link_error(e: LinkError) -> Error {
-    match e {
-        LinkError::Encode(e) => Error::TooLarge(e.to_string()),
-        LinkError::Io(e) => Error::Io(Arc::new(e)),
-        LinkError::InvalidName(n) => Error::InvalidPath {
-            path: n,
-            reason: "not a valid node name",
-        },
-        e @ (LinkError::Closed(_) | LinkError::Handshake { .. }) => Error::LinkDown(e.to_string()),
-        e @ (LinkError::InsecureDir { .. } | LinkError::NameTaken(_)) => {
-            Error::Io(Arc::new(std::io::Error::other(e.to_string())))
-        }
-    }
-}
-
-struct Adapter(Arc<dyn Link>);
-
-impl PeerLink for Adapter {
-    fn send(&self, frame: &Frame) -> Result<(), Error> {
-        self.0.send(frame).map_err(link_error)
-    }
-    fn send_owed(&self, frame: &Frame) -> Result<(), Error> {
-        self.0.send_owed(frame).map_err(link_error)
-    }
-    fn peer(&self) -> PeerInfo {
-        let p = self.0.peer();
-        PeerInfo {
-            name: p.name.clone(),
-            uid: p.uid,
-            gid: p.gid,
-            pid: p.pid,
-            remote: p.remote.clone(),
-        }
-    }
-    fn close(&self) {
-        self.0.close();
-    }
-}
 
 /// The graph as a transport's `LinkHandler`. Holds the graph weakly: a transport never keeps a
 /// graph alive.
@@ -81,7 +42,7 @@ impl LinkHandler for GraphHandler {
             return;
         };
         let k = key(&link);
-        if let Ok(id) = attach(&g, Arc::new(Adapter(link))) {
+        if let Ok(id) = attach(&g, link) {
             self.ids.lock().insert(k, id);
         }
     }

@@ -1,9 +1,10 @@
 //! Links to peers: mounts at `/net/<peer>`, forwarded writes and subscribes, edges bound to the
 //! link they came over, and the clean-up when a link drops.
 //!
-//! The graph talks to a link through `PeerLink` (send a frame, who is the peer, close) and is
-//! told about it through `attach` / `on_frame` / `detach`; `host` binds that seam to the link
-//! layer's transports.
+//! The graph talks to a link through the one link seam, `link::Link` (send a frame, who is the
+//! peer, close), and is told about it through `attach` / `on_frame` / `detach`; `host` binds
+//! the transports' `LinkHandler` to those. A link's errors become the graph's in one place
+//! (`link_error`).
 //!
 //! Edge ids: the consumer picks the id (graph-unique here, so unique per link); the producer keys
 //! the edge by (link, id) and sends DELIVERY / STRUCTURE frames with it; the consumer maps the id
@@ -27,44 +28,26 @@ use crate::acl::{Credentials, Subject};
 use crate::edge::{DeliveryPolicy, Edge, EdgeKind, EdgeShared, EdgeState};
 use crate::error::Error;
 use crate::graph::GraphInner;
+use crate::link::{Link, LinkError, PeerIdentity};
 use crate::path::{valid_segment, MetaSegment, Path};
 use crate::payload::{Meta, Payload};
 use crate::vertex::{Incoming, Node, Sample};
 use crate::wire::frame::{EdgeId, Frame, ReqId};
 
-/// Who is at the other end of a link (kernel-attested on a Unix socket).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct PeerInfo {
-    pub name: String,
-    pub uid: u32,
-    pub gid: u32,
-    pub pid: u32,
-    /// `Some` for a graph on another host: what its link authenticated (its certificate's
-    /// subject, or nothing). The ACL then sees that, never `uid`/`gid`.
-    pub remote: Option<Subject>,
-}
-
-impl PeerInfo {
-    /// The principal the ACL checks this peer's requests as.
-    pub fn credentials(&self) -> Credentials {
-        match &self.remote {
-            Some(s) => Credentials::Remote(s.clone()),
-            None => Credentials::local(self.uid, self.gid),
+/// A link's error as the graph reports it: the one map between the two.
+pub(crate) fn link_error(e: LinkError) -> Error {
+    match e {
+        LinkError::Encode(e) => Error::TooLarge(e.to_string()),
+        LinkError::Io(e) => Error::Io(Arc::new(e)),
+        LinkError::InvalidName(n) => Error::InvalidPath {
+            path: n,
+            reason: "not a valid node name",
+        },
+        e @ (LinkError::Closed(_) | LinkError::Handshake { .. }) => Error::LinkDown(e.to_string()),
+        e @ (LinkError::InsecureDir { .. } | LinkError::NameTaken(_)) => {
+            Error::Io(Arc::new(std::io::Error::other(e.to_string())))
         }
     }
-}
-
-/// What the graph needs from a link.
-pub trait PeerLink: Send + Sync {
-    /// Send one frame from the caller's thread; must not call back into the graph.
-    fn send(&self, frame: &Frame) -> Result<(), Error>;
-    /// `send` a DELIVERY of a transient-local replay, owed in full (`link::Link::send_owed`).
-    fn send_owed(&self, frame: &Frame) -> Result<(), Error> {
-        self.send(frame)
-    }
-    fn peer(&self) -> PeerInfo;
-    /// Idempotent; the transport then calls `Graph::link_down`.
-    fn close(&self);
 }
 
 /// A link as `Graph::attach_link` registered it.
@@ -116,11 +99,11 @@ struct Consumer {
 
 pub(crate) struct LinkState {
     pub(crate) key: usize,
-    pub(crate) peer: PeerInfo,
+    pub(crate) peer: PeerIdentity,
     /// `peer.name`, as every sample that arrives over the link carries it (`Sample::origin`).
     pub(crate) origin: Arc<str>,
     creds: Credentials,
-    link: Arc<dyn PeerLink>,
+    link: Arc<dyn Link>,
     mount: Mutex<Option<Arc<Node>>>,
     consumer: Mutex<HashMap<EdgeId, Consumer>>,
     /// Edges the peer made on our vertices: id -> source vertex.
@@ -142,19 +125,14 @@ impl LinkState {
         self.send_as(f, false)
     }
 
-    /// `send` a DELIVERY of a transient-local replay (`PeerLink::send_owed`).
-    pub(crate) fn send_owed(&self, f: &Frame) -> Result<(), Error> {
-        self.send_as(f, true)
-    }
-
     fn send_as(&self, f: &Frame, owed: bool) -> Result<(), Error> {
         if self.down.load(Ordering::Acquire) {
             return Err(Error::LinkDown(self.peer.name.clone()));
         }
         if owed {
-            self.link.send_owed(f)?;
+            self.link.send_owed(f).map_err(link_error)?;
         } else {
-            self.link.send(f)?;
+            self.link.send(f).map_err(link_error)?;
         }
         if !matches!(f, Frame::Read { .. }) {
             self.sent.fetch_add(1, Ordering::AcqRel);
@@ -235,7 +213,8 @@ impl Net {
     /// The peers whose mount `/net/<peer>` exists. `attach` registers a link before it mounts
     /// (so a subscribe prompted by the mount's `Created` event finds the link); a peer listed
     /// here can be subscribed through at once.
-    /// What the link of `peer` authenticated, for a graph on another host (`PeerInfo::remote`);
+    /// What the link of `peer` authenticated, for a graph on another host
+    /// (`PeerIdentity::remote`);
     /// `None` for a peer of this host or one not linked.
     pub(crate) fn peer_subject(&self, peer: &str) -> Option<Subject> {
         self.by_name.read().get(peer)?.peer.remote.clone()
@@ -422,8 +401,9 @@ impl Net {
             },
             EdgeState::Pending,
         );
+        let inlet: Arc<dyn crate::edge::Inlet> = l.clone();
         target.incoming.lock().push(Incoming::Remote {
-            link: Arc::downgrade(&l),
+            link: Arc::downgrade(&inlet),
             edge: id,
         });
         l.consumer.lock().insert(
@@ -465,13 +445,37 @@ impl Net {
 fn unhook_remote_target(target: &Node, key: usize, edge: EdgeId) {
     target.incoming.lock().retain(|i| {
         !matches!(i, Incoming::Remote { link, edge: e }
-            if *e == edge && link.upgrade().is_none_or(|l| l.key == key))
+            if *e == edge && link.upgrade().is_none_or(|l| l.key() == key))
     });
 }
 
+impl crate::edge::Outlet for LinkState {
+    fn send(&self, frame: &Frame, owed: bool) -> Result<(), Error> {
+        self.send_as(frame, owed)
+    }
+    fn peer_name(&self) -> &str {
+        &self.peer.name
+    }
+    fn is_down(&self) -> bool {
+        LinkState::is_down(self)
+    }
+    fn forget_produced(&self, edge: EdgeId) {
+        LinkState::forget_produced(self, edge)
+    }
+}
+
+impl crate::edge::Inlet for LinkState {
+    fn key(&self) -> usize {
+        self.key
+    }
+    fn drop_consumer(&self, edge: EdgeId, tell: bool) {
+        LinkState::drop_consumer(self, edge, tell)
+    }
+}
+
 /// A new link: mount `/net/<peer>` (a link to a name already mounted replaces the old one).
-pub(crate) fn attach(g: &GraphInner, link: Arc<dyn PeerLink>) -> Result<LinkId, Error> {
-    let peer = link.peer();
+pub(crate) fn attach(g: &GraphInner, link: Arc<dyn Link>) -> Result<LinkId, Error> {
+    let peer = link.peer().clone();
     if !valid_segment(&peer.name) || peer.name == g.name {
         link.close();
         return Err(Error::InvalidPath {

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use libtracer_core::wire::frame::Frame;
 use libtracer_core::{
-    Error, Graph, GraphConfig, LinkId, Meta, Payload, PeerInfo, PeerLink, Sample, StructEvent,
+    Graph, GraphConfig, Link, LinkError, LinkId, Meta, Payload, PeerIdentity, Sample, StructEvent,
     Subject, Vertex,
 };
 
@@ -59,7 +59,7 @@ pub fn events(v: &Vertex) -> Vec<StructEvent> {
 
 /// A link whose peer identity the test chooses, recording every frame the graph sends on it.
 pub struct Scripted {
-    pub info: PeerInfo,
+    pub info: PeerIdentity,
     pub sent: Mutex<Vec<Frame>>,
 }
 
@@ -70,13 +70,13 @@ impl Scripted {
     }
 }
 
-impl PeerLink for Scripted {
-    fn send(&self, frame: &Frame) -> Result<(), Error> {
+impl Link for Scripted {
+    fn send(&self, frame: &Frame) -> Result<(), LinkError> {
         self.sent.lock().unwrap().push(frame.clone());
         Ok(())
     }
-    fn peer(&self) -> PeerInfo {
-        self.info.clone()
+    fn peer(&self) -> &PeerIdentity {
+        &self.info
     }
     fn close(&self) {}
 }
@@ -101,7 +101,7 @@ fn scripted_as(
     remote: Option<Subject>,
 ) -> (Arc<Scripted>, LinkId) {
     let l = Arc::new(Scripted {
-        info: PeerInfo {
+        info: PeerIdentity {
             name: name.into(),
             uid,
             gid,
