@@ -1,14 +1,15 @@
-//! What a server and a client share: the receiving inbox (a sink vertex), the registry record,
-//! the resolved QoS, and the routes their writes take to the other end.
+//! What a server and a client share: the receiving inbox (a stream vertex whose ring is the
+//! queue, bounded like a subscription's, and whose arrival hook calls the on-new-request or
+//! on-new-response callback), the registry record, the resolved QoS, and the routes their
+//! writes take to the other end.
 
 use std::ffi::CString;
 use std::sync::Arc;
 
 use libtracer_core::{Graph, Meta, Payload, Readiness, Sample, Schema, Vertex};
 
-use super::inbox::Inbox;
 use super::request_path;
-use crate::boundary::event_callback::EventCallback;
+use crate::boundary::event_callback::{CallbackSlot, EventCallback};
 use crate::boundary::service_types::ServiceType;
 use crate::boundary::{cstr, RmwError, RmwResult};
 use crate::context::Shared;
@@ -57,15 +58,18 @@ pub struct Endpoint {
     /// The actual QoS of both directions (one profile, as a DDS service or client has).
     pub qos: Qos,
     pub ty: ServiceType,
-    /// The inbox's sink vertex.
+    /// The inbox's stream vertex.
     path: String,
-    inbox: Inbox,
+    inbox: Vertex,
+    /// The on-new-request (server) or on-new-response (client) callback, called by the
+    /// inbox's arrival hook once per request or response.
+    on_arrival: Arc<CallbackSlot>,
     _entry: Entry,
 }
 
 impl Endpoint {
-    /// Validate `name`, resolve the QoS, make the inbox's sink at `path_of(gid)` (with `schema`,
-    /// if any) and announce the endpoint as `kind`. On failure nothing is left behind.
+    /// Validate `name`, resolve the QoS, make the inbox's stream at `path_of(gid)` (with
+    /// `schema`, if any) and announce the endpoint as `kind`. On failure nothing is left behind.
     pub fn new(
         node: &Node,
         kind: EntityKind,
@@ -100,13 +104,20 @@ impl Endpoint {
         ctx.permit(&checks.map(|(a, t)| (a, t.as_str())))?;
         let gid = ctx.gids.next();
         let path = path_of(gid)?;
-        let inbox = Inbox::new(qos.subscription_ring());
-        ctx.graph.create_sink(&path, inbox.sink())?;
-        ctx.guard(
-            &path,
-            (Action::Publish, inbox_topic, libtracer_core::Rights::WRITE),
-        )?;
+        let inbox = ctx.graph.create_stream(&path, qos.subscription_ring())?;
+        let on_arrival = Arc::new(CallbackSlot::default());
         let made = (|| -> RmwResult<Entry> {
+            let cb = on_arrival.clone();
+            ctx.graph.set_on_land(
+                &path,
+                Some(Arc::new(move |_: libtracer_core::Landed| {
+                    cb.call(1);
+                })),
+            )?;
+            ctx.guard(
+                &path,
+                (Action::Publish, inbox_topic, libtracer_core::Rights::WRITE),
+            )?;
             if let Some(schema) = schema {
                 ctx.graph.set_schema(&path, schema)?;
             }
@@ -128,6 +139,7 @@ impl Endpoint {
             ty,
             path,
             inbox,
+            on_arrival,
             _entry: entry,
         })
     }
@@ -160,14 +172,17 @@ impl Endpoint {
         !self.inbox.is_empty()
     }
 
-    /// The on-new-request (server) or on-new-response (client) callback.
+    /// The on-new-request (server) or on-new-response (client) callback: called at once with
+    /// the number waiting, then once per arrival; once this returns, a callback it replaced is
+    /// not running (`CallbackSlot`).
     pub fn set_callback(&self, cb: Option<EventCallback>) {
-        self.inbox.set_callback(cb);
+        self.on_arrival.set_and_tell(cb, || self.inbox.len());
     }
 }
 
 impl Drop for Endpoint {
     fn drop(&mut self) {
+        self.on_arrival.set(None);
         let _ = self.ctx.graph.remove(&self.path);
     }
 }

@@ -1,8 +1,9 @@
 //! Services and clients (R4) over the libtracer graph; `docs/rmw-mapping.md`, section Services.
 //!
-//! - A service server owns a sink vertex `/.ros/services<service path>/_request/<server gid>`
-//!   (an [`inbox::Inbox`]): requests land there, from this graph or forwarded from a peer.
-//! - A client owns a sink vertex `/.ros/clients/<client gid>/_response`.
+//! - A service server owns a stream vertex `/.ros/services<service path>/_request/<server gid>`
+//!   (its inbox, [`endpoint::Endpoint`]): requests land in its ring, from this graph or
+//!   forwarded from a peer, and its arrival hook calls the on-new-request callback.
+//! - A client owns a stream vertex `/.ros/clients/<client gid>/_response`, likewise.
 //! - A client's request is written to the request vertex of every server of the service the
 //!   registry knows (a local write, or `/net/<peer>/...` for a server on a peer) with
 //!   `Meta.writer` = the client gid and `Meta.sequence` = the request's sequence number.
@@ -16,7 +17,6 @@
 
 pub mod client;
 pub mod endpoint;
-pub mod inbox;
 pub mod server;
 
 use crate::boundary::RmwResult;
