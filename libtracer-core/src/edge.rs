@@ -9,6 +9,7 @@ use bytes::Bytes;
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::error::Error;
+use crate::ready::ChangeNotifier;
 use crate::structure;
 use crate::vertex::{Node, Sample};
 use crate::wire::frame::{EdgeId, Frame, StructEvent};
@@ -490,6 +491,9 @@ pub(crate) struct EdgeList {
     /// Read-locked by writers (many at once, e.g. every writer below a subscribed root),
     /// write-locked only to swap in a new list.
     list: RwLock<Arc<Vec<Arc<EdgeRec>>>>,
+    /// Bumped by every change of the list, so that a reader can wait for one
+    /// (`Vertex::await_edges`) instead of polling.
+    pub(crate) changed: ChangeNotifier,
 }
 
 impl EdgeList {
@@ -523,6 +527,8 @@ impl EdgeList {
         v.push(e);
         self.count.store(v.len(), Ordering::Release);
         *g = Arc::new(v);
+        drop(g);
+        self.changed.bump();
     }
 
     /// Remove the entries `pred` selects; returns them.
@@ -534,6 +540,8 @@ impl EdgeList {
         let (gone, keep): (Vec<_>, Vec<_>) = g.iter().cloned().partition(|e| pred(e));
         self.count.store(keep.len(), Ordering::Release);
         *g = Arc::new(keep);
+        drop(g);
+        self.changed.bump();
         gone
     }
 

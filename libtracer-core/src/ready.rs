@@ -256,8 +256,19 @@ impl ChangeNotifier {
 
     /// Returns true if a change happened after the call started.
     pub(crate) fn wait(&self, timeout: Option<Duration>) -> bool {
-        let start = self.changes.load(Ordering::SeqCst);
-        let deadline = timeout.map(|t| Instant::now() + t);
+        self.wait_past(self.version(), timeout.map(|t| Instant::now() + t))
+    }
+
+    /// How many changes there have been: a version to wait past (`wait_past`).
+    pub(crate) fn version(&self) -> u64 {
+        self.changes.load(Ordering::SeqCst)
+    }
+
+    /// Block until a change after `version` (at once if there was one already), or until
+    /// `deadline`; true when there was one. No change between reading `version` and calling
+    /// this can be missed.
+    pub(crate) fn wait_past(&self, version: u64, deadline: Option<Instant>) -> bool {
+        let start = version;
         self.waiting.fetch_add(1, Ordering::SeqCst);
         let mut g = self.lock.lock();
         let changed = loop {

@@ -460,6 +460,19 @@ impl Vertex {
         self.node.edges.live_len()
     }
 
+    /// The version of this vertex's `:subscribers[]`: it goes up with every edge made or
+    /// removed there. Read it, look at the edges, then [`await_edges`](Self::await_edges) past
+    /// it: no change in between is missed.
+    pub fn edges_version(&self) -> u64 {
+        self.node.edges.changed.version()
+    }
+
+    /// Block until `:subscribers[]` changed after `version`, or until `deadline` (`None`: no
+    /// limit); true when it did. How a reader waits for a subscriber without polling.
+    pub fn await_edges(&self, version: u64, deadline: Option<std::time::Instant>) -> bool {
+        self.node.edges.changed.wait_past(version, deadline)
+    }
+
     pub fn schema(&self) -> Option<SchemaInfo> {
         self.node.schema.lock().clone()
     }

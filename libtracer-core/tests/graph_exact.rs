@@ -254,3 +254,32 @@ fn ruling_the_edge_filter_keeps_refused_writes_off_the_edge_and_the_link() {
         .subscribe_tagged("/net/b/t", "/remote", exact(), &[0; 65])
         .is_err());
 }
+
+/// A reader waits for a subscriber without polling: `await_edges` past the version it read
+/// returns when an edge is made there (from another graph over a link, here), at once when one
+/// was made since the read, and at its deadline when none comes.
+#[test]
+fn ruling_await_edges_wakes_when_a_subscriber_comes() {
+    let (a, b, _na, _nb, _f) = pair();
+    let t = b
+        .create_stream("/watched", StreamOptions::default())
+        .unwrap();
+    let v0 = t.edges_version();
+    let soon = std::time::Instant::now() + std::time::Duration::from_millis(20);
+    assert!(!t.await_edges(v0, Some(soon)), "nothing came: the deadline");
+    a.create_stream("/sub", StreamOptions::default()).unwrap();
+    let a2 = a.clone();
+    let sub = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        a2.subscribe("/net/b/watched", "/sub", exact()).unwrap()
+    });
+    assert!(t.await_edges(v0, Some(std::time::Instant::now() + T)));
+    assert_eq!(t.subscriber_count(), 1);
+    sub.join().unwrap();
+    // A change before the wait starts is not missed.
+    let v1 = t.edges_version();
+    assert!(v1 > v0);
+    a.remove("/sub").unwrap();
+    eventually(T, || t.subscriber_count() == 0).expect("the edge went");
+    assert!(t.await_edges(v1, Some(std::time::Instant::now())));
+}

@@ -51,8 +51,6 @@ const NET_WATCH: &str = "/.ros/net-watch";
 const TICK: Duration = Duration::from_millis(250);
 /// How long a failed edge waits before it is tried again.
 const RETRY: Duration = Duration::from_secs(1);
-/// How often `await_watchers` looks (the core has no "subscribed" notification).
-const WATCH_POLL: Duration = Duration::from_micros(200);
 
 /// What a local subscription tells the registry so that it can be wired to remote publishers.
 pub struct SubscriptionLink {
@@ -259,10 +257,15 @@ impl Registry {
     /// that window was matched only when the subscription arrived, which was most of the
     /// discovery tail of issue 9; after the wait, a new publisher's record reaches every peer
     /// as it is written. A peer that never subscribes (not a ROS process) only costs the limit;
-    /// one whose link goes down meanwhile is no longer waited for.
+    /// one whose link goes down meanwhile is no longer waited for. Nothing polls: the wait
+    /// sleeps until the edges on our records change (`Vertex::await_edges`).
     pub fn await_watchers(&self, limit: Duration) {
         let deadline = Instant::now() + limit;
+        let Some(endpoints) = self.inner.graph.vertex(ENDPOINTS) else {
+            return;
+        };
         loop {
+            let version = endpoints.edges_version();
             let linked = self.inner.graph.peers();
             let watching: BTreeSet<String> = self
                 .inner
@@ -273,7 +276,7 @@ impl Registry {
             if linked.iter().all(|p| watching.contains(p)) || Instant::now() >= deadline {
                 return;
             }
-            std::thread::sleep(WATCH_POLL);
+            endpoints.await_edges(version, Some(deadline));
         }
     }
 
