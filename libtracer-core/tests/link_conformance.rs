@@ -6,9 +6,9 @@ mod link_support;
 
 use std::sync::Arc;
 
-use libtracer_core::link::{
-    HostTransport, LinkError, LinkHandler, MemoryFabric, MemoryNode, QuicTransport,
-};
+#[cfg(feature = "quic")]
+use libtracer_core::link::QuicTransport;
+use libtracer_core::link::{HostTransport, LinkError, LinkHandler, MemoryFabric, MemoryNode};
 use libtracer_core::wire::{ErrorCode, Frame, MAX_FRAME};
 use libtracer_core::{Meta, Payload};
 use link_support::{Ev, Recorder, TempDir, T};
@@ -65,10 +65,12 @@ impl Fabric for Unix {
 
 /// QUIC nodes on loopback: each registers in one rendezvous directory, the first holds the
 /// host role on a free port, and every node has that directory as its static peer.
+#[cfg(feature = "quic")]
 struct Quic {
     dir: TempDir,
     port: u16,
 }
+#[cfg(feature = "quic")]
 impl Quic {
     fn new() -> Quic {
         Quic {
@@ -77,6 +79,7 @@ impl Quic {
         }
     }
 }
+#[cfg(feature = "quic")]
 impl Fabric for Quic {
     type Node = QuicTransport;
     const ATTESTS_PID: bool = false;
@@ -452,4 +455,5 @@ macro_rules! conformance {
 
 conformance!(memory, Mem(MemoryFabric::new()));
 conformance!(unix, Unix(TempDir::new("conf")));
+#[cfg(feature = "quic")]
 conformance!(quic, Quic::new());

@@ -1,3 +1,4 @@
+#![cfg(feature = "quic")]
 //! The QUIC transport beyond the conformance suite: bad input from the network (garbage
 //! datagrams, garbage streams, a flood of connections), the host role moving when its holder
 //! goes, static peers that cannot be reached (logged once, retried, reached later), and the

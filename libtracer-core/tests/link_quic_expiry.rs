@@ -1,3 +1,4 @@
+#![cfg(feature = "quic")]
 //! When a QUIC link's credentials end (docs/network.md section 5, "When credentials end"): a
 //! link stands on both ends' certificates and on the grant the peer sent, each valid until a
 //! moment of its own; at the first of them the link is closed, and the next handshake decides

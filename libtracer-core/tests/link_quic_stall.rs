@@ -1,3 +1,4 @@
+#![cfg(feature = "quic")]
 //! A QUIC peer that stops reading (docs/network.md sections 4 and 7): the publisher never
 //! waits for the network. A reliable stream's queue is bounded; when it is full the oldest
 //! queued deliveries are dropped and counted, so every send returns at once, memory stays

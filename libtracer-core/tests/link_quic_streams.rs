@@ -1,3 +1,4 @@
+#![cfg(feature = "quic")]
 //! The QUIC link's streams and datagrams (docs/network.md section 7, wire.md section 5 "A link
 //! of several streams"): the answer to a SUBSCRIBE behind the edge's replay, a READ behind every
 //! reliable delivery written before it, a WRITE behind the default class's deliveries written

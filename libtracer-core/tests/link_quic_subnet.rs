@@ -1,3 +1,4 @@
+#![cfg(feature = "quic")]
 //! SUBNET discovery over loopback: two "hosts" (two rendezvous directories, two directory
 //! ports, no static peers) find each other through the announcements alone; garbage on the
 //! announcement port is dropped and counted; and `exercise_announce` (the fuzz target's body)

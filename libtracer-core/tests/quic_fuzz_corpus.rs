@@ -1,3 +1,4 @@
+#![cfg(feature = "quic")]
 //! What a peer host sends outside the wire codec, fed garbage: the host directory's answer
 //! (`link/quic/directory.rs`) and the certificate a peer presents (whose subject is its ACL
 //! principal). `exercise_directory_answer` never panics and accepts only answers that

@@ -1,3 +1,4 @@
+#![cfg(feature = "quic")]
 //! The bare QUIC probe of the benchmarks (`link::quic::probe_*`, `examples/bench_quic.rs`):
 //! its round trips and bursts come back whole in all three shapes, one connection after another
 //! against one echo (the benchmark runs a ping and then a burst), and a request it cannot

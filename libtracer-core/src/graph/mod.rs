@@ -47,6 +47,7 @@ pub struct GraphConfig {
     pub rendezvous_dir: Option<std::path::PathBuf>,
     /// With `Discovery::Host`: also links to other hosts over QUIC (docs/network.md); `None`
     /// keeps the graph on this host.
+    #[cfg(feature = "quic")]
     pub network: Option<crate::link::QuicConfig>,
 }
 
@@ -165,7 +166,14 @@ impl Graph {
         };
         let made = setup(&g)?;
         if cfg.discovery == Discovery::Host {
-            crate::net::start_host(&g, cfg.rendezvous_dir, cfg.network).map_err(E::from)?;
+            let dir = cfg
+                .rendezvous_dir
+                .unwrap_or_else(|| crate::link::default_rendezvous_dir(g.inner.domain_id));
+            let _handler = crate::net::start_host(&g, &dir).map_err(E::from)?;
+            #[cfg(feature = "quic")]
+            if let Some(network) = cfg.network {
+                crate::net::start_network(&g, &dir, _handler, network).map_err(E::from)?;
+            }
         }
         Ok((g, made))
     }

@@ -45,6 +45,7 @@ use crate::wire::{EncodeError, Frame};
 
 mod dispatch;
 pub mod memory;
+#[cfg(feature = "quic")]
 pub mod quic;
 mod redial;
 pub mod rendezvous;
@@ -55,6 +56,7 @@ mod unix_loop;
 mod unix_rx;
 
 pub use memory::{MemoryFabric, MemoryNode};
+#[cfg(feature = "quic")]
 pub use quic::{
     subject_of, GrantTurn, PermissionsExchange, QuicConfig, QuicLink, QuicSecurity, QuicTransport,
 };

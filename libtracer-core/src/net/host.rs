@@ -3,6 +3,7 @@
 //! `QuicTransport` to other hosts when the network is on).
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
@@ -10,9 +11,7 @@ use parking_lot::Mutex;
 use super::{attach, detach, link_error, on_frame, LinkId};
 use crate::error::Error;
 use crate::graph::{Graph, GraphInner};
-use crate::link::{
-    default_rendezvous_dir, HostTransport, Link, LinkHandler, QuicConfig, QuicTransport,
-};
+use crate::link::{HostTransport, Link, LinkHandler};
 use crate::wire::frame::Frame;
 
 /// The graph as a transport's `LinkHandler`. Holds the graph weakly: a transport never keeps a
@@ -66,21 +65,26 @@ impl LinkHandler for GraphHandler {
     }
 }
 
-/// `Discovery::Host`: join the rendezvous directory (default: per user, per domain, 0700);
-/// with `network`, reach other hosts over QUIC too (both transports feed one handler, so a
-/// remote graph is mounted like a local one).
-pub(crate) fn start_host(
-    g: &Graph,
-    dir: Option<std::path::PathBuf>,
-    network: Option<QuicConfig>,
-) -> Result<(), Error> {
-    let dir = dir.unwrap_or_else(|| default_rendezvous_dir(g.inner.domain_id));
+/// `Discovery::Host`: join the rendezvous directory `dir`. Returns the graph's handler, which
+/// the network's transport feeds too (`start_network`), so a remote graph is mounted like a
+/// local one.
+pub(crate) fn start_host(g: &Graph, dir: &Path) -> Result<Arc<GraphHandler>, Error> {
     let handler = GraphHandler::new(&g.inner);
-    let t = HostTransport::start(&dir, &g.inner.name, handler.clone()).map_err(link_error)?;
+    let t = HostTransport::start(dir, &g.inner.name, handler.clone()).map_err(link_error)?;
     g.inner.net.add_transport(Box::new(t));
-    if let Some(cfg) = network {
-        let q = QuicTransport::start(&dir, &g.inner.name, handler, cfg).map_err(link_error)?;
-        g.inner.net.add_transport(Box::new(q));
-    }
+    Ok(handler)
+}
+
+/// With the network on: reach other hosts over QUIC (the `quic` feature).
+#[cfg(feature = "quic")]
+pub(crate) fn start_network(
+    g: &Graph,
+    dir: &Path,
+    handler: Arc<GraphHandler>,
+    cfg: crate::link::QuicConfig,
+) -> Result<(), Error> {
+    let q =
+        crate::link::QuicTransport::start(dir, &g.inner.name, handler, cfg).map_err(link_error)?;
+    g.inner.net.add_transport(Box::new(q));
     Ok(())
 }

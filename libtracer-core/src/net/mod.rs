@@ -14,6 +14,8 @@ mod host;
 mod incoming;
 
 pub(crate) use host::start_host;
+#[cfg(feature = "quic")]
+pub(crate) use host::start_network;
 pub use host::GraphHandler;
 pub(crate) use incoming::on_frame;
 

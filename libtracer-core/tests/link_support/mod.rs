@@ -217,6 +217,7 @@ pub fn free_udp_port() -> u16 {
 
 /// A QUIC transport configuration on loopback, with the directory on `port` as the one static
 /// peer, and fast polling so that tests do not wait.
+#[cfg(feature = "quic")]
 pub fn loopback_quic(port: u16) -> libtracer_core::link::QuicConfig {
     let mut c = libtracer_core::link::QuicConfig::for_domain(0);
     c.bind = std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
