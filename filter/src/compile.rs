@@ -5,13 +5,14 @@
 use ros2msg::schema::{BaseType, Multiplicity, Primitive};
 use ros2msg::Schema;
 
-use crate::lex::{self, RelOp, Tok};
+use crate::lex::{self, Float, RelOp, Tok};
 use crate::like::Pattern;
 use crate::parse::{Cond, Lit, Operand, Seg};
 use crate::FilterError;
 
 /// What a comparison compares: numbers of any width (integers exactly, floats as IEEE
-/// doubles), booleans, or strings (byte-wise).
+/// doubles, a float literal against a `float32` field at `f32` precision), booleans, or
+/// strings (byte-wise).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Class {
     Number,
@@ -82,6 +83,27 @@ pub fn parameter(n: usize, text: &str) -> Result<Lit, FilterError> {
     }
 }
 
+/// One operand as bound: its term, its class, and whether it is a `float32` field (a float
+/// constant compared with it is read at `f32` precision).
+struct Side {
+    term: Term,
+    class: Class,
+    float32: bool,
+}
+
+/// `t` as compared with a `float32` field when `narrow`: a float constant becomes the `f32`
+/// nearest its text, so `float32_value = 3.14159` holds for a field set to `3.14159f` (as with
+/// Fast DDS, and as rmw's test_rmw_implementation expects); other terms are unchanged.
+fn at_field_precision(t: Term, narrow: bool) -> Term {
+    match t {
+        Term::Const(Lit::Float(f)) if narrow => Term::Const(Lit::Float(Float {
+            wide: f64::from(f.narrow),
+            narrow: f.narrow,
+        })),
+        t => t,
+    }
+}
+
 pub struct Binder<'a> {
     pub schema: &'a Schema,
     pub params: &'a [Lit],
@@ -114,8 +136,16 @@ impl Binder<'_> {
                 right,
                 at,
             } => {
-                let (value, vc) = self.term(left)?;
-                let (pat, pc) = self.term(right)?;
+                let Side {
+                    term: value,
+                    class: vc,
+                    ..
+                } = self.term(left)?;
+                let Side {
+                    term: pat,
+                    class: pc,
+                    ..
+                } = self.term(right)?;
                 match (vc, &pat) {
                     (Class::Str, Term::Const(Lit::Str(p))) if matches!(value, Term::Field(_)) => {
                         Bound::Like {
@@ -142,18 +172,23 @@ impl Binder<'_> {
                 right,
                 at,
             } => {
-                let (l, lc) = self.term(left)?;
-                let (r, rc) = self.term(right)?;
-                if lc != rc {
+                let l = self.term(left)?;
+                let r = self.term(right)?;
+                if l.class != r.class {
                     return Err(FilterError::at(
                         *at,
-                        format!("`{}` compares {} with {}", op.text(), lc.name(), rc.name()),
+                        format!(
+                            "`{}` compares {} with {}",
+                            op.text(),
+                            l.class.name(),
+                            r.class.name()
+                        ),
                     ));
                 }
                 Bound::Compare {
-                    left: l,
+                    left: at_field_precision(l.term, r.float32),
                     op: *op,
-                    right: r,
+                    right: at_field_precision(r.term, l.float32),
                 }
             }
             Cond::Between {
@@ -163,33 +198,38 @@ impl Binder<'_> {
                 negated,
                 at,
             } => {
-                let (v, vc) = self.term(value)?;
-                let (lo, lc) = self.term(low)?;
-                let (hi, hc) = self.term(high)?;
-                if lc != vc || hc != vc {
+                let v = self.term(value)?;
+                let lo = self.term(low)?;
+                let hi = self.term(high)?;
+                if lo.class != v.class || hi.class != v.class {
                     return Err(FilterError::at(
                         *at,
                         format!(
                             "BETWEEN: {} between {} and {}",
-                            vc.name(),
-                            lc.name(),
-                            hc.name()
+                            v.class.name(),
+                            lo.class.name(),
+                            hi.class.name()
                         ),
                     ));
                 }
                 Bound::Between {
-                    value: v,
-                    low: lo,
-                    high: hi,
+                    value: at_field_precision(v.term, lo.float32 && hi.float32),
+                    low: at_field_precision(lo.term, v.float32),
+                    high: at_field_precision(hi.term, v.float32),
                     negated: *negated,
                 }
             }
         })
     }
 
-    fn term(&self, o: &Operand) -> Result<(Term, Class), FilterError> {
+    fn term(&self, o: &Operand) -> Result<Side, FilterError> {
+        let constant = |lit: &Lit| Side {
+            term: Term::Const(lit.clone()),
+            class: lit_class(lit),
+            float32: false,
+        };
         match o {
-            Operand::Lit { lit, .. } => Ok((Term::Const(lit.clone()), lit_class(lit))),
+            Operand::Lit { lit, .. } => Ok(constant(lit)),
             Operand::Param { n, at } => {
                 let lit = self.params.get(*n).ok_or_else(|| {
                     FilterError::at(
@@ -200,7 +240,7 @@ impl Binder<'_> {
                         ),
                     )
                 })?;
-                Ok((Term::Const(lit.clone()), lit_class(lit)))
+                Ok(constant(lit))
             }
             Operand::Field { path, at } => self.field(path, *at),
         }
@@ -209,7 +249,7 @@ impl Binder<'_> {
     /// Resolves `a.b[2].c` against the schema: each name a field of the message reached so
     /// far, each index an element of an array or sequence (a fixed array's bound checked
     /// here, a sequence's length at evaluation), ending on a primitive or a string.
-    fn field(&self, path: &[Seg], at: usize) -> Result<(Term, Class), FilterError> {
+    fn field(&self, path: &[Seg], at: usize) -> Result<Side, FilterError> {
         let text = path_text(path);
         let err = |why: String| FilterError::at(at, format!("field `{text}`: {why}"));
         let mut def = self.schema.root_def();
@@ -272,7 +312,11 @@ impl Binder<'_> {
                     "`{name}` is not a message or list, so {what} cannot follow it"
                 )));
             }
-            return Ok((Term::Field(steps), class));
+            return Ok(Side {
+                term: Term::Field(steps),
+                class,
+                float32: matches!(f.base, BaseType::Primitive(Primitive::Float32)),
+            });
         }
     }
 }

@@ -32,7 +32,7 @@ fn lookup<'v>(msg: &'v Value, steps: &[Step]) -> Option<&'v Value> {
 fn scalar<'a>(msg: &'a Value, t: &'a Term) -> Option<Scalar<'a>> {
     match t {
         Term::Const(Lit::Int(i)) => Some(Scalar::Int(*i)),
-        Term::Const(Lit::Float(f)) => Some(Scalar::Float(*f)),
+        Term::Const(Lit::Float(f)) => Some(Scalar::Float(f.wide)),
         Term::Const(Lit::Bool(b)) => Some(Scalar::Bool(*b)),
         Term::Const(Lit::Str(s)) => Some(Scalar::Str(s)),
         Term::Field(steps) => match lookup(msg, steps)? {

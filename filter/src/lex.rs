@@ -12,7 +12,7 @@ pub enum Tok {
     Ident(String),
     /// An integer literal, decimal or `0x` hexadecimal, with its sign.
     Int(i128),
-    Float(f64),
+    Float(Float),
     /// `'text'`; a quote inside is written twice (`'it''s'`), as in SQL.
     Str(String),
     /// `%N`, N in 0..=99.
@@ -30,6 +30,16 @@ pub enum Tok {
     Dot,
     LBracket,
     RBracket,
+}
+
+/// A float literal read from its text at both widths: `f64` for every comparison but those
+/// with a `float32` field, which compare at the field's own precision (`f32`: `3.14159` is then
+/// the float nearest 3.14159, as a C program writing `3.14159f` stores it; rounding the `f64`
+/// instead could land one ulp away).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Float {
+    pub wide: f64,
+    pub narrow: f32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -252,8 +262,9 @@ fn number(s: &str) -> Result<(Tok, usize), &'static str> {
     }
     let text = &s[..e];
     if float {
-        let v: f64 = text.parse().map_err(|_| "malformed number")?;
-        Ok((Tok::Float(v), e))
+        let wide: f64 = text.parse().map_err(|_| "malformed number")?;
+        let narrow: f32 = text.parse().map_err(|_| "malformed number")?;
+        Ok((Tok::Float(Float { wide, narrow }), e))
     } else {
         let v: i128 = text.parse().map_err(|_| "integer out of range")?;
         Ok((Tok::Int(v), e))

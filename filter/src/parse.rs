@@ -13,7 +13,7 @@
 //! Literal    ::= INTEGER | FLOAT | 'string' | TRUE | FALSE
 //! ```
 
-use crate::lex::{RelOp, Tok};
+use crate::lex::{Float, RelOp, Tok};
 use crate::FilterError;
 
 /// Nesting of NOT and parentheses deeper than this is refused (bounded stack, any input).
@@ -56,7 +56,7 @@ pub enum Seg {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Lit {
     Int(i128),
-    Float(f64),
+    Float(Float),
     Str(String),
     Bool(bool),
 }
@@ -92,7 +92,7 @@ fn describe(t: &Tok) -> String {
     match t {
         Tok::Ident(s) => format!("name `{s}`"),
         Tok::Int(v) => format!("number {v}"),
-        Tok::Float(v) => format!("number {v}"),
+        Tok::Float(v) => format!("number {}", v.wide),
         Tok::Str(s) => format!("string '{s}'"),
         Tok::Param(n) => format!("parameter %{n}"),
         Tok::Op(o) => format!("`{}`", o.text()),

@@ -170,6 +170,58 @@ fn nan_compares_as_ieee() {
     assert!(!lt.matches(&m));
 }
 
+/// A `float32` field holding `x`, everything else as in `sample()`.
+fn with_ratio(x: f32) -> Value {
+    let Value::Message(mut fs) = sample() else {
+        unreachable!()
+    };
+    fs[3].1 = Value::Float32(x);
+    Value::Message(fs)
+}
+
+fn matches_ratio(expr: &str, params: &[&str], x: f32) -> bool {
+    let f = Filter::new(&schema(), expr, params).unwrap_or_else(|e| panic!("{expr}: {e}"));
+    f.matches(&with_ratio(x))
+}
+
+/// A float literal or parameter compared with a `float32` field is read at the field's own
+/// precision (issue 28: rmw's `content_filter_get_begin` sets `float32_value = %0` with
+/// "3.14159" and publishes 3.14159f).
+#[test]
+fn float32_fields_compare_at_their_own_precision() {
+    #[allow(clippy::approx_constant)]
+    let pi5 = 3.14159_f32;
+    assert!(matches_ratio("ratio = %0", &["3.14159"], pi5));
+    assert!(matches_ratio("ratio = 3.14159", &[], pi5));
+    assert!(matches_ratio("3.14159 = ratio", &[], pi5));
+    assert!(!matches_ratio("ratio <> %0", &["3.14159"], pi5));
+    assert!(!matches_ratio("ratio = %0", &["3.1416"], pi5));
+    // 0.1f is not 0.1, but at float32 precision the literal 0.1 is 0.1f.
+    assert!(matches_ratio("ratio = 0.1", &[], 0.1));
+    assert!(!matches_ratio("ratio > 0.1", &[], 0.1));
+    assert!(matches_ratio("ratio >= %0 AND ratio <= %0", &["0.1"], 0.1));
+    assert!(matches_ratio("ratio BETWEEN 0.1 AND 0.2", &[], 0.1));
+    assert!(!matches_ratio(
+        "ratio NOT BETWEEN %0 AND %1",
+        &["0.1", "0.2"],
+        0.2
+    ));
+    // The nearest f32 to the text, not the f64 rounded again (one ulp apart for this text,
+    // which lies just above the midpoint of two floats while its nearest f64 lies on it).
+    let text = "1.00000005960464477539062500001";
+    let x: f32 = text.parse().unwrap();
+    assert_eq!(x, 1.0 + f32::EPSILON);
+    assert_ne!(x, text.parse::<f64>().unwrap() as f32);
+    assert!(matches_ratio("ratio = %0", &[text], x));
+    // Integers and float64 fields are as before: exact, and at double precision.
+    assert!(matches_ratio("ratio = 2", &[], 2.0));
+    assert!(!eval("temperature = %0", &["21.5000001"]));
+    assert!(eval("temperature = %0", &["21.5"]));
+    // A NaN field still equals nothing.
+    assert!(!matches_ratio("ratio = ratio", &[], f32::NAN));
+    assert!(matches_ratio("ratio <> 0.5", &[], f32::NAN));
+}
+
 #[test]
 fn refusals_say_where_and_what() {
     let cases: &[(&str, &[&str], usize, &str)] = &[
