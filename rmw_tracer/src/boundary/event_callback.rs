@@ -51,26 +51,39 @@ impl std::fmt::Debug for EventCallback {
 /// its listener's mutex across the call the same way). The lock is re-entrant: a callback may
 /// take, or set or clear callbacks, from inside the call on its own thread.
 #[derive(Default)]
-pub struct CallbackSlot(parking_lot::ReentrantMutex<std::cell::Cell<Option<EventCallback>>>);
+pub struct CallbackSlot {
+    cb: parking_lot::ReentrantMutex<std::cell::Cell<Option<EventCallback>>>,
+    /// Whether a callback is set: read without the lock on every arrival, so an endpoint with
+    /// no callback pays one atomic load. Written under the lock.
+    set: std::sync::atomic::AtomicBool,
+}
 
 impl CallbackSlot {
     /// Replace the callback (`None` clears it); returns the one it replaced.
     pub fn set(&self, cb: Option<EventCallback>) -> Option<EventCallback> {
-        self.0.lock().replace(cb)
+        let g = self.cb.lock();
+        self.set
+            .store(cb.is_some(), std::sync::atomic::Ordering::Release);
+        g.replace(cb)
     }
 
     pub fn get(&self) -> Option<EventCallback> {
-        self.0.lock().get()
+        self.cb.lock().get()
     }
 
     pub fn is_set(&self) -> bool {
-        self.get().is_some()
+        self.set.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Tell the callback, if one is set, that `n` events arrived (nothing when `n` is 0).
-    /// Returns whether a callback was told.
+    /// Returns whether a callback was told. An arrival that finds none set while one is being
+    /// set is not lost: the setter counts what is waiting after it took the lock
+    /// (`set_and_tell`), and the arrival was waiting before it looked here.
     pub fn call(&self, n: usize) -> bool {
-        let g = self.0.lock();
+        if !self.is_set() {
+            return false;
+        }
+        let g = self.cb.lock();
         match (n, g.get()) {
             (1.., Some(cb)) => {
                 cb.call(n);
@@ -86,8 +99,10 @@ impl CallbackSlot {
     /// own call comes after; rarely both (a take that then finds nothing, as rclcpp expects of
     /// an event that a wait set already took).
     pub fn set_and_tell(&self, cb: Option<EventCallback>, waiting: impl FnOnce() -> usize) {
-        let g = self.0.lock();
+        let g = self.cb.lock();
         g.set(cb);
+        self.set
+            .store(cb.is_some(), std::sync::atomic::Ordering::Release);
         if cb.is_some() {
             let n = waiting();
             if n > 0 {

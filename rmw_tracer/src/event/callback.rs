@@ -91,6 +91,10 @@ impl Events {
             if kind == Kind::Matched {
                 st.notified_matched = None;
             }
+            self.lost_callback.store(
+                st.callbacks.contains_key(&key(Kind::MessageLost)),
+                std::sync::atomic::Ordering::Release,
+            );
             !st.callbacks.is_empty()
         };
         let n = notifier()
@@ -124,15 +128,6 @@ impl Events {
         if let Some(Some(n)) = NOTIFIER.get() {
             self.unlist(&mut n.endpoints.lock(), n);
         }
-    }
-
-    /// Whether a callback waits to hear of lost messages (the ring's arrival hook then raises
-    /// the signal on an eviction).
-    pub(super) fn wants_lost(&self) -> bool {
-        self.state
-            .lock()
-            .callbacks
-            .contains_key(&key(Kind::MessageLost))
     }
 
     /// One round of the notifier: tell the callbacks what they have not heard of.

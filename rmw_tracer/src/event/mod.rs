@@ -132,6 +132,9 @@ pub struct Events {
     state: Mutex<State>,
     /// Held while callbacks are called and while they are set (`callback`).
     calling: parking_lot::ReentrantMutex<()>,
+    /// A lost-message callback is set: what the ring's arrival hook reads on every sample
+    /// (`on_land`), so that without one it costs an atomic load.
+    lost_callback: AtomicBool,
 }
 
 impl Events {
@@ -153,6 +156,7 @@ impl Events {
             timed: AtomicBool::new(timed),
             state: Mutex::new(State::default()),
             calling: parking_lot::ReentrantMutex::new(()),
+            lost_callback: AtomicBool::new(false),
         })
     }
 
@@ -263,8 +267,10 @@ impl Events {
     /// through the notifier. Called on the delivering thread; nothing to do without such a
     /// callback (a wait set looks at the ring's counter itself).
     pub fn on_land(&self, evicted: usize) {
-        let lost = evicted > 0 || self.probe.as_ref().is_some_and(|p| (p.has_gaps)());
-        if lost && self.wants_lost() {
+        if !self.lost_callback.load(Ordering::Acquire) {
+            return;
+        }
+        if evicted > 0 || self.probe.as_ref().is_some_and(|p| (p.has_gaps)()) {
             self.signal.raise();
         }
     }
