@@ -175,3 +175,36 @@ void bench_publish(rcl_publisher_t *pub, const std_msgs__msg__UInt8MultiArray *m
   rcl_ret_t rc = rcl_publish(pub, msg, NULL);
   if (rc != RCL_RET_OK) bench_die_rcl("rcl_publish", rc);
 }
+
+size_t bench_pub_matches(const rcl_publisher_t *p)
+{
+  size_t n = 0;
+  rcl_ret_t rc = rcl_publisher_get_subscription_count(p, &n);
+  if (rc != RCL_RET_OK) bench_die_rcl("rcl_publisher_get_subscription_count", rc);
+  return n;
+}
+
+size_t bench_sub_matches(const rcl_subscription_t *s)
+{
+  size_t n = 0;
+  rcl_ret_t rc = rcl_subscription_get_publisher_count(s, &n);
+  if (rc != RCL_RET_OK) bench_die_rcl("rcl_subscription_get_publisher_count", rc);
+  return n;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+void bench_sort_i64(int64_t *v, size_t n) { qsort(v, n, sizeof *v, cmp_i64); }
+
+/* Nearest-rank percentile of a sorted array. */
+double bench_pct_us(const int64_t *v, size_t n, double q)
+{
+  size_t rank = (size_t)(q * (double)n + 0.999999999);
+  if (rank < 1) rank = 1;
+  if (rank > n) rank = n;
+  return v[rank - 1] / 1e3;
+}

@@ -94,6 +94,14 @@ bool bench_get_hdr(const std_msgs__msg__UInt8MultiArray *msg, bench_hdr *h);
 void bench_put_tail(std_msgs__msg__UInt8MultiArray *msg, uint64_t v);
 uint64_t bench_get_tail(const std_msgs__msg__UInt8MultiArray *msg);
 
+/* Matched endpoints of a publisher / a subscription; dies on errors. */
+size_t bench_pub_matches(const rcl_publisher_t *p);
+size_t bench_sub_matches(const rcl_subscription_t *s);
+
+/* Sort round-trip times ascending; then the nearest-rank percentile q (0..1) in microseconds. */
+void bench_sort_i64(int64_t *v, size_t n);
+double bench_pct_us(const int64_t *v, size_t n, double q);
+
 /* Take one message. Returns true if one was taken, false if none was available; dies on errors. */
 bool bench_take(rcl_subscription_t *sub, std_msgs__msg__UInt8MultiArray *msg);
 void bench_publish(rcl_publisher_t *pub, const std_msgs__msg__UInt8MultiArray *msg);

@@ -139,22 +139,6 @@ static bool side_recv(side *s, int64_t deadline, bench_hdr *h)
   }
 }
 
-static size_t pub_matches(const rcl_publisher_t *p)
-{
-  size_t n = 0;
-  rcl_ret_t rc = rcl_publisher_get_subscription_count(p, &n);
-  if (rc != RCL_RET_OK) bench_die_rcl("rcl_publisher_get_subscription_count", rc);
-  return n;
-}
-
-static size_t sub_matches(const rcl_subscription_t *s)
-{
-  size_t n = 0;
-  rcl_ret_t rc = rcl_subscription_get_publisher_count(s, &n);
-  if (rc != RCL_RET_OK) bench_die_rcl("rcl_subscription_get_publisher_count", rc);
-  return n;
-}
-
 static int run_pong(bool cb, uint64_t idle_timeout_s)
 {
   side s;
@@ -167,7 +151,7 @@ static int run_pong(bool cb, uint64_t idle_timeout_s)
       bench_publish(&s.pub, &s.rx);
     } else if (h.kind == BENCH_HELLO) {
       /* Answered once our endpoints are matched, so ping knows both sides are. */
-      if (pub_matches(&s.pub) > 0 && sub_matches(&s.sub) > 0) bench_publish(&s.pub, &s.rx);
+      if (bench_pub_matches(&s.pub) > 0 && bench_sub_matches(&s.sub) > 0) bench_publish(&s.pub, &s.rx);
     } else if (h.kind == BENCH_QUIT) {
       bench_publish(&s.pub, &s.rx); /* ping waits for it before it tears down */
       break;
@@ -179,20 +163,6 @@ static int run_pong(bool cb, uint64_t idle_timeout_s)
   bench_sleep_ns(200 * 1000000LL);
   side_fini(&s);
   return 0;
-}
-
-static int cmp_i64(const void *a, const void *b)
-{
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  return (x > y) - (x < y);
-}
-
-static double pct_us(const int64_t *v, size_t n, double q)
-{
-  size_t rank = (size_t)(q * (double)n + 0.999999999);
-  if (rank < 1) rank = 1;
-  if (rank > n) rank = n;
-  return v[rank - 1] / 1e3;
 }
 
 /* Take until a message of `kind` (for ECHO: sequence `seq`); stale hellos are skipped. */
@@ -231,7 +201,7 @@ static int run_ping(bool cb, const char *json, uint64_t size, uint64_t iters, ui
 
   /* Matching has no wait-set event in rcl: poll the counts, then a hello until pong answers. */
   int64_t deadline = bench_now_ns() + (int64_t)match_timeout_s * 1000000000LL;
-  while (pub_matches(&s.pub) == 0 || sub_matches(&s.sub) == 0) {
+  while (bench_pub_matches(&s.pub) == 0 || bench_sub_matches(&s.sub) == 0) {
     if (bench_now_ns() > deadline) bench_die("no match within %" PRIu64 " s; is bench_cb pong running?", match_timeout_s);
     bench_sleep_ns(10 * 1000000LL);
   }
@@ -268,18 +238,18 @@ static int run_ping(bool cb, const char *json, uint64_t size, uint64_t iters, ui
   double mean = 0;
   for (uint64_t i = 0; i < iters; i++) mean += rtt[i] / 1e3;
   mean /= (double)iters;
-  qsort(rtt, iters, sizeof *rtt, cmp_i64);
+  bench_sort_i64(rtt, iters);
   FILE *f = fopen(json, "w");
   if (f == NULL) bench_die("cannot write %s", json);
   fprintf(f,
           "{\"rmw\": \"%s\", \"mode\": \"%s\", \"size\": %" PRIu64 ", \"iters\": %" PRIu64 ", \"warmup\": %" PRIu64
           ", \"callbacks_on_ping\": %lu, \"rtt_us\": {\"min\": %.3f, \"p50\": %.3f, \"p90\": %.3f, \"p99\": %.3f, "
           "\"max\": %.3f, \"mean\": %.3f}}\n",
-          rmw, cb ? "cb" : "wait", size, iters, warmup, cb_calls, pct_us(rtt, iters, 0), pct_us(rtt, iters, 0.5),
-          pct_us(rtt, iters, 0.9), pct_us(rtt, iters, 0.99), pct_us(rtt, iters, 1.0), mean);
+          rmw, cb ? "cb" : "wait", size, iters, warmup, cb_calls, bench_pct_us(rtt, iters, 0), bench_pct_us(rtt, iters, 0.5),
+          bench_pct_us(rtt, iters, 0.9), bench_pct_us(rtt, iters, 0.99), bench_pct_us(rtt, iters, 1.0), mean);
   fclose(f);
   fprintf(stderr, "bench_cb: %s %s %" PRIu64 " B: rtt p50 %.1f us p99 %.1f us\n", rmw, cb ? "cb" : "wait", size,
-          pct_us(rtt, iters, 0.5), pct_us(rtt, iters, 0.99));
+          bench_pct_us(rtt, iters, 0.5), bench_pct_us(rtt, iters, 0.99));
   free(rtt);
   bench_msg_fini(&m);
   side_fini(&s);

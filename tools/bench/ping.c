@@ -164,21 +164,6 @@ static void handshake(ping_ctx *p, int64_t timeout_ns)
   bench_msg_fini(&m);
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  return (x > y) - (x < y);
-}
-
-/* Nearest-rank percentile of a sorted array. */
-static double pct_us(const int64_t *v, size_t n, double q)
-{
-  size_t rank = (size_t)(q * (double)n + 0.999999999);
-  if (rank < 1) rank = 1;
-  if (rank > n) rank = n;
-  return v[rank - 1] / 1e3;
-}
-
 static void run_latency(ping_ctx *p, case_result *r)
 {
   const bench_case *c = &r->c;
@@ -204,15 +189,15 @@ static void run_latency(ping_ctx *p, case_result *r)
                 p->rx.data.size);
     if (i >= c->lat_warmup) rtt[i - c->lat_warmup] = t1 - t0;
   }
-  qsort(rtt, c->lat_iters, sizeof *rtt, cmp_i64);
+  bench_sort_i64(rtt, c->lat_iters);
   double sum = 0;
   for (uint64_t i = 0; i < c->lat_iters; i++) sum += (double)rtt[i];
   r->lat_min_us = rtt[0] / 1e3;
   r->lat_max_us = rtt[c->lat_iters - 1] / 1e3;
   r->lat_mean_us = sum / (double)c->lat_iters / 1e3;
-  r->lat_p50_us = pct_us(rtt, c->lat_iters, 0.50);
-  r->lat_p90_us = pct_us(rtt, c->lat_iters, 0.90);
-  r->lat_p99_us = pct_us(rtt, c->lat_iters, 0.99);
+  r->lat_p50_us = bench_pct_us(rtt, c->lat_iters, 0.50);
+  r->lat_p90_us = bench_pct_us(rtt, c->lat_iters, 0.90);
+  r->lat_p99_us = bench_pct_us(rtt, c->lat_iters, 0.99);
   free(rtt);
   bench_msg_fini(&m);
 }

@@ -88,22 +88,6 @@ static void on_burst(burst_state *st, const std_msgs__msg__UInt8MultiArray *msg,
   }
 }
 
-static size_t pub_matches(const rcl_publisher_t *p)
-{
-  size_t n = 0;
-  rcl_ret_t rc = rcl_publisher_get_subscription_count(p, &n);
-  if (rc != RCL_RET_OK) bench_die_rcl("rcl_publisher_get_subscription_count", rc);
-  return n;
-}
-
-static size_t sub_matches(const rcl_subscription_t *s)
-{
-  size_t n = 0;
-  rcl_ret_t rc = rcl_subscription_get_publisher_count(s, &n);
-  if (rc != RCL_RET_OK) bench_die_rcl("rcl_subscription_get_publisher_count", rc);
-  return n;
-}
-
 int main(int argc, char **argv)
 {
   bench_set_name("bench_pong");
@@ -180,8 +164,8 @@ int main(int argc, char **argv)
         case BENCH_HELLO:
           /* Answer only once every endpoint of ours is matched, so ping knows the whole
            * graph is up when it gets the answer. */
-          if (sub_matches(&ping_sub) > 0 && sub_matches(&burst_sub) > 0 && sub_matches(&burst_all_sub) > 0 &&
-              pub_matches(&pong_pub) > 0)
+          if (bench_sub_matches(&ping_sub) > 0 && bench_sub_matches(&burst_sub) > 0 && bench_sub_matches(&burst_all_sub) > 0 &&
+              bench_pub_matches(&pong_pub) > 0)
             bench_publish(&pong_pub, &ctl);
           break;
         case BENCH_STATUS: {
