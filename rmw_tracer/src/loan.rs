@@ -197,10 +197,13 @@ impl SubscriptionLoans {
     }
 
     /// The loan at `p` is over: its sample (and so the publisher's slot) or copy is dropped.
+    /// An address that is not an outstanding loan is `RMW_RET_ERROR`, as Jazzy's
+    /// test_rmw_implementation (test_subscription.cpp, "Returning a sample that was not
+    /// loaned") expects and Fast DDS answers (docs/entry-points.md).
     pub fn give_back(&self, p: *mut c_void) -> RmwResult<()> {
         match self.out.lock().remove(&(p as usize)) {
             Some(_held) => Ok(()),
-            None => Err(RmwError::invalid(format!(
+            None => Err(RmwError::failed(format!(
                 "{p:p} is not a message loaned by this subscription (or it was returned already)"
             ))),
         }
@@ -224,9 +227,12 @@ mod tests {
         }
         let e = loans.check_room().unwrap_err();
         assert_eq!(e.code(), ffi::RMW_RET_BAD_ALLOC);
-        loans.give_back(held.pop().unwrap()).unwrap();
+        let p = held.pop().unwrap();
+        loans.give_back(p).unwrap();
         loans.check_room().unwrap();
         assert_eq!(loans.held(), MAX_HELD_LOANS - 1);
+        // Once more, or an address never lent: RMW_RET_ERROR (test_rmw_implementation).
+        assert_eq!(loans.give_back(p).unwrap_err().code(), ffi::RMW_RET_ERROR);
     }
 
     #[test]

@@ -101,6 +101,17 @@ impl RmwError {
         }
     }
 
+    /// A null argument reported as `RMW_RET_ERROR` (same text), for the entry points where
+    /// Jazzy's test_rmw_implementation and Fast DDS answer a null with `RMW_RET_ERROR` although
+    /// rmw.h documents `RMW_RET_INVALID_ARGUMENT` (`rmw_destroy_wait_set`,
+    /// `rmw_service_server_is_available`; docs/entry-points.md). Other errors are unchanged.
+    pub fn null_as_error(self) -> Self {
+        match self {
+            RmwError::Null(_) => RmwError::Failed(self.to_string()),
+            e => e,
+        }
+    }
+
     /// Shorthand for [`RmwError::Failed`].
     pub fn failed(msg: impl Into<String>) -> Self {
         RmwError::Failed(msg.into())
@@ -209,6 +220,22 @@ mod tests {
         assert_eq!(
             RmwError::Null("x").foreign_as_error().code(),
             ffi::RMW_RET_INVALID_ARGUMENT
+        );
+    }
+
+    #[test]
+    fn null_as_error_keeps_the_text() {
+        let e = RmwError::Null("wait_set");
+        let text = e.to_string();
+        let e = e.null_as_error();
+        assert_eq!((e.code(), e.to_string()), (ffi::RMW_RET_ERROR, text));
+        let foreign = RmwError::WrongImplementation {
+            what: "wait_set",
+            found: "x".into(),
+        };
+        assert_eq!(
+            foreign.null_as_error().code(),
+            ffi::RMW_RET_INCORRECT_RMW_IMPLEMENTATION
         );
     }
 

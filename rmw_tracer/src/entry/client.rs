@@ -191,7 +191,9 @@ pub unsafe extern "C" fn rmw_get_gid_for_client(
 }
 
 /// `rmw_service_server_is_available`: whether the registry knows a server of the client's
-/// service with its type, in this process or on a peer.
+/// service with its type, in this process or on a peer. A null argument is `RMW_RET_ERROR`:
+/// rmw.h says INVALID_ARGUMENT, but Jazzy's test_rmw_implementation (test_client.cpp) expects
+/// ERROR for each of the three and Fast DDS answers it (docs/entry-points.md).
 ///
 /// # Safety
 /// Pointers are null or valid.
@@ -203,11 +205,13 @@ pub unsafe extern "C" fn rmw_service_server_is_available(
 ) -> rmw_ret_t {
     ffi_ret("rmw_service_server_is_available", || {
         // SAFETY: rmw's contract on every argument.
-        let node = unsafe { handle::get::<Node>(node, "node") }?;
+        let node = unsafe { handle::get::<Node>(node, "node") }.map_err(RmwError::null_as_error)?;
         // SAFETY: as above.
-        let client = unsafe { handle::get::<Client>(client, "client") }?;
+        let client =
+            unsafe { handle::get::<Client>(client, "client") }.map_err(RmwError::null_as_error)?;
         // SAFETY: as above.
-        let out = unsafe { handle::out(is_available, "is_available") }?;
+        let out = unsafe { handle::out(is_available, "is_available") }
+            .map_err(RmwError::null_as_error)?;
         if !std::sync::Arc::ptr_eq(&node.ctx, &client.ctx) {
             return Err(RmwError::invalid(
                 "client does not belong to the node's context",

@@ -1,14 +1,19 @@
 //! Entry points: QoS events (`crate::event`).
 
+use std::collections::BTreeMap;
 use std::ffi::c_void;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
+
+use parking_lot::Mutex;
 
 use ffi::rmw_ret_t;
 
 use crate::boundary::event_callback::EventCallback;
 use crate::boundary::handle::{self, Handle};
 use crate::boundary::{ffi_bool, ffi_ret, RmwError, RmwResult};
-use crate::event::{classify, CountStatus, End, EventHandle, Events, Kind, Waitable};
+use crate::event::{
+    classify, CountStatus, End, EventHandle, Events, Kind, LostStatus, MatchedStatus, Waitable,
+};
 use crate::publisher::Publisher;
 use crate::subscription::Subscription;
 use crate::IDENTIFIER;
@@ -145,8 +150,62 @@ fn count(c: CountStatus) -> (i32, i32) {
     (c.total_count, c.total_count_change)
 }
 
-/// `rmw_take_event`: the status of the event's type (`taken` false when nothing changed
-/// since the last take).
+/// The matched and message-lost statuses last taken from one endpoint's events, settled.
+#[derive(Clone, Copy, Default)]
+struct Taken {
+    matched: MatchedStatus,
+    lost: LostStatus,
+}
+
+/// What a take of a matched or message-lost event reports when nothing changed since the last
+/// one: `Events::take_matched` / `take_lost` answer `None` then, and the status to report is
+/// the last one taken, settled (all zero before any). Keyed by the `Events`' address, which
+/// the `Weak` keeps from being reused; entries of dropped endpoints go at the next insert.
+static TAKEN: Mutex<BTreeMap<usize, (Weak<Events>, Taken)>> =
+    parking_lot::const_mutex(BTreeMap::new());
+
+fn taken_of(events: &Arc<Events>) -> Taken {
+    TAKEN
+        .lock()
+        .get(&(Arc::as_ptr(events) as usize))
+        .map(|(_, t)| *t)
+        .unwrap_or_default()
+}
+
+fn remember(events: &Arc<Events>, f: impl FnOnce(&mut Taken)) {
+    let mut map = TAKEN.lock();
+    map.retain(|_, (w, _)| w.strong_count() > 0);
+    let (_, t) = map
+        .entry(Arc::as_ptr(events) as usize)
+        .or_insert_with(|| (Arc::downgrade(events), Taken::default()));
+    f(t);
+}
+
+/// The matched status at a take: what changed since the last take, or the last one settled.
+fn take_matched(events: &Arc<Events>) -> MatchedStatus {
+    match events.take_matched() {
+        Some(s) => {
+            remember(events, |t| t.matched = s.settled());
+            s
+        }
+        None => taken_of(events).matched,
+    }
+}
+
+/// The message-lost status at a take, as [`take_matched`].
+fn take_lost(events: &Arc<Events>) -> LostStatus {
+    match events.take_lost() {
+        Some(s) => {
+            remember(events, |t| t.lost = s.settled());
+            s
+        }
+        None => taken_of(events).lost,
+    }
+}
+
+/// `rmw_take_event`: the status of the event's type, always taken: the totals, and the changes
+/// since the last take (zero when nothing happened), as Fast DDS answers and Jazzy's
+/// test_rmw_implementation (test_event.cpp) and rclpy's test_qos_event.py expect.
 ///
 /// # Safety
 /// `event_handle` is null or initialized; `event_info` is null or points to the status
@@ -170,70 +229,73 @@ pub unsafe extern "C" fn rmw_take_event(
         // SAFETY: rmw's contract: `event_info` is the status struct of the event's type, and
         // each arm below writes the struct of its own type.
         let out = unsafe { StatusOut::new(event_info) };
-        let done = match (kind, end) {
-            (Kind::Matched, _) => events.take_matched().map(|s| {
+        // The counted statuses (`Tally`) always answer; `None` cannot happen for them.
+        let counted = |s: Option<CountStatus>| count(s.unwrap_or_default());
+        match (kind, end) {
+            (Kind::Matched, _) => {
+                let s = take_matched(events);
                 out.put(ffi::rmw_matched_status_t {
                     total_count: s.total_count,
                     total_count_change: s.total_count_change,
                     current_count: s.current_count,
                     current_count_change: s.current_count_change,
                 })
-            }),
-            (Kind::MessageLost, _) => events.take_lost().map(|s| {
+            }
+            (Kind::MessageLost, _) => {
+                let s = take_lost(events);
                 out.put(ffi::rmw_message_lost_status_t {
                     total_count: s.total_count,
                     total_count_change: s.total_count_change,
                 })
-            }),
-            (Kind::QosIncompatible, _) => events.take_qos_incompatible().map(|s| {
+            }
+            (Kind::QosIncompatible, _) => {
+                let s = events.take_qos_incompatible().unwrap_or_default();
                 let (total_count, total_count_change) = count(s.count);
                 out.put(ffi::rmw_qos_incompatible_event_status_t {
                     total_count,
                     total_count_change,
-                    last_policy_kind: s.last_policy_kind,
+                    last_policy_kind: s.policy(),
                 })
-            }),
-            (Kind::TypeIncompatible, _) => events.take_type_incompatible().map(|s| {
-                let (total_count, total_count_change) = count(s);
+            }
+            (Kind::TypeIncompatible, _) => {
+                let (total_count, total_count_change) = counted(events.take_type_incompatible());
                 out.put(ffi::rmw_incompatible_type_status_t {
                     total_count,
                     total_count_change,
                 })
-            }),
-            (Kind::DeadlineMissed, End::Publisher) => events.take_deadline_missed().map(|s| {
-                let (total_count, total_count_change) = count(s);
+            }
+            (Kind::DeadlineMissed, End::Publisher) => {
+                let (total_count, total_count_change) = counted(events.take_deadline_missed());
                 out.put(ffi::rmw_offered_deadline_missed_status_t {
                     total_count,
                     total_count_change,
                 })
-            }),
-            (Kind::DeadlineMissed, End::Subscription) => events.take_deadline_missed().map(|s| {
-                let (total_count, total_count_change) = count(s);
+            }
+            (Kind::DeadlineMissed, End::Subscription) => {
+                let (total_count, total_count_change) = counted(events.take_deadline_missed());
                 out.put(ffi::rmw_requested_deadline_missed_status_t {
                     total_count,
                     total_count_change,
                 })
-            }),
-            (Kind::Liveliness, End::Publisher) => events.take_liveliness_lost().map(|s| {
-                let (total_count, total_count_change) = count(s);
+            }
+            (Kind::Liveliness, End::Publisher) => {
+                let (total_count, total_count_change) = counted(events.take_liveliness_lost());
                 out.put(ffi::rmw_liveliness_lost_status_t {
                     total_count,
                     total_count_change,
                 })
-            }),
-            (Kind::Liveliness, End::Subscription) => events.take_liveliness_changed().map(|s| {
+            }
+            (Kind::Liveliness, End::Subscription) => {
+                let s = events.take_liveliness_changed().unwrap_or_default();
                 out.put(ffi::rmw_liveliness_changed_status_t {
                     alive_count: s.alive_count,
                     not_alive_count: s.not_alive_count,
                     alive_count_change: s.alive_count_change,
                     not_alive_count_change: s.not_alive_count_change,
                 })
-            }),
-        };
-        if let Some(r) = done {
-            r?;
-            *taken = true;
-        }
+            }
+        }?;
+        *taken = true;
         Ok(())
     })
 }

@@ -2,13 +2,49 @@
 //! introspection-driven CDR of `crate::cdr` (byte-compatible with Fast DDS).
 
 use std::cell::RefCell;
-use std::ffi::c_void;
+use std::ffi::{c_void, CStr};
 
 use ffi::rmw_ret_t;
 
 use crate::boundary::handle;
 use crate::boundary::{ffi_ret, RmwError, RmwResult};
 use crate::cdr::MessageType;
+
+/// The type support identifiers these entry points take: the `rosidl_typesupport_c` / `_cpp`
+/// dispatchers (what `ROSIDL_GET_MSG_TYPE_SUPPORT` and rclpy hand over) and the introspection
+/// type supports they dispatch to (what the CDR walks).
+const ACCEPTED: [&CStr; 4] = [
+    c"rosidl_typesupport_c",
+    c"rosidl_typesupport_cpp",
+    c"rosidl_typesupport_introspection_c",
+    c"rosidl_typesupport_introspection_cpp",
+];
+
+/// Refuses a type support whose identifier is none of [`ACCEPTED`], with `RMW_RET_ERROR` (rmw.h
+/// documents OK, BAD_ALLOC and ERROR for these; Fast DDS answers ERROR, "type support not from
+/// this implementation"). Checked on every call, before the type cache: that cache is keyed by
+/// the handle's address, and test_rmw_implementation's `serialize_with_bad_arguments` rewrites
+/// the identifier of a handle it has already serialized with.
+///
+/// # Safety
+/// `ts` is a valid (non-null) `rosidl_message_type_support_t`.
+unsafe fn check_identifier(ts: *const ffi::rosidl_message_type_support_t) -> RmwResult<()> {
+    // SAFETY: caller guarantee.
+    let id = unsafe { (*ts).typesupport_identifier };
+    if id.is_null() {
+        return Err(RmwError::failed("type support without an identifier"));
+    }
+    // SAFETY: a type support's identifier is a NUL-terminated string.
+    let id = unsafe { CStr::from_ptr(id) };
+    if ACCEPTED.contains(&id) {
+        return Ok(());
+    }
+    Err(RmwError::failed(format!(
+        "type support {:?} is not one rmw_tracer can use (it takes rosidl_typesupport_c / _cpp \
+         and their introspection type supports)",
+        id.to_string_lossy()
+    )))
+}
 
 thread_local! {
     /// Serialization scratch buffer, reused so that a steady stream of messages allocates nothing.
@@ -46,6 +82,8 @@ unsafe fn serialize(
     }
     // SAFETY: caller guarantee: null or an initialized serialized message.
     let out = unsafe { handle::out(serialized_message, "serialized_message") }?;
+    // SAFETY: non-null, valid per the caller.
+    unsafe { check_identifier(type_support) }?;
     // SAFETY: caller guarantee on the type support.
     let mt = unsafe { MessageType::cached(type_support) }?;
     SCRATCH.with(|scratch| {
@@ -117,6 +155,8 @@ unsafe fn deserialize(
             "serialized_message.buffer",
         )
     }?;
+    // SAFETY: non-null, valid per the caller.
+    unsafe { check_identifier(type_support) }?;
     // SAFETY: caller guarantee on the type support.
     let mt = unsafe { MessageType::cached(type_support) }?;
     // SAFETY: caller guarantee: an initialized message of this type.
@@ -152,6 +192,8 @@ unsafe fn max_size(
     }
     // SAFETY: caller guarantee.
     let out = unsafe { handle::out(size, "size") }?;
+    // SAFETY: non-null, valid per the caller.
+    unsafe { check_identifier(type_support) }?;
     // SAFETY: caller guarantee on the type support.
     let mt = unsafe { MessageType::cached(type_support) }?;
     match mt.max_serialized_size() {

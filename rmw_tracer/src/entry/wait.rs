@@ -36,7 +36,9 @@ pub unsafe extern "C" fn rmw_create_wait_set(
     })
 }
 
-/// `rmw_destroy_wait_set`.
+/// `rmw_destroy_wait_set`. A null `wait_set` is `RMW_RET_ERROR`: rmw.h says
+/// INVALID_ARGUMENT, but Jazzy's test_rmw_implementation (test_wait_set.cpp) expects ERROR and
+/// Fast DDS answers it (docs/entry-points.md).
 ///
 /// # Safety
 /// `wait_set` is null or one made by `rmw_create_wait_set`, not used afterwards.
@@ -44,7 +46,9 @@ pub unsafe extern "C" fn rmw_create_wait_set(
 pub unsafe extern "C" fn rmw_destroy_wait_set(wait_set: *mut ffi::rmw_wait_set_t) -> rmw_ret_t {
     ffi_ret("rmw_destroy_wait_set", || {
         // SAFETY: caller guarantee.
-        drop(unsafe { handle::destroy::<WaitSet>(wait_set, "wait_set") }?);
+        let ws = unsafe { handle::destroy::<WaitSet>(wait_set, "wait_set") }
+            .map_err(RmwError::null_as_error)?;
+        drop(ws);
         Ok(())
     })
 }

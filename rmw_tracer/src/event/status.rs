@@ -16,11 +16,33 @@ pub struct MatchedStatus {
     pub current_count_change: i32,
 }
 
+impl MatchedStatus {
+    /// This status once taken: the same counts, nothing changed since (what a take reports
+    /// when nothing happened after it).
+    pub fn settled(self) -> MatchedStatus {
+        MatchedStatus {
+            total_count_change: 0,
+            current_count_change: 0,
+            ..self
+        }
+    }
+}
+
 /// `rmw_message_lost_status_t`, as Rust.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LostStatus {
     pub total_count: usize,
     pub total_count_change: usize,
+}
+
+impl LostStatus {
+    /// This status once taken: the same total, no change since.
+    pub fn settled(self) -> LostStatus {
+        LostStatus {
+            total_count_change: 0,
+            ..self
+        }
+    }
 }
 
 /// The `total_count` / `total_count_change` pair every counted status has (deadline missed,
@@ -36,6 +58,18 @@ pub struct CountStatus {
 pub struct IncompatibleStatus {
     pub count: CountStatus,
     pub last_policy_kind: ffi::rmw_qos_policy_kind_t,
+}
+
+impl IncompatibleStatus {
+    /// The policy of the last incompatibility, or `RMW_QOS_POLICY_INVALID` before any (as Fast
+    /// DDS reports, and rclpy's test_qos_event.py expects: 0 is no policy kind at all).
+    pub fn policy(&self) -> ffi::rmw_qos_policy_kind_t {
+        if self.last_policy_kind == 0 {
+            ffi::RMW_QOS_POLICY_INVALID
+        } else {
+            self.last_policy_kind
+        }
+    }
 }
 
 /// `rmw_liveliness_changed_status_t`, as Rust.
@@ -60,11 +94,10 @@ impl Tally {
         self.total > self.at_take
     }
 
-    /// The status at a take; `None` when nothing happened since the last one.
+    /// The status at a take: the total, and the change since the last take (zero when nothing
+    /// happened: a take always reports, as Fast DDS's and test_rmw_implementation's
+    /// `rmw_take_event` does). Always `Some`; the `Option` is kept for the `?` of the callers.
     pub fn take(&mut self) -> Option<CountStatus> {
-        if !self.pending() {
-            return None;
-        }
         let s = CountStatus {
             total_count: clamp(self.total),
             total_count_change: clamp(self.total - self.at_take),
@@ -153,5 +186,64 @@ impl State {
         let alive = self.writers.values().filter(|w| w.alive).count();
         let not_alive = self.writers.len() - alive;
         (clamp(alive as u64), clamp(not_alive as u64))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_take_always_reports_the_total() {
+        let mut t = Tally::default();
+        assert_eq!(t.take(), Some(CountStatus::default()));
+        t.total = 3;
+        assert!(t.pending());
+        let s = CountStatus {
+            total_count: 3,
+            total_count_change: 3,
+        };
+        assert_eq!(t.take(), Some(s));
+        assert!(!t.pending());
+        let again = CountStatus {
+            total_count: 3,
+            total_count_change: 0,
+        };
+        assert_eq!(t.take(), Some(again));
+        assert_eq!(t.untold(), 0);
+    }
+
+    #[test]
+    fn settled_statuses_keep_the_counts() {
+        let m = MatchedStatus {
+            total_count: 2,
+            total_count_change: 2,
+            current_count: 1,
+            current_count_change: -1,
+        };
+        let want = MatchedStatus {
+            total_count: 2,
+            total_count_change: 0,
+            current_count: 1,
+            current_count_change: 0,
+        };
+        assert_eq!(m.settled(), want);
+        let l = LostStatus {
+            total_count: 5,
+            total_count_change: 2,
+        };
+        assert_eq!(l.settled().total_count_change, 0);
+        assert_eq!(l.settled().total_count, 5);
+    }
+
+    #[test]
+    fn no_incompatibility_yet_is_the_invalid_policy() {
+        let s = IncompatibleStatus::default();
+        assert_eq!(s.policy(), ffi::RMW_QOS_POLICY_INVALID);
+        let d = IncompatibleStatus {
+            last_policy_kind: ffi::RMW_QOS_POLICY_DURABILITY,
+            ..s
+        };
+        assert_eq!(d.policy(), ffi::RMW_QOS_POLICY_DURABILITY);
     }
 }
