@@ -72,11 +72,22 @@ fn create_private(dir: &Path) -> Result<(), LinkError> {
 
 /// Refuse a directory that another user could write into or read.
 pub fn check_private(dir: &Path) -> Result<(), LinkError> {
+    let md = fs::symlink_metadata(dir).map_err(|e| LinkError::InsecureDir {
+        path: dir.to_owned(),
+        reason: format!("cannot stat: {e}"),
+    })?;
+    check_private_metadata(dir, &md)
+}
+
+/// [`check_private`] on metadata already at hand (`dir` names it in the error): a real
+/// directory, ours, with no group or world permission bits. Also what the transport checks on
+/// the descriptor it binds through when the directory's path is too long for a socket address
+/// (`transport/socket.rs`), so that the directory bound in is the one checked.
+pub fn check_private_metadata(dir: &Path, md: &fs::Metadata) -> Result<(), LinkError> {
     let insecure = |reason: String| LinkError::InsecureDir {
         path: dir.to_owned(),
         reason,
     };
-    let md = fs::symlink_metadata(dir).map_err(|e| insecure(format!("cannot stat: {e}")))?;
     if !md.file_type().is_dir() {
         return Err(insecure("not a directory (symlinks are refused)".into()));
     }

@@ -2,18 +2,100 @@
 //! a stale one, refusing a live one), binding so that a published socket always listens, telling
 //! a live listener from a stale one, connecting without hanging on a stopped graph, and the
 //! kernel-attested identity of the process at the other end.
+//!
+//! Any directory works, however long its path: a Unix socket address holds at most 107 bytes of
+//! path (`sun_path`), so a longer path is reached through a descriptor instead: the directory's
+//! (`/proc/self/fd/<dir>/<file>`) to bind, the socket file's (`/proc/self/fd/<file>`, opened
+//! `O_PATH`) to connect. The directory's checks (`rendezvous.rs`) still hold: the descriptor
+//! bound through is checked again (a real directory, ours, mode 0700), and a socket file is
+//! opened without following a symlink.
 
+use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
 use nix::sys::time::{TimeVal, TimeValLike};
 
+use crate::link::rendezvous::check_private_metadata;
 use crate::link::{LinkError, PeerIdentity};
+
+/// The most bytes of path a Unix socket address holds (`sun_path` is 108 with its NUL).
+const SUN_PATH_MAX: usize = 107;
+
+/// A path short enough for a socket address, and the descriptor it goes through (if any), which
+/// must stay open while the path is used.
+struct Reach {
+    path: PathBuf,
+    _anchor: Option<File>,
+}
+
+fn fits(path: &Path) -> bool {
+    path.as_os_str().len() <= SUN_PATH_MAX
+}
+
+/// `O_PATH` open of `path` (no read or write, works on directories and sockets alike), with
+/// `extra` flags; close-on-exec, as std opens every file.
+fn open_path(path: &Path, extra: i32) -> io::Result<File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_PATH | extra)
+        .open(path)
+}
+
+/// Where to bind `file` in `dir`: `dir/file` when that fits, else through a descriptor of `dir`
+/// (not followed if a symlink, and checked private again on the descriptor itself).
+fn reach_in(dir: &Path, file: &str) -> Result<Reach, LinkError> {
+    let direct = dir.join(file);
+    if fits(&direct) {
+        return Ok(Reach {
+            path: direct,
+            _anchor: None,
+        });
+    }
+    let d = open_path(dir, nix::libc::O_DIRECTORY | nix::libc::O_NOFOLLOW).map_err(|e| {
+        LinkError::InsecureDir {
+            path: dir.to_owned(),
+            reason: format!("cannot open: {e}"),
+        }
+    })?;
+    check_private_metadata(dir, &d.metadata()?)?;
+    let path = PathBuf::from(format!("/proc/self/fd/{}/{file}", d.as_raw_fd()));
+    if !fits(&path) {
+        return Err(
+            io::Error::new(io::ErrorKind::InvalidInput, "socket file name too long").into(),
+        );
+    }
+    Ok(Reach {
+        path,
+        _anchor: Some(d),
+    })
+}
+
+/// Where to connect to the socket file `path`: itself when it fits, else through an `O_PATH`
+/// descriptor of the file (not followed if a symlink). What is not a socket refuses, as a
+/// connect to it would.
+fn reach_file(path: &Path) -> io::Result<Reach> {
+    if fits(path) {
+        return Ok(Reach {
+            path: path.to_owned(),
+            _anchor: None,
+        });
+    }
+    let f = open_path(path, nix::libc::O_NOFOLLOW)?;
+    if !f.metadata()?.file_type().is_socket() {
+        return Err(io::ErrorKind::ConnectionRefused.into());
+    }
+    Ok(Reach {
+        path: PathBuf::from(format!("/proc/self/fd/{}", f.as_raw_fd())),
+        _anchor: Some(f),
+    })
+}
 
 /// Make sure `<name>.sock` is ours to bind: absent, or stale (refuses connections).
 pub(super) fn claim_name(sock_path: &Path, name: &str, timeout: Duration) -> Result<(), LinkError> {
@@ -43,15 +125,19 @@ pub(super) fn bind_listening(
 ) -> Result<UnixListener, LinkError> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     // Not `*.sock`, so never scanned; short, whatever the node name's length (sun_path is
-    // 108 bytes).
-    let tmp = dir.join(format!(
+    // 108 bytes), and reached through the directory's descriptor when the directory's path is
+    // long.
+    let file = format!(
         ".{}-{}.bind",
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
-    ));
+    );
+    let tmp = dir.join(&file);
     // Only a dead process of our pid can have left this name.
     let _ = std::fs::remove_file(&tmp);
-    let listener = UnixListener::bind(&tmp)?;
+    let reach = reach_in(dir, &file)?;
+    let listener = UnixListener::bind(&reach.path)?;
+    drop(reach);
     let linked = std::fs::hard_link(&tmp, sock_path);
     let _ = std::fs::remove_file(&tmp);
     match linked {
@@ -92,7 +178,8 @@ pub(super) fn connect_bounded(path: &Path, timeout: Duration) -> io::Result<Unix
     // A zero timeval would mean no timeout at all.
     let us = timeout.as_micros().clamp(1, i64::MAX as u128) as i64;
     setsockopt(&fd, sockopt::SendTimeout, &TimeVal::microseconds(us))?;
-    connect(fd.as_raw_fd(), &UnixAddr::new(path)?)?;
+    let reach = reach_file(path)?;
+    connect(fd.as_raw_fd(), &UnixAddr::new(&reach.path)?)?;
     Ok(UnixStream::from(fd))
 }
 
