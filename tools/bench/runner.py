@@ -37,10 +37,17 @@ RMWS = {
     # Fast DDS with only its shared-memory transport, sized for large samples (fastdds_shm.xml).
     "fastdds_shm": ("rmw_fastrtps_cpp", "rmw_fastrtps_cpp"),
     "tracer": ("rmw_tracer", "rmw_tracer"),
+    # Another build of rmw_tracer (--baseline-lib: main before a change), measured beside it.
+    "baseline": ("rmw_tracer", "rmw_tracer"),
 }
+# The keys that preload a librmw_tracer.so; the library of each.
+TRACER_LIBS = {"tracer": "tracer_lib", "baseline": "baseline_lib"}
 FASTDDS_SHM_PROFILE = os.path.join(HERE, "fastdds_shm.xml")
-# The Fast DDS variants, each compared with the tracer.
-FASTDDS_KEYS = ("fastdds", "fastdds_shm")
+# What the tracer is compared with, each in a ratio column: the Fast DDS variants and the
+# baseline build.
+RATIO_LABELS = {"fastdds": "tr/fdds", "fastdds_shm": "tr/shm", "baseline": "tr/base"}
+# The results JSON's name of a key whose identifier another key shares.
+RESULT_NAMES = {"fastdds_shm": "rmw_fastrtps_cpp_shm", "baseline": "rmw_tracer_baseline"}
 
 # size -> (latency iterations, latency warm-up, burst size, measured burst rounds). Chosen so
 # that both rmws together take a few minutes at most on 2 cores; each case also runs one
@@ -161,8 +168,8 @@ def rmw_env(key, args, base_env, workdir):
     env["RMW_IMPLEMENTATION"] = impl
     env.pop("LD_PRELOAD", None)
     rendezvous = None
-    if key == "tracer":
-        env["LD_PRELOAD"] = args.tracer_lib
+    if key in TRACER_LIBS:
+        env["LD_PRELOAD"] = getattr(args, TRACER_LIBS[key])
         rendezvous = tempfile.mkdtemp(prefix="rendezvous-", dir=workdir)
         os.chmod(rendezvous, 0o700)
         env["RMW_TRACER_RENDEZVOUS_DIR"] = rendezvous
@@ -258,7 +265,7 @@ def run_pair(key, size, case, args, base_env, workdir, sides=None, keep_all_only
     if doc.get("rmw") != ident:
         raise BenchError(
             f"{key} run reported rmw '{doc.get('rmw')}', expected '{ident}'"
-            + (" (is LD_PRELOAD of the tracer library taking effect?)" if key == "tracer" else "")
+            + (" (is LD_PRELOAD of the tracer library taking effect?)" if key in TRACER_LIBS else "")
         )
     for c in doc["cases"]:
         for section in ("throughput", "throughput_keep_all"):
@@ -327,8 +334,8 @@ def print_table(sizes, results, keys, title, cols):
         case = results.get(key, {}).get(size)
         return None if case is None else case[section][field]
 
-    bases = [k for k in FASTDDS_KEYS if k in keys] if "tracer" in keys else []
-    names = list(keys) + [f"tr/{'shm' if b == 'fastdds_shm' else 'fdds'}" for b in bases]
+    bases = [k for k in RATIO_LABELS if k in keys] if "tracer" in keys else []
+    names = list(keys) + [RATIO_LABELS[b] for b in bases]
     width = 11 * len(names) - 1
     head1 = f"{'payload':>9} |"
     head2 = f"{'':>9} |"
@@ -383,6 +390,8 @@ def main():
                     help="multiply the default iteration counts (e.g. 0.1 for a quick look)")
     ap.add_argument("--tracer-lib", default=os.path.join(ROOT, "target", "release", "librmw_tracer.so"),
                     help="librmw_tracer.so to LD_PRELOAD (default: target/release/librmw_tracer.so)")
+    ap.add_argument("--baseline-lib", help="another librmw_tracer.so (e.g. main before a change) measured beside the "
+                                           "tracer in the same run: rows 'baseline' and a ratio tr/base")
     ap.add_argument("-o", "--output", default="bench-results.json", help="JSON output (default: ./bench-results.json)")
     ap.add_argument("--timeout", type=int, default=60, help="seconds to wait for any one reply (default: 60)")
     ap.add_argument("--match-timeout", type=int, default=30, help="seconds to wait for matching (default: 30)")
@@ -396,8 +405,13 @@ def main():
 
     keys = [k.strip() for k in args.rmw.split(",") if k.strip()]
     for k in keys:
-        if k not in RMWS:
-            ap.error(f"unknown rmw '{k}' (choose from {', '.join(RMWS)})")
+        if k not in RMWS or k == "baseline":
+            ap.error(f"unknown rmw '{k}' (choose from {', '.join(k for k in RMWS if k != 'baseline')})")
+    if args.baseline_lib:
+        if "tracer" not in keys:
+            ap.error("--baseline-lib is measured beside the tracer: --rmw must include tracer")
+        # Right after the tracer, so that the two builds run back to back at each size.
+        keys.insert(keys.index("tracer") + 1, "baseline")
     try:
         sizes = [parse_size(s) for s in args.sizes.split(",") if s.strip()]
     except argparse.ArgumentTypeError as e:
@@ -414,6 +428,11 @@ def main():
         print(f"bench: {args.tracer_lib} does not exist; build it with `cargo build --release -p rmw_tracer` "
               "or run with --rmw fastdds", file=sys.stderr)
         return 1
+    if args.baseline_lib:
+        args.baseline_lib = os.path.abspath(args.baseline_lib)
+        if not os.path.exists(args.baseline_lib):
+            print(f"bench: --baseline-lib {args.baseline_lib} does not exist", file=sys.stderr)
+            return 1
 
     venv = venv_dir()
     try:
@@ -446,17 +465,18 @@ def main():
     started = time.time()
     load_before = os.getloadavg()
     workdir = tempfile.mkdtemp(prefix="rmw-tracer-bench-")
-    tracer_info = None
-    if "tracer" in keys:
+    lib_info = {}
+    for key in [k for k in keys if k in TRACER_LIBS]:
         # Other builds may replace target/release/librmw_tracer.so during the run: preload a copy.
-        frozen = os.path.join(workdir, "lib", os.path.basename(args.tracer_lib))
+        path = getattr(args, TRACER_LIBS[key])
+        frozen = os.path.join(workdir, "lib", key, os.path.basename(path))
         os.makedirs(os.path.dirname(frozen))
-        shutil.copy2(args.tracer_lib, frozen)
+        shutil.copy2(path, frozen)
         with open(frozen, "rb") as f:
             digest = hashlib.sha256(f.read()).hexdigest()
         mtime = datetime.datetime.fromtimestamp(os.path.getmtime(frozen), datetime.timezone.utc)
-        tracer_info = {"path": args.tracer_lib, "sha256": digest, "mtime_utc": mtime.isoformat(timespec="seconds")}
-        args.tracer_lib = frozen
+        lib_info[key] = {"path": path, "sha256": digest, "mtime_utc": mtime.isoformat(timespec="seconds")}
+        setattr(args, TRACER_LIBS[key], frozen)
     refs = {}
     intra = {}
     errors = []  # every failure is reported and makes the exit status 1
@@ -502,8 +522,9 @@ def main():
             if key in intra:
                 r = intra[key]["rtt_us"]
                 print(f"  {key:>8}: p50 {r['p50']:8.1f} us  p99 {r['p99']:8.1f} us  min {r['min']:6.1f} us")
-        if "tracer" in intra and "fastdds" in intra:
-            print(f"  ratio tracer/fastdds p50 {ratio(intra['tracer']['rtt_us']['p50'], intra['fastdds']['rtt_us']['p50']):.2f}")
+        for base in [b for b in ("fastdds", "baseline") if "tracer" in intra and b in intra]:
+            r = ratio(intra["tracer"]["rtt_us"]["p50"], intra[base]["rtt_us"]["p50"])
+            print(f"  ratio tracer/{base} p50 {r:.2f}")
     if fatal:
         print("(stopped at the first failure: the table holds the pairs run before it)")
     print(f"({elapsed:.0f} s; load average {load_before[0]:.2f} before, {os.getloadavg()[0]:.2f} after; "
@@ -521,13 +542,13 @@ def main():
                       "throughput: reliable keep_last(burst), throughput_keep_all: reliable keep_all",
         "rmws": {k: {"implementation": RMWS[k][0],
                      "profile": os.path.basename(FASTDDS_SHM_PROFILE) if k == "fastdds_shm" else None} for k in keys},
-        "tracer_lib": tracer_info,
+        "tracer_lib": lib_info.get("tracer"),
+        "baseline_lib": lib_info.get("baseline"),
         "elapsed_s": round(elapsed, 1),
         "errors": errors,
-        "results": {(RMWS[k][1] if k != "fastdds_shm" else "rmw_fastrtps_cpp_shm"):
-                    [results[k][s] for s in sizes if s in results[k]] for k in keys},
+        "results": {RESULT_NAMES.get(k, RMWS[k][1]): [results[k][s] for s in sizes if s in results[k]] for k in keys},
         "references": [refs[s] for s in sizes if s in refs],
-        "intra_process": {RMWS[k][1]: intra[k] for k in keys if k in intra},
+        "intra_process": {RESULT_NAMES.get(k, RMWS[k][1]): intra[k] for k in keys if k in intra},
         "ratios_tracer_over": {
             base: [
                 {
@@ -539,7 +560,7 @@ def main():
                 }
                 for s in sizes if s in results.get("tracer", {}) and s in results.get(base, {})
             ]
-            for base in FASTDDS_KEYS if "tracer" in keys and base in keys
+            for base in RATIO_LABELS if "tracer" in keys and base in keys
         },
     }
     with open(args.output, "w") as f:
