@@ -34,9 +34,6 @@ DEVIATIONS = {
     # one this endpoint can raise (Fast DDS accepts it, and the event never fires).
     "publisher event init subscription type": UNSUPPORTED,
     "subscription event init publisher type": UNSUPPORTED,
-    # taken = false when the status did not change since the last take (nothing happened);
-    # Fast DDS always says taken with the unchanged status.
-    "take event taken": "rc=false err=0",
     # Another implementation's handle is refused as everywhere else; Fast DDS does not check
     # (and would use the foreign handle's data as its own).
     "message callback foreign": INCORRECT,
