@@ -85,10 +85,6 @@ DEVIATIONS = {
     # is not built); rmw_tracer builds it and refuses a type support it cannot use, as
     # rmw_serialize does (docs/entry-points.md).
     "serialized size bad identifier": ERROR,
-    # A filter applies to samples as they arrive: a sample already queued when a filter is set
-    # stays and is taken. Fast DDS drops it (docs/content-filter.md, "Differences").
-    "queued then filtered: wait": OK,
-    "queued then filtered: take": "rc=taken:2.5 err=0",
 }
 
 

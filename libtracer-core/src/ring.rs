@@ -68,6 +68,22 @@ impl Ring {
         evicted
     }
 
+    /// Keep only the entries `keep` accepts, in order; returns how many went. They are not
+    /// counted as dropped: the owner takes them back as if they had never come.
+    pub fn retain(&mut self, mut keep: impl FnMut(&Sample) -> bool) -> usize {
+        let before = self.q.len();
+        let mut bytes = self.bytes;
+        self.q.retain(|s| {
+            let k = keep(s);
+            if !k {
+                bytes -= s.payload.len();
+            }
+            k
+        });
+        self.bytes = bytes;
+        before - self.q.len()
+    }
+
     pub fn set_depth(&mut self, depth: usize) {
         self.depth = depth;
         self.trim();
@@ -121,6 +137,20 @@ mod tests {
             suffix: None,
             origin: None,
         }
+    }
+
+    #[test]
+    fn retain_keeps_order_and_bytes_and_counts_no_drop() {
+        let mut r = Ring::new(0, 0);
+        for i in 0..6u64 {
+            r.push(s(i as usize + 1, i));
+        }
+        assert_eq!(r.retain(|x| x.meta.sequence % 2 == 0), 3);
+        assert_eq!(r.len(), 3);
+        assert_eq!(r.bytes(), 1 + 3 + 5);
+        assert_eq!(r.take_dropped(), 0);
+        let seqs: Vec<u64> = r.iter().map(|x| x.meta.sequence).collect();
+        assert_eq!(seqs, vec![0, 2, 4]);
     }
 
     #[test]

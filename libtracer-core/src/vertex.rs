@@ -406,6 +406,21 @@ impl Vertex {
         s
     }
 
+    /// Stream role: keep only the samples `keep` accepts (the owner's admission rules changed,
+    /// e.g. a new content filter); returns how many went. They are not counted as dropped, and
+    /// the readiness falls when the ring is left empty.
+    pub fn retain(&self, keep: impl FnMut(&Sample) -> bool) -> usize {
+        if !matches!(self.node.kind.get(), Some(Kind::Stream)) {
+            return 0;
+        }
+        let mut st = self.node.store.lock();
+        let gone = st.ring.retain(keep);
+        if st.ring.is_empty() {
+            self.node.ready.set(false);
+        }
+        gone
+    }
+
     /// Samples in the ring (stream), 1 or 0 (value).
     pub fn len(&self) -> usize {
         let st = self.node.store.lock();

@@ -50,7 +50,7 @@ impl Admission {
 
     /// Whether `s` passes the content filter (true when there is none). Bytes that are not a
     /// message of our type are refused with the warning a take gives them.
-    fn passes_filter(&self, s: &Sample) -> bool {
+    pub fn passes_filter(&self, s: &Sample) -> bool {
         let Some(f) = self.filter.get() else {
             return true;
         };

@@ -217,6 +217,16 @@ impl Subscription {
         &self.admission.filter
     }
 
+    /// Set the content filter (an empty expression removes it; `Slot::set`), then test what is
+    /// already queued against it: a sample the new filter refuses goes, not counted as lost, as
+    /// Fast DDS drops it (so a wait over only such samples times out). Returns whether a filter
+    /// is in force.
+    pub fn set_content_filter(&self, expression: &str, parameters: Vec<String>) -> RmwResult<bool> {
+        let enabled = self.admission.filter.set(expression, parameters)?;
+        self.target.retain(|s| self.admission.passes_filter(s));
+        Ok(enabled)
+    }
+
     /// The oldest deliverable sample, or `None` when the ring is empty. What is not ours never
     /// reached the ring (`crate::admission`, and exact edges); dropped here only: samples older
     /// than their writer's lifespan, which only a take can tell.

@@ -46,7 +46,7 @@ pub unsafe extern "C" fn rmw_subscription_set_content_filter(
         let o = unsafe { handle::input(options, "options") }?;
         // SAFETY: caller guarantee: valid options.
         let (expression, params) = unsafe { read_options(o) }?;
-        let enabled = s.filter().set(&expression, params)?;
+        let enabled = s.set_content_filter(&expression, params)?;
         // SAFETY: `get` checked `subscription` is a live handle of ours; the caller owns it
         // mutably for this call (rmw: not thread-safe).
         unsafe { (*subscription).is_cft_enabled = enabled };

@@ -53,7 +53,7 @@ pub unsafe extern "C" fn rmw_create_subscription(
         if let Some(f) = filter.filter(|f| !f.filter_expression.is_null()) {
             // SAFETY: caller guarantee: valid options.
             let (expression, params) = unsafe { super::content_filter::read_options(f) }?;
-            is_cft_enabled = s.filter().set(&expression, params)?;
+            is_cft_enabled = s.set_content_filter(&expression, params)?;
         }
         Ok(handle::create(s, |s, data| ffi::rmw_subscription_t {
             implementation_identifier: IDENTIFIER.as_ptr(),
