@@ -32,7 +32,7 @@ pub struct Admission {
 
 impl Admission {
     pub fn admit(&self, s: &Sample) -> bool {
-        if !self.link.verdicts.of(&s.meta.writer).takes {
+        if !self.link.verdicts.takes(&s.meta.writer) {
             return false;
         }
         if let Some(me) = &self.ignore_local {

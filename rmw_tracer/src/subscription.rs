@@ -234,7 +234,7 @@ impl Subscription {
         loop {
             let s = self.target.pop()?;
             self.events.on_sample(&s);
-            let lifespan_ns = self.link.verdicts.of(&s.meta.writer).lifespan_ns;
+            let lifespan_ns = self.link.verdicts.lifespan_ns(&s.meta.writer);
             if lifespan_ns != INFINITE_NS
                 && now_ns().saturating_sub(s.meta.source_timestamp_ns).max(0) as u64 > lifespan_ns
             {

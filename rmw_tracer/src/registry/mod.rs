@@ -139,8 +139,8 @@ struct Inner {
     tx: Sender<Msg>,
     listeners: Mutex<Vec<(u64, Signal)>>,
     next_listener: std::sync::atomic::AtomicU64,
-    /// The producer's edge verdicts (`verdicts`).
-    pairs: verdicts::PairVerdicts,
+    /// The producer's edge verdicts (`verdicts`); shared with the edge filters' fast path.
+    pairs: Arc<verdicts::PairVerdicts>,
 }
 
 /// One per context.
@@ -344,10 +344,12 @@ impl Registry {
     /// (`verdicts`). Holds the registry weakly.
     pub fn edge_filter(&self) -> libtracer_core::EdgeFilterFn {
         let inner = Arc::downgrade(&self.inner);
+        let pairs = self.inner.pairs.clone();
         Arc::new(move |tag: &[u8], meta: &Meta| {
-            inner
-                .upgrade()
-                .is_none_or(|i| i.takes(Gid(meta.writer), tag))
+            pairs.none_refused()
+                || inner
+                    .upgrade()
+                    .is_none_or(|i| i.takes(Gid(meta.writer), tag))
         })
     }
 
@@ -408,8 +410,10 @@ impl Drop for Registry {
 }
 
 impl Inner {
+    /// The registry changed: the producer's verdicts start afresh, the listeners hear of it.
+    /// Called without the state lock.
     fn notify(&self) {
-        self.pairs.clear();
+        self.pairs.reset(&self.state.lock());
         for (_, s) in self.listeners.lock().iter() {
             s.raise();
         }

@@ -18,6 +18,7 @@
 //! on arrival, before they take a ring slot or wake anything.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::RwLock;
 
@@ -43,18 +44,51 @@ impl Verdict {
     };
 }
 
-/// The verdicts of one subscription, by writer.
+/// The verdicts of one subscription, by writer, read on every sample: `takes` as it arrives,
+/// `lifespan_ns` at take. In the common case (every writer matched, none with a lifespan)
+/// both answer from an atomic, without the lock or the map.
 #[derive(Default)]
-pub struct Verdicts(RwLock<HashMap<Gid, Verdict>>);
+pub struct Verdicts {
+    map: RwLock<HashMap<Gid, Verdict>>,
+    /// Some known writer is refused: `takes` must look it up.
+    some_refused: AtomicBool,
+    /// Some known writer has a lifespan: `lifespan_ns` must look it up.
+    some_lifespan: AtomicBool,
+}
 
 impl Verdicts {
     /// The verdict on `writer` (`Verdict::UNKNOWN` when the registry knows no such publisher).
     pub fn of(&self, writer: &[u8; 16]) -> Verdict {
-        self.0
+        self.map
             .read()
             .get(&Gid(*writer))
             .copied()
             .unwrap_or(Verdict::UNKNOWN)
+    }
+
+    /// Whether the subscription takes `writer`'s samples.
+    pub fn takes(&self, writer: &[u8; 16]) -> bool {
+        !self.some_refused.load(Ordering::Acquire) || self.of(writer).takes
+    }
+
+    /// `writer`'s lifespan in ns (`INFINITE_NS`: none).
+    pub fn lifespan_ns(&self, writer: &[u8; 16]) -> u64 {
+        if !self.some_lifespan.load(Ordering::Acquire) {
+            return INFINITE_NS;
+        }
+        self.of(writer).lifespan_ns
+    }
+
+    /// Change the map with `f`, then the flags from what it holds (under its lock, so a
+    /// reader never sees a flag lowered while the map still refuses).
+    fn update(&self, f: impl FnOnce(&mut HashMap<Gid, Verdict>)) {
+        let mut m = self.map.write();
+        f(&mut m);
+        let refused = m.values().any(|v| !v.takes);
+        let lifespan = m.values().any(|v| v.lifespan_ns != INFINITE_NS);
+        // Raised before the map is read by anyone who saw the flag low: stores under the lock.
+        self.some_refused.store(refused, Ordering::Release);
+        self.some_lifespan.store(lifespan, Ordering::Release);
     }
 }
 
@@ -76,9 +110,8 @@ pub(super) fn judge_all(st: &State, sub: &SubscriptionLink) {
         .filter(on_topic)
         .map(|r| (r.gid, judge(r, sub)))
         .collect();
-    let mut v = sub.verdicts.0.write();
-    if *v != all {
-        *v = all;
+    if *sub.verdicts.map.read() != all {
+        sub.verdicts.update(|m| *m = all);
     }
 }
 
@@ -90,25 +123,55 @@ pub(super) fn judge_local(st: &State, publisher: &Record) {
     }
     for sub in st.subs.iter().filter_map(std::sync::Weak::upgrade) {
         if sub.topic == publisher.topic {
-            sub.verdicts
-                .0
-                .write()
-                .insert(publisher.gid, judge(publisher, &sub));
+            let v = judge(publisher, &sub);
+            sub.verdicts.update(|m| {
+                m.insert(publisher.gid, v);
+            });
         }
     }
 }
 
-/// The producer's answers, by (writer, subscription): cleared whenever the registry changes
-/// (`Inner::notify`), so a record that arrives later is judged afresh.
+/// The producer's answers, by (writer, subscription), judged once per pair and kept until the
+/// registry changes (`Inner::notify` resets them, so a record that arrives later is judged
+/// afresh). Read on every write to a tagged edge: in the common case, no known pair refused,
+/// the answer is one atomic load.
 #[derive(Default)]
-pub(super) struct PairVerdicts(RwLock<HashMap<(Gid, Gid), bool>>);
+pub(super) struct PairVerdicts {
+    map: RwLock<HashMap<(Gid, Gid), bool>>,
+    /// Some local publisher and some known subscription of its topic do not match.
+    some_refused: AtomicBool,
+}
 
 impl PairVerdicts {
-    pub(super) fn clear(&self) {
-        let mut m = self.0.write();
-        if !m.is_empty() {
-            m.clear();
-        }
+    /// Forget every answer and work out afresh whether any pair is refused.
+    pub(super) fn reset(&self, st: &State) {
+        let mut m = self.map.write();
+        m.clear();
+        let subs = st
+            .local
+            .values()
+            .chain(st.peers.values().flat_map(|p| p.records.values()))
+            .filter(|r| r.kind == EntityKind::Subscription);
+        let refused = subs.into_iter().any(|s| {
+            st.local
+                .values()
+                .filter(|w| w.kind == EntityKind::Publisher && w.topic == s.topic)
+                .any(|w| !pair_takes(w, s))
+        });
+        self.some_refused.store(refused, Ordering::Release);
+    }
+
+    /// True when no pair is refused: every tagged edge takes every write.
+    pub(super) fn none_refused(&self) -> bool {
+        !self.some_refused.load(Ordering::Acquire)
+    }
+}
+
+/// Whether subscription record `s` takes what publisher record `w` writes.
+fn pair_takes(w: &Record, s: &Record) -> bool {
+    match record_qos(s) {
+        Some(q) => s.kind == EntityKind::Subscription && delivers_to(w, &s.topic, &s.type_name, &q),
+        None => w.topic == s.topic && w.type_name == s.type_name,
     }
 }
 
@@ -116,10 +179,13 @@ impl Inner {
     /// Whether the subscription whose gid is `tag` takes what `writer` writes. A pair either
     /// of whose records is not known (yet) is taken and judged again next time.
     pub(super) fn takes(&self, writer: Gid, tag: &[u8]) -> bool {
+        if self.pairs.none_refused() {
+            return true;
+        }
         let Ok(sub) = <[u8; 16]>::try_from(tag).map(Gid) else {
             return true; // not a subscription's tag: not ours to judge
         };
-        if let Some(&v) = self.pairs.0.read().get(&(writer, sub)) {
+        if let Some(&v) = self.pairs.map.read().get(&(writer, sub)) {
             return v;
         }
         let st = self.state.lock();
@@ -131,14 +197,9 @@ impl Inner {
         let (Some(w), Some(s)) = (find(&writer), find(&sub)) else {
             return true;
         };
-        let takes = match record_qos(s) {
-            Some(q) => {
-                s.kind == EntityKind::Subscription && delivers_to(w, &s.topic, &s.type_name, &q)
-            }
-            None => w.topic == s.topic && w.type_name == s.type_name,
-        };
+        let takes = pair_takes(w, s);
         drop(st);
-        self.pairs.0.write().insert((writer, sub), takes);
+        self.pairs.map.write().insert((writer, sub), takes);
         takes
     }
 }
