@@ -1,19 +1,14 @@
 //! Entry points: QoS events (`crate::event`).
 
-use std::collections::BTreeMap;
 use std::ffi::c_void;
-use std::sync::{Arc, Weak};
-
-use parking_lot::Mutex;
+use std::sync::Arc;
 
 use ffi::rmw_ret_t;
 
 use crate::boundary::event_callback::EventCallback;
 use crate::boundary::handle::{self, Handle};
 use crate::boundary::{ffi_bool, ffi_ret, RmwError, RmwResult};
-use crate::event::{
-    classify, CountStatus, End, EventHandle, Events, Kind, LostStatus, MatchedStatus, Waitable,
-};
+use crate::event::{classify, CountStatus, End, EventHandle, Events, Kind, Waitable};
 use crate::publisher::Publisher;
 use crate::subscription::Subscription;
 use crate::IDENTIFIER;
@@ -150,59 +145,6 @@ fn count(c: CountStatus) -> (i32, i32) {
     (c.total_count, c.total_count_change)
 }
 
-/// The matched and message-lost statuses last taken from one endpoint's events, settled.
-#[derive(Clone, Copy, Default)]
-struct Taken {
-    matched: MatchedStatus,
-    lost: LostStatus,
-}
-
-/// What a take of a matched or message-lost event reports when nothing changed since the last
-/// one: `Events::take_matched` / `take_lost` answer `None` then, and the status to report is
-/// the last one taken, settled (all zero before any). Keyed by the `Events`' address, which
-/// the `Weak` keeps from being reused; entries of dropped endpoints go at the next insert.
-static TAKEN: Mutex<BTreeMap<usize, (Weak<Events>, Taken)>> =
-    parking_lot::const_mutex(BTreeMap::new());
-
-fn taken_of(events: &Arc<Events>) -> Taken {
-    TAKEN
-        .lock()
-        .get(&(Arc::as_ptr(events) as usize))
-        .map(|(_, t)| *t)
-        .unwrap_or_default()
-}
-
-fn remember(events: &Arc<Events>, f: impl FnOnce(&mut Taken)) {
-    let mut map = TAKEN.lock();
-    map.retain(|_, (w, _)| w.strong_count() > 0);
-    let (_, t) = map
-        .entry(Arc::as_ptr(events) as usize)
-        .or_insert_with(|| (Arc::downgrade(events), Taken::default()));
-    f(t);
-}
-
-/// The matched status at a take: what changed since the last take, or the last one settled.
-fn take_matched(events: &Arc<Events>) -> MatchedStatus {
-    match events.take_matched() {
-        Some(s) => {
-            remember(events, |t| t.matched = s.settled());
-            s
-        }
-        None => taken_of(events).matched,
-    }
-}
-
-/// The message-lost status at a take, as [`take_matched`].
-fn take_lost(events: &Arc<Events>) -> LostStatus {
-    match events.take_lost() {
-        Some(s) => {
-            remember(events, |t| t.lost = s.settled());
-            s
-        }
-        None => taken_of(events).lost,
-    }
-}
-
 /// `rmw_take_event`: the status of the event's type, always taken: the totals, and the changes
 /// since the last take (zero when nothing happened), as Fast DDS answers and Jazzy's
 /// test_rmw_implementation (test_event.cpp) and rclpy's test_qos_event.py expect.
@@ -233,7 +175,7 @@ pub unsafe extern "C" fn rmw_take_event(
         let counted = |s: Option<CountStatus>| count(s.unwrap_or_default());
         match (kind, end) {
             (Kind::Matched, _) => {
-                let s = take_matched(events);
+                let s = events.take_matched();
                 out.put(ffi::rmw_matched_status_t {
                     total_count: s.total_count,
                     total_count_change: s.total_count_change,
@@ -242,7 +184,7 @@ pub unsafe extern "C" fn rmw_take_event(
                 })
             }
             (Kind::MessageLost, _) => {
-                let s = take_lost(events);
+                let s = events.take_lost();
                 out.put(ffi::rmw_message_lost_status_t {
                     total_count: s.total_count,
                     total_count_change: s.total_count_change,

@@ -324,13 +324,11 @@ impl Events {
         ready
     }
 
-    /// Take the matched status; `None` when nothing changed since the last take.
-    pub fn take_matched(&self) -> Option<MatchedStatus> {
+    /// Take the matched status: the counts as they stand and the changes since the last take
+    /// (zero when nothing changed: a take always answers, as with Fast DDS).
+    pub fn take_matched(&self) -> MatchedStatus {
         self.refresh();
         let mut st = self.state.lock();
-        if !self.pending(Kind::Matched, &st) {
-            return None;
-        }
         let now = st.matched.clone();
         let status = MatchedStatus {
             total_count: st.ever.len(),
@@ -340,23 +338,21 @@ impl Events {
         };
         st.total_at_take = st.ever.len();
         st.taken = now;
-        Some(status)
+        status
     }
 
-    /// Take the lost-message status; `None` when nothing was lost since the last take.
-    pub fn take_lost(&self) -> Option<LostStatus> {
+    /// Take the lost-message status: the total and what was lost since the last take (zero
+    /// when nothing was).
+    pub fn take_lost(&self) -> LostStatus {
         self.poll_lost();
         let mut st = self.state.lock();
-        if st.lost_pending == 0 {
-            return None;
-        }
         let s = LostStatus {
             total_count: st.lost_total as usize,
             total_count_change: st.lost_pending as usize,
         };
         st.lost_pending = 0;
         st.told_lost = 0;
-        Some(s)
+        s
     }
 
     /// Take the incompatible-QoS status.

@@ -16,33 +16,11 @@ pub struct MatchedStatus {
     pub current_count_change: i32,
 }
 
-impl MatchedStatus {
-    /// This status once taken: the same counts, nothing changed since (what a take reports
-    /// when nothing happened after it).
-    pub fn settled(self) -> MatchedStatus {
-        MatchedStatus {
-            total_count_change: 0,
-            current_count_change: 0,
-            ..self
-        }
-    }
-}
-
 /// `rmw_message_lost_status_t`, as Rust.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LostStatus {
     pub total_count: usize,
     pub total_count_change: usize,
-}
-
-impl LostStatus {
-    /// This status once taken: the same total, no change since.
-    pub fn settled(self) -> LostStatus {
-        LostStatus {
-            total_count_change: 0,
-            ..self
-        }
-    }
 }
 
 /// The `total_count` / `total_count_change` pair every counted status has (deadline missed,
@@ -211,29 +189,6 @@ mod tests {
         };
         assert_eq!(t.take(), Some(again));
         assert_eq!(t.untold(), 0);
-    }
-
-    #[test]
-    fn settled_statuses_keep_the_counts() {
-        let m = MatchedStatus {
-            total_count: 2,
-            total_count_change: 2,
-            current_count: 1,
-            current_count_change: -1,
-        };
-        let want = MatchedStatus {
-            total_count: 2,
-            total_count_change: 0,
-            current_count: 1,
-            current_count_change: 0,
-        };
-        assert_eq!(m.settled(), want);
-        let l = LostStatus {
-            total_count: 5,
-            total_count_change: 2,
-        };
-        assert_eq!(l.settled().total_count_change, 0);
-        assert_eq!(l.settled().total_count, 5);
     }
 
     #[test]
