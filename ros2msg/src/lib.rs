@@ -16,12 +16,14 @@
 
 pub mod decode;
 pub mod encode;
+pub mod exercise;
 pub mod schema;
 pub mod service;
 pub mod value;
 
 pub use decode::{decode, DecodeError};
 pub use encode::{encode, EncodeError};
+pub use exercise::{exercise_cdr, exercise_schema};
 pub use schema::{Schema, SchemaError};
 pub use service::split_service;
 pub use value::Value;

@@ -14,6 +14,11 @@
 use std::collections::HashMap;
 use std::fmt;
 
+/// How many messages deep a type may nest (a type of depth 0 has only primitive and string
+/// fields): decoding, printing and dropping a value recurse once per level, so a hostile
+/// schema must not set the depth. ROS messages nest a handful of levels.
+pub const MAX_NESTING: usize = 100;
+
 /// A primitive type of the wire format (docs/cdr.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Primitive {
@@ -196,6 +201,11 @@ impl Schema {
                 )));
             }
             if let Some(f) = parse_field(line, &current.name).map_err(err)? {
+                // A name used twice would make the JSON and YAML forms (and `encode`) lose a
+                // field; rosidl refuses such a definition too.
+                if current.fields.iter().any(|g| g.name == f.name) {
+                    return Err(err(format!("field {:?} is defined twice", f.name)));
+                }
                 current.fields.push(f);
             }
         }
@@ -247,23 +257,29 @@ impl Schema {
             s: &'a Schema,
             k: &'a str,
             state: &mut HashMap<&'a str, bool>,
+            depth: usize,
         ) -> Result<(), String> {
             match state.get(k) {
                 Some(true) => return Ok(()),
                 Some(false) => return Err(format!("type {k} contains itself")),
                 None => {}
             }
+            if depth > MAX_NESTING {
+                return Err(format!(
+                    "type {k} is nested more than {MAX_NESTING} messages deep"
+                ));
+            }
             state.insert(k, false);
             for f in &s.types[k].fields {
                 if let BaseType::Message(d) = &f.base {
-                    visit(s, d, state)?;
+                    visit(s, d, state, depth + 1)?;
                 }
             }
             state.insert(k, true);
             Ok(())
         }
         for k in self.types.keys() {
-            visit(self, k, &mut state).map_err(|reason| SchemaError { line: 0, reason })?;
+            visit(self, k, &mut state, 0).map_err(|reason| SchemaError { line: 0, reason })?;
         }
         Ok(())
     }
@@ -306,7 +322,13 @@ fn parse_field(line: &str, owner: &str) -> Result<Option<Field>, String> {
             } else if let Some(n) = inner.strip_prefix("<=") {
                 Multiplicity::Bounded(parse_bound(n, "sequence")?)
             } else {
-                Multiplicity::Array(parse_bound(inner, "array")?)
+                // `T[0]` takes no bytes: an array of such elements (or of messages made only
+                // of them) would cost work and memory unbounded by the payload. rosidl and IDL
+                // want a positive size too.
+                match parse_bound(inner, "array")? {
+                    0 => return Err(format!("{ty:?}: a fixed array of 0 elements")),
+                    n => Multiplicity::Array(n),
+                }
             };
             (e, m)
         }
