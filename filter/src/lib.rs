@@ -16,6 +16,7 @@
 
 mod compile;
 mod eval;
+pub mod exercise;
 mod lex;
 mod like;
 mod parse;
@@ -24,6 +25,7 @@ use std::fmt;
 
 use ros2msg::{Schema, Value};
 
+pub use exercise::exercise_filter;
 pub use lex::MAX_PARAM;
 pub use parse::MAX_DEPTH;
 
