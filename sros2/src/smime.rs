@@ -69,6 +69,9 @@ const EC_PUBLIC_KEY: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.10
 const P256: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.10045.3.1.7");
 const P384: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.3.132.0.34");
 
+/// Longest MIME boundary taken (RFC 2046).
+pub const MAX_BOUNDARY: usize = 70;
+
 /// Largest signed file read (a permissions document for thousands of topics fits).
 pub const MAX_FILE: usize = 4 << 20;
 
@@ -76,15 +79,18 @@ fn bad(why: impl Into<String>) -> Error {
     Error::Signature(why.into())
 }
 
-/// Every line ending made CRLF: the canonical form S/MIME signs a text part in.
+/// Every line ending made CRLF: the canonical form S/MIME signs a text part in. A CR ends a
+/// line only before an LF: a CR at the very end is text (stripping it made the form change
+/// again when the signed part was read back, and a document ending in CR CR never verified).
 fn canonical(text: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(text.len() + text.len() / 16);
     let mut lines = text.split(|b| *b == b'\n').peekable();
     while let Some(line) = lines.next() {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        out.extend_from_slice(line);
         if lines.peek().is_some() {
+            out.extend_from_slice(line.strip_suffix(b"\r").unwrap_or(line));
             out.extend_from_slice(b"\r\n");
+        } else {
+            out.extend_from_slice(line);
         }
     }
     out
@@ -178,7 +184,9 @@ pub fn sign(document: &str, ca_cert_pem: &str, ca_key_pkcs8: &[u8]) -> Result<St
     out.push_str(&format!("--{boundary}\n"));
     // The part exactly as signed (CRLF line endings), then the boundary on a line of its own.
     out.push_str(std::str::from_utf8(&part).map_err(|_| bad("document is not UTF-8"))?);
-    out.push_str(&format!("\n--{boundary}\n"));
+    // CRLF before the delimiter (it belongs to the delimiter, RFC 2046): with a lone LF, a
+    // part ending in CR lost that CR when read back and no longer matched its signature.
+    out.push_str(&format!("\r\n--{boundary}\n"));
     out.push_str("Content-Type: application/x-pkcs7-signature; name=\"smime.p7s\"\n");
     out.push_str("Content-Transfer-Encoding: base64\n");
     out.push_str("Content-Disposition: attachment; filename=\"smime.p7s\"\n\n");
@@ -302,6 +310,14 @@ pub fn verify(file: &[u8], ca_cert_pem: &str) -> Result<String, Error> {
         return Err(bad(format!("not multipart/signed but {ctype:?}")));
     }
     let boundary = param(ctype, "boundary").ok_or_else(|| bad("no boundary"))?;
+    // RFC 2046: 1 to 70 characters. A longer one made finding the parts quadratic (a 4 MiB
+    // file with a boundary of a million dashes took a minute).
+    if boundary.is_empty() || boundary.len() > MAX_BOUNDARY {
+        return Err(bad(format!(
+            "a boundary of {} bytes (1 to {MAX_BOUNDARY})",
+            boundary.len()
+        )));
+    }
     let ps = parts(body, boundary);
     let [content, sig, ..] = ps.as_slice() else {
         return Err(bad("not two MIME parts"));
