@@ -294,20 +294,9 @@ fn limits_hold() {
     assert!(eval(&chain, &[]));
 }
 
-/// A small deterministic generator (no dependency for tests).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
+#[path = "../../libtracer-core/tests/common/corpus.rs"]
+mod corpus;
+use corpus::Rng;
 
 #[test]
 fn random_text_never_panics() {

@@ -9,20 +9,9 @@ use std::path::{Path, PathBuf};
 use content_filter::exercise::ExerciseReport;
 use content_filter::exercise_filter;
 
-/// xorshift64: deterministic, no dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
+#[path = "../../libtracer-core/tests/common/corpus.rs"]
+mod corpus;
+use corpus::Rng;
 
 const WORDS: &[&str] = &[
     "count",
@@ -100,20 +89,7 @@ fn input(rng: &mut Rng, i: usize, seeds: &[Vec<u8>]) -> Vec<u8> {
         }
         _ => seeds[rng.below(seeds.len())].clone(),
     };
-    for _ in 0..rng.below(5) {
-        if input.is_empty() {
-            break;
-        }
-        let at = rng.below(input.len());
-        match rng.below(5) {
-            0 | 1 => input[at] ^= 1 << rng.below(8),
-            2 => input.insert(at, rng.next() as u8),
-            3 => {
-                input.remove(at);
-            }
-            _ => input.truncate(at),
-        }
-    }
+    corpus::mutate(rng, &mut input, corpus::MORE);
     input
 }
 

@@ -151,7 +151,13 @@ fn announcement_decoding_survives_a_random_corpus() {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let mut accepted = 0usize;
     for i in 0..20_000 {
-        accepted += usize::from(exercise_announce(&corpus::input(&mut rng, i, &seeds, 64)));
+        accepted += usize::from(exercise_announce(&corpus::input(
+            &mut rng,
+            i,
+            &seeds,
+            64,
+            corpus::FEW,
+        )));
     }
     // Both outcomes were reached, so the corpus was not vacuous.
     assert!((1000..20_000).contains(&accepted), "{accepted}");

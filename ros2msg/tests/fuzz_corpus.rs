@@ -12,46 +12,9 @@ use ros2msg::exercise::{ExerciseReport, EXERCISE_SCHEMAS};
 use ros2msg::{encode, exercise_cdr, exercise_schema, Schema};
 use serde_json::json;
 
-/// xorshift64: deterministic, no dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
-/// Input `i`: every fourth one random bytes, the others a seed; then up to four mutations.
-fn input(rng: &mut Rng, i: usize, seeds: &[Vec<u8>], max_random: usize) -> Vec<u8> {
-    let mut input: Vec<u8> = if i.is_multiple_of(4) {
-        (0..rng.below(max_random))
-            .map(|_| rng.next() as u8)
-            .collect()
-    } else {
-        seeds[rng.below(seeds.len())].clone()
-    };
-    for _ in 0..rng.below(5) {
-        if input.is_empty() {
-            break;
-        }
-        let at = rng.below(input.len());
-        match rng.below(5) {
-            0 | 1 => input[at] ^= 1 << rng.below(8),
-            2 => input.insert(at, rng.next() as u8),
-            3 => {
-                input.remove(at);
-            }
-            _ => input.truncate(at),
-        }
-    }
-    input
-}
+#[path = "../../libtracer-core/tests/common/corpus.rs"]
+mod corpus;
+use corpus::Rng;
 
 fn seed_dir(target: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -80,7 +43,7 @@ fn run(target: &str, f: fn(&[u8]) -> ExerciseReport, n: usize, seed: u64) -> Exe
     assert!(totals.decoded >= seeds.len() / 2, "{target}: {totals:?}");
     let mut rng = Rng(seed);
     for i in 0..n {
-        totals.add(f(&input(&mut rng, i, &seeds, 300)));
+        totals.add(f(&corpus::input(&mut rng, i, &seeds, 300, corpus::MORE)));
     }
     totals
 }

@@ -5,16 +5,9 @@
 use tracer_serial::frame::{FLAG_RELIABLE, FLAG_SUBSCRIPTION};
 use tracer_serial::{encode_message, encode_packet, exercise_decoder, Declare, Hello, Packet};
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
+#[path = "../../libtracer-core/tests/common/corpus.rs"]
+mod corpus;
+use corpus::Rng;
 
 /// A valid conversation (HELLO, DECLAREs, messages, acks) that mutations start from, so the
 /// fuzzing reaches the session's states, not only the deframer.

@@ -215,16 +215,9 @@ impl Drop for Wire {
     }
 }
 
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
+#[path = "../../../libtracer-core/tests/common/corpus.rs"]
+mod corpus;
+pub use corpus::Rng;
 
 /// A host session over a wire; `loss_per_mille` of the bytes each way are dropped or
 /// corrupted (half each) between the two ends.
