@@ -38,6 +38,16 @@ def netns():
         yield ns
 
 
+@pytest.fixture
+def oracle_netns():
+    """A private network namespace (own /dev/shm) for a Fast DDS oracle run; the test is skipped
+    where the machine allows none (an oracle must not fall back to the host's network)."""
+    if not harness.NetNamespace.available():
+        pytest.skip("no private network namespace for Fast DDS on this machine")
+    with harness.NetNamespace(private_shm=True) as ns:
+        yield ns
+
+
 @pytest.fixture(params=["rmw_tracer", "fastdds"])
 def rmw(request, tmp_path):
     """(environment, namespace or None) for one middleware: the test runs once on each, Fast DDS

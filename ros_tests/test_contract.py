@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 import harness
 from worker_output import oracle_cases
 
@@ -90,14 +88,6 @@ def expected(name: str) -> str | None:
     if name.endswith(("unknown type", "subscription type", "publisher type")):
         return UNSUPPORTED  # "RMW_RET_UNSUPPORTED if event_type is not supported"
     return None
-
-
-@pytest.fixture
-def oracle_netns():
-    if not harness.NetNamespace.available():
-        pytest.skip("no private network namespace for Fast DDS on this machine")
-    with harness.NetNamespace(private_shm=True) as ns:
-        yield ns
 
 
 def test_rmw_contract_matches_headers_and_fastdds(tmp_path, tracer_env, oracle_netns):

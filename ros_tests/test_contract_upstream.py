@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 import harness
 from worker_output import oracle_cases
 
@@ -86,14 +84,6 @@ DEVIATIONS = {
     # rmw_serialize does (docs/entry-points.md).
     "serialized size bad identifier": ERROR,
 }
-
-
-@pytest.fixture
-def oracle_netns():
-    if not harness.NetNamespace.available():
-        pytest.skip("no private network namespace for Fast DDS on this machine")
-    with harness.NetNamespace(private_shm=True) as ns:
-        yield ns
 
 
 def test_upstream_rmw_expectations_match_fastdds(tmp_path, tracer_env, oracle_netns):
