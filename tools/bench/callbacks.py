@@ -207,11 +207,7 @@ def main():
         "ratios": ratio_rows,
     }
     os.makedirs(os.path.dirname(args.output), exist_ok=True)
-    with open(args.output, "w") as f:
-        json.dump(out, f, indent=2)
-        f.write("\n")
-    print(f"wrote {args.output}")
-    return 1 if errors else 0
+    return runner.write_results(out, args.output, errors, None)
 
 
 if __name__ == "__main__":

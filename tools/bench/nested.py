@@ -182,16 +182,7 @@ def main():
         "rows": rows,
     }
     os.makedirs(os.path.dirname(args.output), exist_ok=True)
-    with open(args.output, "w") as f:
-        json.dump(out, f, indent=2)
-        f.write("\n")
-    print(f"wrote {args.output}")
-    if errors:
-        print(f"nested: {len(errors)} error(s):", file=sys.stderr)
-        for e in errors:
-            print(f"  {e}", file=sys.stderr)
-        return 1
-    return 0
+    return runner.write_results(out, args.output, errors, "nested: {} error(s):")
 
 
 if __name__ == "__main__":

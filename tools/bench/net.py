@@ -25,7 +25,6 @@ reported in `errors` and the run goes on; the exit status is 1 if any did.
 import argparse
 import datetime
 import hashlib
-import json
 import os
 import random
 import re
@@ -448,16 +447,7 @@ def main():
         "ratios_tracer_over_fastdds": {ph: {str(s): v for s, v in d.items()} for ph, d in summary.items()},
         "targets": goals,
     }
-    with open(args.output, "w") as f:
-        json.dump(out, f, indent=2)
-        f.write("\n")
-    print(f"wrote {args.output}")
-    if errors:
-        print(f"net: {len(errors)} pair(s) failed:", file=sys.stderr)
-        for e in errors:
-            print(f"  {e}", file=sys.stderr)
-        return 1
-    return 0
+    return runner.write_results(out, args.output, errors, "net: {} pair(s) failed:")
 
 
 if __name__ == "__main__":

@@ -375,6 +375,22 @@ def print_tables(sizes, results, keys):
     print("steady state.")
 
 
+def write_results(out, path, errors, heading):
+    """Write a benchmark's results JSON to `path`, then list `errors` on stderr under `heading`
+    (formatted with their number; None: not listed); the exit status: 1 when any, else 0."""
+    with open(path, "w") as f:
+        json.dump(out, f, indent=2)
+        f.write("\n")
+    print(f"wrote {path}")
+    if not errors:
+        return 0
+    if heading is not None:
+        print(heading.format(len(errors)), file=sys.stderr)
+        for e in errors:
+            print(f"  {e}", file=sys.stderr)
+    return 1
+
+
 def main():
     ap = argparse.ArgumentParser(prog="tools/bench/run", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -563,16 +579,7 @@ def main():
             for base in RATIO_LABELS if "tracer" in keys and base in keys
         },
     }
-    with open(args.output, "w") as f:
-        json.dump(out, f, indent=2)
-        f.write("\n")
-    print(f"wrote {args.output}")
-    if errors:
-        print(f"bench: FAILED ({len(errors)} error(s)):", file=sys.stderr)
-        for e in errors:
-            print(f"  {e}", file=sys.stderr)
-        return 1
-    return 0
+    return write_results(out, args.output, errors, "bench: FAILED ({} error(s)):")
 
 
 if __name__ == "__main__":
