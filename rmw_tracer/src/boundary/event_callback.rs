@@ -67,10 +67,6 @@ impl CallbackSlot {
         g.replace(cb)
     }
 
-    pub fn get(&self) -> Option<EventCallback> {
-        self.cb.lock().get()
-    }
-
     pub fn is_set(&self) -> bool {
         self.set.load(std::sync::atomic::Ordering::Acquire)
     }
