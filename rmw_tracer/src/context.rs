@@ -72,6 +72,8 @@ pub struct Shared {
 pub struct Context {
     pub shared: Arc<Shared>,
     _entry: Entry,
+    /// `RMW_TRACER_SERIAL`: the ports this process stands for (`crate::serial_link`).
+    _serial: Option<crate::serial_link::SerialLinks>,
 }
 
 /// The domain id in effect: the options' own, else `ROS_DOMAIN_ID`, else 0.
@@ -266,22 +268,22 @@ impl Context {
         // discovery starts: a peer mounts us as soon as our links are up and subscribes to our
         // `/.ros/endpoints` at once; were it not there yet, it would learn of our endpoints
         // only at its next retry, a second later (the "0.8 s to match" of issue 9).
-        let (graph, (registry, entry)) = Graph::new_with(
-            GraphConfig {
-                name: None,
-                domain_id: domain32,
-                discovery,
-                rendezvous_dir,
-                network,
-            },
-            |g| {
-                let made = Registry::start(g.clone(), rec)?;
-                if networked {
-                    crate::security::grant_remote(g, access.as_ref())?;
-                }
-                Ok::<_, RmwError>(made)
-            },
-        )?;
+        let graph_cfg = GraphConfig {
+            name: None,
+            domain_id: domain32,
+            discovery,
+            rendezvous_dir,
+            network,
+        };
+        // The MCUs' graphs join as this one does (same domain, directory and network).
+        let serial = crate::serial_link::start(&graph_cfg);
+        let (graph, (registry, entry)) = Graph::new_with(graph_cfg, |g| {
+            let made = Registry::start(g.clone(), rec)?;
+            if networked {
+                crate::security::grant_remote(g, access.as_ref())?;
+            }
+            Ok::<_, RmwError>(made)
+        })?;
         registry.await_watchers(INIT_WATCH_LIMIT);
         let teardown = Teardown::start(graph.clone());
         Ok(Context {
@@ -300,6 +302,7 @@ impl Context {
                 access,
             }),
             _entry: entry,
+            _serial: serial,
         })
     }
 }

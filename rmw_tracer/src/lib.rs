@@ -33,6 +33,7 @@ mod record;
 mod registry;
 mod resume;
 mod security;
+mod serial_link;
 mod service;
 mod shm;
 mod subscription;
