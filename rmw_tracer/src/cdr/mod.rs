@@ -10,12 +10,15 @@
 //! Unsafe code: walking a C or C++ message in memory cannot be done otherwise. It lives in
 //! `plan` (reading the introspection structs), `encode` / `decode` (reading and writing message
 //! fields through the type support's own functions), `type_info` and `copy` (large runs of
-//! bytes), each block with its `// SAFETY:`. `wire` (the byte format) is safe Rust.
+//! bytes), each block with its `// SAFETY:`. `wire` (the byte format) is safe Rust. `exercise`
+//! (the fuzz target's body) loads real type supports and makes messages with their own init
+//! and fini functions.
 
 mod copy;
 mod cxx;
 mod decode;
 mod encode;
+pub mod exercise;
 mod plan;
 pub mod type_info;
 pub mod wire;

@@ -2,79 +2,21 @@
 //! rclpy load them): type resolution through the C and C++ dispatchers, type info, sizes, and
 //! errors on bad arguments. The byte-for-byte oracle against Fast DDS is ros_tests/test_cdr.py.
 
-use std::ffi::{c_char, c_int, c_void, CString};
+use ffi::rosidl_message_type_support_t;
 
-use ffi::{rosidl_message_type_support_t, rosidl_typesupport_introspection_c__MessageMembers};
-
+use super::exercise::{generated_handle, message_type_support, MessageMemory};
 use super::*;
-
-unsafe extern "C" {
-    fn dlopen(filename: *const c_char, flag: c_int) -> *mut c_void;
-    fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
-}
-const RTLD_NOW: c_int = 2;
-const RTLD_GLOBAL: c_int = 0x100;
 
 /// The typesupport_c (`lang` = "c") or typesupport_cpp ("cpp") dispatcher of test_msgs/msg/`name`.
 fn dispatcher(lang: &str, name: &str) -> *const rosidl_message_type_support_t {
-    let lib = CString::new(format!("libtest_msgs__rosidl_typesupport_{lang}.so")).unwrap();
-    // SAFETY: a NUL-terminated library name; the library stays loaded (never dlclose'd).
-    let h = unsafe { dlopen(lib.as_ptr(), RTLD_NOW | RTLD_GLOBAL) };
-    assert!(
-        !h.is_null(),
-        "dlopen {lib:?} (LD_LIBRARY_PATH must hold the venv's lib)"
-    );
-    let sym = CString::new(format!(
-        "rosidl_typesupport_{lang}__get_message_type_support_handle__test_msgs__msg__{name}"
-    ))
-    .unwrap();
-    // SAFETY: valid handle and symbol name.
-    let f = unsafe { dlsym(h, sym.as_ptr()) };
-    assert!(!f.is_null(), "dlsym {sym:?}");
-    // SAFETY: the symbol is the generated `const rosidl_message_type_support_t * f(void)`.
-    let f: unsafe extern "C" fn() -> *const rosidl_message_type_support_t =
-        unsafe { std::mem::transmute(f) };
-    // SAFETY: the generated function takes no arguments and returns a static handle.
-    unsafe { f() }
+    // SAFETY: a ROS type support library of the venv.
+    unsafe { message_type_support(&format!("rosidl_typesupport_{lang}"), "test_msgs", name) }
+        .unwrap()
 }
 
 fn c_type(name: &str) -> MessageType {
     // SAFETY: a dispatcher handle of a loaded library.
     unsafe { MessageType::from_type_support(dispatcher("c", name)) }.unwrap()
-}
-
-/// A default-initialized C message of `t`, finalized on drop.
-struct CMessage<'a> {
-    t: &'a MessageType,
-    buf: Vec<u64>,
-}
-
-impl<'a> CMessage<'a> {
-    fn new(t: &'a MessageType) -> Self {
-        let mut buf = vec![0u64; t.size_of() / 8 + 1];
-        // SAFETY: `data` of a C introspection handle is its MessageMembers; init writes
-        // `size_of` bytes into a buffer at least that large and 8-aligned.
-        unsafe {
-            let m = &*((*t.introspection_handle()).data
-                as *const rosidl_typesupport_introspection_c__MessageMembers);
-            m.init_function.unwrap()(buf.as_mut_ptr().cast(), ffi::ROSIDL_RUNTIME_C_MSG_INIT_ALL);
-        }
-        CMessage { t, buf }
-    }
-    fn ptr(&mut self) -> *mut c_void {
-        self.buf.as_mut_ptr().cast()
-    }
-}
-
-impl Drop for CMessage<'_> {
-    fn drop(&mut self) {
-        // SAFETY: as in `new`; fini frees what init and deserialize allocated.
-        unsafe {
-            let m = &*((*self.t.introspection_handle()).data
-                as *const rosidl_typesupport_introspection_c__MessageMembers);
-            m.fini_function.unwrap()(self.buf.as_mut_ptr().cast());
-        }
-    }
 }
 
 #[test]
@@ -91,22 +33,18 @@ fn resolves_through_the_c_and_cpp_dispatchers() {
 #[test]
 fn service_request_and_response_types() {
     for lang in ["c", "cpp"] {
-        let lib = CString::new(format!("libtest_msgs__rosidl_typesupport_{lang}.so")).unwrap();
-        // SAFETY: a NUL-terminated library name; the library stays loaded.
-        let h = unsafe { dlopen(lib.as_ptr(), RTLD_NOW | RTLD_GLOBAL) };
-        assert!(!h.is_null());
-        let sym = CString::new(format!(
-            "rosidl_typesupport_{lang}__get_service_type_support_handle__test_msgs__srv__Arrays"
-        ))
+        // SAFETY: a ROS type support library of the venv and its service handle function.
+        let ts = unsafe {
+            generated_handle(
+                &format!("libtest_msgs__rosidl_typesupport_{lang}.so"),
+                &format!(
+                    "rosidl_typesupport_{lang}__get_service_type_support_handle__test_msgs__srv__Arrays"
+                ),
+            )
+        }
         .unwrap();
-        // SAFETY: valid handle and symbol name.
-        let f = unsafe { dlsym(h, sym.as_ptr()) };
-        assert!(!f.is_null(), "dlsym {sym:?}");
-        // SAFETY: the generated `const rosidl_service_type_support_t * f(void)`.
-        let f: unsafe extern "C" fn() -> *const ffi::rosidl_service_type_support_t =
-            unsafe { std::mem::transmute(f) };
-        // SAFETY: a static handle of a loaded library.
-        let (req, resp) = unsafe { MessageType::from_service_type_support(f()) }.unwrap();
+        // SAFETY: a static service handle of a loaded library.
+        let (req, resp) = unsafe { MessageType::from_service_type_support(ts.cast()) }.unwrap();
         assert_eq!(req.name(), "test_msgs/srv/Arrays_Request");
         assert_eq!(resp.name(), "test_msgs/srv/Arrays_Response");
         assert_eq!(
@@ -191,18 +129,18 @@ fn size_pass_agrees_with_the_bytes_and_bounded_types_have_a_maximum() {
         "BoundedPlainSequences",
     ] {
         let t = c_type(name);
-        let mut m = CMessage::new(&t);
+        let mut m = MessageMemory::new(&t);
         let mut out = Vec::new();
         // SAFETY: an initialized C message of the type.
-        unsafe { t.serialize(m.ptr(), &mut out) }.unwrap();
+        unsafe { t.serialize(m.as_ptr(), &mut out) }.unwrap();
         // SAFETY: as above.
-        let size = unsafe { t.serialized_size(m.ptr()) }.unwrap();
+        let size = unsafe { t.serialized_size(m.as_ptr()) }.unwrap();
         assert_eq!(size, out.len(), "{name}");
         // SAFETY: as above; deserializing our own bytes gives the same bytes again.
-        unsafe { t.deserialize(&out, m.ptr()) }.unwrap();
+        unsafe { t.deserialize(&out, m.as_ptr()) }.unwrap();
         let mut again = Vec::new();
         // SAFETY: as above.
-        unsafe { t.serialize(m.ptr(), &mut again) }.unwrap();
+        unsafe { t.serialize(m.as_ptr(), &mut again) }.unwrap();
         assert_eq!(again, out, "{name}");
     }
     // All fixed: the maximum is the size (4-byte header + 48 bytes, as Fast DDS writes it).
@@ -247,12 +185,12 @@ fn bad_arguments_are_errors() {
 #[test]
 fn truncated_input_names_type_and_field() {
     let t = c_type("Nested");
-    let mut m = CMessage::new(&t);
+    let mut m = MessageMemory::new(&t);
     let mut out = Vec::new();
     // SAFETY: an initialized C message of the type.
-    unsafe { t.serialize(m.ptr(), &mut out) }.unwrap();
+    unsafe { t.serialize(m.as_ptr(), &mut out) }.unwrap();
     // SAFETY: as above.
-    let e = unsafe { t.deserialize(&out[..out.len() - 3], m.ptr()) }.unwrap_err();
+    let e = unsafe { t.deserialize(&out[..out.len() - 3], m.as_ptr()) }.unwrap_err();
     let text = e.to_string();
     assert!(
         text.starts_with("test_msgs/msg/Nested.basic_types_value.uint64_value: truncated"),
@@ -288,11 +226,11 @@ fn plain_types_are_the_fixed_size_pointerless_ones_whose_struct_is_their_cdr() {
 #[test]
 fn a_plain_structs_bytes_are_its_cdr_body() {
     let t = c_type("BasicTypes");
-    let mut m = CMessage::new(&t);
+    let mut m = MessageMemory::new(&t);
     let size = t.size_of();
     {
         // SAFETY: the message's own buffer, at least `size` bytes.
-        let raw = unsafe { std::slice::from_raw_parts_mut(m.ptr() as *mut u8, size) };
+        let raw = unsafe { std::slice::from_raw_parts_mut(m.as_ptr() as *mut u8, size) };
         for (i, b) in raw.iter_mut().enumerate() {
             *b = (i as u8).wrapping_mul(37).wrapping_add(11);
         }
@@ -303,9 +241,9 @@ fn a_plain_structs_bytes_are_its_cdr_body() {
     }
     let mut cdr = Vec::new();
     // SAFETY: an initialized BasicTypes (every bit pattern is a valid value but bool's).
-    unsafe { t.serialize(m.ptr(), &mut cdr) }.unwrap();
+    unsafe { t.serialize(m.as_ptr(), &mut cdr) }.unwrap();
     // SAFETY: as above.
-    let raw = unsafe { std::slice::from_raw_parts(m.ptr() as *const u8, size) };
+    let raw = unsafe { std::slice::from_raw_parts(m.as_ptr() as *const u8, size) };
     assert_eq!(&cdr[..4], &[0, 1, 0, 0]);
     assert_eq!(&cdr[4..], &raw[..cdr.len() - 4]);
 }
