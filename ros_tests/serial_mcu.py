@@ -148,11 +148,18 @@ class Relay:
 
     @staticmethod
     def _write(fd: int, data: bytes) -> None:
-        try:
-            os.write(fd, data)
-        except OSError as e:
-            if e.errno not in (errno.EAGAIN, errno.EIO):
-                raise
+        """All of `data`, waiting up to 50 ms for room each time the pty is full; what still
+        does not fit is dropped, as on a line nobody reads."""
+        while data:
+            try:
+                data = data[os.write(fd, data):]
+            except OSError as e:
+                if e.errno == errno.EIO:  # the other end is gone
+                    return
+                if e.errno != errno.EAGAIN:
+                    raise
+                if not select.select([], [fd], [], 0.05)[1]:
+                    return
 
     def _run(self) -> None:
         while not self.stop:

@@ -8,6 +8,11 @@ time (time.monotonic(), shared with the test's clock on this host).
                                                         "<t> rtt <value> <us>", "<t> lost <value>"
   serial_worker.py burst N                              publish 1..N on /mcu/led as fast as they are
                                                         echoed (window of 4); print "<t> rate <msg/s>"
+  serial_worker.py count TOPIC N SECONDS [best_effort]  quietly count values until N - 1 came, 2 s
+                                                        passed without one, or SECONDS; print
+                                                        "<t> count <n> <span s> <consecutive>"
+  serial_worker.py hold SECONDS                         a node that only spins (the port's holder
+                                                        in the benchmark, tools/bench/serial)
   serial_worker.py graph NODE SECONDS                   print "<t> present" / "<t> absent" as NODE
                                                         comes and goes, and its topics once
 """
@@ -26,8 +31,8 @@ def say(*parts) -> None:
     print(f"{time.monotonic():.4f}", *parts, flush=True)
 
 
-def qos(best_effort: bool) -> QoSProfile:
-    q = QoSProfile(depth=100)
+def qos(best_effort: bool, depth: int = 100) -> QoSProfile:
+    q = QoSProfile(depth=depth)
     q.reliability = ReliabilityPolicy.BEST_EFFORT if best_effort else ReliabilityPolicy.RELIABLE
     return q
 
@@ -41,6 +46,22 @@ def listen(node, topic: str, seconds: float, best_effort: bool) -> None:
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         rclpy.spin_once(node, timeout_sec=0.1)
+
+
+def count(node, topic: str, n: int, seconds: float, best_effort: bool) -> None:
+    got: list[tuple[float, int]] = []
+    # Deep enough that a stream faster than rclpy takes loses nothing in the ring.
+    node.create_subscription(Int32, topic, lambda m: got.append((time.monotonic(), m.data)),
+                             qos(best_effort, depth=100000))
+    say("ready")
+    end = time.monotonic() + seconds
+    # Until the last value (n - 1) came, or nothing for 2 s once something did.
+    while time.monotonic() < end and not (got and (got[-1][1] >= n - 1
+                                                   or time.monotonic() - got[-1][0] > 2)):
+        rclpy.spin_once(node, timeout_sec=0.1)
+    vs = [v for _, v in got]
+    span = got[-1][0] - got[0][0] if len(got) > 1 else 0.0
+    say("count", len(got), f"{span:.4f}", bool(vs) and vs == list(range(vs[0], vs[0] + len(vs))))
 
 
 def echo(node, n: int, best_effort: bool) -> None:
@@ -120,6 +141,13 @@ def main() -> None:
     node = rclpy.create_node(f"serial_{mode}")
     if mode == "listen":
         listen(node, sys.argv[2], float(sys.argv[3]), "best_effort" in sys.argv[4:])
+    elif mode == "count":
+        count(node, sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), "best_effort" in sys.argv[5:])
+    elif mode == "hold":
+        end = time.monotonic() + float(sys.argv[2])
+        say("ready")
+        while time.monotonic() < end:
+            rclpy.spin_once(node, timeout_sec=0.1)
     elif mode == "echo":
         echo(node, int(sys.argv[2]), "best_effort" in sys.argv[3:])
     elif mode == "burst":

@@ -107,6 +107,7 @@ def test_mcu_reset_node_leaves_and_returns(tracer_env, loopback, closing, procs)
     pulled = time.monotonic()
     assert wait_until(lambda: "absent" in graph.output_so_far(), 3), graph.join(0).describe()
     absent = float(re.search(r"^(\S+) absent$", graph.output_so_far(), re.M).group(1))
+    print(f"node left {absent - pulled:.3f} s after the MCU went silent")
     assert absent - pulled < 2.0
     # A new boot behind the same port: the node comes back by itself, its counter from 0.
     mcu2 = Mcu(loopback, 0x2704, period_ms=10)
@@ -114,6 +115,7 @@ def test_mcu_reset_node_leaves_and_returns(tracer_env, loopback, closing, procs)
     relay.attach(mcu2.path)
     back = time.monotonic()
     assert wait_until(lambda: graph.output_so_far().count("present") == 2, 3)
+    print(f"node back {time.monotonic() - back:.3f} s after the MCU spoke again")
     assert wait_until(lambda: any(t > back for t, _ in values(listener.output_so_far())), 3)
     # A reset with no silence (another boot at once): the session sees a new HELLO, the node's
     # endpoints leave and come back with new gids, and the counter starts again.
@@ -171,6 +173,10 @@ def test_one_percent_of_bytes_dropped_or_corrupted(tracer_env, loopback, closing
     relay, _, env = relayed(tracer_env, loopback, closing, 0x2707, loss=0.01)
     listener = worker("listen", "/mcu/counter", "8", env=env)
     procs.append(listener)
+    # The listener holds the port for the whole test: a new holder has to get the MCU's
+    # HELLO and every DECLARE (about 115 bytes each) through the noise again, which at 1% of
+    # bytes takes seconds (docs/serial.md section 11).
+    assert wait_until(lambda: port_held(env, relay.path), 15), listener.join(0).describe()
     echo = worker("echo", "20", env=env)
     procs.append(echo)
     e = echo.join().check()
