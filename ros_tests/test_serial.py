@@ -175,7 +175,7 @@ def test_one_percent_of_bytes_dropped_or_corrupted(tracer_env, loopback, closing
     procs.append(listener)
     # The listener holds the port for the whole test: a new holder has to get the MCU's
     # HELLO and every DECLARE (about 115 bytes each) through the noise again, which at 1% of
-    # bytes takes seconds (docs/serial.md section 11).
+    # bytes takes a few seconds (docs/serial.md section 11).
     assert wait_until(lambda: port_held(env, relay.path), 15), listener.join(0).describe()
     echo = worker("echo", "20", env=env)
     procs.append(echo)

@@ -26,7 +26,8 @@ struct Peer {
     hello_uptime: u32,
     hello_at: u64,
     n: u8,
-    /// Bit a: alias a declared since the last HELLO.
+    /// Bit a: alias a declared in this boot (kept across the boot's repeated HELLOs: an alias
+    /// is fixed for the boot and a changed declaration is seen as it comes).
     declared: u64,
     ready: bool,
     eps: Vec<Option<Ep>>,
@@ -204,9 +205,14 @@ impl Session {
                 let peer = self.peer.as_mut().expect("checked above");
                 peer.hello_uptime = h.uptime_ms;
                 peer.hello_at = now;
-                peer.declared = 0;
+                // What was declared in this boot stays declared: on a noisy line the HELLO and
+                // every DECLARE after it seldom all get through together (a DECLARE with its
+                // hash is about 115 bytes), one at a time they do. The MCU repeats HELLO while
+                // it has no READY, so READY goes out again now if nothing is missing.
+                peer.declared &= all_aliases(h.n_endpoints);
                 peer.n = h.n_endpoints;
                 peer.eps.resize_with(usize::from(h.n_endpoints), || None);
+                self.complete(now);
                 return;
             }
             self.stats.resets += 1;
@@ -284,21 +290,22 @@ impl Session {
                 });
             }
         }
-        peer.declared |= 1 << d.alias;
-        self.complete(now);
+        let bit = 1u64 << d.alias;
+        let fresh = peer.declared & bit == 0;
+        peer.declared |= bit;
+        // A DECLARE repeated after READY (the MCU sends HELLO and its DECLAREs together) needs
+        // no READY of its own: the HELLO's answered it.
+        if fresh {
+            self.complete(now);
+        }
     }
 
-    /// READY once every alias of the HELLO has been declared since it.
+    /// READY once every alias of the HELLO has been declared in this boot.
     fn complete(&mut self, now: u64) {
         let Some(peer) = self.peer.as_mut() else {
             return;
         };
-        let all = if peer.n == 64 {
-            u64::MAX
-        } else {
-            (1u64 << peer.n) - 1
-        };
-        if peer.declared != all {
+        if peer.declared != all_aliases(peer.n) {
             return;
         }
         let session = peer.node.session;
@@ -482,6 +489,15 @@ impl Session {
             }
         }
         t
+    }
+}
+
+/// The bits of aliases `0..n`.
+fn all_aliases(n: u8) -> u64 {
+    if n >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << n) - 1
     }
 }
 

@@ -417,6 +417,61 @@ fn resets_and_redeclarations() {
 }
 
 #[test]
+fn declarations_add_up_across_repeated_hellos() {
+    // A noisy line: each HELLO gets through with only some of its DECLAREs. READY comes once
+    // each alias was declared in the boot, not only after a HELLO whose DECLAREs all arrived.
+    let mut host = Session::new(SessionConfig::default(), 0);
+    let mut mcu = Mcu::new(1, 0, true);
+    let frames = |mcu: &mut Mcu, now: u64| {
+        mcu.hello(now);
+        let mut d = Deframer::default();
+        let out = std::mem::take(&mut mcu.out);
+        let mut input = &out[..];
+        let mut packets = Vec::new();
+        while let Some(p) = d.next_packet(&mut input) {
+            let mut f = Vec::new();
+            encode_packet(&Packet::decode(p.expect("valid")).expect("packet"), &mut f);
+            packets.push(f);
+        }
+        packets // HELLO, DECLARE 0, 1, 2
+    };
+    let first = frames(&mut mcu, 0);
+    for f in &first[..2] {
+        host.handle_bytes(0, f);
+    }
+    let second = frames(&mut mcu, 500);
+    host.handle_bytes(500, &second[0]);
+    host.handle_bytes(500, &second[3]);
+    assert!(!host.is_ready(), "alias 1 is still missing");
+    let third = frames(&mut mcu, 1000);
+    host.handle_bytes(1000, &third[0]);
+    host.handle_bytes(1000, &third[2]);
+    let evs = events(&mut host);
+    assert!(matches!(evs.last(), Some(Event::Ready { .. })), "{evs:?}");
+    assert_eq!(evs.len(), 4, "{evs:?}"); // 3 declared + ready
+    assert!(host.poll_transmit().is_some(), "READY");
+    // Repeats of the boot's HELLO are answered with READY at once; their DECLAREs add nothing.
+    let fourth = frames(&mut mcu, 1500);
+    host.handle_bytes(1500, &fourth[0]);
+    let ready = host.poll_transmit().expect("READY again");
+    for f in &fourth[1..] {
+        host.handle_bytes(1500, f);
+    }
+    assert_eq!(host.poll_transmit(), None, "one READY per HELLO");
+    let mut d = Deframer::default();
+    let mut input = &ready[..];
+    let p = d.next_packet(&mut input).expect("frame").expect("valid");
+    assert!(matches!(
+        Packet::decode(p),
+        Ok(Packet::Ready {
+            session: 1,
+            n_endpoints: 3
+        })
+    ));
+    assert_eq!(events(&mut host), vec![]);
+}
+
+#[test]
 fn liveness_lost_then_sync() {
     let mut host = Session::new(SessionConfig::default(), 0);
     let _ = host.poll_transmit();
