@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+import harness
 import serial_mcu
 from serial_mcu import Mcu, Relay, port_held, wait_until, worker
 
@@ -185,3 +186,33 @@ def test_one_percent_of_bytes_dropped_or_corrupted(tracer_env, loopback, closing
     assert_consecutive([v for _, v in values(r.stdout)], 200, r.describe())
     assert len(re.findall(r"^\S+ rtt ", e.stdout, re.M)) == 20, e.describe()
     assert relay.mangled > 20
+
+
+COUNT_PUBLISHERS = r"""
+import time
+import rclpy
+
+rclpy.init()
+node = rclpy.create_node("serial_two_ports")
+end = time.monotonic() + 20
+while node.count_publishers("/mcu/counter") < 2 and time.monotonic() < end:
+    rclpy.spin_once(node, timeout_sec=0.05)
+gids = sorted(bytes(i.endpoint_gid).hex() for i in node.get_publishers_info_by_topic("/mcu/counter"))
+nodes = [n for n, _ in node.get_node_names_and_namespaces() if n == "mcu_host"]
+print("publishers", len(gids), "distinct", len(set(gids)), "nodes", len(nodes), flush=True)
+"""
+
+
+def test_two_ports_in_one_variable(tracer_env, loopback, closing, procs):
+    a = Mcu(loopback, 0x2708, period_ms=10)
+    closing.append(a)
+    b = Mcu(loopback, 0x2709, period_ms=10)
+    closing.append(b)
+    env = {**tracer_env, "RMW_TRACER_SERIAL": f"{a.path}:115200,{b.path}"}
+    p = harness.spawn_python(COUNT_PUBLISHERS, env=env, timeout=60)
+    procs.append(p)
+    r = p.join().check()
+    # Two MCUs of the same node name on two ports: two nodes, two publishers with their own gids.
+    assert "publishers 2 distinct 2 nodes 2" in r.stdout, r.describe()
+    # The process has exited: both ports are free for the next holder.
+    assert not port_held(env, a.path) and not port_held(env, b.path)
