@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 
 use rmw_tracer::cdr::exercise::{exercise_deserialize, exercise_types, EXERCISE_TYPES};
-use rmw_tracer::cdr::{type_info, CdrError};
+use rmw_tracer::cdr::CdrError;
 
 use ros2msg::schema::{BaseType, MessageDef, Multiplicity, Primitive};
 use ros2msg::{Schema, Value};
@@ -183,18 +183,16 @@ fn fill(schema: &Schema, def: &MessageDef, level: usize, salt: usize) -> Value {
 
 /// Writes the generated seeds: each type's messages with every field at its default (level 0),
 /// and filled with one and three elements per sequence, as ros2msg encodes them from the type's
-/// own definition (its type support's type description).
+/// own definition (its type support's type description, `ExerciseType::schema`).
 #[test]
 #[ignore]
 fn write_seeds() {
     std::fs::create_dir_all(seed_dir()).unwrap();
-    for (k, ((pkg, name), (c, _))) in EXERCISE_TYPES.iter().zip(exercise_types()).enumerate() {
-        // SAFETY: an introspection handle of a type support library that stays loaded.
-        let info = unsafe { type_info(c.introspection_handle()) }.unwrap();
-        let schema = Schema::parse(&info.type_name, &info.definition.unwrap()).unwrap();
+    for (k, ((pkg, name), t)) in EXERCISE_TYPES.iter().zip(exercise_types()).enumerate() {
+        let schema = &t.schema;
         for level in [0, 1, 3] {
-            let v = fill(&schema, schema.root_def(), level, k);
-            let payload = ros2msg::encode(&schema, &v.to_json()).unwrap();
+            let v = fill(schema, schema.root_def(), level, k);
+            let payload = ros2msg::encode(schema, &v.to_json()).unwrap();
             let mut input = vec![k as u8];
             input.extend_from_slice(&payload);
             let file = format!("sample-{k:02}-{pkg}-{name}-{level}.bin");

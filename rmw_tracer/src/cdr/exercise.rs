@@ -23,7 +23,7 @@ use std::sync::OnceLock;
 use ffi::introspection_cpp::rosidl_typesupport_introspection_cpp_MessageMembers;
 use ffi::{rosidl_message_type_support_t, rosidl_typesupport_introspection_c__MessageMembers};
 
-use super::{CdrError, Flavor, MessageType};
+use super::{type_info, CdrError, Flavor, MessageType};
 
 /// The message types the fuzz target deserializes into (the first input byte picks one):
 /// test_msgs' every primitive, array, bounded and unbounded sequence, string, wstring and
@@ -181,10 +181,18 @@ impl Drop for MessageMemory {
     }
 }
 
-/// The C and C++ flavors of each of [`EXERCISE_TYPES`], loaded once. Panics when a type
-/// support library cannot be loaded: the fuzz target and its corpus test need every one.
-pub fn exercise_types() -> &'static [(MessageType, MessageType)] {
-    static TYPES: OnceLock<Vec<(MessageType, MessageType)>> = OnceLock::new();
+/// One of [`EXERCISE_TYPES`]: its C and C++ flavors, and its `ros2msg` schema (read from its
+/// type support's own type description) for an independent decoder.
+pub struct ExerciseType {
+    pub c: MessageType,
+    pub cpp: MessageType,
+    pub schema: ros2msg::Schema,
+}
+
+/// Each of [`EXERCISE_TYPES`], loaded once. Panics when a type support library cannot be
+/// loaded: the fuzz target and its corpus test need every one.
+pub fn exercise_types() -> &'static [ExerciseType] {
+    static TYPES: OnceLock<Vec<ExerciseType>> = OnceLock::new();
     TYPES.get_or_init(|| {
         let load = |ts: &str, pkg: &str, name: &str| {
             // SAFETY: a ROS type support library; its handle is static data of a library that
@@ -198,10 +206,20 @@ pub fn exercise_types() -> &'static [(MessageType, MessageType)] {
         EXERCISE_TYPES
             .iter()
             .map(|(pkg, name)| {
-                (
-                    load("rosidl_typesupport_introspection_c", pkg, name),
-                    load("rosidl_typesupport_introspection_cpp", pkg, name),
-                )
+                let c = load("rosidl_typesupport_introspection_c", pkg, name);
+                // SAFETY: the introspection handle of a library that stays loaded.
+                let info = unsafe { type_info(c.introspection_handle()) }
+                    .unwrap_or_else(|e| panic!("{pkg}/msg/{name}: {e}"));
+                let text = info
+                    .definition
+                    .expect("a Jazzy type support has its definition");
+                let schema = ros2msg::Schema::parse(&info.type_name, &text)
+                    .unwrap_or_else(|e| panic!("{pkg}/msg/{name}: {e}"));
+                ExerciseType {
+                    c,
+                    cpp: load("rosidl_typesupport_introspection_cpp", pkg, name),
+                    schema,
+                }
             })
             .collect()
     })
@@ -214,10 +232,10 @@ pub fn exercise_types() -> &'static [(MessageType, MessageType)] {
 pub fn exercise_deserialize(bytes: &[u8]) -> Option<Result<Vec<u8>, CdrError>> {
     let (pick, payload) = bytes.split_first()?;
     let types = exercise_types();
-    let (c, cpp) = &types[usize::from(*pick) % types.len()];
+    let ExerciseType { c, cpp, schema } = &types[usize::from(*pick) % types.len()];
     let in_c = take_checked(c, payload);
     let in_cpp = take_checked(cpp, payload);
-    Some(match (in_c, in_cpp) {
+    let taken = match (in_c, in_cpp) {
         (Ok(a), Ok(b)) => {
             assert_eq!(a, b, "{}: C and C++ serialize different bytes", c.name());
             Ok(a)
@@ -229,7 +247,28 @@ pub fn exercise_deserialize(bytes: &[u8]) -> Option<Result<Vec<u8>, CdrError>> {
             a.map(|_| "ok").map_err(|e| e.to_string()),
             b.map(|_| "ok").map_err(|e| e.to_string()),
         ),
-    })
+    };
+    // An independent decoder (ros2msg, from the type's own definition) reads the same values in
+    // the input as in what rmw_tracer wrote back: a field read or written at the wrong place, or
+    // a value changed on the way, shows here even where C, C++ and the round trips agree. (Not
+    // the other way round: ros2msg refuses strings that are not UTF-8, rmw_tracer does not.)
+    if let Ok(v) = ros2msg::decode(schema, payload) {
+        let out = taken.as_ref().unwrap_or_else(|e| {
+            panic!(
+                "{}: ros2msg reads the input, rmw_tracer refuses it: {e}",
+                c.name()
+            )
+        });
+        let back = ros2msg::decode(schema, out)
+            .unwrap_or_else(|e| panic!("{}: ros2msg cannot read our bytes: {e}", c.name()));
+        assert_eq!(
+            back.to_json(),
+            v.to_json(),
+            "{}: the values changed in rmw_tracer's hands",
+            c.name()
+        );
+    }
+    Some(taken)
 }
 
 /// Deserializes `payload` as `rmw_take` does, into a fresh message and again into the same
