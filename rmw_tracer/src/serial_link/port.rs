@@ -22,24 +22,31 @@ pub struct PortSpec {
 
 pub const DEFAULT_BAUD: u32 = 115_200;
 
+/// Why an `RMW_TRACER_SERIAL` entry was left out (logged once, with the entry).
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SpecError {
+    #[error("{0}: a port is an absolute path (/dev/ttyACM0:115200)")]
+    NotAbsolute(String),
+    #[error("{0}: no such baud rate")]
+    Baud(String),
+}
+
 impl PortSpec {
     /// `/dev/ttyACM0:115200`, or a path alone (115200). A path may hold `:` itself: only a
     /// number after the last one is a baud rate.
-    pub fn parse(s: &str) -> Result<PortSpec, String> {
+    pub fn parse(s: &str) -> Result<PortSpec, SpecError> {
         let s = s.trim();
         let (path, baud) = match s.rsplit_once(':') {
             Some((p, b)) if !b.is_empty() && b.bytes().all(|c| c.is_ascii_digit()) => {
-                let baud: u32 = b.parse().map_err(|_| format!("{s}: baud rate {b}"))?;
+                let baud: u32 = b.parse().map_err(|_| SpecError::Baud(s.to_owned()))?;
                 (p, baud)
             }
             _ => (s, DEFAULT_BAUD),
         };
-        if path.is_empty() || !path.starts_with('/') {
-            return Err(format!(
-                "{s}: a port is an absolute path (/dev/ttyACM0:115200)"
-            ));
+        if !path.starts_with('/') {
+            return Err(SpecError::NotAbsolute(s.to_owned()));
         }
-        baud_rate(baud).ok_or_else(|| format!("{s}: no such baud rate {baud}"))?;
+        baud_rate(baud).ok_or_else(|| SpecError::Baud(s.to_owned()))?;
         Ok(PortSpec {
             path: path.to_owned(),
             baud,
@@ -178,7 +185,13 @@ mod tests {
             PortSpec::parse("/dev/serial/by-path/pci-0:1.0:921600").map(|p| p.path),
             Ok("/dev/serial/by-path/pci-0:1.0".into())
         );
-        assert!(PortSpec::parse("ttyACM0").is_err());
-        assert!(PortSpec::parse("/dev/ttyACM0:12345").is_err());
+        assert_eq!(
+            PortSpec::parse("ttyACM0"),
+            Err(SpecError::NotAbsolute("ttyACM0".into()))
+        );
+        assert_eq!(
+            PortSpec::parse("/dev/ttyACM0:12345"),
+            Err(SpecError::Baud("/dev/ttyACM0:12345".into()))
+        );
     }
 }
