@@ -9,7 +9,7 @@
 
 use std::collections::VecDeque;
 
-use crate::vertex::Sample;
+use crate::sample::Sample;
 
 /// A bounded FIFO of samples: at most `depth` entries and `byte_budget` payload bytes (0 =
 /// unbounded for that bound). Overflow drops the oldest entries and counts them

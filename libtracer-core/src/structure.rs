@@ -5,12 +5,9 @@
 //! Event paths are relative to the watched vertex, as on the wire: the watcher of `/net`
 //! sees a new peer as `Created { path: "<peer>", role: Mount }`.
 
-use std::sync::Arc;
-
 use crate::error::Error;
-use crate::path::relative;
 use crate::payload::{Meta, Payload};
-use crate::vertex::{now_ns, Node, Sample};
+use crate::sample::{now_ns, Sample};
 use crate::wire::codec;
 use crate::wire::frame::StructEvent;
 
@@ -60,45 +57,4 @@ pub(crate) enum What {
     Created,
     Removed,
     SchemaSet,
-}
-
-pub(crate) fn make_event(node: &Node, rel: &str, what: What) -> StructEvent {
-    let path = rel.to_string();
-    match what {
-        What::Created => StructEvent::Created {
-            path,
-            role: node.role(),
-            schema: node.schema.lock().clone(),
-        },
-        What::Removed => StructEvent::Removed { path },
-        What::SchemaSet => StructEvent::SchemaSet {
-            path,
-            schema: node.schema.lock().clone().unwrap_or_default(),
-        },
-    }
-}
-
-/// Tell every `:children[]` watcher above `node` (strict ancestors). Called with the graph's
-/// structure lock held, so events reach each watcher in the order the tree changed.
-pub(crate) fn emit(node: &Arc<Node>, what: What) {
-    let mut cur = node.parent.as_ref();
-    while let Some(a) = cur {
-        if let Some(edges) = a.struct_edges.snapshot() {
-            let ev = make_event(node, relative(&node.path, &a.path), what);
-            for e in edges.iter() {
-                e.deliver_event(&ev);
-            }
-        }
-        cur = a.parent.as_ref();
-    }
-}
-
-/// Tell `node`'s own `:children[]` watchers about `node` itself (path "").
-pub(crate) fn emit_self(node: &Arc<Node>, what: What) {
-    if let Some(edges) = node.struct_edges.snapshot() {
-        let ev = make_event(node, "", what);
-        for e in edges.iter() {
-            e.deliver_event(&ev);
-        }
-    }
 }

@@ -2,25 +2,25 @@
 //! `inner` holds the shared state's machinery (access checks, tree changes, edge attachment),
 //! `subscribe` the edge-facing half of the API.
 
-mod inner;
+mod handle;
 mod subscribe;
 
-pub(crate) use inner::close_rec;
+pub use handle::Vertex;
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::acl::{Acl, Credentials, Rights};
 use crate::error::Error;
-use crate::net::Net;
 use crate::path::{valid_segment, Path};
 use crate::payload::{Meta, Payload};
-use crate::structure::{self, What};
+use crate::sample::Sample;
+use crate::state::GraphInner;
+use crate::structure::What;
 use crate::tree::Tree;
 use crate::vertex::{
-    dispatch_write, AdmitFn, EdgeFilterFn, Kind, LandFn, Node, Sample, SinkFn, StreamOptions,
-    Vertex,
+    dispatch_write, AdmitFn, EdgeFilterFn, Kind, LandFn, Node, SinkFn, StreamOptions,
 };
 use crate::wire::frame::SchemaInfo;
 
@@ -55,20 +55,6 @@ pub struct GraphConfig {
 #[derive(Clone)]
 pub struct Graph {
     pub(crate) inner: Arc<GraphInner>,
-}
-
-pub(crate) struct GraphInner {
-    pub(crate) name: String,
-    pub(crate) domain_id: u32,
-    pub(crate) owner: Credentials,
-    pub(crate) tree: Tree,
-    /// How many vertices carry an `:acl`. While 0 a request needs no ancestor walk.
-    acls: AtomicUsize,
-    /// How many of those ACLs have a deny entry that matches the owner. While 0 the owner's
-    /// requests skip the ancestor walk (the owner holds every right no ACL denies it).
-    owner_denials: AtomicUsize,
-    pub(crate) next_edge: AtomicU64,
-    pub(crate) net: Net,
 }
 
 static GRAPH_SEQ: AtomicU64 = AtomicU64::new(0);
@@ -153,26 +139,17 @@ impl Graph {
         let (net_node, _) = tree.create(&Path::parse("/net").map_err(E::from)?);
         drop(net_node);
         let g = Graph {
-            inner: Arc::new(GraphInner {
-                name,
-                domain_id: cfg.domain_id,
-                owner: Credentials::current(),
-                tree,
-                acls: AtomicUsize::new(0),
-                owner_denials: AtomicUsize::new(0),
-                next_edge: AtomicU64::new(1),
-                net: Net::default(),
-            }),
+            inner: Arc::new(GraphInner::new(name, cfg.domain_id, tree)),
         };
         let made = setup(&g)?;
         if cfg.discovery == Discovery::Host {
             let dir = cfg
                 .rendezvous_dir
                 .unwrap_or_else(|| crate::link::default_rendezvous_dir(g.inner.domain_id));
-            let _handler = crate::net::start_host(&g, &dir).map_err(E::from)?;
+            let _handler = crate::net::start_host(&g.inner, &dir).map_err(E::from)?;
             #[cfg(feature = "quic")]
             if let Some(network) = cfg.network {
-                crate::net::start_network(&g, &dir, _handler, network).map_err(E::from)?;
+                crate::net::start_network(&g.inner, &dir, _handler, network).map_err(E::from)?;
             }
         }
         Ok((g, made))
@@ -268,7 +245,7 @@ impl Graph {
             self.inner.check_mount(peer, who, Rights::WRITE)?;
             return self
                 .inner
-                .net
+                .peers
                 .forward_write(peer, rest, payload, meta, None);
         }
         let p = parse_local(path)?;
@@ -290,7 +267,7 @@ impl Graph {
         match p.net_split() {
             Some((peer, rest)) if p.meta().is_none() => {
                 self.inner
-                    .net
+                    .peers
                     .forward_write(peer, rest, payload, meta, Some(timeout))
             }
             _ => self.write(path, payload, meta),
@@ -302,7 +279,7 @@ impl Graph {
     pub fn read(&self, path: &str, timeout: Duration) -> Result<Option<Sample>, Error> {
         let p = Path::parse(path)?;
         if let Some((peer, rest)) = p.net_split() {
-            return self.inner.net.read_remote(peer, rest, timeout);
+            return self.inner.peers.read_remote(peer, rest, timeout);
         }
         let n = self.local_node(path)?;
         self.inner.check(&n, &self.inner.owner, Rights::READ)?;
@@ -328,7 +305,7 @@ impl Graph {
         self.inner.check(&n, &self.inner.owner, Rights::ADMIN)?;
         let _g = self.inner.tree.lock();
         *n.schema.lock() = Some(schema);
-        structure::emit(&n, What::SchemaSet);
+        n.emit(What::SchemaSet);
         Ok(())
     }
 

@@ -2,15 +2,16 @@
 
 use std::sync::Arc;
 
-use super::{close_rec, Graph};
+use super::Graph;
 use crate::acl::{Credentials, Rights};
-use crate::edge::{
-    DeliveryPolicy, Edge, EdgeKind, EdgeRec, EdgeShared, EdgeState, SubscriberInfo, Target,
-};
 use crate::error::Error;
 use crate::link::Link;
-use crate::net::LinkId;
 use crate::path::{MetaSegment, Path};
+use crate::peers::LinkId;
+use crate::state::close_rec;
+use crate::vertex::edge::{
+    DeliveryPolicy, Edge, EdgeKind, EdgeRec, EdgeShared, EdgeState, SubscriberInfo, Target,
+};
 use crate::vertex::Incoming;
 use crate::wire::frame::Role;
 
@@ -91,10 +92,11 @@ impl Graph {
         };
         if let Some((peer, _)) = sp.net_split() {
             self.inner.check_mount(peer, who, Rights::SUBSCRIBE)?;
+            let id = self.inner.new_edge_id();
             return self
                 .inner
-                .net
-                .subscribe_remote(&self.inner, &sp, tnode, policy, tag);
+                .peers
+                .subscribe_remote(id, &sp, tnode, policy, tag);
         }
         let snode = self
             .inner
@@ -151,7 +153,7 @@ impl Graph {
                     }
                 }
             }
-            EdgeKind::Remote { link, .. } => self.inner.net.unsubscribe_remote(*link, e.id),
+            EdgeKind::Remote { link, .. } => self.inner.peers.unsubscribe_remote(*link, e.id),
         }
         e.set_state(EdgeState::Closed);
         Ok(())
@@ -182,25 +184,25 @@ impl Graph {
 
     /// How many error replies came back for forwarded writes nobody waited for, and the last.
     pub fn remote_write_errors(&self) -> (u64, Option<Error>) {
-        self.inner.net.remote_errors()
+        self.inner.peers.remote_errors()
     }
 
     /// Deliveries below an exact edge's source that a peer sent anyway and this graph refused
     /// (a peer that predates exact edges: wire.md, SUBSCRIBE), over the links up now.
     pub fn nested_refused(&self) -> u64 {
-        self.inner.net.nested_refused()
+        self.inner.peers.nested_refused()
     }
 
     /// Peers mounted at `/net/<name>`.
     pub fn peers(&self) -> Vec<String> {
-        self.inner.net.peers()
+        self.inner.peers.peers()
     }
 
     /// Who `peer` is, when it is a graph on another host: what its link authenticated (the
     /// certificate subject, or anonymous). `None` for a peer of this host (its uid is the
     /// kernel's word) or a name with no link.
     pub fn peer_subject(&self, peer: &str) -> Option<crate::acl::Subject> {
-        self.inner.net.peer_subject(peer)
+        self.inner.peers.peer_subject(peer)
     }
 
     /// Wait until each of `peers` has handled every frame this graph sent it before the call
@@ -213,7 +215,7 @@ impl Graph {
         peers: &[String],
         deadline: Option<std::time::Instant>,
     ) -> Result<(), Error> {
-        self.inner.net.sync_peers(peers, deadline)
+        self.inner.peers.sync_peers(peers, deadline)
     }
 
     /// Attach a link to a peer: mounts `/net/<peer>`. The transport then feeds the link's
@@ -239,8 +241,8 @@ impl Graph {
 
     /// Close every link and stop discovery. The graph stays usable in-process.
     pub fn shutdown(&self) {
-        self.inner.net.shutdown();
-        for id in self.inner.net.link_ids() {
+        self.inner.peers.shutdown();
+        for id in self.inner.peers.link_ids() {
             crate::net::detach(&self.inner, id);
         }
     }

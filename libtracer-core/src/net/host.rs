@@ -8,10 +8,11 @@ use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
 
-use super::{attach, detach, link_error, on_frame, LinkId};
+use super::{attach, detach, on_frame};
 use crate::error::Error;
-use crate::graph::{Graph, GraphInner};
 use crate::link::{HostTransport, Link, LinkHandler};
+use crate::peers::{link_error, LinkId};
+use crate::state::GraphInner;
 use crate::wire::frame::Frame;
 
 /// The graph as a transport's `LinkHandler`. Holds the graph weakly: a transport never keeps a
@@ -68,23 +69,22 @@ impl LinkHandler for GraphHandler {
 /// `Discovery::Host`: join the rendezvous directory `dir`. Returns the graph's handler, which
 /// the network's transport feeds too (`start_network`), so a remote graph is mounted like a
 /// local one.
-pub(crate) fn start_host(g: &Graph, dir: &Path) -> Result<Arc<GraphHandler>, Error> {
-    let handler = GraphHandler::new(&g.inner);
-    let t = HostTransport::start(dir, &g.inner.name, handler.clone()).map_err(link_error)?;
-    g.inner.net.add_transport(Box::new(t));
+pub(crate) fn start_host(g: &Arc<GraphInner>, dir: &Path) -> Result<Arc<GraphHandler>, Error> {
+    let handler = GraphHandler::new(g);
+    let t = HostTransport::start(dir, &g.name, handler.clone()).map_err(link_error)?;
+    g.peers.add_transport(Box::new(t));
     Ok(handler)
 }
 
 /// With the network on: reach other hosts over QUIC (the `quic` feature).
 #[cfg(feature = "quic")]
 pub(crate) fn start_network(
-    g: &Graph,
+    g: &Arc<GraphInner>,
     dir: &Path,
     handler: Arc<GraphHandler>,
     cfg: crate::link::QuicConfig,
 ) -> Result<(), Error> {
-    let q =
-        crate::link::QuicTransport::start(dir, &g.inner.name, handler, cfg).map_err(link_error)?;
-    g.inner.net.add_transport(Box::new(q));
+    let q = crate::link::QuicTransport::start(dir, &g.name, handler, cfg).map_err(link_error)?;
+    g.peers.add_transport(Box::new(q));
     Ok(())
 }

@@ -5,20 +5,21 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::{unhook_remote_target, LinkId, LinkState, Pending};
 use crate::acl::Rights;
-use crate::edge::{DeliveryPolicy, EdgeRec, EdgeState, Target};
 use crate::error::Error;
-use crate::graph::GraphInner;
 use crate::path::{MetaSegment, Path};
 use crate::payload::{Meta, Payload};
+use crate::peers::{unhook_remote_target, LinkId, LinkState, Pending};
+use crate::sample::{now_ns, Sample};
+use crate::state::GraphInner;
 use crate::structure;
-use crate::vertex::{dispatch, now_ns, Kind, Sample};
+use crate::vertex::edge::{DeliveryPolicy, EdgeRec, EdgeState, Target};
+use crate::vertex::{dispatch, Kind};
 use crate::wire::frame::{EdgeId, Frame, ReqId, Role, StructEvent};
 
 /// One frame from the peer, on the link's reader thread.
 pub(crate) fn on_frame(g: &GraphInner, id: LinkId, frame: Frame) {
-    let Some(st) = g.net.by_key.read().get(&id.0).cloned() else {
+    let Some(st) = g.peers.get(id) else {
         return;
     };
     match frame {
@@ -152,8 +153,7 @@ pub(crate) fn on_frame(g: &GraphInner, id: LinkId, frame: Frame) {
                 }
                 Some(Pending::Wait(r)) => r.fill(Err(err)),
                 None => {
-                    g.net.remote_errors.fetch_add(1, Ordering::Relaxed);
-                    *g.net.last_remote_error.lock() = Some(err);
+                    g.peers.note_remote_error(err);
                 }
             }
         }
@@ -259,7 +259,7 @@ fn incoming_subscribe(
         g.attach_data_edge(&node, rec);
     }
     // The link may have dropped while we attached: do not leave an edge bound to it.
-    if st.down.load(Ordering::Acquire) {
+    if st.is_down() {
         node.edges.remove_where(|e| e.link == Some(st.key));
         node.struct_edges.remove_where(|e| e.link == Some(st.key));
         return Err(Error::LinkDown(st.peer.name.clone()));

@@ -5,6 +5,7 @@ pub mod codec;
 pub mod error;
 pub mod exercise;
 pub mod frame;
+pub mod policy;
 pub mod stream;
 
 pub use codec::{

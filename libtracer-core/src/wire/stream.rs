@@ -6,7 +6,7 @@
 //! starts there and grows with the bytes that actually arrive (never past the announced
 //! length), so a peer that announces a 60 MiB frame and then stalls costs 4 MiB, not 60.
 //!
-//! A body that fits the buffer pool's classes (up to [`crate::buffer::LARGEST`], 4 MiB + 512 B)
+//! A body that fits the buffer pool's classes (up to [`crate::payload::buffer::LARGEST`], 4 MiB + 512 B)
 //! is read into a block of the pool (`buffer.rs`): its payload is a slice of that block, and when
 //! the last holder drops it the block is free for the next frame, already initialized, so the
 //! steady path reads straight into it with no allocation, no page faults and no zeroing. A
@@ -17,7 +17,7 @@ use bytes::Bytes;
 use super::codec::{check_frame_len, decode_payload, LEN_PREFIX};
 use super::error::DecodeError;
 use super::frame::Frame;
-use crate::buffer::{self, BufMut, BufferPool};
+use crate::payload::buffer::{self, BufMut, BufferPool};
 use crate::payload::Payload;
 
 /// Below this many missing body bytes a direct-read window is not worth offering.

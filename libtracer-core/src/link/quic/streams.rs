@@ -41,7 +41,7 @@ use tokio::runtime::Handle;
 use tokio::sync::Notify;
 
 use super::queue::{Kind, Queue};
-use crate::edge::DeliveryPolicy;
+use crate::wire::policy::DeliveryPolicy;
 use crate::wire::{EdgeId, EncodedFrame, Frame, ReqId};
 
 /// Priority classes of the delivery policy.

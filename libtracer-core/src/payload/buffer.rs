@@ -24,7 +24,7 @@ use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 
-use crate::payload::Payload;
+use super::Payload;
 
 /// Size classes.
 pub const CLASSES: usize = 8;

@@ -1,17 +1,36 @@
-//! The machinery behind `Graph`: access checks, tree changes (with their structural events),
-//! removal with edge clean-up, and edge attachment (transient-local replay, feed snapshots).
+//! The graph's shared state, `GraphInner`, and the machinery on it: access checks, tree changes
+//! (with their structural events), removal with edge clean-up, edge attachment (transient-local
+//! replay, feed snapshots) and mounts.
+//!
+//! Below both the public `Graph` and `net`: it knows its peers (`peers::Peers`) through the link
+//! seam only, never the transports nor how a peer's frames are answered.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
-use super::GraphInner;
 use crate::acl::{permits, Acl, Credentials, Rights};
-use crate::edge::{EdgeRec, EdgeState, Replayed, Target};
 use crate::error::Error;
 use crate::path::{relative, Path};
-use crate::structure::{self, What};
+use crate::peers::Peers;
+use crate::structure::What;
+use crate::tree::Tree;
+use crate::vertex::edge::{EdgeRec, EdgeState, Replayed, Target};
 use crate::vertex::{Incoming, Kind, Node, StreamOptions};
 use crate::wire::frame::{Frame, Role, StructEvent};
+
+pub(crate) struct GraphInner {
+    pub(crate) name: String,
+    pub(crate) domain_id: u32,
+    pub(crate) owner: Credentials,
+    pub(crate) tree: Tree,
+    /// How many vertices carry an `:acl`. While 0 a request needs no ancestor walk.
+    acls: AtomicUsize,
+    /// How many of those ACLs have a deny entry that matches the owner. While 0 the owner's
+    /// requests skip the ancestor walk (the owner holds every right no ACL denies it).
+    owner_denials: AtomicUsize,
+    pub(crate) next_edge: AtomicU64,
+    pub(crate) peers: Peers,
+}
 
 fn denied(node: &Node, who: &Credentials, right: Rights) -> Error {
     Error::PermissionDenied {
@@ -22,6 +41,20 @@ fn denied(node: &Node, who: &Credentials, right: Rights) -> Error {
 }
 
 impl GraphInner {
+    /// A graph of `tree` with no ACL yet and no peer.
+    pub(crate) fn new(name: String, domain_id: u32, tree: Tree) -> GraphInner {
+        GraphInner {
+            name,
+            domain_id,
+            owner: Credentials::current(),
+            tree,
+            acls: AtomicUsize::new(0),
+            owner_denials: AtomicUsize::new(0),
+            next_edge: AtomicU64::new(1),
+            peers: Peers::default(),
+        }
+    }
+
     /// The nearest `:acl` at or above `node` governs (see `acl`).
     pub(crate) fn allowed(&self, node: &Node, who: &Credentials, right: Rights) -> bool {
         let owner = self.owner_uid();
@@ -123,7 +156,7 @@ impl GraphInner {
             }
             if n.set_kind(kind, opts)? {
                 // An inner vertex got a role: announce it again with the role.
-                structure::emit(&n, What::Created);
+                n.emit(What::Created);
             }
             return Ok(n);
         }
@@ -132,7 +165,7 @@ impl GraphInner {
         let (leaf, created) = self.tree.create(p);
         leaf.set_kind(kind, opts)?;
         for n in &created {
-            structure::emit(n, What::Created);
+            n.emit(What::Created);
         }
         Ok(leaf)
     }
@@ -164,9 +197,9 @@ impl GraphInner {
         }
         let nodes = self.tree.detach(node);
         for n in &nodes {
-            structure::emit(n, What::Removed);
+            n.emit(What::Removed);
             // A watcher of the removed vertex itself hears `Removed { path: "" }` last.
-            structure::emit_self(n, What::Removed);
+            n.emit_self(What::Removed);
         }
         for n in &nodes {
             self.unhook(n);
@@ -275,11 +308,7 @@ impl GraphInner {
         let nodes = self.tree.subtree(source, false);
         source.struct_edges.insert(rec.clone());
         for n in &nodes {
-            rec.deliver_event(&structure::make_event(
-                n,
-                relative(&n.path, &source.path),
-                What::Created,
-            ));
+            rec.deliver_event(&n.struct_event(relative(&n.path, &source.path), What::Created));
         }
     }
 
@@ -293,7 +322,7 @@ impl GraphInner {
         let (leaf, created) = self.tree.create(&p);
         leaf.set_kind(Kind::Mount, StreamOptions::default())?;
         for n in &created {
-            structure::emit(n, What::Created);
+            n.emit(What::Created);
         }
         Ok(leaf)
     }
@@ -317,6 +346,6 @@ pub(crate) fn close_rec(source: &Arc<Node>, rec: &Arc<EdgeRec>) {
 
 impl Drop for GraphInner {
     fn drop(&mut self) {
-        self.net.shutdown();
+        self.peers.shutdown();
     }
 }

@@ -1,37 +1,25 @@
-//! Vertices: the tree node behind a path, its store (value, ring or sink), and the public
-//! `Vertex` handle that writes and reads without any path lookup.
+//! Vertices: the tree node behind a path, its store (value, ring or sink) and its out-edges
+//! (`edge`: its `:subscribers[]` and `:children[]`). The public handle on a vertex is
+//! `graph::Vertex`.
+
+pub mod edge;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
-use std::time::Duration;
 
 use parking_lot::{Mutex, RwLock};
 
-use crate::acl::{Acl, Rights};
-use crate::edge::EdgeList;
+use crate::acl::Acl;
 use crate::error::Error;
-use crate::graph::GraphInner;
 use crate::path::relative;
 use crate::payload::{Meta, Payload};
-use crate::ready::{ChangeNotifier, Readiness, ReadyCore};
+use crate::ready::{ChangeNotifier, ReadyCore};
 use crate::ring::Ring;
-use crate::wire::frame::{EdgeId, Role, SchemaInfo};
-
-/// What arrives at a target (or is popped from a ring).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Sample {
-    pub payload: Payload,
-    pub meta: Meta,
-    /// When the sample landed in this graph (ns since the Unix epoch). For a write made in this
-    /// graph with a source timestamp, that timestamp (same clock, same moment).
-    pub received_timestamp_ns: i64,
-    /// `Some("b/c")` when the write happened at `<source>/b/c` (subtree delivery).
-    pub suffix: Option<String>,
-    /// `None` = written in this graph; `Some(peer)` = arrived over the link to `<peer>` (one
-    /// name per link, shared by its samples: no allocation per sample).
-    pub origin: Option<Arc<str>>,
-}
+use crate::sample::{now_ns, Sample};
+use crate::structure::What;
+use crate::wire::frame::{EdgeId, Role, SchemaInfo, StructEvent};
+use edge::EdgeList;
 
 /// The bounds of a stream's ring; 0 = unbounded for that bound.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -118,7 +106,7 @@ pub(crate) enum Incoming {
         id: EdgeId,
     },
     Remote {
-        link: Weak<dyn crate::edge::Inlet>,
+        link: Weak<dyn edge::Inlet>,
         edge: EdgeId,
     },
 }
@@ -140,13 +128,6 @@ pub(crate) struct Node {
     pub(crate) ready: Arc<ReadyCore>,
     pub(crate) change: ChangeNotifier,
     pub(crate) removed: AtomicBool,
-}
-
-pub(crate) fn now_ns() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as i64)
-        .unwrap_or(0)
 }
 
 impl Node {
@@ -274,7 +255,7 @@ impl Node {
     #[inline]
     pub(crate) fn edge_takes(
         &self,
-        e: &crate::edge::EdgeRec,
+        e: &edge::EdgeRec,
         meta: &Meta,
         filter: &mut Option<Option<EdgeFilterFn>>,
     ) -> bool {
@@ -364,137 +345,48 @@ pub(crate) fn dispatch_write(node: &Arc<Node>, payload: Payload, meta: Meta) {
     );
 }
 
-/// A handle on a local vertex. Cheap `Clone`; the hot path does no path lookup.
-#[derive(Clone)]
-pub struct Vertex {
-    pub(crate) node: Arc<Node>,
-    pub(crate) graph: Arc<GraphInner>,
-}
-
-impl Vertex {
-    pub fn path(&self) -> &str {
-        &self.node.path
-    }
-
-    pub fn role(&self) -> Role {
-        self.node.role()
-    }
-
-    /// False once the vertex was removed from the graph (the handle then refuses writes).
-    pub fn exists(&self) -> bool {
-        !self.node.is_removed()
-    }
-
-    /// Store the write here and deliver it to the edges of this vertex and of every ancestor.
-    pub fn write(&self, payload: Payload, meta: Meta) -> Result<(), Error> {
-        self.node.writable()?;
-        self.graph.check_owner(&self.node, Rights::WRITE)?;
-        dispatch_write(&self.node, payload, meta);
-        Ok(())
-    }
-
-    /// Stream role: the oldest sample, removed from the ring.
-    pub fn pop(&self) -> Option<Sample> {
-        if !matches!(self.node.kind.get(), Some(Kind::Stream)) {
-            return None;
-        }
-        let mut st = self.node.store.lock();
-        let s = st.ring.pop();
-        if st.ring.is_empty() {
-            self.node.ready.set(false);
-        }
-        s
-    }
-
-    /// Stream role: keep only the samples `keep` accepts (the owner's admission rules changed,
-    /// e.g. a new content filter); returns how many went. They are not counted as dropped, and
-    /// the readiness falls when the ring is left empty.
-    pub fn retain(&self, keep: impl FnMut(&Sample) -> bool) -> usize {
-        if !matches!(self.node.kind.get(), Some(Kind::Stream)) {
-            return 0;
-        }
-        let mut st = self.node.store.lock();
-        let gone = st.ring.retain(keep);
-        if st.ring.is_empty() {
-            self.node.ready.set(false);
-        }
-        gone
-    }
-
-    /// Samples in the ring (stream), 1 or 0 (value).
-    pub fn len(&self) -> usize {
-        let st = self.node.store.lock();
-        match self.node.kind.get() {
-            Some(Kind::Stream) => st.ring.len(),
-            Some(Kind::Value) => usize::from(st.value.is_some()),
-            _ => 0,
+/// The structural feed of the vertices above and at a node (`structure`): the events are the
+/// node's, so they are made here.
+impl Node {
+    /// The event `what` about this node, as a watcher at relative path `rel` sees it.
+    pub(crate) fn struct_event(&self, rel: &str, what: What) -> StructEvent {
+        let path = rel.to_string();
+        match what {
+            What::Created => StructEvent::Created {
+                path,
+                role: self.role(),
+                schema: self.schema.lock().clone(),
+            },
+            What::Removed => StructEvent::Removed { path },
+            What::SchemaSet => StructEvent::SchemaSet {
+                path,
+                schema: self.schema.lock().clone().unwrap_or_default(),
+            },
         }
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Payload bytes held by a stream's ring.
-    pub fn bytes(&self) -> usize {
-        self.node.store.lock().ring.bytes()
-    }
-
-    /// Overflow drops since the last call.
-    pub fn take_dropped(&self) -> u64 {
-        self.node.store.lock().ring.take_dropped()
-    }
-
-    /// Value role: the stored value (reading it clears readiness). Stream role: the newest
-    /// sample, left in the ring.
-    pub fn value(&self) -> Option<Sample> {
-        let st = self.node.store.lock();
-        match self.node.kind.get() {
-            Some(Kind::Value) => {
-                self.node.ready.set(false);
-                st.value.clone()
+    /// Tell every `:children[]` watcher above this node (strict ancestors). Called with the
+    /// graph's structure lock held, so events reach each watcher in the order the tree changed.
+    pub(crate) fn emit(&self, what: What) {
+        let mut cur = self.parent.as_ref();
+        while let Some(a) = cur {
+            if let Some(edges) = a.struct_edges.snapshot() {
+                let ev = self.struct_event(relative(&self.path, &a.path), what);
+                for e in edges.iter() {
+                    e.deliver_event(&ev);
+                }
             }
-            Some(Kind::Stream) => st.ring.newest().cloned(),
-            _ => None,
+            cur = a.parent.as_ref();
         }
     }
 
-    /// Ready while a stream's ring is non-empty, or while a value has changed since the last
-    /// `value()`. A sink or inner vertex never becomes ready.
-    pub fn readiness(&self) -> Readiness {
-        Readiness(self.node.ready.clone())
-    }
-
-    /// Block until this vertex's own store changes (not its subtree); false on timeout.
-    pub fn await_change(&self, timeout: Option<Duration>) -> bool {
-        self.node.change.wait(timeout)
-    }
-
-    /// Edges in this vertex's `:subscribers[]`.
-    pub fn subscriber_count(&self) -> usize {
-        self.node.edges.live_len()
-    }
-
-    /// The version of this vertex's `:subscribers[]`: it goes up with every edge made or
-    /// removed there. Read it, look at the edges, then [`await_edges`](Self::await_edges) past
-    /// it: no change in between is missed.
-    pub fn edges_version(&self) -> u64 {
-        self.node.edges.changed.version()
-    }
-
-    /// Block until `:subscribers[]` changed after `version`, or until `deadline` (`None`: no
-    /// limit); true when it did. How a reader waits for a subscriber without polling.
-    pub fn await_edges(&self, version: u64, deadline: Option<std::time::Instant>) -> bool {
-        self.node.edges.changed.wait_past(version, deadline)
-    }
-
-    pub fn schema(&self) -> Option<SchemaInfo> {
-        self.node.schema.lock().clone()
-    }
-}
-
-impl std::fmt::Debug for Vertex {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Vertex({} {:?})", self.node.path, self.node.role())
+    /// Tell this node's own `:children[]` watchers about the node itself (path "").
+    pub(crate) fn emit_self(&self, what: What) {
+        if let Some(edges) = self.struct_edges.snapshot() {
+            let ev = self.struct_event("", what);
+            for e in edges.iter() {
+                e.deliver_event(&ev);
+            }
+        }
     }
 }

@@ -1,11 +1,13 @@
 //! Payloads and their metadata. The core never parses a payload.
 
+pub mod buffer;
+
 use std::ops::Range;
 use std::sync::Arc;
 
 use bytes::Bytes;
 
-use crate::buffer::Block;
+use buffer::Block;
 
 /// Opaque payload bytes.
 ///
