@@ -257,3 +257,35 @@ fn sync_peers_times_out_on_a_silent_peer_and_ends_when_its_link_goes() {
     g.link_down(id);
     assert!(waiting.join().unwrap().is_ok());
 }
+
+/// A write its link cannot carry (above the peer's frame bound) is not dropped silently: the
+/// writer gets `TooLarge` naming the size and the peer, the write is still stored and
+/// delivered to every other edge, the link stays up and the next write crosses it (issue 33).
+#[test]
+fn a_write_too_large_for_a_link_is_an_error_for_the_writer() {
+    let (a, b, _na, _nb, _f) = pair();
+    let (sub, _e) = remote_edge(&a, &b);
+    let local = b.create_stream("/local", StreamOptions::default()).unwrap();
+    b.subscribe("/topic", "/local", DeliveryPolicy::default())
+        .unwrap();
+    let topic = b.vertex("/topic").unwrap();
+    let big = vec![7u8; libtracer_core::wire::MAX_FRAME as usize + 1];
+    let err = topic.write(p(&big), m(1)).unwrap_err();
+    match &err {
+        Error::TooLarge(why) => {
+            assert!(why.contains(&big.len().to_string()), "{why}");
+            assert!(why.contains("to a"), "{why}");
+        }
+        other => panic!("expected TooLarge, got {other:?}"),
+    }
+    assert_eq!(local.len(), 1, "the local edge still got it");
+    assert_eq!(topic.len(), 1, "stored at the source");
+    assert!(matches!(
+        b.write("/topic", p(&big), m(2)),
+        Err(Error::TooLarge(_))
+    ));
+    topic.write(p(b"small"), m(3)).unwrap();
+    eventually(T, || sub.len() == 1).expect("the next write crosses the link");
+    assert_eq!(drain(&sub), vec![(3, None)]);
+    assert_eq!(a.peers(), ["b"]);
+}

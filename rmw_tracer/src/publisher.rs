@@ -11,6 +11,7 @@ use crate::boundary::message::MessageRef;
 use crate::boundary::{cstr, RmwError, RmwResult};
 use crate::context::Shared;
 use crate::gid::Gid;
+use crate::log::log;
 use crate::names;
 use crate::node::Node;
 use crate::qos::{End, Qos};
@@ -211,7 +212,18 @@ impl Publisher {
             if let Some(r) = &self.record {
                 r.published(&payload, &meta);
             }
-            self.vertex.write(payload, meta)?;
+            if let Err(e) = self.vertex.write(payload, meta) {
+                if let libtracer_core::Error::TooLarge(why) = &e {
+                    // Every other subscription got it; the one behind that link did not, and
+                    // the user hears of it here as well as from the return code.
+                    log!(
+                        RMW_LOG_SEVERITY_ERROR,
+                        "publisher on {}: {why}",
+                        self.topic.to_string_lossy()
+                    );
+                }
+                return Err(e.into());
+            }
         }
         self.events.on_publish();
         Ok(())

@@ -35,11 +35,11 @@ impl Vertex {
     }
 
     /// Store the write here and deliver it to the edges of this vertex and of every ancestor.
+    /// `Err(TooLarge)` when an edge's link cannot carry the payload, as for `Graph::write`.
     pub fn write(&self, payload: Payload, meta: Meta) -> Result<(), Error> {
         self.node.writable()?;
         self.graph.check_owner(&self.node, Rights::WRITE)?;
-        dispatch_write(&self.node, payload, meta);
-        Ok(())
+        dispatch_write(&self.node, payload, meta)
     }
 
     /// Stream role: the oldest sample, removed from the ring.

@@ -222,6 +222,8 @@ impl Graph {
 
     /// Write `path`: a missing local path is created (mkdir -p, the leaf a value) if the nearest
     /// existing ancestor grants CREATE; `/net/<peer>/...` is forwarded and never waits.
+    /// `Err(TooLarge)` when an edge's link cannot carry the payload (above its peer's frame
+    /// bound): the write is stored and delivered to every other edge, and the caller knows.
     pub fn write(&self, path: &str, payload: Payload, meta: Meta) -> Result<(), Error> {
         self.write_as(&self.inner.owner, path, payload, meta)
     }
@@ -250,8 +252,7 @@ impl Graph {
         }
         let p = parse_local(path)?;
         let node = self.inner.ensure_write(&p, who)?;
-        dispatch_write(&node, payload, meta);
-        Ok(())
+        dispatch_write(&node, payload, meta)
     }
 
     /// A forwarded write that waits for the peer's answer (e.g. `NotFound`); a local path is

@@ -202,6 +202,7 @@ fn incoming_write(
     }
     node.writable()?;
     g.check(&node, st.creds(), Rights::WRITE)?;
+    // A write we could not pass on to one of our edges' links is the peer's to hear of.
     dispatch(
         &node,
         Sample {
@@ -211,8 +212,7 @@ fn incoming_write(
             suffix: None,
             origin: Some(st.origin.clone()),
         },
-    );
-    Ok(())
+    )
 }
 
 fn incoming_subscribe(

@@ -309,48 +309,60 @@ impl EdgeRec {
     /// Deliver one live write made at `from` (its store sequence `seq`), unless a
     /// transient-local replay of this edge already delivered it.
     #[inline]
-    pub(crate) fn deliver(&self, sample: Sample, from: usize, seq: u64) {
+    ///
+    /// `Err(TooLarge)` when the sample cannot cross this edge's link (above the peer's frame
+    /// bound): the writer hears of it, never a silent drop. Nothing else fails a delivery.
+    pub(crate) fn deliver(&self, sample: Sample, from: usize, seq: u64) -> Result<(), Error> {
         if self.replaying.load(Ordering::Acquire) {
             let mut b = self.buffer.lock();
             if self.replaying.load(Ordering::Acquire) {
                 b.push((from, seq, sample));
-                return;
+                return Ok(());
             }
         }
         // A writer that stored before the snapshot but was slow to reach this edge arrives
         // here after the replay, which already held its write.
         if self.replayed.get().is_some_and(|r| r.covers(from, seq)) {
-            return;
+            return Ok(());
         }
-        self.send(sample);
+        self.hand(sample, false)
     }
 
     /// Hand a sample to the target: an ordinary write that lands in the target's store and is
-    /// never dispatched further.
+    /// never dispatched further. A sample that cannot cross the link is left out (its writer
+    /// went on long ago; `deliver` reports it to a live writer).
     pub(crate) fn send(&self, sample: Sample) {
-        self.hand(sample, false);
+        let _ = self.hand(sample, false);
     }
 
     /// `send` a sample of this edge's transient-local replay: owed in full, so a link that
     /// drops deliveries under pressure keeps it (`Link::send_owed`).
     pub(crate) fn send_replayed(&self, sample: Sample) {
-        self.hand(sample, true);
+        let _ = self.hand(sample, true);
     }
 
-    fn hand(&self, sample: Sample, replayed: bool) {
+    fn hand(&self, sample: Sample, replayed: bool) -> Result<(), Error> {
         match &self.target {
             Target::Local(n) => n.land(sample),
             Target::Remote { link, edge } => {
+                let len = sample.payload.len();
                 let f = Frame::Delivery {
                     edge: *edge,
                     meta: sample.meta,
                     suffix: sample.suffix,
                     payload: sample.payload,
                 };
-                // A failed send means the link is going down; on_down removes the edge.
-                let _ = link.send(&f, replayed);
+                // The link stays up; the message cannot be carried to this peer. Any other
+                // failure means the link is going down, and on_down removes the edge.
+                if let Err(Error::TooLarge(why)) = link.send(&f, replayed) {
+                    return Err(Error::TooLarge(format!(
+                        "a message of {len} bytes cannot be sent to {}: {why}",
+                        link.peer_name()
+                    )));
+                }
             }
         }
+        Ok(())
     }
 
     /// End a transient-local replay: deliver what was buffered meanwhile, minus the writes the

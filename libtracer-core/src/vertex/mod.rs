@@ -297,14 +297,21 @@ fn local_received(meta: &Meta) -> i64 {
 /// always contains every write that did not see that edge; a write the snapshot holds that sees
 /// the edge only after the replay is dropped by the edge (`EdgeRec::deliver`).
 #[inline]
-pub(crate) fn dispatch(node: &Arc<Node>, sample: Sample) {
+pub(crate) fn dispatch(node: &Arc<Node>, sample: Sample) -> Result<(), Error> {
     let from = Arc::as_ptr(node) as usize;
     let seq = node.store_sample(sample.clone());
+    // Every edge gets the sample; the first that could not carry it is reported after.
+    let mut refused = Ok(());
+    let mut note = |r: Result<(), Error>| {
+        if refused.is_ok() {
+            refused = r;
+        }
+    };
     if let Some(edges) = node.edges.snapshot() {
         let mut filter = None;
         for e in edges.iter() {
             if node.edge_takes(e, &sample.meta, &mut filter) {
-                e.deliver(sample.clone(), from, seq);
+                note(e.deliver(sample.clone(), from, seq));
             }
         }
     }
@@ -322,17 +329,18 @@ pub(crate) fn dispatch(node: &Arc<Node>, sample: Sample) {
                     suffix.get_or_insert_with(|| relative(&node.path, &n.path).to_string());
                 let mut s = sample.clone();
                 s.suffix = Some(suffix.clone());
-                e.deliver(s, from, seq);
+                note(e.deliver(s, from, seq));
             }
         }
         cur = n.parent.as_ref();
     }
+    refused
 }
 
 /// A write made in this graph at `node` (no suffix, no origin), stored and delivered by
 /// [`dispatch`]: the one data path of `Graph::write` and `Vertex::write`.
 #[inline]
-pub(crate) fn dispatch_write(node: &Arc<Node>, payload: Payload, meta: Meta) {
+pub(crate) fn dispatch_write(node: &Arc<Node>, payload: Payload, meta: Meta) -> Result<(), Error> {
     dispatch(
         node,
         Sample {
@@ -342,7 +350,7 @@ pub(crate) fn dispatch_write(node: &Arc<Node>, payload: Payload, meta: Meta) {
             suffix: None,
             origin: None,
         },
-    );
+    )
 }
 
 /// The structural feed of the vertices above and at a node (`structure`): the events are the
