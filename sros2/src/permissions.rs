@@ -262,9 +262,14 @@ pub fn utc(secs: u64) -> String {
     )
 }
 
+/// The last second [`utc`] prints with a four-digit year: 9999-12-31T23:59:59.
+pub const LAST_SECOND: u64 = 253_402_300_799;
+
 /// `YYYY-MM-DDTHH:MM:SS` (UTC; what follows the seconds is ignored, as [`Grant::valid_at`]
 /// ignores it) as seconds since the epoch, the inverse of [`utc`] (days from civil date:
-/// Howard Hinnant's algorithm); `None` for text that is not such a date or one before 1970.
+/// Howard Hinnant's algorithm); `None` for text that is not such a date, one before 1970, or
+/// one that lands past [`LAST_SECOND`] (`9999-12-31T23:59:60`, a leap second, carries into
+/// year 10000, which is no such date and no X.509 time either).
 pub fn epoch_secs(date: &str) -> Option<u64> {
     let b = date.as_bytes();
     if b.len() < 19
@@ -295,7 +300,9 @@ pub fn epoch_secs(date: &str) -> Option<u64> {
     let doy = (153 * mp + 2) / 5 + d - 1;
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     let days = era * 146_097 + doe - 719_468;
-    u64::try_from(days * 86_400 + hh * 3600 + mm * 60 + ss).ok()
+    u64::try_from(days * 86_400 + hh * 3600 + mm * 60 + ss)
+        .ok()
+        .filter(|secs| *secs <= LAST_SECOND)
 }
 
 #[cfg(test)]
@@ -322,6 +329,10 @@ mod tests {
             "2099/12/31T00:00:00",
             "+099-12-31T00:00:00",
             "1969-12-31T23:59:59",
+            // Found by fuzzing (fuzz/seeds/dates/regress-leap-second-past-9999.txt): it read as
+            // the first second of year 10000, which utc prints in five digits and which does
+            // not read back.
+            "9999-12-31T23:59:60",
         ] {
             assert_eq!(epoch_secs(bad), None, "{bad}");
         }
