@@ -42,7 +42,7 @@ pub use vertex::edge;
 pub mod wire;
 
 pub use acl::{Ace, AceKind, Acl, Credentials, Principal, Rights, Subject, SubjectCheck};
-pub use edge::{DeliveryPolicy, Edge, EdgeState, SubscriberInfo};
+pub use edge::{DeliveryPolicy, Edge, EdgeState, SubscriberInfo, Window};
 pub use error::Error;
 pub use graph::Vertex;
 pub use graph::{Discovery, Graph, GraphConfig, Schema};
@@ -53,5 +53,6 @@ pub use peers::LinkId;
 pub use ready::{Readiness, Signal, Waiter};
 pub use ring::Ring;
 pub use sample::Sample;
+pub use vertex::pacing::DEFAULT_MAX_BLOCKING;
 pub use vertex::{AdmitFn, EdgeFilterFn, LandFn, Landed, SinkFn, StreamOptions};
 pub use wire::frame::{EdgeId, Role, SchemaInfo, StructEvent};

@@ -136,6 +136,7 @@ mod tests {
             received_timestamp_ns: 0,
             suffix: None,
             origin: None,
+            credit: Default::default(),
         }
     }
 

@@ -48,6 +48,7 @@ pub(crate) fn event_sample(ev: &StructEvent) -> Sample {
         received_timestamp_ns: now_ns(),
         suffix: None,
         origin: None,
+        credit: Default::default(),
     }
 }
 

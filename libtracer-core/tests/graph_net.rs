@@ -126,6 +126,7 @@ fn ruling_incoming_subscribe_checked_with_peer_credentials() {
         edge,
         policy: 0,
         tag: None,
+        window: None,
     };
     g.link_frame(id, sub(1, 10));
     assert!(matches!(
@@ -246,6 +247,7 @@ fn ruling_a_remote_peer_is_the_principal_its_link_authenticated() {
         edge: req,
         policy: 0,
         tag: None,
+        window: None,
     };
     let refusal = |l: &common::Scripted| match l.pop() {
         Some(Frame::Error {

@@ -46,6 +46,7 @@ fn frame() -> impl Strategy<Value = Frame> {
                     edge,
                     policy,
                     tag: tag.map(Into::into),
+                    window: None,
                 }
             }),
         (req.clone(), path()).prop_map(|(req, path)| Frame::Read { req, path }),

@@ -181,6 +181,7 @@ fn replayed_and_live_deliveries_arrive_in_order<F: Fabric>(f: F) {
         edge: 1,
         policy: libtracer_core::DeliveryPolicy::RELIABLE.bits(),
         tag: None,
+        window: None,
     })
     .unwrap();
     assert!(ra.wait_for(T, |e| e

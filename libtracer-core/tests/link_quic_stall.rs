@@ -99,6 +99,7 @@ fn stalled(tag: &str, write_timeout: Option<Duration>) -> Stalled {
         edge: 1,
         policy: DeliveryPolicy::new(true, 3, false).bits(),
         tag: None,
+        window: None,
     })
     .unwrap();
     assert!(ra.wait_for(T, |e| e

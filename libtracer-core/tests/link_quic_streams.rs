@@ -64,6 +64,7 @@ fn subscribe(p: &Pair, req: u64, edge: u64, policy: DeliveryPolicy) {
             edge,
             policy: policy.bits(),
             tag: None,
+            window: None,
         })
         .unwrap();
     assert!(p.ra.wait_for(T, |e| e.iter().any(

@@ -31,6 +31,7 @@ fn seeds() -> Vec<Vec<u8>> {
             edge: 3,
             policy: 1,
             tag: Some(b"who".to_vec().into()),
+            window: None,
         },
         Frame::Delivery {
             edge: 3,

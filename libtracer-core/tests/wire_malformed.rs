@@ -628,6 +628,7 @@ fn subscribe_tag_is_bounded_at_64_bytes() {
         edge: 9,
         policy: 0b10_0001,
         tag: tag.map(bytes::Bytes::from),
+        window: None,
     };
     for n in [0, 1, 16, MAX_TAG] {
         let f = subscribe(Some(vec![7; n]));
@@ -656,4 +657,49 @@ fn subscribe_tag_is_bounded_at_64_bytes() {
             .0,
         subscribe(None)
     );
+}
+
+/// Paced edges (docs/wire.md section 2, "Flow control"): WINDOW is 12 bytes exactly, in
+/// SUBSCRIBE (optional) and CREDIT (mandatory); a CREDIT without it, or with another length,
+/// is malformed; the policy's paced bit survives the trip.
+#[test]
+fn window_and_credit_are_checked() {
+    let mut sub = t(tlv::REQ, &1u64.to_le_bytes());
+    sub.extend(t(tlv::PATH, b"/t"));
+    sub.extend(t(tlv::EDGE, &9u64.to_le_bytes()));
+    sub.extend(t(tlv::POLICY, &0b110_0001u16.to_le_bytes()));
+    let mut short = sub.clone();
+    short.extend(t(tlv::WINDOW, &[0; 11]));
+    assert!(matches!(
+        err(&raw(kind::SUBSCRIBE, &short)),
+        DecodeError::BadLength { tlv: "WINDOW", .. }
+    ));
+    let mut whole = sub.clone();
+    let mut w = 128u32.to_le_bytes().to_vec();
+    w.extend((4u64 << 20).to_le_bytes());
+    whole.extend(t(tlv::WINDOW, &w));
+    match decode(&raw(kind::SUBSCRIBE, &whole), MAX_FRAME).unwrap().0 {
+        Frame::Subscribe { policy, window, .. } => {
+            assert!(libtracer_core::DeliveryPolicy::from_bits(policy).is_paced());
+            assert_eq!(
+                window,
+                Some(libtracer_core::Window {
+                    messages: 128,
+                    bytes: 4 << 20
+                })
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let edge = t(tlv::EDGE, &9u64.to_le_bytes());
+    assert!(matches!(
+        err(&raw(kind::CREDIT, &edge)),
+        DecodeError::MissingTlv { .. }
+    ));
+    let mut long = edge.clone();
+    long.extend(t(tlv::WINDOW, &[0; 13]));
+    assert!(matches!(
+        err(&raw(kind::CREDIT, &long)),
+        DecodeError::BadLength { tlv: "WINDOW", .. }
+    ));
 }

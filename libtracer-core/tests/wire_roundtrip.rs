@@ -2,7 +2,7 @@
 //! fragmentation, and structural events round-trip as sample payloads.
 
 use libtracer_core::wire::*;
-use libtracer_core::{Meta, Payload};
+use libtracer_core::{Meta, Payload, Window};
 use proptest::prelude::*;
 
 fn path() -> impl Strategy<Value = String> {
@@ -137,8 +137,18 @@ fn frame() -> impl Strategy<Value = Frame> {
                 edge,
                 policy,
                 tag: (edge % 3 == 0).then(|| edge.to_le_bytes().to_vec().into()),
+                window: (edge % 2 == 0).then_some(Window {
+                    messages: req as u32,
+                    bytes: edge,
+                }),
             }
         ),
+        (any::<u64>(), any::<u32>(), any::<u64>()).prop_map(|(edge, messages, bytes)| {
+            Frame::Credit {
+                edge,
+                window: Window { messages, bytes },
+            }
+        }),
         any::<u64>().prop_map(|edge| Frame::Unsubscribe { edge }),
         (any::<u64>(), meta(), prop::option::of(path()), payload()).prop_map(
             |(edge, meta, suffix, payload)| Frame::Delivery {
@@ -222,9 +232,9 @@ proptest! {
 
     #[test]
     fn ruling8_unknown_optional_tlvs_are_skipped(f in frame(), t in 0u8..0x80, value in prop::collection::vec(any::<u8>(), 0..300)) {
-        // Skip the optional types this version knows (MESSAGE, and HELLO's SHM, PERMISSIONS
-        // and DIRECTORY).
-        prop_assume!(!(0x01..=0x04).contains(&t));
+        // Skip the optional types this version knows (MESSAGE, HELLO's SHM, PERMISSIONS and
+        // DIRECTORY, SUBSCRIBE's TAG and WINDOW).
+        prop_assume!(!(0x01..=0x06).contains(&t));
         let mut bytes = encode(&f).unwrap();
         let mut extra = vec![t];
         let mut len = value.len();
@@ -296,6 +306,29 @@ fn ruling8_one_byte_fragmentation_of_every_kind() {
             edge: 77,
             policy: 0x8001,
             tag: None,
+            window: None,
+        },
+        Frame::Subscribe {
+            req: 2,
+            source: "/t".into(),
+            edge: 78,
+            policy: 0x61,
+            tag: Some(vec![7; 16].into()),
+            window: Some(Window {
+                messages: 4096,
+                bytes: 32 << 20,
+            }),
+        },
+        Frame::Credit {
+            edge: 78,
+            window: Window::default(),
+        },
+        Frame::Credit {
+            edge: 78,
+            window: Window {
+                messages: 1024,
+                bytes: u64::MAX,
+            },
         },
         Frame::Unsubscribe { edge: 77 },
         Frame::Delivery {

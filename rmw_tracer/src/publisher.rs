@@ -18,6 +18,10 @@ use crate::qos::{End, Qos};
 use crate::registry::{EntityKind, Entry};
 use crate::topic::{now_ns, TopicType};
 
+/// How long `rmw_publish` waits for room at a RELIABLE + KEEP_ALL subscription before it fails:
+/// Fast DDS's default `max_blocking_time` (docs/rmw-mapping.md, "Flow control").
+pub const PUBLISH_MAX_BLOCKING: std::time::Duration = libtracer_core::DEFAULT_MAX_BLOCKING;
+
 pub struct Publisher {
     /// Keeps the context (and its registry, which the entry retracts from) alive.
     _ctx: Arc<Shared>,
@@ -212,8 +216,12 @@ impl Publisher {
             if let Some(r) = &self.record {
                 r.published(&payload, &meta);
             }
-            if let Err(e) = self.vertex.write(payload, meta) {
-                if let libtracer_core::Error::TooLarge(why) = &e {
+            match self
+                .vertex
+                .write_within(payload, meta, PUBLISH_MAX_BLOCKING)
+            {
+                Ok(()) => {}
+                Err(libtracer_core::Error::TooLarge(why)) => {
                     // Every other subscription got it; the one behind that link did not, and
                     // the user hears of it here as well as from the return code.
                     log!(
@@ -221,8 +229,20 @@ impl Publisher {
                         "publisher on {}: {why}",
                         self.topic.to_string_lossy()
                     );
+                    return Err(RmwError::failed(why));
                 }
-                return Err(e.into());
+                // A RELIABLE + KEEP_ALL subscription had no room for so long: the message went
+                // nowhere. rmw_publish documents no timeout code: an error, as Fast DDS's
+                // write past its max_blocking_time.
+                Err(libtracer_core::Error::Timeout) => {
+                    return Err(RmwError::failed(format!(
+                        "publish on {} timed out after {} ms: a RELIABLE + KEEP_ALL subscription \
+                         has no room for it (it takes more slowly than this publisher writes)",
+                        self.topic.to_string_lossy(),
+                        PUBLISH_MAX_BLOCKING.as_millis()
+                    )));
+                }
+                Err(e) => return Err(e.into()),
             }
         }
         self.events.on_publish();

@@ -16,7 +16,7 @@
 
 use std::time::Duration;
 
-use libtracer_core::{DeliveryPolicy, StreamOptions};
+use libtracer_core::{DeliveryPolicy, StreamOptions, Window};
 use tracer_recording::{QosNumbers, INFINITE_NS};
 
 use crate::boundary::{RmwError, RmwResult};
@@ -27,6 +27,19 @@ pub const DEFAULT_DEPTH: usize = 10;
 /// The byte budget of a KEEP_ALL ring: KEEP_ALL has no count bound, and this keeps a stalled
 /// subscriber from taking all memory (the oldest samples go first, counted as lost).
 pub const KEEP_ALL_BYTE_BUDGET: usize = 256 * 1024 * 1024;
+
+/// The credit a RELIABLE + KEEP_ALL subscription grants each of its edges (docs/wire.md section
+/// 2, "Flow control"): what a publisher may have sent it beyond what it has taken. Small
+/// enough that a publisher ahead of its reader runs out of credit, and so waits at most
+/// `PUBLISH_MAX_BLOCKING`, before a Unix socket's buffer (208 KiB by default, each small
+/// frame taking most of a kilobyte of it) blocks its write; the credit comes back every 2 ms
+/// or quarter window while the reader takes, so on one host it does not limit the rate.
+/// Across hosts it bounds a small-message stream to 128 messages per round trip (a
+/// measured choice for later: docs/rmw-mapping.md, "Flow control").
+pub const PACED_WINDOW: Window = Window {
+    messages: 128,
+    bytes: 4 * 1024 * 1024,
+};
 
 /// The byte bound of a reliable KEEP_ALL publisher's resend window with the network on
 /// (docs/network.md section 6): what it keeps for a subscriber whose link was cut.
@@ -184,9 +197,13 @@ impl Qos {
 
     /// The delivery policy of a subscription's edges, at priority 0 (the subscription sets its
     /// topic's class: `crate::priority`). Exact: a ROS topic is a name, not a subtree, so a
-    /// subscription to `/camera/image` never receives `/camera/image/compressed`.
+    /// subscription to `/camera/image` never receives `/camera/image/compressed`. Paced for
+    /// RELIABLE + KEEP_ALL: the publisher is held back rather than the subscription losing
+    /// what it cannot hold ([`PACED_WINDOW`]).
     pub fn delivery(&self) -> DeliveryPolicy {
-        DeliveryPolicy::new(self.reliable(), 0, self.transient_local()).with_exact(true)
+        DeliveryPolicy::new(self.reliable(), 0, self.transient_local())
+            .with_exact(true)
+            .with_paced(self.reliable() && self.keep_all())
     }
 
     /// The bounds of a subscription's ring.

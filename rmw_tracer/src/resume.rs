@@ -144,6 +144,7 @@ mod tests {
             received_timestamp_ns: 0,
             suffix: None,
             origin: origin.map(Into::into),
+            credit: Default::default(),
         }
     }
 

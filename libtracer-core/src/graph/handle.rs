@@ -10,6 +10,7 @@ use crate::payload::{Meta, Payload};
 use crate::ready::Readiness;
 use crate::sample::Sample;
 use crate::state::GraphInner;
+use crate::vertex::pacing::DEFAULT_MAX_BLOCKING;
 use crate::vertex::{dispatch_write, Kind, Node};
 use crate::wire::frame::{Role, SchemaInfo};
 
@@ -37,9 +38,21 @@ impl Vertex {
     /// Store the write here and deliver it to the edges of this vertex and of every ancestor.
     /// `Err(TooLarge)` when an edge's link cannot carry the payload, as for `Graph::write`.
     pub fn write(&self, payload: Payload, meta: Meta) -> Result<(), Error> {
+        self.write_within(payload, meta, DEFAULT_MAX_BLOCKING)
+    }
+
+    /// `write`, waiting at most `max_wait` for room on the paced edges it goes to (docs/wire.md
+    /// section 2, "Flow control"); past it, `Err(Timeout)` and the write went nowhere: not
+    /// stored, not delivered. Free when no edge is paced.
+    pub fn write_within(
+        &self,
+        payload: Payload,
+        meta: Meta,
+        max_wait: Duration,
+    ) -> Result<(), Error> {
         self.node.writable()?;
         self.graph.check_owner(&self.node, Rights::WRITE)?;
-        dispatch_write(&self.node, payload, meta)
+        dispatch_write(&self.node, payload, meta, max_wait)
     }
 
     /// Stream role: the oldest sample, removed from the ring.

@@ -19,6 +19,7 @@ use crate::sample::Sample;
 use crate::state::GraphInner;
 use crate::structure::What;
 use crate::tree::Tree;
+use crate::vertex::pacing::DEFAULT_MAX_BLOCKING;
 use crate::vertex::{
     dispatch_write, AdmitFn, EdgeFilterFn, Kind, LandFn, Node, SinkFn, StreamOptions,
 };
@@ -224,6 +225,8 @@ impl Graph {
     /// existing ancestor grants CREATE; `/net/<peer>/...` is forwarded and never waits.
     /// `Err(TooLarge)` when an edge's link cannot carry the payload (above its peer's frame
     /// bound): the write is stored and delivered to every other edge, and the caller knows.
+    /// A paced edge without room makes it wait up to `DEFAULT_MAX_BLOCKING`, then fail with
+    /// `Timeout` having gone nowhere (`Vertex::write_within` chooses the wait).
     pub fn write(&self, path: &str, payload: Payload, meta: Meta) -> Result<(), Error> {
         self.write_as(&self.inner.owner, path, payload, meta)
     }
@@ -252,7 +255,7 @@ impl Graph {
         }
         let p = parse_local(path)?;
         let node = self.inner.ensure_write(&p, who)?;
-        dispatch_write(&node, payload, meta)
+        dispatch_write(&node, payload, meta, DEFAULT_MAX_BLOCKING)
     }
 
     /// A forwarded write that waits for the peer's answer (e.g. `NotFound`); a local path is

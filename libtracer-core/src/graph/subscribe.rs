@@ -10,7 +10,7 @@ use crate::path::{MetaSegment, Path};
 use crate::peers::LinkId;
 use crate::state::close_rec;
 use crate::vertex::edge::{
-    DeliveryPolicy, Edge, EdgeKind, EdgeRec, EdgeShared, EdgeState, SubscriberInfo, Target,
+    DeliveryPolicy, Edge, EdgeKind, EdgeRec, EdgeShared, EdgeState, SubscriberInfo, Target, Window,
 };
 use crate::vertex::Incoming;
 use crate::wire::frame::Role;
@@ -25,7 +25,7 @@ impl Graph {
         target: &str,
         policy: DeliveryPolicy,
     ) -> Result<Edge, Error> {
-        self.subscribe_with(&self.inner.owner, source, target, policy, None)
+        self.subscribe_with(&self.inner.owner, source, target, policy, None, None)
     }
 
     /// `subscribe` with a tag saying who subscribes (at most `wire::MAX_TAG` bytes, opaque):
@@ -47,7 +47,37 @@ impl Graph {
             )));
         }
         let tag = Some(bytes::Bytes::copy_from_slice(tag));
-        self.subscribe_with(&self.inner.owner, source, target, policy, tag)
+        self.subscribe_with(&self.inner.owner, source, target, policy, tag, None)
+    }
+
+    /// `subscribe_tagged` with flow control (docs/wire.md section 2, "Flow control"): with a
+    /// paced reliable `policy`, the producer sends no more than `window` beyond what `target`
+    /// has let go (each sample holds its credit until its last copy is dropped: taken, refused
+    /// on arrival, or evicted), and a writer waits for room, up to its deadline. A producer
+    /// that does not pace (a peer that predates it) delivers as on an unpaced edge.
+    pub fn subscribe_paced(
+        &self,
+        source: &str,
+        target: &str,
+        policy: DeliveryPolicy,
+        tag: &[u8],
+        window: Window,
+    ) -> Result<Edge, Error> {
+        if tag.len() > crate::wire::MAX_TAG {
+            return Err(Error::Malformed(format!(
+                "an edge tag of {} bytes (at most {})",
+                tag.len(),
+                crate::wire::MAX_TAG
+            )));
+        }
+        if window.messages == 0 || window.bytes == 0 {
+            return Err(Error::Malformed(
+                "a paced edge needs a window of at least one message and one byte".into(),
+            ));
+        }
+        let tag = Some(bytes::Bytes::copy_from_slice(tag));
+        let policy = policy.with_paced(true);
+        self.subscribe_with(&self.inner.owner, source, target, policy, tag, Some(window))
     }
 
     /// `subscribe` on behalf of another principal.
@@ -58,7 +88,7 @@ impl Graph {
         target: &str,
         policy: DeliveryPolicy,
     ) -> Result<Edge, Error> {
-        self.subscribe_with(who, source, target, policy, None)
+        self.subscribe_with(who, source, target, policy, None, None)
     }
 
     fn subscribe_with(
@@ -68,6 +98,7 @@ impl Graph {
         target: &str,
         policy: DeliveryPolicy,
         tag: Option<bytes::Bytes>,
+        window: Option<Window>,
     ) -> Result<Edge, Error> {
         let tnode = self.local_node(target)?;
         if tnode.role() == Role::Mount {
@@ -96,7 +127,7 @@ impl Graph {
             return self
                 .inner
                 .peers
-                .subscribe_remote(id, &sp, tnode, policy, tag);
+                .subscribe_remote(id, &sp, tnode, policy, tag, window);
         }
         let snode = self
             .inner
@@ -128,6 +159,7 @@ impl Graph {
             Target::Local(tnode),
             Some(Arc::downgrade(&handle)),
             policy.is_transient_local() && !structural,
+            window.filter(|_| !structural),
         );
         if structural {
             self.inner.attach_struct_edge(&snode, rec);

@@ -10,10 +10,10 @@ use crate::error::Error;
 use crate::path::{MetaSegment, Path};
 use crate::payload::{Meta, Payload};
 use crate::peers::{unhook_remote_target, LinkId, LinkState, Pending};
-use crate::sample::{now_ns, Sample};
+use crate::sample::{now_ns, Credit, Sample};
 use crate::state::GraphInner;
 use crate::structure;
-use crate::vertex::edge::{DeliveryPolicy, EdgeRec, EdgeState, Target};
+use crate::vertex::edge::{DeliveryPolicy, EdgeRec, EdgeState, Target, Window};
 use crate::vertex::{dispatch, Kind};
 use crate::wire::frame::{EdgeId, Frame, ReqId, Role, StructEvent};
 
@@ -38,6 +38,7 @@ pub(crate) fn on_frame(g: &GraphInner, id: LinkId, frame: Frame) {
             edge,
             policy,
             tag,
+            window,
         } => match incoming_subscribe(
             g,
             &st,
@@ -45,10 +46,20 @@ pub(crate) fn on_frame(g: &GraphInner, id: LinkId, frame: Frame) {
             edge,
             DeliveryPolicy::from_bits(policy),
             tag,
+            window,
         ) {
             // The OK goes after any replay or snapshot: once the consumer sees its edge
             // established, the retained history has already landed.
-            Ok(()) => st.reply(req, Ok(())),
+            Ok(paced) => {
+                st.reply(req, Ok(()));
+                if paced {
+                    // We pace this edge: an empty CREDIT says so.
+                    let _ = st.send(&Frame::Credit {
+                        edge,
+                        window: Window::default(),
+                    });
+                }
+            }
             Err(e) => st.reply(req, Err(e)),
         },
         Frame::Unsubscribe { edge } => {
@@ -66,12 +77,14 @@ pub(crate) fn on_frame(g: &GraphInner, id: LinkId, frame: Frame) {
             suffix,
             payload,
         } => {
-            let t = st
-                .consumer
-                .lock()
-                .get(&edge)
-                .map(|c| (c.target.clone(), c.handle.policy.is_exact()));
-            if let Some((t, exact)) = t {
+            let t = st.consumer.lock().get(&edge).map(|c| {
+                (
+                    c.target.clone(),
+                    c.handle.policy.is_exact(),
+                    c.credit.clone(),
+                )
+            });
+            if let Some((t, exact, paced)) = t {
                 // A producer that predates exact edges reads the bit as reserved and sends the
                 // subtree: what it sent below the source is refused here, before any ring
                 // (wire.md, SUBSCRIBE), and counted.
@@ -79,13 +92,44 @@ pub(crate) fn on_frame(g: &GraphInner, id: LinkId, frame: Frame) {
                     st.nested_refused.fetch_add(1, Ordering::Relaxed);
                     return;
                 }
+                // On a paced edge the sample holds its credit until it goes.
+                let credit = match paced {
+                    Some(c) => {
+                        c.landed();
+                        Credit::held(c, payload.len() as u64)
+                    }
+                    None => Credit::default(),
+                };
                 t.land(Sample {
                     payload,
                     meta,
                     received_timestamp_ns: now_ns(),
                     suffix,
                     origin: Some(st.origin.clone()),
+                    credit,
                 });
+            }
+        }
+        // Empty: the producer of our paced edge `edge` says that it paces. Else credit back
+        // for an edge the peer made here (docs/wire.md, "Flow control"). Either way an edge
+        // that is gone (or not paced) makes it a no-op.
+        Frame::Credit { edge, window } if window == Window::default() => {
+            let c = st.consumer.lock().get(&edge).and_then(|c| c.credit.clone());
+            if let Some(c) = c {
+                c.confirm();
+            }
+        }
+        Frame::Credit { edge, window } => {
+            let src = st.produced.lock().get(&edge).and_then(|w| w.upgrade());
+            if let Some(src) = src {
+                let rec = src.edges.snapshot().and_then(|l| {
+                    l.iter()
+                        .find(|e| e.link == Some(st.key) && e.id == edge)
+                        .cloned()
+                });
+                if let Some(p) = rec.as_ref().and_then(|r| r.pacing.as_ref()) {
+                    p.give(window);
+                }
             }
         }
         Frame::Structure { edge, event } => {
@@ -128,6 +172,7 @@ pub(crate) fn on_frame(g: &GraphInner, id: LinkId, frame: Frame) {
                     received_timestamp_ns: now_ns(),
                     suffix: None,
                     origin: Some(st.origin.clone()),
+                    credit: Credit::default(),
                 })));
             }
         }
@@ -211,6 +256,7 @@ fn incoming_write(
             received_timestamp_ns: now_ns(),
             suffix: None,
             origin: Some(st.origin.clone()),
+            credit: Credit::default(),
         },
     )
 }
@@ -222,7 +268,8 @@ fn incoming_subscribe(
     edge: EdgeId,
     policy: DeliveryPolicy,
     tag: Option<bytes::Bytes>,
-) -> Result<(), Error> {
+    window: Option<Window>,
+) -> Result<bool, Error> {
     let p = peer_path(source)?;
     let structural = match p.meta() {
         None => false,
@@ -252,7 +299,9 @@ fn incoming_subscribe(
         },
         None,
         policy.is_transient_local() && !structural,
+        window.filter(|_| !structural),
     );
+    let paced = rec.pacing.is_some();
     if structural {
         g.attach_struct_edge(&node, rec);
     } else {
@@ -264,7 +313,7 @@ fn incoming_subscribe(
         node.struct_edges.remove_where(|e| e.link == Some(st.key));
         return Err(Error::LinkDown(st.peer.name.clone()));
     }
-    Ok(())
+    Ok(paced)
 }
 
 fn incoming_read(g: &GraphInner, st: &LinkState, req: ReqId, path: &str) -> Result<Frame, Error> {

@@ -9,13 +9,14 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex, RwLock};
 
+use super::pacing::Pacing;
 use super::Node;
 use crate::error::Error;
 use crate::ready::ChangeNotifier;
-use crate::sample::Sample;
+use crate::sample::{Credit, Sample};
 use crate::structure;
 use crate::wire::frame::{EdgeId, Frame, StructEvent};
-pub use crate::wire::policy::DeliveryPolicy;
+pub use crate::wire::policy::{DeliveryPolicy, Window};
 
 /// Where an edge stands.
 #[derive(Clone, Debug)]
@@ -255,9 +256,12 @@ pub(crate) struct EdgeRec {
     /// Set once a transient-local replay was taken; consulted by every later delivery, since a
     /// writer may have stored before the snapshot and reach this edge only after the replay.
     replayed: OnceLock<Replayed>,
+    /// A paced edge's credit (its policy is paced and its consumer granted a window).
+    pub(crate) pacing: Option<Arc<Pacing>>,
 }
 
 impl EdgeRec {
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         id: EdgeId,
         link: Option<usize>,
@@ -266,7 +270,12 @@ impl EdgeRec {
         target: Target,
         handle: Option<Weak<EdgeShared>>,
         replaying: bool,
+        window: Option<Window>,
     ) -> Arc<EdgeRec> {
+        let pacing = match window {
+            Some(w) if policy.is_paced() => Some(Arc::new(Pacing::new(w))),
+            _ => None,
+        };
         Arc::new(EdgeRec {
             id,
             link,
@@ -277,6 +286,7 @@ impl EdgeRec {
             replaying: AtomicBool::new(replaying),
             buffer: Mutex::new(Vec::new()),
             replayed: OnceLock::new(),
+            pacing,
         })
     }
 
@@ -308,10 +318,10 @@ impl EdgeRec {
 
     /// Deliver one live write made at `from` (its store sequence `seq`), unless a
     /// transient-local replay of this edge already delivered it.
-    #[inline]
     ///
     /// `Err(TooLarge)` when the sample cannot cross this edge's link (above the peer's frame
     /// bound): the writer hears of it, never a silent drop. Nothing else fails a delivery.
+    #[inline]
     pub(crate) fn deliver(&self, sample: Sample, from: usize, seq: u64) -> Result<(), Error> {
         if self.replaying.load(Ordering::Acquire) {
             let mut b = self.buffer.lock();
@@ -341,7 +351,16 @@ impl EdgeRec {
         let _ = self.hand(sample, true);
     }
 
-    fn hand(&self, sample: Sample, replayed: bool) -> Result<(), Error> {
+    fn hand(&self, mut sample: Sample, replayed: bool) -> Result<(), Error> {
+        // A live sample takes its credit (a replay is owed: it takes none). In this process
+        // the sample itself carries the credit back when its target lets it go.
+        if let (Some(p), false) = (&self.pacing, replayed) {
+            let len = sample.payload.len() as u64;
+            p.take(len);
+            if matches!(self.target, Target::Local(_)) {
+                sample.credit = Credit::held(p.clone(), len);
+            }
+        }
         match &self.target {
             Target::Local(n) => n.land(sample),
             Target::Remote { link, edge } => {
@@ -411,6 +430,8 @@ impl EdgeRec {
 #[derive(Default)]
 pub(crate) struct EdgeList {
     count: AtomicUsize,
+    /// How many of the edges are paced: while 0 a write waits for nothing here.
+    paced: AtomicUsize,
     /// Read-locked by writers (many at once, e.g. every writer below a subscribed root),
     /// write-locked only to swap in a new list.
     list: RwLock<Arc<Vec<Arc<EdgeRec>>>>,
@@ -426,6 +447,12 @@ impl EdgeList {
             return None;
         }
         Some(self.list.read().clone())
+    }
+
+    /// True when some edge of the list is paced (a write must look for room first).
+    #[inline]
+    pub(crate) fn has_paced(&self) -> bool {
+        self.paced.load(Ordering::Acquire) > 0
     }
 
     /// The edges a reader of the graph sees: not those bound to a link that is going down.
@@ -447,6 +474,9 @@ impl EdgeList {
     pub(crate) fn insert(&self, e: Arc<EdgeRec>) {
         let mut g = self.list.write();
         let mut v: Vec<_> = (**g).clone();
+        if e.pacing.is_some() {
+            self.paced.fetch_add(1, Ordering::AcqRel);
+        }
         v.push(e);
         self.count.store(v.len(), Ordering::Release);
         *g = Arc::new(v);
@@ -462,9 +492,19 @@ impl EdgeList {
         }
         let (gone, keep): (Vec<_>, Vec<_>) = g.iter().cloned().partition(|e| pred(e));
         self.count.store(keep.len(), Ordering::Release);
+        self.paced.store(
+            keep.iter().filter(|e| e.pacing.is_some()).count(),
+            Ordering::Release,
+        );
         *g = Arc::new(keep);
         drop(g);
         self.changed.bump();
+        // A writer waiting for room on a removed edge waits no more.
+        for e in &gone {
+            if let Some(p) = &e.pacing {
+                p.close();
+            }
+        }
         gone
     }
 
@@ -509,7 +549,12 @@ mod tests {
                 }
             }
         }
-        assert_eq!(DeliveryPolicy::from_bits(0xffc0).bits(), 0);
+        assert_eq!(DeliveryPolicy::from_bits(0xff80).bits(), 0);
+        // Paced is a reliable edge's: kept from the wire, meaningless on best effort.
+        let paced = DeliveryPolicy::from_bits(0x41);
+        assert!(paced.is_paced() && paced.is_reliable());
+        assert!(!DeliveryPolicy::from_bits(0x40).is_paced());
+        assert_eq!(paced.with_paced(false), DeliveryPolicy::RELIABLE);
         assert_eq!(DeliveryPolicy::RELIABLE.with_priority(42).priority(), 7);
     }
 }

@@ -3,10 +3,12 @@
 //! `graph::Vertex`.
 
 pub mod edge;
+pub(crate) mod pacing;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
+use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, RwLock};
 
@@ -298,6 +300,45 @@ fn local_received(meta: &Meta) -> i64 {
 /// the edge only after the replay is dropped by the edge (`EdgeRec::deliver`).
 #[inline]
 pub(crate) fn dispatch(node: &Arc<Node>, sample: Sample) -> Result<(), Error> {
+    dispatch_within(node, sample, None)
+}
+
+/// Wait until every paced edge that takes `sample` (at `node` and the subtree edges above it)
+/// has room for it, or `deadline` passes (`Err(Timeout)`: the write then goes nowhere, not to
+/// some edges only). Free when no edge on the way is paced.
+fn wait_for_room(node: &Arc<Node>, sample: &Sample, deadline: Instant) -> Result<(), Error> {
+    let len = sample.payload.len() as u64;
+    let mut cur = Some(node);
+    let mut at_source = true;
+    while let Some(n) = cur {
+        if n.edges.has_paced() {
+            if let Some(edges) = n.edges.snapshot() {
+                let mut filter = None;
+                for e in edges.iter().filter(|e| at_source || !e.policy.is_exact()) {
+                    if let Some(p) = &e.pacing {
+                        if n.edge_takes(e, &sample.meta, &mut filter) {
+                            p.wait_room(len, deadline)?;
+                        }
+                    }
+                }
+            }
+        }
+        at_source = false;
+        cur = n.parent.as_ref();
+    }
+    Ok(())
+}
+
+/// [`dispatch`], first waiting up to `deadline` for room on the paced edges it will reach
+/// (`None`: no wait, as for a delivery that arrived over a link).
+pub(crate) fn dispatch_within(
+    node: &Arc<Node>,
+    sample: Sample,
+    deadline: Option<Instant>,
+) -> Result<(), Error> {
+    if let Some(d) = deadline {
+        wait_for_room(node, &sample, d)?;
+    }
     let from = Arc::as_ptr(node) as usize;
     let seq = node.store_sample(sample.clone());
     // Every edge gets the sample; the first that could not carry it is reported after.
@@ -338,18 +379,25 @@ pub(crate) fn dispatch(node: &Arc<Node>, sample: Sample) -> Result<(), Error> {
 }
 
 /// A write made in this graph at `node` (no suffix, no origin), stored and delivered by
-/// [`dispatch`]: the one data path of `Graph::write` and `Vertex::write`.
+/// [`dispatch`] after waiting up to `max_wait` for room on paced edges: the one data path of
+/// `Graph::write` and `Vertex::write`.
 #[inline]
-pub(crate) fn dispatch_write(node: &Arc<Node>, payload: Payload, meta: Meta) -> Result<(), Error> {
-    dispatch(
+pub(crate) fn dispatch_write(
+    node: &Arc<Node>,
+    payload: Payload,
+    meta: Meta,
+    max_wait: Duration,
+) -> Result<(), Error> {
+    dispatch_within(
         node,
         Sample {
             payload,
             received_timestamp_ns: local_received(&meta),
             meta,
-            suffix: None,
-            origin: None,
+            ..Sample::default()
         },
+        // A wait beyond a day is no bound anyone means: a day it is.
+        Some(Instant::now() + max_wait.min(Duration::from_secs(86_400))),
     )
 }
 

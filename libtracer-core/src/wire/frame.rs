@@ -9,6 +9,7 @@
 //! ```
 
 use crate::payload::{Meta, Payload};
+use crate::wire::policy::Window;
 
 /// Protocol version carried in every frame header and in HELLO.
 pub const PROTOCOL_VERSION: u8 = 1;
@@ -131,6 +132,8 @@ pub enum Frame {
         /// [`MAX_TAG`](crate::wire::MAX_TAG) bytes): opaque to the wire, read by the producer's
         /// edge filter (docs/wire.md, SUBSCRIBE).
         tag: Option<bytes::Bytes>,
+        /// A paced edge's credit (the optional WINDOW TLV; docs/wire.md, "Flow control").
+        window: Option<Window>,
     },
     Unsubscribe {
         edge: EdgeId,
@@ -191,6 +194,12 @@ pub enum Frame {
     },
     Pong {
         nonce: u64,
+    },
+    /// Credit back to the producer of a paced edge: samples of it left the consumer's target.
+    /// The first, right after the OK to the SUBSCRIBE and empty, says that the producer paces.
+    Credit {
+        edge: EdgeId,
+        window: Window,
     },
 }
 

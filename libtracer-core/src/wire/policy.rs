@@ -8,7 +8,8 @@
 /// bits 1..=3 priority 0..7 (7 = most urgent)
 /// bit 4      durability request: transient local (replay retained history first)
 /// bit 5      exact: deliver writes at the source itself only, none made below it
-/// bits 6..15 reserved, 0 (ignored when read, never set)
+/// bit 6      paced: flow control by a window of credit (a reliable data edge only)
+/// bits 7..15 reserved, 0 (ignored when read, never set)
 /// ```
 ///
 /// A subtree edge (bit 5 clear) is the substrate's own subscription: every write at the source
@@ -31,7 +32,8 @@ impl DeliveryPolicy {
     const PRIO_MASK: u16 = 0b111 << 1;
     const TRANSIENT_BIT: u16 = 1 << 4;
     const EXACT_BIT: u16 = 1 << 5;
-    const KNOWN: u16 = 0b11_1111;
+    const PACED_BIT: u16 = 1 << 6;
+    const KNOWN: u16 = 0b111_1111;
 
     /// The middle class: what a topic no one classed gets (the rmw's table), and what a WRITE
     /// travels in on a link of several streams, so that it stays behind the deliveries of that
@@ -73,6 +75,12 @@ impl DeliveryPolicy {
     pub const fn is_exact(self) -> bool {
         self.0 & Self::EXACT_BIT != 0
     }
+    /// True for a paced edge: the producer sends no more than the consumer's window of credit
+    /// (`Window`) beyond what the consumer has taken, and its writer waits for room (wire.md
+    /// section 2, "Flow control"). Only on a reliable data edge.
+    pub const fn is_paced(self) -> bool {
+        self.0 & Self::PACED_BIT != 0 && self.is_reliable()
+    }
     const fn with_bit(self, bit: u16, on: bool) -> DeliveryPolicy {
         DeliveryPolicy(if on { self.0 | bit } else { self.0 & !bit })
     }
@@ -91,4 +99,16 @@ impl DeliveryPolicy {
     pub const fn with_exact(self, on: bool) -> DeliveryPolicy {
         self.with_bit(Self::EXACT_BIT, on)
     }
+    /// Paced (flow-controlled by a window of credit) or not; see [`is_paced`](Self::is_paced).
+    pub const fn with_paced(self, on: bool) -> DeliveryPolicy {
+        self.with_bit(Self::PACED_BIT, on)
+    }
+}
+
+/// A paced edge's credit: how many samples and payload bytes its consumer holds for it beyond
+/// what has been taken (SUBSCRIBE's WINDOW), or how much comes back at once (CREDIT).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Window {
+    pub messages: u32,
+    pub bytes: u64,
 }

@@ -5,11 +5,29 @@
 use std::collections::BTreeSet;
 use std::time::Instant;
 
-use libtracer_core::{Edge, EdgeState};
+use libtracer_core::{DeliveryPolicy, Edge, EdgeState, Graph};
 
 use super::{delivers_to, Inner, RemoteEdge, State, SubscriptionLink, RETRY};
+use crate::gid::Gid;
 use crate::log::log;
 use crate::names;
+
+/// A subscription's edge from `source` into its ring `target`, tagged with its gid (the
+/// producer's edge filter judges each write by it) and, with a paced policy (RELIABLE +
+/// KEEP_ALL), with the subscription's window of credit (`qos::PACED_WINDOW`).
+pub fn subscription_edge(
+    graph: &Graph,
+    source: &str,
+    target: &str,
+    policy: DeliveryPolicy,
+    gid: &Gid,
+) -> Result<Edge, libtracer_core::Error> {
+    if policy.is_paced() {
+        graph.subscribe_paced(source, target, policy, &gid.0, crate::qos::PACED_WINDOW)
+    } else {
+        graph.subscribe_tagged(source, target, policy, &gid.0)
+    }
+}
 
 impl Inner {
     /// With SROS2, whether `peer`'s publishers may feed `sub`: as a DDS DataReader ignores a
@@ -80,10 +98,7 @@ impl Inner {
                 Some(r) if r.rewire(peer) => sub.policy.with_transient_local(true),
                 _ => sub.policy,
             };
-            match self
-                .graph
-                .subscribe_tagged(&source, &sub.target, policy, &sub.gid.0)
-            {
+            match subscription_edge(&self.graph, &source, &sub.target, policy, &sub.gid) {
                 Ok(edge) => {
                     remote.insert(
                         peer.to_owned(),

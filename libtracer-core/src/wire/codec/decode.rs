@@ -19,7 +19,7 @@ fn allowed(k: u8) -> u32 {
     match k {
         kind::HELLO => set(&[VERSION, NODE, MAX_FRAME, SHM, PERMISSIONS, DIRECTORY]),
         kind::WRITE => set(&[REQ, PATH, META, PAYLOAD]),
-        kind::SUBSCRIBE => set(&[REQ, PATH, EDGE, POLICY, TAG]),
+        kind::SUBSCRIBE => set(&[REQ, PATH, EDGE, POLICY, TAG, WINDOW]),
         kind::UNSUBSCRIBE => set(&[EDGE]),
         kind::DELIVERY => set(&[EDGE, META, SUFFIX, PAYLOAD]),
         kind::STRUCTURE => set(&[EDGE, EVENT, PATH, ROLE, SCHEMA]),
@@ -31,6 +31,7 @@ fn allowed(k: u8) -> u32 {
         kind::SEGMENT => set(&[SEGMENT]),
         kind::SHM_DELIVERY => set(&[EDGE, META, SUFFIX, SHM_REF]),
         kind::RELEASE => set(&[TOKENS]),
+        kind::CREDIT => set(&[EDGE, WINDOW]),
         _ => 0,
     }
 }
@@ -80,6 +81,7 @@ pub fn decode_payload(whole: &Payload) -> Result<Frame, DecodeError> {
             edge: f.u64(tlv::EDGE)?,
             policy: f.u16(tlv::POLICY)?,
             tag: f.opt_bytes(tlv::TAG, MAX_TAG)?,
+            window: f.opt_window()?,
         },
         kind::UNSUBSCRIBE => Frame::Unsubscribe {
             edge: f.u64(tlv::EDGE)?,
@@ -139,6 +141,10 @@ pub fn decode_payload(whole: &Payload) -> Result<Frame, DecodeError> {
         },
         kind::RELEASE => Frame::Release {
             tokens: f.tokens()?,
+        },
+        kind::CREDIT => Frame::Credit {
+            edge: f.u64(tlv::EDGE)?,
+            window: f.window()?,
         },
         _ => return Err(DecodeError::UnknownKind(k)),
     })

@@ -109,6 +109,7 @@ fn encode_into<'f>(
             edge,
             policy,
             tag,
+            window,
         } => {
             e.u64(tlv::REQ, *req);
             e.str(tlv::PATH, "PATH", source, MAX_PATH)?;
@@ -116,6 +117,9 @@ fn encode_into<'f>(
             e.u16(tlv::POLICY, *policy);
             if let Some(t) = tag {
                 e.bytes(tlv::TAG, "TAG", t, MAX_TAG)?;
+            }
+            if let Some(w) = window {
+                e.window(w);
             }
         }
         Frame::Unsubscribe { edge } => e.u64(tlv::EDGE, *edge),
@@ -202,6 +206,10 @@ fn encode_into<'f>(
             }
             e.tokens(tlv::TOKENS, tokens);
         }
+        Frame::Credit { edge, window } => {
+            e.u64(tlv::EDGE, *edge);
+            e.window(window);
+        }
     }
     let body = (e.buf.len() - LEN_PREFIX) as u64 + payload.map_or(0, |p| p.len() as u64);
     if body > u64::from(max_frame) {
@@ -236,6 +244,7 @@ fn kind_of(frame: &Frame) -> u8 {
         Frame::Segment { .. } => kind::SEGMENT,
         Frame::ShmDelivery { .. } => kind::SHM_DELIVERY,
         Frame::Release { .. } => kind::RELEASE,
+        Frame::Credit { .. } => kind::CREDIT,
     }
 }
 

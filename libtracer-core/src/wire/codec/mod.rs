@@ -68,6 +68,8 @@ pub mod tlv {
     pub const DIRECTORY: u8 = 0x04;
     /// Optional, in SUBSCRIBE: who subscribes, opaque bytes the producer's edge filter reads.
     pub const TAG: u8 = 0x05;
+    /// Optional, in SUBSCRIBE of a paced edge; mandatory in CREDIT: u32 messages, u64 bytes.
+    pub const WINDOW: u8 = 0x06;
     pub const MANDATORY: u8 = 0x80;
 }
 
@@ -88,6 +90,7 @@ pub mod kind {
     pub const SEGMENT: u8 = 0x0D;
     pub const SHM_DELIVERY: u8 = 0x0E;
     pub const RELEASE: u8 = 0x0F;
+    pub const CREDIT: u8 = 0x10;
 }
 
 /// Bytes of a META value: source timestamp, sequence, writer id.
@@ -111,6 +114,7 @@ pub fn kind_name(k: u8) -> &'static str {
         kind::SEGMENT => "SEGMENT",
         kind::SHM_DELIVERY => "SHM_DELIVERY",
         kind::RELEASE => "RELEASE",
+        kind::CREDIT => "CREDIT",
         _ => "unknown frame",
     }
 }

@@ -5,6 +5,7 @@ use super::{tlv, META_LEN};
 use crate::payload::{Meta, Payload};
 use crate::wire::error::DecodeError;
 use crate::wire::frame::{ErrorCode, Role, SchemaInfo, ShmRef, Tokens, MAX_TOKENS};
+use crate::wire::policy::Window;
 
 /// Read a LEB128 varint at `*pos`, advancing it. Bounded to 5 bytes and u32, shortest form only.
 pub(super) fn read_varint(buf: &[u8], pos: &mut usize) -> Result<u32, DecodeError> {
@@ -44,7 +45,7 @@ fn read_sized(buf: &[u8], pos: &mut usize, tlv: u8) -> Result<(usize, usize), De
 }
 
 /// Slot indices of the known TLVs in [`Fields`].
-const KNOWN: [(u8, &str); 23] = [
+const KNOWN: [(u8, &str); 24] = [
     (tlv::REQ, "REQ"),
     (tlv::PATH, "PATH"),
     (tlv::META, "META"),
@@ -68,6 +69,7 @@ const KNOWN: [(u8, &str); 23] = [
     (tlv::PERMISSIONS, "PERMISSIONS"),
     (tlv::DIRECTORY, "DIRECTORY"),
     (tlv::TAG, "TAG"),
+    (tlv::WINDOW, "WINDOW"),
 ];
 
 fn slot(t: u8) -> Option<usize> {
@@ -231,6 +233,20 @@ impl<'a> Fields<'a> {
                 value: 0,
             }),
             port => Ok(Some(port)),
+        }
+    }
+    /// WINDOW: u32 messages, u64 bytes.
+    pub(super) fn window(&self) -> Result<Window, DecodeError> {
+        let v: [u8; 12] = self.fixed(tlv::WINDOW)?;
+        Ok(Window {
+            messages: u32::from_le_bytes(v[0..4].try_into().expect("4 bytes")),
+            bytes: u64::from_le_bytes(v[4..12].try_into().expect("8 bytes")),
+        })
+    }
+    pub(super) fn opt_window(&self) -> Result<Option<Window>, DecodeError> {
+        match self.opt(tlv::WINDOW) {
+            None => Ok(None),
+            Some(_) => self.window().map(Some),
         }
     }
     /// HELLO's optional SHM flags: bit 0 (others are ignored); absent is 0.

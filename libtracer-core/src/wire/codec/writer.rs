@@ -4,6 +4,7 @@ use super::{tlv, META_LEN};
 use crate::payload::Meta;
 use crate::wire::error::EncodeError;
 use crate::wire::frame::SchemaInfo;
+use crate::wire::policy::Window;
 
 /// A growing frame (or event payload) buffer.
 pub(super) struct Enc {
@@ -93,6 +94,13 @@ impl Enc {
             inner.sized(s.layout.as_bytes());
         }
         self.tlv(tlv::SCHEMA, &inner.buf);
+    }
+    /// WINDOW: u32 messages, u64 bytes.
+    pub(super) fn window(&mut self, w: &Window) {
+        let mut v = [0u8; 12];
+        v[0..4].copy_from_slice(&w.messages.to_le_bytes());
+        v[4..12].copy_from_slice(&w.bytes.to_le_bytes());
+        self.tlv(tlv::WINDOW, &v);
     }
     /// A TLV whose value is `values`, each u64 little endian (written in place, no buffer).
     pub(super) fn tokens(&mut self, t: u8, values: &[u64]) {

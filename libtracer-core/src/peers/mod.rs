@@ -11,6 +11,10 @@
 //! Edge ids: the consumer picks the id (graph-unique here, so unique per link); the producer keys
 //! the edge by (link, id) and sends DELIVERY / STRUCTURE frames with it; the consumer maps the id
 //! back to its target.
+mod credit;
+
+pub(crate) use credit::RemoteCredit;
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
@@ -24,7 +28,7 @@ use crate::link::{Link, LinkError, PeerIdentity};
 use crate::path::{MetaSegment, Path};
 use crate::payload::{Meta, Payload};
 use crate::sample::Sample;
-use crate::vertex::edge::{DeliveryPolicy, Edge, EdgeKind, EdgeShared, EdgeState};
+use crate::vertex::edge::{DeliveryPolicy, Edge, EdgeKind, EdgeShared, EdgeState, Window};
 use crate::vertex::{Incoming, Node};
 use crate::wire::frame::{EdgeId, Frame, ReqId};
 
@@ -89,6 +93,8 @@ pub(crate) enum Pending {
 pub(crate) struct Consumer {
     pub(crate) target: Arc<Node>,
     pub(crate) handle: Arc<EdgeShared>,
+    /// A paced edge's credit, given back by the samples that landed from it.
+    pub(crate) credit: Option<Arc<RemoteCredit>>,
 }
 
 pub(crate) struct LinkState {
@@ -470,12 +476,14 @@ impl Peers {
         target: Arc<Node>,
         policy: DeliveryPolicy,
         tag: Option<bytes::Bytes>,
+        window: Option<Window>,
     ) -> Result<Edge, Error> {
         let Some((peer, rest)) = source.net_split() else {
             return Err(Error::NotFound(source.to_string()));
         };
         let full_source = source.to_string();
         let structural = rest.ends_with(MetaSegment::Children.as_str());
+        let window = window.filter(|_| policy.is_paced() && !structural);
         let l = self.link(peer)?;
         let handle = EdgeShared::new(
             id,
@@ -499,6 +507,7 @@ impl Peers {
             Consumer {
                 target: target.clone(),
                 handle: handle.clone(),
+                credit: window.map(|w| Arc::new(RemoteCredit::new(Arc::downgrade(&l), id, w))),
             },
         );
         let req = self.req();
@@ -509,6 +518,7 @@ impl Peers {
             edge: id,
             policy: policy.bits(),
             tag,
+            window,
         }) {
             l.pending.lock().remove(&req);
             l.consumer.lock().remove(&id);
