@@ -28,6 +28,12 @@ fn streams(g: &Graph) -> (Vertex, Vertex) {
     (topic, sub)
 }
 
+/// `/topic` -> `/sub` in `g`, reliable, paced by `w`.
+fn paced(g: &Graph, w: Window) -> libtracer_core::Edge {
+    g.subscribe_paced("/topic", "/sub", DeliveryPolicy::RELIABLE, b"s", w)
+        .unwrap()
+}
+
 fn sequences(v: &Vertex) -> Vec<u64> {
     std::iter::from_fn(|| v.pop())
         .map(|s| s.meta.sequence)
@@ -38,14 +44,7 @@ fn sequences(v: &Vertex) -> Vec<u64> {
 fn a_writer_waits_for_room_and_a_write_past_its_deadline_goes_nowhere() {
     let g = graph("g");
     let (topic, sub) = streams(&g);
-    g.subscribe_paced(
-        "/topic",
-        "/sub",
-        DeliveryPolicy::RELIABLE,
-        b"s",
-        window(3, 1 << 20),
-    )
-    .unwrap();
+    paced(&g, window(3, 1 << 20));
     for i in 1..=3 {
         topic.write_within(p(b"x"), m(i), SHORT).unwrap();
     }
@@ -69,14 +68,7 @@ fn a_writer_waits_for_room_and_a_write_past_its_deadline_goes_nowhere() {
 fn a_sample_holds_its_credit_until_its_last_copy_goes() {
     let g = graph("g");
     let (topic, sub) = streams(&g);
-    g.subscribe_paced(
-        "/topic",
-        "/sub",
-        DeliveryPolicy::RELIABLE,
-        b"s",
-        window(1, 1 << 20),
-    )
-    .unwrap();
+    paced(&g, window(1, 1 << 20));
     topic.write_within(p(b"x"), m(1), SHORT).unwrap();
     let held = sub.pop().unwrap();
     assert!(held.credit.is_held());
@@ -94,14 +86,7 @@ fn a_sample_holds_its_credit_until_its_last_copy_goes() {
 fn a_sample_larger_than_the_byte_window_goes_alone() {
     let g = graph("g");
     let (topic, sub) = streams(&g);
-    g.subscribe_paced(
-        "/topic",
-        "/sub",
-        DeliveryPolicy::RELIABLE,
-        b"s",
-        window(8, 100),
-    )
-    .unwrap();
+    paced(&g, window(8, 100));
     topic.write_within(p(&[1; 500]), m(1), SHORT).unwrap();
     assert!(matches!(
         topic.write_within(p(b"x"), m(2), SHORT),
@@ -160,41 +145,41 @@ fn removing_the_edge_releases_a_waiting_writer() {
     assert!(t0.elapsed() < T / 2);
 }
 
-#[test]
-fn a_slow_reader_in_this_process_gets_everything_in_order() {
-    let g = graph("g");
-    let (topic, sub) = streams(&g);
-    g.subscribe_paced(
-        "/topic",
-        "/sub",
-        DeliveryPolicy::RELIABLE,
-        b"s",
-        window(16, 1 << 20),
-    )
-    .unwrap();
-    const N: u64 = 5_000;
+/// A writer thread writes `n` samples as fast as its credit allows while this thread takes
+/// them slowly: every one arrives, in order, none evicted, and no more than the window ever
+/// waits at the reader.
+fn slow_reader_gets_everything(topic: &Vertex, sub: &Vertex, window: usize, n: u64) {
     let writer = {
         let topic = topic.clone();
         std::thread::spawn(move || {
-            for i in 1..=N {
+            for i in 1..=n {
                 topic.write_within(p(&i.to_le_bytes()), m(i), T).unwrap();
             }
         })
     };
     let mut got = Vec::new();
-    while (got.len() as u64) < N {
+    let end = Instant::now() + 3 * T;
+    while (got.len() as u64) < n && Instant::now() < end {
         match sub.pop() {
             Some(s) => got.push(s.meta.sequence),
-            None => std::thread::sleep(Duration::from_micros(50)),
+            None => std::thread::sleep(Duration::from_micros(100)),
         }
         assert!(
-            sub.len() <= 16,
+            sub.len() <= window,
             "the window bounds what waits at the reader"
         );
     }
     writer.join().unwrap();
-    assert_eq!(got, (1..=N).collect::<Vec<_>>());
+    assert_eq!(got, (1..=n).collect::<Vec<_>>());
     assert_eq!(sub.take_dropped(), 0);
+}
+
+#[test]
+fn a_slow_reader_in_this_process_gets_everything_in_order() {
+    let g = graph("g");
+    let (topic, sub) = streams(&g);
+    paced(&g, window(16, 1 << 20));
+    slow_reader_gets_everything(&topic, &sub, 16, 5_000);
 }
 
 /// b's `/topic` and a's `/sub`, joined by a paced edge a made over the link, established and
@@ -234,30 +219,7 @@ fn over_a_link_the_writer_waits_for_the_readers_credit() {
 fn over_a_link_a_slow_reader_gets_everything_in_order() {
     let (a, b, _na, _nb, _f) = pair();
     let (topic, sub) = remote_paced(&a, &b, window(64, 1 << 20));
-    const N: u64 = 5_000;
-    let writer = {
-        let topic = topic.clone();
-        std::thread::spawn(move || {
-            for i in 1..=N {
-                topic.write_within(p(&i.to_le_bytes()), m(i), T).unwrap();
-            }
-        })
-    };
-    let mut got = Vec::new();
-    let end = Instant::now() + 3 * T;
-    while (got.len() as u64) < N && Instant::now() < end {
-        match sub.pop() {
-            Some(s) => got.push(s.meta.sequence),
-            None => std::thread::sleep(Duration::from_micros(100)),
-        }
-        assert!(
-            sub.len() <= 64,
-            "the window bounds what waits at the reader"
-        );
-    }
-    writer.join().unwrap();
-    assert_eq!(got, (1..=N).collect::<Vec<_>>());
-    assert_eq!(sub.take_dropped(), 0);
+    slow_reader_gets_everything(&topic, &sub, 64, 5_000);
 }
 
 #[test]

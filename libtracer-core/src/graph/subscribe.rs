@@ -15,6 +15,18 @@ use crate::vertex::edge::{
 use crate::vertex::Incoming;
 use crate::wire::frame::Role;
 
+/// A subscriber's tag as an edge carries it: at most `wire::MAX_TAG` bytes.
+fn edge_tag(tag: &[u8]) -> Result<Option<bytes::Bytes>, Error> {
+    if tag.len() > crate::wire::MAX_TAG {
+        return Err(Error::Malformed(format!(
+            "an edge tag of {} bytes (at most {})",
+            tag.len(),
+            crate::wire::MAX_TAG
+        )));
+    }
+    Ok(Some(bytes::Bytes::copy_from_slice(tag)))
+}
+
 impl Graph {
     /// Subscribe `target` (a local vertex) to `source` (local or `/net/<peer>/...`, optionally
     /// ending in `/:children[]`). Gated by SUBSCRIBE on the source and WRITE on the target
@@ -39,15 +51,14 @@ impl Graph {
         policy: DeliveryPolicy,
         tag: &[u8],
     ) -> Result<Edge, Error> {
-        if tag.len() > crate::wire::MAX_TAG {
-            return Err(Error::Malformed(format!(
-                "an edge tag of {} bytes (at most {})",
-                tag.len(),
-                crate::wire::MAX_TAG
-            )));
-        }
-        let tag = Some(bytes::Bytes::copy_from_slice(tag));
-        self.subscribe_with(&self.inner.owner, source, target, policy, tag, None)
+        self.subscribe_with(
+            &self.inner.owner,
+            source,
+            target,
+            policy,
+            edge_tag(tag)?,
+            None,
+        )
     }
 
     /// `subscribe_tagged` with flow control (docs/wire.md section 2, "Flow control"): with a
@@ -63,19 +74,12 @@ impl Graph {
         tag: &[u8],
         window: Window,
     ) -> Result<Edge, Error> {
-        if tag.len() > crate::wire::MAX_TAG {
-            return Err(Error::Malformed(format!(
-                "an edge tag of {} bytes (at most {})",
-                tag.len(),
-                crate::wire::MAX_TAG
-            )));
-        }
+        let tag = edge_tag(tag)?;
         if window.messages == 0 || window.bytes == 0 {
             return Err(Error::Malformed(
                 "a paced edge needs a window of at least one message and one byte".into(),
             ));
         }
-        let tag = Some(bytes::Bytes::copy_from_slice(tag));
         let policy = policy.with_paced(true);
         self.subscribe_with(&self.inner.owner, source, target, policy, tag, Some(window))
     }
