@@ -41,6 +41,15 @@ pub const PACED_WINDOW: Window = Window {
     bytes: 4 * 1024 * 1024,
 };
 
+/// The window of a paced edge from a publisher on another host (QUIC): no socket buffer to
+/// stay below, and a round trip of tens of milliseconds with losses to repair, so a writer
+/// ahead of the link must have room for what the link carries in a round trip or two before
+/// its 100 ms bound ends; the bytes stay below the link's 64 MiB per-stream backlog.
+pub const PACED_WINDOW_REMOTE: Window = Window {
+    messages: 8192,
+    bytes: 32 * 1024 * 1024,
+};
+
 /// The byte bound of a reliable KEEP_ALL publisher's resend window with the network on
 /// (docs/network.md section 6): what it keeps for a subscriber whose link was cut.
 pub const RESEND_BYTE_BUDGET: usize = 64 * 1024 * 1024;

@@ -182,15 +182,16 @@ impl Subscription {
         }
         // Tagged with our gid: the topic's edge filter (set by its local publishers) keeps what
         // we do not match off this edge.
-        let local_edge =
-            match crate::registry::subscription_edge(&ctx.graph, &path, &ring_path, policy, &gid) {
-                Ok(e) => e,
-                Err(e) => {
-                    link.disconnect(&ctx.graph);
-                    let _ = ctx.graph.remove(&ring_path);
-                    return Err(e.into());
-                }
-            };
+        let local_edge = match crate::registry::subscription_edge(
+            &ctx.graph, &path, &ring_path, policy, &gid, None,
+        ) {
+            Ok(e) => e,
+            Err(e) => {
+                link.disconnect(&ctx.graph);
+                let _ = ctx.graph.remove(&ring_path);
+                return Err(e.into());
+            }
+        };
         let record = crate::record::subscription_tap(&ctx, topic, &path, &ty);
         let loans = ty.ty.plain_size().map(crate::loan::SubscriptionLoans::new);
         Ok(Subscription {

@@ -14,16 +14,23 @@ use crate::names;
 
 /// A subscription's edge from `source` into its ring `target`, tagged with its gid (the
 /// producer's edge filter judges each write by it) and, with a paced policy (RELIABLE +
-/// KEEP_ALL), with the subscription's window of credit (`qos::PACED_WINDOW`).
+/// KEEP_ALL), with the subscription's window of credit: `qos::PACED_WINDOW` on this host,
+/// `qos::PACED_WINDOW_REMOTE` from a peer on another host (`peer`: its link authenticated
+/// it), whose round trips are long and lossy.
 pub fn subscription_edge(
     graph: &Graph,
     source: &str,
     target: &str,
     policy: DeliveryPolicy,
     gid: &Gid,
+    peer: Option<&str>,
 ) -> Result<Edge, libtracer_core::Error> {
     if policy.is_paced() {
-        graph.subscribe_paced(source, target, policy, &gid.0, crate::qos::PACED_WINDOW)
+        let window = match peer.and_then(|p| graph.peer_subject(p)) {
+            Some(_) => crate::qos::PACED_WINDOW_REMOTE,
+            None => crate::qos::PACED_WINDOW,
+        };
+        graph.subscribe_paced(source, target, policy, &gid.0, window)
     } else {
         graph.subscribe_tagged(source, target, policy, &gid.0)
     }
@@ -98,7 +105,14 @@ impl Inner {
                 Some(r) if r.rewire(peer) => sub.policy.with_transient_local(true),
                 _ => sub.policy,
             };
-            match subscription_edge(&self.graph, &source, &sub.target, policy, &sub.gid) {
+            match subscription_edge(
+                &self.graph,
+                &source,
+                &sub.target,
+                policy,
+                &sub.gid,
+                Some(peer),
+            ) {
                 Ok(edge) => {
                     remote.insert(
                         peer.to_owned(),
