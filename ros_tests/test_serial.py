@@ -164,9 +164,18 @@ def test_holder_killed_another_takes_over_within_2s(tracer_env, loopback, closin
     gap = max(b - a for a, b in zip(around, around[1:]))
     print(f"takeover: the counter paused {gap:.3f} s when the holder was killed")
     assert gap < 2.0
-    # Reliable: the MCU kept what was not acknowledged and sends it again to the new holder, so
-    # the handover loses nothing.
-    assert_consecutive([v for _, v in got], 200, second.join(0).describe())
+    # Reliable: the MCU keeps what no holder acknowledged and sends it again to the new one. What
+    # the killed holder had acknowledged but not yet passed on dies with it (the line's ACK is
+    # the holder's, not the subscriber's: docs/serial.md section 9), so the stream is in order
+    # with at most one gap, at the handover, of at most the MCU's window and what a holder
+    # holds for a moment (a CI run lost 5 values at 100 Hz).
+    vs = [v for _, v in got]
+    why = second.join(0).describe()
+    assert len(vs) >= 200, why
+    steps = [b - a for a, b in zip(vs, vs[1:])]
+    assert all(s >= 1 for s in steps), why
+    gaps = [s - 1 for s in steps if s > 1]
+    assert len(gaps) <= 1 and sum(gaps) <= 10, (gaps, why)
     second.kill()
 
 
