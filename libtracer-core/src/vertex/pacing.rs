@@ -37,7 +37,7 @@ impl Pacing {
             window,
             state: Mutex::new(Room {
                 messages: i64::from(window.messages),
-                bytes: window.bytes.min(i64::MAX as u64) as i64,
+                bytes: signed(window.bytes),
                 closed: false,
             }),
             room: Condvar::new(),
@@ -45,9 +45,9 @@ impl Pacing {
     }
 
     fn fits(&self, r: &Room, len: u64) -> bool {
-        let full_window = r.bytes >= self.window.bytes.min(i64::MAX as u64) as i64;
+        let full_window = r.bytes >= signed(self.window.bytes);
         // A sample larger than the whole byte window goes when nothing is in flight.
-        r.closed || (r.messages >= 1 && (r.bytes >= len.min(i64::MAX as u64) as i64 || full_window))
+        r.closed || (r.messages >= 1 && (r.bytes >= signed(len) || full_window))
     }
 
     /// Wait until a sample of `len` bytes fits, the edge goes, or `deadline` passes
@@ -66,18 +66,15 @@ impl Pacing {
     pub(crate) fn take(&self, len: u64) {
         let mut r = self.state.lock();
         r.messages -= 1;
-        r.bytes -= len.min(i64::MAX as u64) as i64;
+        r.bytes -= signed(len);
     }
 
     /// Credit came back (CREDIT from the consumer, or an in-process sample let go).
     pub(crate) fn give(&self, back: Window) {
         let mut r = self.state.lock();
         r.messages = (r.messages + i64::from(back.messages)).min(i64::from(self.window.messages));
-        let cap = self.window.bytes.min(i64::MAX as u64) as i64;
-        r.bytes = r
-            .bytes
-            .saturating_add(back.bytes.min(i64::MAX as u64) as i64)
-            .min(cap);
+        let cap = signed(self.window.bytes);
+        r.bytes = r.bytes.saturating_add(signed(back.bytes)).min(cap);
         drop(r);
         self.room.notify_all();
     }
@@ -87,6 +84,11 @@ impl Pacing {
         self.state.lock().closed = true;
         self.room.notify_all();
     }
+}
+
+/// A byte count as the signed credit counts it (no window or sample comes near the clamp).
+fn signed(n: u64) -> i64 {
+    n.min(i64::MAX as u64) as i64
 }
 
 impl CreditSink for Pacing {
