@@ -1,12 +1,20 @@
-//! Generates the bindings to the ROS 2 Jazzy C headers with bindgen.
+//! Generates the bindings to the ROS 2 C headers with bindgen, for Jazzy or Kilted.
 //!
 //! The headers are looked up package by package, so an overlay prefix (a colcon install) may
-//! hold some packages and an underlay (the venv, /opt/ros/jazzy) the rest. Search order:
+//! hold some packages and an underlay (the venv, /opt/ros/<distro>) the rest. Search order:
 //! `RMW_TRACER_ROS_PREFIX` (one prefix or a `:`-separated list), every entry of
 //! `AMENT_PREFIX_PATH`, the venv made by `tools/setup`
-//! (`${RMW_TRACER_VENV:-$HOME/.cache/rmw_tracer/venv-jazzy}`), then `/opt/ros/jazzy`.
+//! (`${RMW_TRACER_VENV:-$HOME/.cache/rmw_tracer/venv-<distro>}`), then `/opt/ros/<distro>`,
+//! where `<distro>` is `ROS_DISTRO` (`jazzy` when unset).
 //! Both include layouts are accepted: `include/<pkg>/<pkg>/x.h` (Humble and later) and
 //! `include/<pkg>/x.h` (older merged installs).
+//!
+//! **Which distribution** the library is for is decided here, from the headers found: the
+//! version of the rmw package that holds `rmw/rmw.h` (`share/rmw/package.xml`; 7.3 is Jazzy,
+//! 7.8 Kilted). It is the crate's `ROS_DISTRO` constant; when `ROS_DISTRO` is set and names
+//! another, the build fails (a shell with one distribution's prefixes and the other's name).
+//! No cargo feature: the headers are the truth, and the code has no `cfg` for the difference
+//! (docs/architecture.md, "ROS 2 distributions").
 
 use std::collections::BTreeSet;
 use std::env;
@@ -52,6 +60,44 @@ const HEADER_PACKAGES: &[HeaderPackage] = &[
         marker: "rosidl_dynamic_typesupport/types.h",
     },
 ];
+
+/// The ROS 2 distributions the bindings are made for, by the major.minor versions of their rmw
+/// package (`share/rmw/package.xml`).
+const DISTRIBUTIONS: &[(&str, &[&str])] = &[("jazzy", &["7.3"]), ("kilted", &["7.8"])];
+
+/// `ROS_DISTRO` when it is set and not empty.
+fn wanted_distro() -> Option<String> {
+    env::var("ROS_DISTRO").ok().filter(|d| !d.is_empty())
+}
+
+/// The distribution of the rmw headers in `rmw_include` (`<prefix>/include/rmw` or
+/// `<prefix>/include`), from the version in `<prefix>/share/rmw/package.xml`.
+fn headers_distro(rmw_include: &Path) -> Result<&'static str, String> {
+    let prefix = rmw_include
+        .ancestors()
+        .find(|p| p.file_name().is_some_and(|n| n == "include"))
+        .and_then(Path::parent)
+        .ok_or_else(|| format!("no prefix above {}", rmw_include.display()))?;
+    let manifest = prefix.join("share/rmw/package.xml");
+    let text = std::fs::read_to_string(&manifest)
+        .map_err(|e| format!("cannot read {}: {e}", manifest.display()))?;
+    let version = text
+        .split_once("<version>")
+        .and_then(|(_, rest)| rest.split_once("</version>"))
+        .map(|(v, _)| v.trim())
+        .ok_or_else(|| format!("no <version> in {}", manifest.display()))?;
+    let minor: String = version.splitn(3, '.').take(2).collect::<Vec<_>>().join(".");
+    DISTRIBUTIONS
+        .iter()
+        .find(|(_, versions)| versions.contains(&minor.as_str()))
+        .map(|(name, _)| *name)
+        .ok_or_else(|| {
+            format!(
+                "rmw {version} ({}) is neither Jazzy's (rmw 7.3) nor Kilted's (rmw 7.8)",
+                manifest.display()
+            )
+        })
+}
 
 /// Libraries the bindings' functions live in; linked by every crate that uses `ffi`.
 const LIBRARIES: &[&str] = &[
@@ -181,7 +227,7 @@ fn aggregate_macros(rmw_include: &Path) -> Vec<String> {
     aggregate
 }
 
-fn candidate_prefixes() -> Vec<PathBuf> {
+fn candidate_prefixes(distro: &str) -> Vec<PathBuf> {
     let mut prefixes = Vec::new();
     for var in ["RMW_TRACER_ROS_PREFIX", "AMENT_PREFIX_PATH"] {
         if let Some(value) = env::var_os(var) {
@@ -192,11 +238,11 @@ fn candidate_prefixes() -> Vec<PathBuf> {
         Some(venv) => prefixes.push(PathBuf::from(venv)),
         None => {
             if let Some(home) = env::var_os("HOME") {
-                prefixes.push(Path::new(&home).join(".cache/rmw_tracer/venv-jazzy"));
+                prefixes.push(Path::new(&home).join(format!(".cache/rmw_tracer/venv-{distro}")));
             }
         }
     }
-    prefixes.push(PathBuf::from("/opt/ros/jazzy"));
+    prefixes.push(PathBuf::from(format!("/opt/ros/{distro}")));
     let mut seen = BTreeSet::new();
     prefixes.retain(|p| seen.insert(p.clone()));
     prefixes
@@ -217,19 +263,23 @@ fn library_dir(prefix: &Path, lib: &str) -> Option<PathBuf> {
     dir.join(format!("lib{lib}.so")).is_file().then_some(dir)
 }
 
-fn not_found(what: &str, looked_in: &[PathBuf]) -> ! {
+fn not_found(what: &str, distro: &str, looked_in: &[PathBuf]) -> ! {
     let mut msg = format!(
-        "rmw-tracer-ffi: cannot find {what} in any ROS 2 Jazzy prefix.\nLooked in, in order:\n"
+        "rmw-tracer-ffi: cannot find {what} in any ROS 2 {distro} prefix.\nLooked in, in order:\n"
     );
     for p in looked_in {
         msg.push_str(&format!("  {}\n", p.display()));
     }
-    msg.push_str(
+    msg.push_str(&format!(
         "(from RMW_TRACER_ROS_PREFIX, AMENT_PREFIX_PATH, the tools/setup venv \
-         ${RMW_TRACER_VENV:-$HOME/.cache/rmw_tracer/venv-jazzy}, /opt/ros/jazzy).\n\
-         Run tools/setup to create the venv, or source a ROS 2 Jazzy setup file.",
-    );
-    // A plain message and exit: a panic would bury the list under a backtrace.
+         ${{RMW_TRACER_VENV:-$HOME/.cache/rmw_tracer/venv-{distro}}}, /opt/ros/{distro}).\n\
+         Run ROS_DISTRO={distro} tools/setup to create the venv, or source a ROS 2 {distro} setup file."
+    ));
+    fail(&msg)
+}
+
+/// A plain message and exit: a panic would bury the message under a backtrace.
+fn fail(msg: &str) -> ! {
     eprintln!("{msg}");
     std::process::exit(1);
 }
@@ -239,6 +289,7 @@ fn main() {
         "RMW_TRACER_ROS_PREFIX",
         "AMENT_PREFIX_PATH",
         "RMW_TRACER_VENV",
+        "ROS_DISTRO",
         "HOME",
     ] {
         println!("cargo:rerun-if-env-changed={var}");
@@ -246,7 +297,9 @@ fn main() {
     println!("cargo:rerun-if-changed=wrapper.h");
     println!("cargo:rerun-if-changed=wrapper_cpp.hpp");
 
-    let prefixes = candidate_prefixes();
+    let wanted = wanted_distro();
+    let distro = wanted.as_deref().unwrap_or("jazzy");
+    let prefixes = candidate_prefixes(distro);
 
     let mut includes: Vec<PathBuf> = Vec::new();
     for pkg in HEADER_PACKAGES {
@@ -265,6 +318,7 @@ fn main() {
                     .collect();
                 not_found(
                     &format!("the headers of {} ({})", pkg.name, pkg.marker),
+                    distro,
                     &looked,
                 )
             });
@@ -304,7 +358,7 @@ fn main() {
                     .iter()
                     .map(|p| p.join("lib").join(format!("lib{lib}.so")))
                     .collect();
-                not_found(&format!("lib{lib}.so"), &looked)
+                not_found(&format!("lib{lib}.so"), distro, &looked)
             });
         if !link_dirs.contains(&dir) {
             link_dirs.push(dir);
@@ -316,7 +370,8 @@ fn main() {
     for lib in LIBRARIES {
         println!("cargo:rustc-link-lib=dylib={lib}");
     }
-    // Downstream build scripts (and tools) can read these as DEP_ROS_INCLUDE / DEP_ROS_LIB.
+    // Downstream build scripts (and tools) can read these as DEP_ROS_INCLUDE / DEP_ROS_LIB
+    // (and the distribution, printed above, as DEP_ROS_DISTRO).
     let join = |v: &[PathBuf]| env::join_paths(v).expect("paths without ':'");
     println!("cargo:include={}", join(&includes).to_string_lossy());
     println!("cargo:lib={}", join(&link_dirs).to_string_lossy());
@@ -332,6 +387,18 @@ fn main() {
         .iter()
         .find(|d| d.join("rmw/rmw.h").is_file())
         .expect("rmw include dir found above");
+    let found = headers_distro(rmw_include)
+        .unwrap_or_else(|e| fail(&format!("rmw-tracer-ffi: which ROS 2 distribution? {e}")));
+    if wanted.as_deref().is_some_and(|w| w != found) {
+        fail(&format!(
+            "rmw-tracer-ffi: ROS_DISTRO={distro}, but the rmw headers found first ({}) are {found}'s.\n\
+             Evaluate the distribution's environment (eval \"$(ROS_DISTRO={distro} tools/ros-env)\") \
+             or set ROS_DISTRO={found}.",
+            rmw_include.display()
+        ));
+    }
+    println!("cargo:rustc-env=RMW_TRACER_ROS_DISTRO={found}");
+    println!("cargo:distro={found}");
     let aggregates = aggregate_macros(rmw_include);
     let mut c_decl = String::from(
         "/* Generated by ffi/build.rs: aggregate constants of rmw as linkable symbols. */\n\

@@ -1,4 +1,4 @@
-/* Every Jazzy C header the rmw_tracer boundary layer needs, bound by build.rs with bindgen. */
+/* Every C header (Jazzy and Kilted alike) the rmw_tracer boundary layer needs, bound by build.rs with bindgen. */
 
 #include <rcutils/allocator.h>
 #include <rcutils/error_handling.h>
@@ -51,7 +51,6 @@
 #include <rmw/get_topic_names_and_types.h>
 #include <rmw/init.h>
 #include <rmw/init_options.h>
-#include <rmw/localhost.h>
 #include <rmw/message_sequence.h>
 #include <rmw/names_and_types.h>
 #include <rmw/network_flow_endpoint.h>

@@ -1,4 +1,5 @@
-//! The bindings link against the Jazzy libraries and carry the header values through.
+//! The bindings link against the libraries of their distribution (Jazzy or Kilted) and carry
+//! the header values through.
 //! Run with the ROS libraries on the loader path (tools/test does; `eval "$(tools/ros-env)"`).
 
 use std::ffi::CStr;
@@ -131,4 +132,22 @@ fn cpp_introspection_structs_share_the_c_layout() {
         ffi::introspection_cpp::rosidl_typesupport_introspection_cpp_ROS_TYPE_MESSAGE as u32,
         ffi::rosidl_typesupport_introspection_c__ROS_TYPE_MESSAGE
     );
+}
+
+#[test]
+fn event_types_are_the_distributions_own_values() {
+    // Kilted moved RMW_EVENT_INVALID to the front (0, so that a zero-initialized rmw_event_t is
+    // invalid) and shifted every event type by one; Jazzy has it last. rmw_tracer names event
+    // types (rmw_tracer/src/event/mod.rs `classify`), never their values, so one source serves
+    // both.
+    let (first, invalid) = match ffi::ROS_DISTRO {
+        "jazzy" => (0, 11),
+        "kilted" => (1, 0),
+        other => panic!("bindings for an unknown distribution {other}"),
+    };
+    assert_eq!(ffi::RMW_EVENT_LIVELINESS_CHANGED, first);
+    assert_eq!(ffi::RMW_EVENT_INVALID, invalid);
+    // SAFETY: returns a struct by value.
+    let zero = unsafe { ffi::rmw_get_zero_initialized_event() };
+    assert_eq!(zero.event_type, ffi::RMW_EVENT_INVALID);
 }

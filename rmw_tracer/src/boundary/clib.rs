@@ -106,7 +106,9 @@ pub fn zero_context() -> ffi::rmw_context_t {
     unsafe { ffi::rmw_get_zero_initialized_context() }
 }
 
-/// Fill zero-initialized init options with rmw_tracer's defaults.
+/// Fill zero-initialized init options with rmw_tracer's defaults. Jazzy's `localhost_only`
+/// (a field Kilted removed) keeps its zero-initialized `RMW_LOCALHOST_ONLY_DEFAULT`: nothing
+/// here reads it, so one source serves both (docs/architecture.md, "ROS 2 distributions").
 pub fn init_options_defaults(
     o: &mut ffi::rmw_init_options_t,
     allocator: ffi::rcutils_allocator_t,
@@ -118,7 +120,6 @@ pub fn init_options_defaults(
     o.domain_id = ffi::RMW_DEFAULT_DOMAIN_ID;
     // SAFETY: both return structs by value.
     o.security_options = unsafe { ffi::rmw_get_default_security_options() };
-    o.localhost_only = ffi::RMW_LOCALHOST_ONLY_DEFAULT;
     // SAFETY: returns a struct by value.
     o.discovery_options = unsafe { ffi::rmw_get_zero_initialized_discovery_options() };
     o.enclave = std::ptr::null_mut();
