@@ -33,7 +33,9 @@ from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 REPO = Path(__file__).resolve().parents[1]
-VENV = Path(os.environ.get("RMW_TRACER_VENV", str(Path.home() / ".cache/rmw_tracer/venv-jazzy")))
+# The distribution as tools/distro.sh picks it (tools/ros-env exports all three variables).
+DISTRO = os.environ.get("ROS_DISTRO") or "jazzy"
+VENV = Path(os.environ.get("RMW_TRACER_VENV", str(Path.home() / f".cache/rmw_tracer/venv-{DISTRO}")))
 ENTRY_POINTS_FILE = Path(__file__).resolve().parent / "entry_points.txt"
 
 DEFAULT_TIMEOUT = 60.0
@@ -42,8 +44,10 @@ DEFAULT_TIMEOUT = 60.0
 # --- locations -------------------------------------------------------------------------------
 
 def target_dir() -> Path:
-    """Cargo's target directory (``CARGO_TARGET_DIR`` or ``<repo>/target``)."""
-    return Path(os.environ.get("CARGO_TARGET_DIR", str(REPO / "target")))
+    """Cargo's target directory (``CARGO_TARGET_DIR``, or ``<repo>/target``, for Kilted
+    ``<repo>/target/kilted``)."""
+    default = REPO / "target" if DISTRO == "jazzy" else REPO / "target" / DISTRO
+    return Path(os.environ.get("CARGO_TARGET_DIR", str(default)))
 
 
 def tracer_library() -> Path:
