@@ -9,6 +9,7 @@
 
 pub mod endpoint;
 pub mod fields;
+pub mod gid;
 pub mod qos_match;
 pub mod registry;
 pub mod select;

@@ -5,88 +5,15 @@
 //! them), bytes 8..16 count the entities of that context. The context half lets a subscription
 //! tell its own context's publishers apart (`ignore_local_publications`).
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
-/// A 16-byte global id. The type (hex form, context half) is the endpoint registry record's,
-/// in the ROS-free `tracer_recording`; [`to_rmw`] makes the `rmw_gid_t`.
+/// A 16-byte global id and the source of a context's ids live in the ROS-free
+/// `tracer_recording` (shared with libtracer's C API); [`to_rmw`] makes the `rmw_gid_t`.
+pub use tracer_recording::gid::GidSource;
 pub use tracer_recording::Gid;
-
-/// Hands out the gids of one context.
-#[derive(Debug)]
-pub struct GidSource {
-    prefix: [u8; 8],
-    next: AtomicU64,
-}
-
-impl GidSource {
-    pub fn new() -> GidSource {
-        static CONTEXTS: AtomicU64 = AtomicU64::new(0);
-        let n = CONTEXTS.fetch_add(1, Ordering::Relaxed);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0);
-        let mut prefix = [0u8; 8];
-        prefix[..4].copy_from_slice(&std::process::id().to_le_bytes());
-        // The low half of the start time keeps a recycled pid from repeating an old prefix.
-        let mix = (nanos as u32) ^ (n as u32).wrapping_mul(0x9e37_79b9);
-        prefix[4..].copy_from_slice(&mix.to_le_bytes());
-        GidSource {
-            prefix,
-            next: AtomicU64::new(1),
-        }
-    }
-
-    pub fn prefix(&self) -> [u8; 8] {
-        self.prefix
-    }
-
-    /// A new gid; the first one (counter 0) is the context's own.
-    pub fn context_gid(&self) -> Gid {
-        let mut g = [0u8; 16];
-        g[..8].copy_from_slice(&self.prefix);
-        Gid(g)
-    }
-
-    pub fn next(&self) -> Gid {
-        let n = self.next.fetch_add(1, Ordering::Relaxed);
-        let mut g = [0u8; 16];
-        g[..8].copy_from_slice(&self.prefix);
-        g[8..].copy_from_slice(&n.to_be_bytes());
-        Gid(g)
-    }
-}
-
-impl Default for GidSource {
-    fn default() -> Self {
-        GidSource::new()
-    }
-}
 
 /// The `rmw_gid_t` of `g`.
 pub fn to_rmw(g: Gid) -> ffi::rmw_gid_t {
     ffi::rmw_gid_t {
         implementation_identifier: crate::IDENTIFIER.as_ptr(),
         data: g.0,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn hex_round_trip_and_uniqueness() {
-        let a = GidSource::new();
-        let b = GidSource::new();
-        assert_ne!(a.prefix(), b.prefix());
-        let g1 = a.next();
-        let g2 = a.next();
-        assert_ne!(g1, g2);
-        assert_eq!(g1.context_prefix(), a.prefix());
-        assert_eq!(Gid::from_hex(&g1.hex()), Some(g1));
-        assert_eq!(g1.hex().len(), 32);
-        assert_eq!(Gid::from_hex("zz"), None);
-        assert_eq!(Gid::from_hex(&"g".repeat(32)), None);
     }
 }

@@ -3,58 +3,56 @@
 //! Each `extern "C"` entry point is a single call to one of these functions; the fallback value is
 //! chosen by the return type (an `rmw_ret_t`, a null pointer, or `false`). A caught panic sets the
 //! rmw error string to `rmw_tracer: internal panic in <fn>` so that rcl reports where it happened.
+//! The catching itself is `tracer_boundary::run`, shared with libtracer's C API (`capi/`); what
+//! an outcome becomes (`rmw_ret_t`, the rcutils error string) is decided here and in [`error`].
 
-use std::panic::{catch_unwind, AssertUnwindSafe, Location};
+use std::panic::Location;
 
 use ffi::{rmw_ret_t, RMW_RET_ERROR, RMW_RET_OK};
+use tracer_boundary::{run, run_or, Outcome};
 
-use super::error::{self, RmwResult};
+use super::error::{self, RmwError, RmwResult};
+
+/// The one place an entry point's outcome becomes its return value.
+fn finish<T>(
+    name: &'static str,
+    (outcome, at): (Outcome<T, RmwError>, &'static Location<'static>),
+    fallback: T,
+) -> (T, Option<rmw_ret_t>) {
+    match outcome {
+        Outcome::Done(v) => (v, None),
+        Outcome::Failed(e) => (fallback, Some(error::report(name, at, &e))),
+        Outcome::Panicked => (panicked(name, at, fallback), Some(RMW_RET_ERROR)),
+    }
+}
 
 /// For entry points returning `rmw_ret_t`: `Ok(())` is `RMW_RET_OK`, an error is mapped (and the
 /// error string set) by [`error::report`], a panic is `RMW_RET_ERROR`.
 #[track_caller]
 pub fn ffi_ret(name: &'static str, f: impl FnOnce() -> RmwResult<()>) -> rmw_ret_t {
-    let at = Location::caller();
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(Ok(())) => RMW_RET_OK,
-        Ok(Err(e)) => error::report(name, at, &e),
-        Err(_) => panicked(name, at, RMW_RET_ERROR),
-    }
+    finish(name, run(f), ()).1.unwrap_or(RMW_RET_OK)
 }
 
 /// For entry points returning a pointer to a new handle: null on error or panic.
 #[track_caller]
 pub fn ffi_ptr<T>(name: &'static str, f: impl FnOnce() -> RmwResult<*mut T>) -> *mut T {
-    let at = Location::caller();
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(Ok(p)) => p,
-        Ok(Err(e)) => {
-            error::report(name, at, &e);
-            std::ptr::null_mut()
-        }
-        Err(_) => panicked(name, at, std::ptr::null_mut()),
-    }
+    finish(name, run(f), std::ptr::null_mut()).0
 }
 
 /// For entry points returning a `const` pointer: null on error or panic.
 #[track_caller]
 pub fn ffi_const_ptr<T>(name: &'static str, f: impl FnOnce() -> RmwResult<*const T>) -> *const T {
-    let at = Location::caller();
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(Ok(p)) => p,
-        Ok(Err(e)) => {
-            error::report(name, at, &e);
-            std::ptr::null()
-        }
-        Err(_) => panicked(name, at, std::ptr::null()),
-    }
+    finish(name, run(f), std::ptr::null()).0
 }
 
 /// For entry points returning `bool` (they have no error channel): `false` on panic.
 #[track_caller]
 pub fn ffi_bool(name: &'static str, f: impl FnOnce() -> bool) -> bool {
-    let at = Location::caller();
-    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| panicked(name, at, false))
+    let (v, caught, at) = run_or(false, f);
+    if caught {
+        panicked(name, at, ());
+    }
+    v
 }
 
 fn panicked<T>(name: &'static str, at: &'static Location<'static>, fallback: T) -> T {

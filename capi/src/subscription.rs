@@ -1,0 +1,154 @@
+//! A native subscription: a local stream (its ring, sized by its QoS) fed by the edges the
+//! context's watch makes: exact edges from each publisher's topic vertex for a topic, one
+//! subtree edge per peer for a namespace (samples carry their path, `Sample::suffix`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use libtracer_core::{LandFn, Sample, Vertex, Waiter};
+use tracer_recording::{EntityKind, Record};
+
+use crate::context::Context;
+use crate::env;
+use crate::error::{CapiError, CapiResult};
+use crate::qos::Qos;
+use crate::watch::{Link, Wants};
+
+pub struct Subscription {
+    pub ctx: Arc<Context>,
+    /// The topic, or the namespace of a namespace subscription (ROS names).
+    pub name: String,
+    /// Its vertex path (the base the samples' suffixes are relative to).
+    base: String,
+    target: String,
+    vertex: Vertex,
+    link: Arc<Link>,
+    rec: Option<Record>,
+}
+
+impl Subscription {
+    /// A subscription to one topic of `type_name`.
+    pub fn topic(
+        ctx: Arc<Context>,
+        topic: &str,
+        type_name: &str,
+        qos: Qos,
+    ) -> CapiResult<Subscription> {
+        let path = env::topic_path(topic)?;
+        crate::publisher::check_type_name(type_name)?;
+        let gid = ctx.gids.next();
+        let mut rec = ctx.endpoint_record(EntityKind::Subscription, gid, topic, type_name);
+        rec.qos = Some(qos.numbers());
+        let wants = Wants::Topic {
+            topic: topic.to_owned(),
+            path: path.clone(),
+            type_name: type_name.to_owned(),
+            qos: qos.numbers(),
+        };
+        Subscription::new(ctx, topic, path, wants, qos, true, Some(rec))
+    }
+
+    /// A subscription to every topic below `namespace` (`/` = everything).
+    pub fn namespace(ctx: Arc<Context>, namespace: &str, qos: Qos) -> CapiResult<Subscription> {
+        let path = if namespace == "/" {
+            "/".to_owned()
+        } else {
+            env::topic_path(namespace)?
+        };
+        let wants = Wants::Namespace {
+            namespace: namespace.to_owned(),
+            path: path.clone(),
+        };
+        Subscription::new(ctx, namespace, path, wants, qos, false, None)
+    }
+
+    fn new(
+        ctx: Arc<Context>,
+        name: &str,
+        base: String,
+        wants: Wants,
+        qos: Qos,
+        exact: bool,
+        rec: Option<Record>,
+    ) -> CapiResult<Subscription> {
+        let target = ctx.local_path("sub");
+        let vertex = ctx.graph.create_stream(&target, qos.subscription_ring())?;
+        let link = Arc::new(Link::new(wants, target.clone(), qos.delivery(exact)));
+        if let Some(r) = &rec {
+            if let Err(e) = ctx.announce(r) {
+                let _ = ctx.graph.remove(&target);
+                return Err(e);
+            }
+        }
+        ctx.watch.add(&link);
+        if let Some(r) = &rec {
+            ctx.watch.local(r, true);
+        }
+        Ok(Subscription {
+            name: name.to_owned(),
+            base,
+            target,
+            vertex,
+            link,
+            rec,
+            ctx,
+        })
+    }
+
+    /// The oldest sample, if any.
+    pub fn take(&self) -> Option<Sample> {
+        self.vertex.pop()
+    }
+
+    /// Wait until a sample is there (`None`: forever); Err(Timeout) when none came. A waiter
+    /// per call (one per blocking thread, as the core wants it): several threads may wait.
+    pub fn wait(&self, timeout: Option<Duration>) -> CapiResult<()> {
+        if !self.vertex.is_empty() {
+            return Ok(());
+        }
+        let waiter = Waiter::new();
+        waiter.attach(&self.vertex.readiness());
+        if waiter.wait(timeout) || !self.vertex.is_empty() {
+            Ok(())
+        } else {
+            Err(CapiError::Timeout)
+        }
+    }
+
+    /// The ROS topic a sample was published on: the subscription's own, or for a namespace
+    /// subscription its base and the sample's suffix.
+    pub fn topic_of(&self, s: &Sample) -> String {
+        match &s.suffix {
+            None => self.name.clone(),
+            Some(sfx) => {
+                let path = if self.base == "/" {
+                    format!("/{sfx}")
+                } else {
+                    format!("{}/{sfx}", self.base)
+                };
+                env::path_topic(&path).unwrap_or(path)
+            }
+        }
+    }
+
+    /// Call `f` once per sample that lands, on the delivering thread (`None` removes it).
+    pub fn set_on_land(&self, f: Option<LandFn>) -> CapiResult<()> {
+        Ok(self.ctx.graph.set_on_land(&self.target, f)?)
+    }
+
+    pub fn queued(&self) -> usize {
+        self.vertex.len()
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        let _ = self.ctx.graph.set_on_land(&self.target, None);
+        self.link.unwire(&self.ctx.graph);
+        if let Some(r) = &self.rec {
+            self.ctx.watch.local(r, false);
+            self.ctx.retract(r);
+        }
+        let _ = self.ctx.graph.remove(&self.target);
+    }
+}
