@@ -27,7 +27,14 @@ pub(crate) trait Job: Send + Sync {
 struct Pool {
     ready: Mutex<VecDeque<Arc<dyn Job>>>,
     cv: Condvar,
+    /// Workers running (the start latch: `pool` returns once all are).
+    running: Mutex<usize>,
+    up: Condvar,
 }
+
+/// How long `start` waits for the workers to run: a loaded machine may schedule a new thread
+/// late; past this the pool is used anyway (the workers come when they come).
+const START_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 static POOL: OnceLock<Result<Arc<Pool>, String>> = OnceLock::new();
 
@@ -40,6 +47,8 @@ fn pool() -> Result<&'static Arc<Pool>, String> {
         let pool = Arc::new(Pool {
             ready: Mutex::new(VecDeque::with_capacity(64)),
             cv: Condvar::new(),
+            running: Mutex::new(0),
+            up: Condvar::new(),
         });
         for i in 0..WORKERS {
             let p = pool.clone();
@@ -48,6 +57,12 @@ fn pool() -> Result<&'static Arc<Pool>, String> {
                 .spawn(move || work(&p))
                 .map_err(|e| format!("cannot start a link worker: {e}"))?;
         }
+        // Every worker made its one-time state (below) before the first link exists, so none
+        // is made on the data path (tests/alloc_steady.rs counts every allocation there).
+        let deadline = std::time::Instant::now() + START_WAIT;
+        let mut running = pool.running.lock();
+        while *running < WORKERS && !pool.up.wait_until(&mut running, deadline).timed_out() {}
+        drop(running);
         Ok(pool)
     })
     .as_ref()
@@ -76,6 +91,10 @@ pub(crate) fn on_worker() -> bool {
 
 fn work(pool: &Pool) {
     ON_WORKER.with(|w| w.set(true));
+    // A thread's first park makes its parking record (parking_lot allocates it): make it now.
+    let _ = Condvar::new().wait_for(&mut Mutex::new(()).lock(), std::time::Duration::ZERO);
+    *pool.running.lock() += 1;
+    pool.up.notify_all();
     loop {
         let job = {
             let mut ready = pool.ready.lock();
