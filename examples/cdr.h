@@ -52,6 +52,19 @@ static inline void cdr_u32(cdr_writer *w, uint32_t v) {
   cdr_raw(w, b, 4);
 }
 
+static inline void cdr_u16(cdr_writer *w, uint16_t v) {
+  uint8_t b[2] = {(uint8_t)v, (uint8_t)(v >> 8)};
+  cdr_align(w, 2);
+  cdr_raw(w, b, 2);
+}
+
+static inline void cdr_u64(cdr_writer *w, uint64_t v) {
+  uint8_t b[8];
+  for (int i = 0; i < 8; i++) b[i] = (uint8_t)(v >> (8 * i));
+  cdr_align(w, 8);
+  cdr_raw(w, b, 8);
+}
+
 static inline void cdr_string(cdr_writer *w, const char *s) {
   uint32_t n = (uint32_t)strlen(s) + 1;
   cdr_u32(w, n);
@@ -95,6 +108,23 @@ static inline uint32_t cdr_read_u32(cdr_reader *r) {
   const uint8_t *b = r->buf + r->pos;
   r->pos += 4;
   return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+
+static inline uint16_t cdr_read_u16(cdr_reader *r) {
+  while (!r->bad && (r->pos - 4) % 2 != 0) r->pos++;
+  if (r->bad || r->len < r->pos + 2) { r->bad = 1; return 0; }
+  const uint8_t *b = r->buf + r->pos;
+  r->pos += 2;
+  return (uint16_t)(b[0] | b[1] << 8);
+}
+
+static inline uint64_t cdr_read_u64(cdr_reader *r) {
+  while (!r->bad && (r->pos - 4) % 8 != 0) r->pos++;
+  if (r->bad || r->len < r->pos + 8) { r->bad = 1; return 0; }
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--) v = v << 8 | r->buf[r->pos + (size_t)i];
+  r->pos += 8;
+  return v;
 }
 
 static inline uint8_t cdr_read_u8(cdr_reader *r) {

@@ -204,7 +204,8 @@ def test_bad_use_under_asan(tmp_path, tracer_env):
         if name.endswith("_ok") or name.endswith("_again"):
             assert rc == 0, (name, rest)
             continue
-        expected = {"take_empty": 5, "wait_timeout": 4, "take_too_small": 6}.get(name)
+        expected = {"take_empty": 5, "wait_timeout": 4, "server_wait_timeout": 4,
+                    "take_too_small": 6}.get(name)
         if expected is None:
             if "null" in name:
                 expected = 1
@@ -218,3 +219,50 @@ def test_bad_use_under_asan(tmp_path, tracer_env):
             assert fn.startswith("tracer_"), (name, rest)
     assert cases["publish_destroyed"].endswith("fn=tracer_publish")
     assert cases["loan_return_twice"].endswith("fn=tracer_loan_return")
+
+
+def test_plain_cmake_install_and_pkg_config(tmp_path, tracer_env):
+    # capi/CMakeLists.txt with no ROS: cmake --install gives lib/libtracer.{so,a},
+    # include/tracer.h and lib/pkgconfig/tracer.pc, which a program builds against. The build
+    # reuses the target directory the tests use (already built, so cargo has nothing to do).
+    build, prefix = tmp_path / "build", tmp_path / "prefix"
+    env = capi_env(tracer_env)
+    for argv in (["cmake", "-S", str(REPO / "capi"), "-B", str(build),
+                  f"-DLIBTRACER_CARGO_TARGET_DIR={harness.target_dir()}"],
+                 ["cmake", "--build", str(build)],
+                 ["cmake", "--install", str(build), "--prefix", str(prefix)]):
+        harness.run(argv, env, timeout=600).check()
+    for f in ("lib/libtracer.so", "lib/libtracer.a", "include/tracer.h", "lib/pkgconfig/tracer.pc"):
+        assert (prefix / f).is_file(), f
+    pc_env = dict(env, PKG_CONFIG_PATH=str(prefix / "lib" / "pkgconfig"))
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "tracer"], env=pc_env,
+                           capture_output=True, text=True, check=True).stdout.split()
+    exe = tmp_path / "publisher"
+    subprocess.run([os.environ.get("CC", "gcc"), "-std=c99", "-Wall", "-Werror",
+                    str(REPO / "examples" / "publisher.c"), "-o", str(exe), *flags,
+                    f"-Wl,-rpath,{prefix / 'lib'}"], check=True, env=pc_env)
+    r = harness.run([exe, "/capi_installed", "3", "0"], env, timeout=60).check()
+    assert "published 3" in r.stdout
+
+
+@pytest.fixture(scope="module")
+def service_program(tmp_path_factory) -> Path:
+    return compile_capi(HERE / "c" / "capi_service.c", tmp_path_factory.mktemp("capi_srv") / "capi_service")
+
+
+def test_c_server_answers_rclpy_client(tracer_env, service_program):
+    srv = harness.spawn([service_program, "server", "/capi_srv", "5"], capi_env(tracer_env), timeout=60)
+    assert srv.wait_for_output("ready", 30), srv.join(1).describe()
+    got = json_line(harness.spawn_python(WORKER, ["srv-call", "--service", "/capi_srv", "--count", "5"],
+                                         env=tracer_env, timeout=60).join().check().stdout)
+    assert "served 5" in srv.join().check().stdout
+    assert got["replies"] == [[i + 1000, f"py {i}", True] for i in range(5)]
+
+
+def test_c_client_calls_rclpy_server(tracer_env, service_program):
+    py = harness.spawn_python(WORKER, ["srv-serve", "--service", "/capi_srv2", "--count", "5"],
+                              env=tracer_env, timeout=60)
+    assert py.wait_for_output("ready", 30), py.join(1).describe()
+    r = harness.spawn([service_program, "client", "/capi_srv2", "5"], capi_env(tracer_env), timeout=60).join().check()
+    py.join().check()
+    assert lines(r.stdout, "reply ") == [f"{i + 1} {i + 1} c {i}!" for i in range(5)]

@@ -11,6 +11,10 @@ ROS is imported only when run as a program.
     ns-talk      --topics A,B,.. --count N --period S
                                          a std_msgs/String publisher per topic, publishing
                                          "<topic> <i>" on each every S seconds, N rounds
+    srv-serve    --service S --count N   a test_msgs/srv/BasicTypes server answering N requests
+                                         with int64_value + 1 and string_value + "!"
+    srv-call     --service S --count N   waits for the server, N calls (int64_value = i,
+                                         string_value "py <i>"); one JSON line {"replies": [...]}
     graph        --node NAME --topic T   waits until the node and a publisher of T from it are
                                          in the ROS graph; one JSON line with what rcl says
 """
@@ -108,6 +112,45 @@ def cmd_ns_talk(args) -> None:
     node.destroy_node()
 
 
+def cmd_srv_serve(args) -> None:
+    from test_msgs.srv import BasicTypes
+
+    node = _node("py_server")
+    served = [0]
+
+    def answer(req, resp):
+        resp.int64_value = req.int64_value + 1
+        resp.string_value = req.string_value + "!"
+        resp.bool_value = req.bool_value
+        served[0] += 1
+        return resp
+
+    node.create_service(BasicTypes, args.service, answer)
+    print("ready", flush=True)
+    _spin_until(node, lambda: served[0] >= args.count, args.timeout)
+    _spin_until(node, lambda: False, args.linger)
+    print(json.dumps({"served": served[0]}), flush=True)
+    node.destroy_node()
+
+
+def cmd_srv_call(args) -> None:
+    from test_msgs.srv import BasicTypes
+
+    node = _node("py_client")
+    cli = node.create_client(BasicTypes, args.service)
+    if not cli.wait_for_service(timeout_sec=args.timeout):
+        sys.exit(2)
+    replies = []
+    for i in range(args.count):
+        req = BasicTypes.Request(int64_value=i, string_value=f"py {i}", bool_value=True)
+        fut = cli.call_async(req)
+        _spin_until(node, fut.done, args.timeout)
+        r = fut.result()
+        replies.append([r.int64_value, r.string_value, r.bool_value])
+    print(json.dumps({"replies": replies}), flush=True)
+    node.destroy_node()
+
+
 def cmd_graph(args) -> None:
     node = _node("py_graph_watcher")
 
@@ -135,6 +178,7 @@ def main() -> None:
     p.add_argument("--topic", default="/camera/image")
     p.add_argument("--topics", default="/robot/a,/robot/b/c")
     p.add_argument("--node", default="c_talker")
+    p.add_argument("--service", default="/capi_srv")
     p.add_argument("--count", type=int, default=10)
     p.add_argument("--width", type=int, default=1024)
     p.add_argument("--height", type=int, default=1024)
@@ -143,7 +187,7 @@ def main() -> None:
     p.add_argument("--linger", type=float, default=1.0)
     args = p.parse_args()
     {"image-listen": cmd_image_listen, "image-talk": cmd_image_talk, "ns-talk": cmd_ns_talk,
-     "graph": cmd_graph}[args.cmd](args)
+     "srv-serve": cmd_srv_serve, "srv-call": cmd_srv_call, "graph": cmd_graph}[args.cmd](args)
 
 
 if __name__ == "__main__":

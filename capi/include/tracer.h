@@ -102,6 +102,9 @@ typedef enum tracer_result_t {
   TRACER_ERR_PANIC = 13,
 } tracer_result_t;
 
+// A service client. Opaque.
+typedef struct tracer_client_t tracer_client_t;
+
 // A context: one libtracer graph on a ROS domain, joined as one ROS node. Opaque.
 typedef struct tracer_context_t tracer_context_t;
 
@@ -113,6 +116,9 @@ typedef struct tracer_loan_t tracer_loan_t;
 
 // A publisher of one ROS topic. Opaque.
 typedef struct tracer_publisher_t tracer_publisher_t;
+
+// A service server. Opaque.
+typedef struct tracer_server_t tracer_server_t;
 
 // A subscription (to a topic, or to a namespace subtree). Opaque.
 typedef struct tracer_subscription_t tracer_subscription_t;
@@ -152,6 +158,12 @@ typedef struct tracer_entity_t {
   // True for an entity of this context.
   bool local;
 } tracer_entity_t;
+
+// Which request a response answers: the client's gid and its sequence number of the request.
+typedef struct tracer_request_id_t {
+  uint8_t client_gid[16];
+  uint64_t sequence;
+} tracer_request_id_t;
 
 // Called once per sample that lands in a subscription, on the thread that delivered it (a
 // link's or a local publisher's): it must not block, and should only signal the program's
@@ -329,6 +341,118 @@ enum tracer_result_t tracer_publisher_subscription_count(const struct tracer_pub
 enum tracer_result_t tracer_publisher_wait_for_subscriptions(const struct tracer_publisher_t *publisher,
                                                              size_t count,
                                                              int64_t timeout_ns);
+
+// Create a server of `service` (`/add_two_ints`) of `type_name` (`pkg/srv/Type`) with RIHS01
+// `type_hash` (or ""), `qos` NULL for the default: every client of the name and type, rclpy's
+// included, sends it its requests. The caller owns the new handle.
+//
+// Thread-safe.
+//
+// # Safety
+// Strings NUL-terminated or NULL; `qos` NULL or readable; `out_server` NULL or writable.
+enum tracer_result_t tracer_server_create(struct tracer_context_t *context,
+                                          const char *service,
+                                          const char *type_name,
+                                          const char *type_hash,
+                                          const struct tracer_qos_t *qos,
+                                          struct tracer_server_t **out_server);
+
+// Destroy a server. The handle is dead after the call, whatever its result.
+//
+// Thread-safe. `server` may be any value: NULL and dead handles are refused.
+enum tracer_result_t tracer_server_destroy(struct tracer_server_t *server);
+
+// Wait until a request is there, at most `timeout_ns` (negative: forever).
+//
+// Thread-safe.
+enum tracer_result_t tracer_server_wait(const struct tracer_server_t *server, int64_t timeout_ns);
+
+// Take the oldest request: its CDR into `buffer`, its length into `*out_len`, which request
+// it is into `*out_id` (pass it to `tracer_server_send_response`). `TRACER_ERR_EMPTY` when
+// there is none; `TRACER_ERR_BUFFER_TOO_SMALL` keeps it for the next take.
+//
+// Thread-safe.
+//
+// # Safety
+// `buffer` NULL or `capacity` writable bytes; `out_len`, `out_id` NULL or writable.
+enum tracer_result_t tracer_server_take_request(struct tracer_server_t *server,
+                                                uint8_t *buffer,
+                                                size_t capacity,
+                                                size_t *out_len,
+                                                struct tracer_request_id_t *out_id);
+
+// Send `len` bytes of CDR as the response to the request `id` (from
+// `tracer_server_take_request`). A client that has gone since gets nothing, and the call
+// succeeds.
+//
+// Thread-safe.
+//
+// # Safety
+// `id` NULL or readable; `cdr` NULL or `len` readable bytes.
+enum tracer_result_t tracer_server_send_response(struct tracer_server_t *server,
+                                                 const struct tracer_request_id_t *id,
+                                                 const uint8_t *cdr,
+                                                 size_t len);
+
+// Create a client of `service` of `type_name` with `type_hash` (or ""), `qos` NULL for the
+// default. The caller owns the new handle.
+//
+// Thread-safe.
+//
+// # Safety
+// As `tracer_server_create`.
+enum tracer_result_t tracer_client_create(struct tracer_context_t *context,
+                                          const char *service,
+                                          const char *type_name,
+                                          const char *type_hash,
+                                          const struct tracer_qos_t *qos,
+                                          struct tracer_client_t **out_client);
+
+// Destroy a client. The handle is dead after the call, whatever its result.
+//
+// Thread-safe. `client` may be any value: NULL and dead handles are refused.
+enum tracer_result_t tracer_client_destroy(struct tracer_client_t *client);
+
+// `*out_count`: the servers of the client's name and type known now (0: not available).
+//
+// Thread-safe.
+//
+// # Safety
+// `out_count` NULL or writable.
+enum tracer_result_t tracer_client_server_count(const struct tracer_client_t *client,
+                                                size_t *out_count);
+
+// Send `len` bytes of CDR as a request to every server of the name and type known now;
+// `*out_sequence` is its number (the response carries it). With no server known the request
+// goes nowhere, and the call succeeds (check `tracer_client_server_count` first).
+//
+// Thread-safe.
+//
+// # Safety
+// `cdr` NULL or `len` readable bytes; `out_sequence` NULL or writable.
+enum tracer_result_t tracer_client_send_request(struct tracer_client_t *client,
+                                                const uint8_t *cdr,
+                                                size_t len,
+                                                uint64_t *out_sequence);
+
+// Wait until a response is there, at most `timeout_ns` (negative: forever).
+//
+// Thread-safe.
+enum tracer_result_t tracer_client_wait(const struct tracer_client_t *client, int64_t timeout_ns);
+
+// Take the oldest response: its CDR into `buffer`, its length into `*out_len`, the sequence
+// number of the request it answers into `*out_sequence`. `TRACER_ERR_EMPTY` when there is
+// none; `TRACER_ERR_BUFFER_TOO_SMALL` keeps it for the next take.
+//
+// Thread-safe.
+//
+// # Safety
+// `buffer` NULL or `capacity` writable bytes; `out_len`, `out_sequence` NULL or writable.
+enum tracer_result_t tracer_client_take_response(struct tracer_client_t *client,
+                                                 uint8_t *buffer,
+                                                 size_t capacity,
+                                                 size_t *out_len,
+                                                 uint64_t *out_sequence);
 
 // Create a subscription to `topic` of `type_name` with `qos` (NULL: reliable, volatile,
 // keep last 10). It takes from every publisher of the topic with that type and a matching

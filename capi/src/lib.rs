@@ -24,5 +24,6 @@ pub mod error;
 pub mod handle;
 pub mod publisher;
 pub mod qos;
+pub mod service;
 pub mod subscription;
 pub mod watch;

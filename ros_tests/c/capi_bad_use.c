@@ -54,6 +54,16 @@ int main(void) {
   CASE("graph_get_null", tracer_graph_get(NULL, 0, &ent));
   CASE("set_callback_null", tracer_subscription_set_callback(NULL, NULL, NULL));
   CASE("subscription_count_null", tracer_publisher_subscription_count(NULL, &n));
+  tracer_server_t *srv = NULL;
+  tracer_client_t *cli = NULL;
+  tracer_request_id_t rid;
+  uint64_t seq;
+  CASE("server_create_null_ctx", tracer_server_create(NULL, "/s", "test_msgs/srv/Empty", "", NULL, &srv));
+  CASE("server_take_null", tracer_server_take_request(NULL, buf, sizeof buf, &n, &rid));
+  CASE("server_send_response_null", tracer_server_send_response(NULL, &rid, msg, sizeof msg));
+  CASE("client_create_null_ctx", tracer_client_create(NULL, "/s", "test_msgs/srv/Empty", "", NULL, &cli));
+  CASE("client_send_null", tracer_client_send_request(NULL, msg, sizeof msg, &seq));
+  CASE("client_take_null", tracer_client_take_response(NULL, buf, sizeof buf, &n, &seq));
 
   /* Live handles, then NULL arguments beside them */
   if (tracer_context_create("bad_use", "/", -1, &ctx) != TRACER_OK) {
@@ -101,6 +111,15 @@ int main(void) {
   CASE("take_destroyed", tracer_take(sub, buf, sizeof buf, &n, NULL));
   CASE("wait_destroyed", tracer_subscription_wait(sub, 0));
   CASE("subscription_destroy_twice", tracer_subscription_destroy(sub));
+  CASE("server_create_ok", tracer_server_create(ctx, "/s", "test_msgs/srv/Empty", "", NULL, &srv));
+  CASE("client_create_ok", tracer_client_create(ctx, "/s", "test_msgs/srv/Empty", "", NULL, &cli));
+  CASE("server_send_response_null_id", tracer_server_send_response(srv, NULL, msg, sizeof msg));
+  CASE("client_send_null_data", tracer_client_send_request(cli, NULL, 0, &seq));
+  CASE("server_wait_timeout", tracer_server_wait(srv, 1000000));
+  CASE("server_destroy_ok", tracer_server_destroy(srv));
+  CASE("server_take_destroyed", tracer_server_take_request(srv, buf, sizeof buf, &n, &rid));
+  CASE("client_destroy_ok", tracer_client_destroy(cli));
+  CASE("client_send_destroyed", tracer_client_send_request(cli, msg, sizeof msg, &seq));
   /* A handle of one type passed as another */
   CASE("wrong_type", tracer_subscription_destroy((tracer_subscription_t *)ctx));
   CASE("context_destroy_ok", tracer_context_destroy(ctx));

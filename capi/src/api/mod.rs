@@ -6,6 +6,7 @@ pub mod context;
 pub mod graph;
 pub mod loan;
 pub mod publisher;
+pub mod service;
 pub mod subscription;
 
 use std::ffi::{c_char, CStr};
