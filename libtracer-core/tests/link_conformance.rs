@@ -278,6 +278,47 @@ fn oversized_frame_is_refused_and_link_stays_up<F: Fabric>(f: F) {
     assert_eq!(rb.count(&Ev::Down("a".into())), 0);
 }
 
+/// A DELIVERY above the frame bound goes in parts and arrives as one, whole and in its place
+/// among the small ones around it, on its edge and beside another edge (docs/wire.md,
+/// "Messages of any size").
+fn a_delivery_above_the_frame_bound_arrives_whole<F: Fabric>(f: F) {
+    let (ra, rb) = (Recorder::new(), Recorder::new());
+    let _a = f.join("a", ra.clone());
+    let _b = f.join("b", rb.clone());
+    let to_b = ra.wait_up("b", T);
+    let delivery = |edge: u64, seq: u64, payload: Payload| Frame::Delivery {
+        edge,
+        meta: Meta {
+            sequence: seq,
+            ..Meta::default()
+        },
+        suffix: (seq == 1).then(|| "/image".to_string()),
+        payload,
+    };
+    let n = MAX_FRAME as usize + (1 << 20) + 5;
+    let big: Payload = (0..n)
+        .map(|i| (i * 31 + i / 4099) as u8)
+        .collect::<Vec<u8>>()
+        .into();
+    let sent = vec![
+        delivery(7, 0, Payload::from(vec![1u8; 10])),
+        delivery(7, 1, big),
+        delivery(8, 2, Payload::from(vec![2u8; 10])),
+        delivery(7, 3, Payload::from(vec![3u8; 10])),
+    ];
+    for fr in &sent {
+        to_b.send(fr).expect("send");
+    }
+    assert!(rb.wait_for(T, |e| e
+        .iter()
+        .filter(|e| matches!(e, Ev::Frame(..)))
+        .count()
+        == sent.len()));
+    assert_eq!(rb.frames_from("a"), sent);
+    assert_eq!(rb.count(&Ev::Down("a".into())), 0);
+    assert!(rb.violations().is_empty());
+}
+
 fn malformed_input_closes_only_that_link<F: Fabric>(f: F) {
     let (ra, rb, rc) = (Recorder::new(), Recorder::new(), Recorder::new());
     let _a = f.join("a", ra.clone());
@@ -433,6 +474,10 @@ macro_rules! conformance {
             #[test]
             fn ruling8_oversized_frame_is_refused_and_link_stays_up() {
                 oversized_frame_is_refused_and_link_stays_up($make)
+            }
+            #[test]
+            fn a_delivery_above_the_frame_bound_arrives_whole() {
+                super::a_delivery_above_the_frame_bound_arrives_whole($make)
             }
             #[test]
             fn ruling8_malformed_input_closes_only_that_link() {

@@ -150,6 +150,28 @@ fn frame() -> impl Strategy<Value = Frame> {
             }
         }),
         any::<u64>().prop_map(|edge| Frame::Unsubscribe { edge }),
+        (
+            any::<u64>(),
+            (0..1000u32, 2..=1000u32, any::<u64>()),
+            meta(),
+            prop::option::of(path()),
+            payload()
+        )
+            .prop_map(|(edge, (index, count, total), meta, suffix, chunk)| {
+                // Part 0 carries the META and any SUFFIX, the others neither.
+                let index = index % count;
+                Frame::DeliveryPart {
+                    edge,
+                    part: Part {
+                        index,
+                        count,
+                        total,
+                    },
+                    meta: (index == 0).then_some(meta),
+                    suffix: suffix.filter(|_| index == 0),
+                    chunk,
+                }
+            }),
         (any::<u64>(), meta(), prop::option::of(path()), payload()).prop_map(
             |(edge, meta, suffix, payload)| Frame::Delivery {
                 edge,
@@ -331,6 +353,28 @@ fn ruling8_one_byte_fragmentation_of_every_kind() {
             },
         },
         Frame::Unsubscribe { edge: 77 },
+        Frame::DeliveryPart {
+            edge: 1,
+            part: Part {
+                index: 0,
+                count: 3,
+                total: 300_000_000,
+            },
+            meta: Some(Meta::default()),
+            suffix: Some("image".into()),
+            chunk: vec![9; 70_000].into(),
+        },
+        Frame::DeliveryPart {
+            edge: 1,
+            part: Part {
+                index: 2,
+                count: 3,
+                total: 300_000_000,
+            },
+            meta: None,
+            suffix: None,
+            chunk: vec![8; 10].into(),
+        },
         Frame::Delivery {
             edge: 1,
             meta: Meta::default(),

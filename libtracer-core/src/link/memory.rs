@@ -14,7 +14,8 @@ use super::{
     close_handler_failed, close_malformed, own_identity, run_callback, valid_node_name, Link,
     LinkError, LinkHandler, PeerIdentity,
 };
-use crate::wire::{encode_parts, Frame, FrameDecoder, MAX_FRAME};
+use crate::wire::parts::Joiner;
+use crate::wire::{encode_parts, parts, Frame, FrameDecoder, MAX_FRAME};
 
 enum Msg {
     Bytes(Vec<u8>),
@@ -47,7 +48,17 @@ impl Link for MemoryLink {
         if self.closed.load(Ordering::Acquire) {
             return Err(LinkError::Closed(self.peer.name.clone()));
         }
-        let bytes = encode_parts(frame, MAX_FRAME)?.to_vec();
+        // A message in parts goes as one hand-over, so parts of two never interleave.
+        let bytes = match parts::split(frame, MAX_FRAME)? {
+            Some(parts) => {
+                let mut all = Vec::new();
+                for p in &parts {
+                    all.extend_from_slice(&encode_parts(p, MAX_FRAME)?.to_vec());
+                }
+                all
+            }
+            None => encode_parts(frame, MAX_FRAME)?.to_vec(),
+        };
         self.to_peer
             .send(Msg::Bytes(bytes))
             .map_err(|_| LinkError::Closed(self.peer.name.clone()))
@@ -186,11 +197,19 @@ fn run_reader(
         close_handler_failed(&*link);
     }
     let mut dec = FrameDecoder::new(MAX_FRAME);
+    let mut joiner = Joiner::default();
     'outer: while let Some(Ok(msg)) = up.then(|| rx.recv()) {
         let Msg::Bytes(bytes) = msg else { break };
         let mut input = &bytes[..];
         loop {
-            match dec.feed(&mut input) {
+            let fed = match dec.feed(&mut input) {
+                Ok(Some(frame)) => match joiner.take(frame) {
+                    Ok(None) => continue,
+                    joined => joined,
+                },
+                other => other,
+            };
+            match fed {
                 Ok(Some(Frame::Ping { nonce })) => {
                     let _ = link.send(&Frame::Pong { nonce });
                 }

@@ -19,6 +19,7 @@ use super::unix::{Leftover, UnixLink};
 use super::unix_loop::{self, Source};
 use super::LinkHandler;
 use crate::payload::Payload;
+use crate::wire::parts::Joiner;
 use crate::wire::{Frame, FrameDecoder, ShmRef};
 
 /// After a frame at least this large, the reader reads the next prefix on its own.
@@ -40,6 +41,8 @@ pub(crate) struct LinkRx {
     end: usize,
     recv: FdReceiver,
     shm: ShmReceive,
+    /// Messages arriving in parts (DELIVERY_PART), joined here.
+    joiner: Joiner,
     pub(crate) ping_ms: u64,
     pub(crate) dead_ms: u64,
     /// The strand is full: not read until it asks.
@@ -79,6 +82,7 @@ pub(crate) fn add_link(n: NewLink) {
         start,
         end,
         recv: FdReceiver::default(),
+        joiner: Joiner::default(),
         shm: ShmReceive {
             fds,
             maps: HashMap::new(),
@@ -225,6 +229,14 @@ impl LinkRx {
                 }
                 Err(why) => {
                     self.strand.push(Event::Malformed(why));
+                    return Step::End;
+                }
+            },
+            part @ Frame::DeliveryPart { .. } => match self.joiner.take(part) {
+                Ok(Some(whole)) => whole,
+                Ok(None) => return Step::Go,
+                Err(e) => {
+                    self.strand.push(Event::Malformed(e.to_string()));
                     return Step::End;
                 }
             },

@@ -210,6 +210,7 @@ pub(crate) fn on_frame(g: &GraphInner, id: LinkId, frame: Frame) {
         | Frame::Pong { .. }
         | Frame::Segment { .. }
         | Frame::ShmDelivery { .. }
+        | Frame::DeliveryPart { .. }
         | Frame::Release { .. } => {}
     }
 }

@@ -201,6 +201,25 @@ pub enum Frame {
         edge: EdgeId,
         window: Window,
     },
+    /// One part of a DELIVERY too large for one frame (docs/wire.md, "Messages of any size"):
+    /// part 0 carries the META and the SUFFIX. Link-level: the receiving link joins the parts
+    /// (`wire::parts`) and hands its handler one `Delivery`.
+    DeliveryPart {
+        edge: EdgeId,
+        part: Part,
+        meta: Option<Meta>,
+        suffix: Option<String>,
+        chunk: Payload,
+    },
+}
+
+/// Where a DELIVERY_PART is in its message: part `index` of `count`, which join into `total`
+/// bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Part {
+    pub index: u32,
+    pub count: u32,
+    pub total: u64,
 }
 
 /// The tokens of a RELEASE: a few inline (a link releases one at a time), more on the heap, so

@@ -5,6 +5,7 @@ pub mod codec;
 pub mod error;
 pub mod exercise;
 pub mod frame;
+pub mod parts;
 pub mod policy;
 pub mod stream;
 

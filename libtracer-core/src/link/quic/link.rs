@@ -17,7 +17,11 @@ use super::Inner;
 use crate::link::{
     close_handler_failed, close_malformed, run_callback, Link, LinkError, LinkHandler, PeerIdentity,
 };
-use crate::wire::{encode_parts, EncodedFrame, Frame, FrameDecoder, MAX_FRAME, PROTOCOL_VERSION};
+use crate::wire::{
+    encode_parts,
+    parts::{self, Joiner},
+    EncodedFrame, Frame, FrameDecoder, MAX_FRAME, PROTOCOL_VERSION,
+};
 
 /// Frame bound before the HELLO exchange: the Unix transport's 8 KiB, plus room for the
 /// PERMISSIONS a peer with SROS2 sends in it (docs/wire.md section 2).
@@ -111,6 +115,9 @@ pub struct QuicLink {
     inline: bool,
     /// Reliable deliveries dropped and not reported yet (`said_dropped`).
     drops: parking_lot::Mutex<DropReport>,
+    /// Held while the parts of one message are queued: parts of two messages never interleave
+    /// on an edge (docs/wire.md, "Messages of any size").
+    parts: parking_lot::Mutex<()>,
 }
 
 /// What `QuicLink::said_dropped` has said so far.
@@ -155,6 +162,7 @@ impl QuicLink {
             inline: handler.deliveries_never_block(),
             handler,
             drops: parking_lot::Mutex::default(),
+            parts: parking_lot::Mutex::default(),
         }
     }
 
@@ -295,12 +303,37 @@ impl QuicLink {
         if self.is_closed() {
             return Err(LinkError::Closed(self.peer.name.clone()));
         }
+        if parts::may_split(frame, self.peer_max) {
+            if let Some(parts) = parts::split(frame, self.peer_max)? {
+                return self.send_in_parts(frame, &parts, owed);
+            }
+        }
         let enc = encode_parts(frame, self.peer_max)?;
         let route = match self.out.route(frame) {
             Route::ReliableDelivery(class, _) if owed => Route::Owed(class),
             route => route,
         };
         self.write(route, enc)
+    }
+
+    /// The DELIVERY_PART frames of `whole`, in order on its class's reliable stream, none
+    /// dropped: a part cannot be dropped or replaced alone, so a message in parts goes as a
+    /// whole even on a best-effort edge (a datagram could not carry it anyway). The writer
+    /// waits for room in the stream's queue as for any frame kept (`queue.rs`), so what waits
+    /// stays within the queue's bound.
+    fn send_in_parts(&self, whole: &Frame, parts: &[Frame], owed: bool) -> Result<(), LinkError> {
+        let route = match self.out.route(whole) {
+            Route::ReliableDelivery(class, _) | Route::BestEffort(class) if owed => {
+                Route::Owed(class)
+            }
+            Route::ReliableDelivery(class, _) | Route::BestEffort(class) => Route::Reliable(class),
+            route => route,
+        };
+        let _one_message = self.parts.lock();
+        for part in parts {
+            self.write(route, encode_parts(part, self.peer_max)?)?;
+        }
+        Ok(())
     }
 }
 
@@ -463,11 +496,13 @@ pub(crate) async fn read_loop(
     }
     link.rt.spawn(accept_streams(link.clone(), tx.clone()));
     link.rt.spawn(read_datagrams(link.clone(), tx.clone()));
+    // A message in parts on an edge the peer made before we knew its stream goes here.
+    let mut joiner = Joiner::default();
     'outer: loop {
         loop {
             let n = dec.push(&pending);
             pending.advance(n);
-            match dec.pop() {
+            match joiner.pop(&mut dec) {
                 Ok(Some(Frame::Ping { nonce })) => match parse_barrier(nonce) {
                     // A READ follows: hold the control stream until the named edge streams
                     // have handed up what was written on them before it (wire.md section 5).

@@ -12,6 +12,7 @@ use tokio::sync::Notify;
 
 use super::link::{Event, QuicLink, ToDispatcher, READ_CHUNK};
 use super::streams::{BEST_EFFORT_TAG, CLASSES};
+use crate::wire::parts::Joiner;
 use crate::wire::{Frame, FrameDecoder, MAX_FRAME};
 
 /// The receiving side's view of the peer's barriers: the newest marker each reliable stream
@@ -124,11 +125,13 @@ async fn read_stream(link: Arc<QuicLink>, mut recv: quinn::RecvStream, tx: ToDis
         return;
     }
     let mut dec = FrameDecoder::new(MAX_FRAME);
+    // The parts of a message travel on one reliable stream (`QuicLink::send_in_parts`).
+    let mut joiner = Joiner::default();
     loop {
         loop {
             let n = dec.push(&pending);
             pending.advance(n);
-            match dec.pop() {
+            match joiner.pop(&mut dec) {
                 Ok(Some(Frame::Ping { nonce })) if reliable => link.markers.reached(tag, nonce),
                 Ok(Some(frame)) if carried(&frame, reliable) => {
                     if !tx.frame(&link, frame).await {

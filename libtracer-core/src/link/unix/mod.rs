@@ -26,7 +26,7 @@ use parking_lot::Mutex;
 
 use super::{Link, LinkError, PeerIdentity};
 use crate::payload::Payload;
-use crate::wire::{encode_head, EncodeError, Frame, Tokens};
+use crate::wire::{encode_head, parts, EncodeError, Frame, Tokens};
 
 pub(crate) use handshake::{
     check_hello, hello, read_hello, refuse, write_frame, HelloOutcome, Leftover, PeerHello,
@@ -70,6 +70,9 @@ pub struct UnixLink {
     peer: PeerIdentity,
     stream: UnixStream,
     write_lock: Mutex<WriteState>,
+    /// Held while the parts of one message are written (each under the write lock, so that
+    /// PINGs and PONGs still pass between them): parts of two messages never interleave.
+    parts: Mutex<()>,
     shm: ShmSend,
     /// References out to the peer, by token: each holds its sample's slot until RELEASE.
     out: Mutex<HashMap<u64, Payload>>,
@@ -104,6 +107,7 @@ impl UnixLink {
             peer,
             stream,
             write_lock: Mutex::new(WriteState::default()),
+            parts: Mutex::new(()),
             shm,
             out: Mutex::new(HashMap::new()),
             next_token: AtomicU64::new(1),
@@ -288,6 +292,24 @@ impl UnixLink {
         true
     }
 
+    /// The DELIVERY_PART frames of one message, in order: parts of two messages never
+    /// interleave on an edge (docs/wire.md, "Messages of any size").
+    fn send_in_parts(&self, parts: &[Frame]) -> Result<(), LinkError> {
+        let _one_message = self.parts.lock();
+        for part in parts {
+            self.locked_write(
+                |ws| encode_head(part, self.peer_max, &mut ws.head),
+                |ws, chunk| write_all2(&self.stream, &ws.head, chunk.map_or(&[], |p| p.as_ref())),
+            )?;
+            // A sign of life: the peer has read all of this part but what a socket buffer
+            // holds. Our writes hold the PINGs of the liveness check back meanwhile, and the
+            // peer's PONGs come only after them, so without this a message that takes longer
+            // than the check's 900 ms to pass would be taken for a hung peer.
+            self.touch_rx();
+        }
+        Ok(())
+    }
+
     fn write_parts(&self, head: &[u8], payload: &[u8]) -> Result<(), LinkError> {
         self.locked_write(|_| Ok(()), |_, ()| write_all2(&self.stream, head, payload))
     }
@@ -375,6 +397,11 @@ impl Link for UnixLink {
                 if self.send_reference(*edge, meta, suffix, payload, slot)? {
                     return Ok(());
                 }
+            }
+        }
+        if parts::may_split(frame, self.peer_max) {
+            if let Some(parts) = parts::split(frame, self.peer_max)? {
+                return self.send_in_parts(&parts);
             }
         }
         self.locked_write(

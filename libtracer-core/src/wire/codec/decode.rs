@@ -32,6 +32,7 @@ fn allowed(k: u8) -> u32 {
         kind::SHM_DELIVERY => set(&[EDGE, META, SUFFIX, SHM_REF]),
         kind::RELEASE => set(&[TOKENS]),
         kind::CREDIT => set(&[EDGE, WINDOW]),
+        kind::DELIVERY_PART => set(&[EDGE, PART, META, SUFFIX, PAYLOAD]),
         _ => 0,
     }
 }
@@ -146,6 +147,35 @@ pub fn decode_payload(whole: &Payload) -> Result<Frame, DecodeError> {
             edge: f.u64(tlv::EDGE)?,
             window: f.window()?,
         },
+        kind::DELIVERY_PART => {
+            // Part 0 carries the META (and the SUFFIX, if any); the others neither.
+            let part = f.part()?;
+            let first = part.index == 0;
+            let meta = match (first, f.range(tlv::META)) {
+                (true, _) => Some(f.meta()?),
+                (false, None) => None,
+                (false, Some(_)) => {
+                    return Err(DecodeError::UnexpectedTlv {
+                        frame: "DELIVERY_PART",
+                        tlv: "META",
+                    })
+                }
+            };
+            let suffix = f.opt_string(tlv::SUFFIX, MAX_PATH)?;
+            if !first && suffix.is_some() {
+                return Err(DecodeError::UnexpectedTlv {
+                    frame: "DELIVERY_PART",
+                    tlv: "SUFFIX",
+                });
+            }
+            Frame::DeliveryPart {
+                edge: f.u64(tlv::EDGE)?,
+                part,
+                meta,
+                suffix,
+                chunk: f.payload(whole)?,
+            }
+        }
         _ => return Err(DecodeError::UnknownKind(k)),
     })
 }

@@ -210,6 +210,24 @@ fn encode_into<'f>(
             e.u64(tlv::EDGE, *edge);
             e.window(window);
         }
+        Frame::DeliveryPart {
+            edge,
+            part,
+            meta,
+            suffix,
+            chunk,
+        } => {
+            e.u64(tlv::EDGE, *edge);
+            e.part(part);
+            if let Some(m) = meta {
+                e.meta(m);
+            }
+            if let Some(s) = suffix {
+                e.str(tlv::SUFFIX, "SUFFIX", s, MAX_PATH)?;
+            }
+            e.payload_header(chunk.len());
+            payload = Some(chunk);
+        }
     }
     let body = (e.buf.len() - LEN_PREFIX) as u64 + payload.map_or(0, |p| p.len() as u64);
     if body > u64::from(max_frame) {
@@ -245,6 +263,7 @@ fn kind_of(frame: &Frame) -> u8 {
         Frame::ShmDelivery { .. } => kind::SHM_DELIVERY,
         Frame::Release { .. } => kind::RELEASE,
         Frame::Credit { .. } => kind::CREDIT,
+        Frame::DeliveryPart { .. } => kind::DELIVERY_PART,
     }
 }
 

@@ -58,6 +58,8 @@ pub mod tlv {
     pub const SEGMENT: u8 = 0x90;
     pub const SHM_REF: u8 = 0x91;
     pub const TOKENS: u8 = 0x92;
+    /// DELIVERY_PART: u32 index, u32 count, u64 total.
+    pub const PART: u8 = 0x93;
     /// Optional: human-readable error text.
     pub const MESSAGE: u8 = 0x01;
     /// Optional, in HELLO: u8 flags, bit 0 = maps shared-memory segments.
@@ -91,6 +93,7 @@ pub mod kind {
     pub const SHM_DELIVERY: u8 = 0x0E;
     pub const RELEASE: u8 = 0x0F;
     pub const CREDIT: u8 = 0x10;
+    pub const DELIVERY_PART: u8 = 0x11;
 }
 
 /// Bytes of a META value: source timestamp, sequence, writer id.
@@ -115,6 +118,7 @@ pub fn kind_name(k: u8) -> &'static str {
         kind::SHM_DELIVERY => "SHM_DELIVERY",
         kind::RELEASE => "RELEASE",
         kind::CREDIT => "CREDIT",
+        kind::DELIVERY_PART => "DELIVERY_PART",
         _ => "unknown frame",
     }
 }

@@ -4,7 +4,7 @@
 use super::{tlv, META_LEN};
 use crate::payload::{Meta, Payload};
 use crate::wire::error::DecodeError;
-use crate::wire::frame::{ErrorCode, Role, SchemaInfo, ShmRef, Tokens, MAX_TOKENS};
+use crate::wire::frame::{ErrorCode, Part, Role, SchemaInfo, ShmRef, Tokens, MAX_TOKENS};
 use crate::wire::policy::Window;
 
 /// Read a LEB128 varint at `*pos`, advancing it. Bounded to 5 bytes and u32, shortest form only.
@@ -45,7 +45,7 @@ fn read_sized(buf: &[u8], pos: &mut usize, tlv: u8) -> Result<(usize, usize), De
 }
 
 /// Slot indices of the known TLVs in [`Fields`].
-const KNOWN: [(u8, &str); 24] = [
+const KNOWN: [(u8, &str); 25] = [
     (tlv::REQ, "REQ"),
     (tlv::PATH, "PATH"),
     (tlv::META, "META"),
@@ -70,6 +70,7 @@ const KNOWN: [(u8, &str); 24] = [
     (tlv::DIRECTORY, "DIRECTORY"),
     (tlv::TAG, "TAG"),
     (tlv::WINDOW, "WINDOW"),
+    (tlv::PART, "PART"),
 ];
 
 fn slot(t: u8) -> Option<usize> {
@@ -242,6 +243,22 @@ impl<'a> Fields<'a> {
             messages: u32::from_le_bytes(v[0..4].try_into().expect("4 bytes")),
             bytes: u64::from_le_bytes(v[4..12].try_into().expect("8 bytes")),
         })
+    }
+    /// DELIVERY_PART's place: index below count, count at least 2 (one part is a DELIVERY).
+    pub(super) fn part(&self) -> Result<Part, DecodeError> {
+        let v: [u8; 16] = self.fixed(tlv::PART)?;
+        let p = Part {
+            index: u32::from_le_bytes(v[0..4].try_into().expect("4 bytes")),
+            count: u32::from_le_bytes(v[4..8].try_into().expect("4 bytes")),
+            total: u64::from_le_bytes(v[8..16].try_into().expect("8 bytes")),
+        };
+        if p.count < 2 || p.index >= p.count {
+            return Err(DecodeError::BadValue {
+                field: "PART",
+                value: u64::from(p.index),
+            });
+        }
+        Ok(p)
     }
     pub(super) fn opt_window(&self) -> Result<Option<Window>, DecodeError> {
         match self.opt(tlv::WINDOW) {

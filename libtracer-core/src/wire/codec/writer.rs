@@ -3,7 +3,7 @@
 use super::{tlv, META_LEN};
 use crate::payload::Meta;
 use crate::wire::error::EncodeError;
-use crate::wire::frame::SchemaInfo;
+use crate::wire::frame::{Part, SchemaInfo};
 use crate::wire::policy::Window;
 
 /// A growing frame (or event payload) buffer.
@@ -101,6 +101,13 @@ impl Enc {
         v[0..4].copy_from_slice(&w.messages.to_le_bytes());
         v[4..12].copy_from_slice(&w.bytes.to_le_bytes());
         self.tlv(tlv::WINDOW, &v);
+    }
+    pub(super) fn part(&mut self, p: &Part) {
+        let mut v = [0u8; 16];
+        v[0..4].copy_from_slice(&p.index.to_le_bytes());
+        v[4..8].copy_from_slice(&p.count.to_le_bytes());
+        v[8..16].copy_from_slice(&p.total.to_le_bytes());
+        self.tlv(tlv::PART, &v);
     }
     /// A TLV whose value is `values`, each u64 little endian (written in place, no buffer).
     pub(super) fn tokens(&mut self, t: u8, values: &[u64]) {
