@@ -104,7 +104,7 @@ impl Endpoint {
         ctx.permit(&checks.map(|(a, t)| (a, t.as_str())))?;
         let gid = ctx.gids.next();
         let path = path_of(gid)?;
-        let inbox = ctx.graph.create_stream(&path, qos.subscription_ring())?;
+        let inbox = ctx.graph.create_stream(&path, super::inbox_ring())?;
         let on_arrival = Arc::new(CallbackSlot::default());
         let made = (|| -> RmwResult<Entry> {
             let cb = on_arrival.clone();

@@ -31,6 +31,19 @@ pub fn request_path(name: &str, server: Gid) -> RmwResult<String> {
     Ok(format!("/.ros/services{p}/_request/{}", server.hex()))
 }
 
+/// The bounds of a server's or a client's queue, whatever the QoS depth: every request and
+/// every response is kept until taken, within the KEEP_ALL byte budget (issue 33). A dropped
+/// request or response is a call that never returns in rclpy and rclcpp, and a requests'
+/// writer is not held back by credit (requests are forwarded writes, not edge deliveries), so
+/// the depth of the services' profile (10 by default) would drop the eleventh call a busy
+/// server had not taken yet. docs/rmw-mapping.md, Services, says so.
+pub fn inbox_ring() -> libtracer_core::StreamOptions {
+    libtracer_core::StreamOptions {
+        depth: 0,
+        byte_budget: crate::qos::KEEP_ALL_BYTE_BUDGET,
+    }
+}
+
 /// The actual QoS of a server or client: the requested profile resolved, and always VOLATILE,
 /// since neither inbox replays anything to an endpoint that comes later (a request written before
 /// a server existed never reaches it).
