@@ -104,10 +104,13 @@ impl RmwError {
     /// A null argument reported as `RMW_RET_ERROR` (same text), for the entry points where
     /// Jazzy's test_rmw_implementation and Fast DDS answer a null with `RMW_RET_ERROR` although
     /// rmw.h documents `RMW_RET_INVALID_ARGUMENT` (`rmw_destroy_wait_set`,
-    /// `rmw_service_server_is_available`; docs/entry-points.md). Other errors are unchanged.
+    /// `rmw_service_server_is_available`; docs/entry-points.md). Kilted's suite
+    /// (rmw_implementation#234) and Fast DDS follow the header, so built for Kilted a null stays
+    /// `RMW_RET_INVALID_ARGUMENT` (docs/architecture.md, "ROS 2 distributions"). Other errors are
+    /// unchanged.
     pub fn null_as_error(self) -> Self {
         match self {
-            RmwError::Null(_) => RmwError::Failed(self.to_string()),
+            RmwError::Null(_) if ffi::ROS_DISTRO == "jazzy" => RmwError::Failed(self.to_string()),
             e => e,
         }
     }
