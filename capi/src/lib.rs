@@ -26,4 +26,5 @@ pub mod publisher;
 pub mod qos;
 pub mod service;
 pub mod subscription;
+pub mod wait;
 pub mod watch;

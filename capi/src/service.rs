@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use libtracer_core::{Meta, Payload, Sample, Schema, Vertex, Waiter};
+use libtracer_core::{Meta, Payload, Sample, Schema, Vertex};
 use parking_lot::Mutex;
 use tracer_recording::{EntityKind, Gid, Record};
 
@@ -88,16 +88,7 @@ impl Inbox {
     }
 
     fn wait(&self, timeout: Option<std::time::Duration>) -> CapiResult<()> {
-        if !self.vertex.is_empty() {
-            return Ok(());
-        }
-        let waiter = Waiter::new();
-        waiter.attach(&self.vertex.readiness());
-        if waiter.wait(timeout) || !self.vertex.is_empty() {
-            Ok(())
-        } else {
-            Err(CapiError::Timeout)
-        }
+        crate::wait::until_ready(&self.vertex, timeout)
     }
 }
 

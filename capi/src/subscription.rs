@@ -5,12 +5,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use libtracer_core::{LandFn, Sample, Vertex, Waiter};
+use libtracer_core::{LandFn, Sample, Vertex};
 use tracer_recording::{EntityKind, Record};
 
 use crate::context::Context;
 use crate::env;
-use crate::error::{CapiError, CapiResult};
+use crate::error::CapiResult;
 use crate::qos::Qos;
 use crate::watch::{Link, Wants};
 
@@ -100,19 +100,9 @@ impl Subscription {
         self.vertex.pop()
     }
 
-    /// Wait until a sample is there (`None`: forever); Err(Timeout) when none came. A waiter
-    /// per call (one per blocking thread, as the core wants it): several threads may wait.
+    /// Wait until a sample is there (`None`: forever); Err(Timeout) when none came.
     pub fn wait(&self, timeout: Option<Duration>) -> CapiResult<()> {
-        if !self.vertex.is_empty() {
-            return Ok(());
-        }
-        let waiter = Waiter::new();
-        waiter.attach(&self.vertex.readiness());
-        if waiter.wait(timeout) || !self.vertex.is_empty() {
-            Ok(())
-        } else {
-            Err(CapiError::Timeout)
-        }
+        crate::wait::until_ready(&self.vertex, timeout)
     }
 
     /// The ROS topic a sample was published on: the subscription's own, or for a namespace
