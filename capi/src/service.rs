@@ -39,6 +39,7 @@ struct Inbox {
     vertex: Vertex,
     path: String,
     rec: Record,
+    spin: crate::wait::Spin,
 }
 
 impl Inbox {
@@ -84,11 +85,12 @@ impl Inbox {
             vertex,
             path,
             rec,
+            spin: Default::default(),
         })
     }
 
     fn wait(&self, timeout: Option<std::time::Duration>) -> CapiResult<()> {
-        crate::wait::until_ready(&self.vertex, timeout)
+        crate::wait::until_ready(&self.vertex, &self.spin, timeout)
     }
 }
 

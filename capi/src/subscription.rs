@@ -24,6 +24,7 @@ pub struct Subscription {
     vertex: Vertex,
     link: Arc<Link>,
     rec: Option<Record>,
+    spin: crate::wait::Spin,
 }
 
 impl Subscription {
@@ -91,6 +92,7 @@ impl Subscription {
             vertex,
             link,
             rec,
+            spin: Default::default(),
             ctx,
         })
     }
@@ -102,7 +104,7 @@ impl Subscription {
 
     /// Wait until a sample is there (`None`: forever); Err(Timeout) when none came.
     pub fn wait(&self, timeout: Option<Duration>) -> CapiResult<()> {
-        crate::wait::until_ready(&self.vertex, timeout)
+        crate::wait::until_ready(&self.vertex, &self.spin, timeout)
     }
 
     /// The ROS topic a sample was published on: the subscription's own, or for a namespace
