@@ -372,11 +372,14 @@ def run_oracle(argv: Sequence[str | os.PathLike], env: Mapping[str, str], answer
 
 
 def spawn_python(script: str | Path, args: Sequence[str] = (), *, env: Mapping[str, str], **kw) -> Proc:
-    """Run a Python script (a path, or source text) with the venv's interpreter."""
+    """Run a Python script (a path, or source text) with the interpreter of the venv ``env``
+    names in ``RMW_TRACER_VENV`` (another distribution's, for test_kilted_mixed.py), else
+    this one's."""
+    python = Path(env["RMW_TRACER_VENV"]) / "bin" / "python" if "RMW_TRACER_VENV" in env else venv_python()
     if isinstance(script, Path):
-        argv = [str(venv_python()), str(script), *args]
+        argv = [str(python), str(script), *args]
     else:
-        argv = [str(venv_python()), "-c", script, *args]
+        argv = [str(python), "-c", script, *args]
     return spawn(argv, env, **kw)
 
 

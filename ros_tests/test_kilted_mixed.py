@@ -19,10 +19,9 @@ from pathlib import Path
 import pytest
 
 import harness
-from two_hosts import ADDR, hosts, started  # noqa: F401  (hosts: fixture)
-from worker_output import json_line
+from test_network import talker_to_listener
+from two_hosts import ADDR, hosts  # noqa: F401  (hosts: fixture)
 
-PUBSUB = Path(__file__).resolve().parent / "test_pubsub_worker.py"
 COUNT = 200
 
 
@@ -50,25 +49,15 @@ def distro_env(distro: str, base: dict[str, str]) -> dict[str, str]:
     return env
 
 
-def worker(env: dict[str, str], host, *args: str) -> harness.Proc:
-    python = Path(env["RMW_TRACER_VENV"]) / "bin" / "python"
-    return harness.spawn([python, PUBSUB, *args], env, netns=host, timeout=90)
+class OneHost:
+    """Both ends on this host, for ``talker_to_listener`` (which asks for a host by name)."""
 
-
-def talk_and_listen(talker_env, listener_env, talker_host=None, listener_host=None) -> dict:
-    """``COUNT`` reliable std_msgs/String messages from a talker to a listener (depth 1000)."""
-    listener = started(worker(listener_env, listener_host, "listen", "--count", str(COUNT),
-                              "--timeout", "60", "--depth", "1000"))
-    talker = worker(talker_env, talker_host, "talk", "--count", str(COUNT), "--timeout", "60",
-                    "--depth", "1000", "--linger", "20")
-    r = listener.join()
-    t = talker.join()
-    assert r.returncode == 0, r.describe() + "\n" + t.describe()
-    assert t.returncode == 0, t.describe()
-    return json_line(r.stdout, r.describe())
+    def host(self, _name: str) -> None:
+        return None
 
 
 def _check(got: dict) -> None:
+    """Every message of the talker (test_network's 200, reliable, depth 1000), in order."""
     assert got["received"] == [[f"hello {i}" for i in range(COUNT)]]
     assert got["matched"] == [1]
 
@@ -76,7 +65,8 @@ def _check(got: dict) -> None:
 @pytest.mark.parametrize("talker,listener", [("jazzy", "kilted"), ("kilted", "jazzy")])
 def test_talker_and_listener_of_two_distributions_on_one_host(tmp_path, talker, listener):
     base = harness.tracer_env(tmp_path)
-    _check(talk_and_listen(distro_env(talker, base), distro_env(listener, base)))
+    envs = {"a": distro_env(talker, base), "b": distro_env(listener, base)}
+    _check(talker_to_listener(envs, OneHost(), COUNT))
 
 
 def test_jazzy_talker_on_host_a_kilted_listener_on_host_b(tmp_path, hosts):
@@ -86,7 +76,7 @@ def test_jazzy_talker_on_host_a_kilted_listener_on_host_b(tmp_path, hosts):
                                                  {"ROS_STATIC_PEERS": ADDR[peer]}))
         for h, distro, peer in (("a", "jazzy", "b"), ("b", "kilted", "a"))
     }
-    _check(talk_and_listen(envs["a"], envs["b"], hosts.host("a"), hosts.host("b")))
+    _check(talker_to_listener(envs, hosts, COUNT))
 
 
 def test_std_msgs_string_has_one_type_hash_in_both_distributions(tmp_path):
