@@ -203,9 +203,11 @@ const char *tracer_last_error(void);
 
 // Create a context on `domain_id` (negative: `ROS_DOMAIN_ID`, else 0) and join it as the ROS
 // node `node_namespace`/`node_name` (shown by `ros2 node list`). Discovery follows the
-// environment as rmw_tracer does: `ROS_AUTOMATIC_DISCOVERY_RANGE` (OFF: this process only),
-// `RMW_TRACER_RENDEZVOUS_DIR`. On success `*out` is a new handle the caller owns
-// (`tracer_context_destroy`).
+// environment as rmw_tracer does: `ROS_AUTOMATIC_DISCOVERY_RANGE` (OFF: this process only;
+// SUBNET: other hosts of the network too), `ROS_STATIC_PEERS` (other hosts, `;`-separated),
+// `RMW_TRACER_RENDEZVOUS_DIR`, `RMW_TRACER_PORT_BASE`, `RMW_TRACER_BIND`.
+// `ROS_SECURITY_ENABLE=true` (SROS2) is `TRACER_ERR_UNSUPPORTED`. On success `*out` is a new
+// handle the caller owns (`tracer_context_destroy`).
 //
 // Thread-safe.
 //

@@ -1,15 +1,17 @@
 //! The graph a context joins, from the environment variables rmw_tracer reads (README, "Using
-//! it"): `ROS_DOMAIN_ID`, `ROS_AUTOMATIC_DISCOVERY_RANGE`, `RMW_TRACER_RENDEZVOUS_DIR`.
+//! it"; docs/network.md section 2): `ROS_DOMAIN_ID`, `ROS_AUTOMATIC_DISCOVERY_RANGE`,
+//! `ROS_STATIC_PEERS`, `RMW_TRACER_RENDEZVOUS_DIR`, `RMW_TRACER_PORT_BASE`, `RMW_TRACER_BIND`.
+//! The rules are rmw_tracer's own, read by the same code (`tracer_recording::network`), so a
+//! context joins the graph an rmw_tracer node given the same environment joins, on this host
+//! and on others.
 //!
-//! The network (`ROS_STATIC_PEERS`, `ROS_AUTOMATIC_DISCOVERY_RANGE=SUBNET`) and SROS2
-//! (`ROS_SECURITY_ENABLE`) are read by rmw_tracer's `context.rs` and `security.rs`, which are
-//! not ROS-free yet: a context asked for either is refused with `TRACER_ERR_UNSUPPORTED`
-//! rather than silently staying on this host (docs/capi.md, "Not yet").
+//! SROS2 (`ROS_SECURITY_ENABLE`) is read by rmw_tracer's `security.rs`, which is not ROS-free
+//! yet: a context asked for it is refused with `TRACER_ERR_UNSUPPORTED` rather than joining
+//! other hosts unauthenticated (docs/capi.md, "Not yet").
 
-use std::os::unix::fs::DirBuilderExt;
-use std::path::PathBuf;
-
-use libtracer_core::{Discovery, GraphConfig};
+use libtracer_core::link::quic::NetLog;
+use libtracer_core::GraphConfig;
+use tracer_recording::network::{self, EnvError};
 
 use crate::error::{CapiError, CapiResult};
 
@@ -20,63 +22,32 @@ fn var(name: &str) -> Option<String> {
         .filter(|v| !v.is_empty())
 }
 
-/// The domain: `requested` when it is not negative, else `ROS_DOMAIN_ID`, else 0.
-pub fn domain_id(requested: i32) -> CapiResult<u32> {
-    if let Ok(d) = u32::try_from(requested) {
-        return Ok(d);
-    }
-    match var("ROS_DOMAIN_ID") {
-        Some(v) => v
-            .parse::<u32>()
-            .map_err(|_| CapiError::invalid(format!("ROS_DOMAIN_ID `{v}` is not a number"))),
-        None => Ok(0),
+/// A setting of the environment, reported as the C API reports it.
+fn env_error(e: EnvError) -> CapiError {
+    if e.is_invalid_value() {
+        CapiError::invalid(e.to_string())
+    } else {
+        CapiError::internal(e.to_string())
     }
 }
 
-/// The graph of a context on `domain_id`.
-pub fn graph_config(domain_id: u32) -> CapiResult<GraphConfig> {
-    let range = var("ROS_AUTOMATIC_DISCOVERY_RANGE");
-    let discovery = match range.as_deref() {
-        Some("OFF") => Discovery::Off,
-        Some("SUBNET") => {
-            return Err(CapiError::Unsupported(
-                "ROS_AUTOMATIC_DISCOVERY_RANGE=SUBNET",
-            ))
-        }
-        _ => Discovery::Host,
-    };
-    if discovery != Discovery::Off && var("ROS_STATIC_PEERS").is_some() {
-        return Err(CapiError::Unsupported("ROS_STATIC_PEERS (other hosts)"));
+/// The domain: `requested` when it is not negative, else `ROS_DOMAIN_ID`, else 0.
+pub fn domain_id(requested: i32) -> CapiResult<u32> {
+    match u32::try_from(requested) {
+        Ok(d) => Ok(d),
+        Err(_) => network::domain_from_env().map_err(env_error),
     }
+}
+
+/// The graph of a context on `domain_id`: discovery, rendezvous directory and network as
+/// rmw_tracer's (`tracer_recording::network::graph_config`); the network's warnings go to
+/// stderr.
+pub fn graph_config(domain_id: u32) -> CapiResult<GraphConfig> {
     if var("ROS_SECURITY_ENABLE").as_deref() == Some("true") {
         return Err(CapiError::Unsupported("ROS_SECURITY_ENABLE=true (SROS2)"));
     }
-    let rendezvous_dir =
-        match std::env::var_os("RMW_TRACER_RENDEZVOUS_DIR").filter(|v| !v.is_empty()) {
-            Some(base) => {
-                // Made (0700) when missing, as rmw_tracer does, so either may start first.
-                let base = PathBuf::from(base);
-                std::fs::DirBuilder::new()
-                    .recursive(true)
-                    .mode(0o700)
-                    .create(&base)
-                    .map_err(|e| {
-                        CapiError::internal(format!(
-                            "RMW_TRACER_RENDEZVOUS_DIR={}: cannot make it: {e}",
-                            base.display()
-                        ))
-                    })?;
-                Some(libtracer_core::link::rendezvous_dir_in(&base, domain_id))
-            }
-            None => None,
-        };
-    Ok(GraphConfig {
-        name: None,
-        domain_id,
-        discovery,
-        rendezvous_dir,
-        network: None,
-    })
+    let log: NetLog = std::sync::Arc::new(|m: &str| eprintln!("[libtracer] {m}"));
+    network::graph_config(domain_id, Some(log)).map_err(env_error)
 }
 
 /// The vertex path of a ROS topic name (rmw_tracer's mapping: `/net/..` lives at `/.net/..`).

@@ -5,11 +5,13 @@
 //! Nothing here needs ROS. The endpoint registry record's one codec lives here too
 //! (`endpoint`): rmw_tracer writes and reads its registry with it, `tracer record` reads it;
 //! and where the records are written (`registry`), and the QoS match rules both apply
-//! (`qos_match`).
+//! (`qos_match`). And where a graph looks for peers, from the environment variables
+//! rmw_tracer and the C API both read (`network`).
 
 pub mod endpoint;
 pub mod fields;
 pub mod gid;
+pub mod network;
 pub mod qos_match;
 pub mod registry;
 pub mod select;

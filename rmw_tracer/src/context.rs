@@ -3,28 +3,21 @@
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
-use std::os::unix::fs::DirBuilderExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use libtracer_core::link::quic::{SubnetConfig, ANNOUNCE_PORT_BASE, DIRECTORY_PORT_BASE};
+use libtracer_core::link::quic::NetLog;
 use libtracer_core::link::QuicConfig;
 use libtracer_core::{Discovery, Graph, GraphConfig};
 use parking_lot::Mutex;
+use tracer_recording::network::{self, Range, RENDEZVOUS_ENV};
 
 use crate::boundary::{RmwError, RmwResult};
 use crate::gid::GidSource;
 use crate::registry::{EntityKind, Entry, Record, Registry};
 use crate::teardown::Teardown;
 
-/// Environment variable that moves the base of the rendezvous directories (tests isolate
-/// themselves with it); each domain still has its own directory under it.
-pub const RENDEZVOUS_ENV: &str = "RMW_TRACER_RENDEZVOUS_DIR";
-/// Moves the base of the host directory ports: domain `d` is `<base> + d` (docs/network.md).
-pub const PORT_BASE_ENV: &str = "RMW_TRACER_PORT_BASE";
-/// Binds the network endpoints to one address instead of every interface.
-pub const BIND_ENV: &str = "RMW_TRACER_BIND";
 /// The longest `rmw_init` waits for the peers already there to watch its records
 /// (`Registry::await_watchers`): well above the 1-40 ms this takes on a loaded machine, and
 /// what a peer that is not a ROS process (which never watches) costs each new context.
@@ -81,166 +74,53 @@ pub fn resolve_domain_id(requested: usize) -> RmwResult<usize> {
     if requested != ffi::RMW_DEFAULT_DOMAIN_ID {
         return Ok(requested);
     }
-    match std::env::var("ROS_DOMAIN_ID") {
-        Ok(v) if !v.trim().is_empty() => v
-            .trim()
-            .parse::<usize>()
-            .map_err(|_| RmwError::invalid(format!("ROS_DOMAIN_ID `{v}` is not a number"))),
-        _ => Ok(0),
+    let d = network::domain_from_env().map_err(env_error)?;
+    usize::try_from(d).map_err(|_| RmwError::invalid(format!("domain id {d} is out of range")))
+}
+
+/// rmw's discovery range as the shared network settings know it (`tracer_recording::network`:
+/// the environment's rules, the range in effect, the network's config, shared with the C API).
+fn range(r: ffi::rmw_automatic_discovery_range_t) -> Range {
+    match r {
+        ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_NOT_SET => Range::NotSet,
+        ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_OFF => Range::Off,
+        ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_LOCALHOST => Range::Localhost,
+        ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SUBNET => Range::Subnet,
+        // SYSTEM_DEFAULT, and a number of a later rmw: LOCALHOST, nothing leaves the host.
+        _ => Range::SystemDefault,
     }
 }
 
-/// The range in effect, from what rcl passed and the `ROS_AUTOMATIC_DISCOVERY_RANGE` variable.
-fn effective_range(
-    range: ffi::rmw_automatic_discovery_range_t,
-) -> ffi::rmw_automatic_discovery_range_t {
-    range_in_effect(
-        range,
-        std::env::var("ROS_AUTOMATIC_DISCOVERY_RANGE")
-            .ok()
-            .as_deref(),
-    )
-}
-
-/// NOT_SET (a caller that is not rcl) reads the variable as rcl would. SUBNET with the variable
-/// unset or empty is the system default: Jazzy's rcl passes SUBNET when the variable is unset
-/// (it is DDS's default), so the options alone cannot tell "unset" from a user's SUBNET, and
-/// rmw_tracer's default is LOCALHOST, nothing leaving the host unless asked (docs/network.md
-/// section 2). Measured before this rule: every process with a bare environment opened its QUIC
-/// endpoint and the domain's directory port on 0.0.0.0.
-fn range_in_effect(
-    range: ffi::rmw_automatic_discovery_range_t,
-    variable: Option<&str>,
-) -> ffi::rmw_automatic_discovery_range_t {
-    let variable = variable.map(str::trim).filter(|v| !v.is_empty());
-    match (range, variable) {
-        (ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_NOT_SET, v) => match v {
-            Some("OFF") => ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_OFF,
-            Some("LOCALHOST") => ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_LOCALHOST,
-            Some("SUBNET") => ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SUBNET,
-            _ => ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SYSTEM_DEFAULT,
-        },
-        (ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SUBNET, None) => {
-            ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SYSTEM_DEFAULT
-        }
-        (r, _) => r,
-    }
-}
-
-/// How a graph finds peers on its host: OFF keeps it in-process; everything else uses the
-/// Unix-socket rendezvous (the network, if on, comes in addition: [`network_for`]).
-pub fn discovery_for(range: ffi::rmw_automatic_discovery_range_t) -> Discovery {
-    if effective_range(range) == ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_OFF {
-        Discovery::Off
+/// A setting of the environment, reported as rmw reports it.
+fn env_error(e: network::EnvError) -> RmwError {
+    if e.is_invalid_value() {
+        RmwError::invalid(e.to_string())
     } else {
-        Discovery::Host
+        RmwError::failed(e.to_string())
     }
 }
 
-/// Whether, and how, the graph reaches other hosts (docs/network.md section 2): never with
-/// OFF; with static peers whatever the range; with SUBNET (reachable by others). LOCALHOST and
-/// the system default (= LOCALHOST) without static peers keep everything on this host. NOT_SET
-/// (a caller that is not rcl) reads `ROS_STATIC_PEERS` (`;`-separated) itself.
+/// How a graph finds peers on its host (`network::discovery_for`).
+pub fn discovery_for(r: ffi::rmw_automatic_discovery_range_t) -> Discovery {
+    network::discovery_for(range(r))
+}
+
+/// Whether, and how, the graph reaches other hosts (`network::network_for`, docs/network.md
+/// section 2); the network's warnings go to the rmw log.
 pub fn network_for(
-    range: ffi::rmw_automatic_discovery_range_t,
+    r: ffi::rmw_automatic_discovery_range_t,
     static_peers: &[String],
     domain_id: u32,
 ) -> RmwResult<Option<QuicConfig>> {
-    let mut peers: Vec<String> = static_peers
-        .iter()
-        .map(|p| p.trim().to_owned())
-        .filter(|p| !p.is_empty())
-        .collect();
-    if range == ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_NOT_SET && peers.is_empty() {
-        if let Ok(v) = std::env::var("ROS_STATIC_PEERS") {
-            peers = v
-                .split(';')
-                .map(|p| p.trim().to_owned())
-                .filter(|p| !p.is_empty())
-                .collect();
-        }
-    }
-    network_in(effective_range(range), peers, domain_id)
-}
-
-/// [`network_for`] once the range in effect and the peers are known.
-fn network_in(
-    range: ffi::rmw_automatic_discovery_range_t,
-    peers: Vec<String>,
-    domain_id: u32,
-) -> RmwResult<Option<QuicConfig>> {
-    if range == ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_OFF
-        || (range != ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SUBNET && peers.is_empty())
-    {
-        return Ok(None);
-    }
-    let mut cfg = QuicConfig::for_domain(domain_id);
-    let base = match std::env::var(PORT_BASE_ENV) {
-        Ok(v) if !v.trim().is_empty() => v
-            .trim()
-            .parse::<u16>()
-            .map_err(|_| RmwError::invalid(format!("{PORT_BASE_ENV}={v}: not a UDP port")))?,
-        _ => DIRECTORY_PORT_BASE,
-    };
-    cfg.directory_port = u16::try_from(domain_id)
-        .ok()
-        .and_then(|d| base.checked_add(d))
-        .ok_or_else(|| {
-            RmwError::invalid(format!(
-                "{PORT_BASE_ENV}={base} + domain {domain_id} is past the last UDP port"
-            ))
-        })?;
-    if let Ok(v) = std::env::var(BIND_ENV) {
-        if !v.trim().is_empty() {
-            cfg.bind = v
-                .trim()
-                .parse()
-                .map_err(|_| RmwError::invalid(format!("{BIND_ENV}={v}: not an IP address")))?;
-        }
-    }
-    if range == ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SUBNET {
-        // The announcements' port keeps its distance from the directory's (docs/network.md
-        // section 2a): 25650 + d by default, moved with the base.
-        let mut sub = SubnetConfig::for_domain(u16::try_from(domain_id).unwrap_or(u16::MAX));
-        sub.port = (ANNOUNCE_PORT_BASE - DIRECTORY_PORT_BASE)
-            .checked_add(cfg.directory_port)
-            .ok_or_else(|| {
-                RmwError::invalid(format!(
-                    "{PORT_BASE_ENV}={base}: the SUBNET announcement port of domain {domain_id} \
-                     is past the last UDP port"
-                ))
-            })?;
-        cfg.subnet = Some(sub);
-    }
-    cfg.static_peers = peers;
-    cfg.log = Some(Arc::new(|m: &str| {
+    let log: NetLog = Arc::new(|m: &str| {
         crate::log::log!(RMW_LOG_SEVERITY_WARN, "{m}");
-    }));
-    Ok(Some(cfg))
+    });
+    network::network_for(range(r), static_peers, domain_id, Some(log)).map_err(env_error)
 }
 
-/// The rendezvous directory of `domain_id` when `base` (the value of [`RENDEZVOUS_ENV`]) moves
-/// it: `<base>/domain-<id>`, the core's own layout, so that processes of different domains given
-/// the same override still never see each other (the link handshake carries no domain id).
-/// `None` (unset or empty) leaves the core's per-user default. The base is made (mode 0700) if
-/// it is missing; the core makes the domain's directory and checks that it is private.
+/// The rendezvous directory of `domain_id` (`network::rendezvous_dir`).
 pub fn rendezvous_dir(base: Option<&OsStr>, domain_id: u32) -> RmwResult<Option<PathBuf>> {
-    let Some(base) = base.filter(|b| !b.is_empty()).map(Path::new) else {
-        return Ok(None);
-    };
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(base)
-        .map_err(|e| {
-            RmwError::failed(format!(
-                "{RENDEZVOUS_ENV}={}: cannot make the directory: {e}",
-                base.display()
-            ))
-        })?;
-    Ok(Some(libtracer_core::link::rendezvous_dir_in(
-        base, domain_id,
-    )))
+    network::rendezvous_dir(base, domain_id).map_err(env_error)
 }
 
 impl Context {
@@ -394,6 +274,8 @@ impl Shared {
 mod tests {
     use super::*;
 
+    /// rmw's enum onto the shared one; the rules themselves are tested beside them
+    /// (`recording/src/network.rs`).
     #[test]
     fn discovery_ranges() {
         assert_eq!(
@@ -408,34 +290,14 @@ mod tests {
             discovery_for(ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SUBNET),
             Discovery::Host
         );
-    }
-
-    /// The override is a base: one directory per domain under it, made on demand.
-    #[test]
-    fn rendezvous_override_is_a_base_per_domain() {
-        use std::os::unix::fs::PermissionsExt;
-        assert!(rendezvous_dir(None, 3).unwrap().is_none());
-        assert!(rendezvous_dir(Some(OsStr::new("")), 3).unwrap().is_none());
-        let base = std::env::temp_dir().join(format!("rmw_tracer-rdv-test-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&base);
-        let nested = base.join("deeper");
-        let d3 = rendezvous_dir(Some(nested.as_os_str()), 3)
-            .unwrap()
-            .unwrap();
-        let d4 = rendezvous_dir(Some(nested.as_os_str()), 4)
-            .unwrap()
-            .unwrap();
-        assert_eq!(d3, nested.join("domain-3"));
-        assert_eq!(d4, nested.join("domain-4"));
-        assert_ne!(d3, d4);
-        let mode = std::fs::metadata(&nested).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o700);
-        // A base that is a file cannot hold the domains' directories: a clear error.
-        let file = base.join("file");
-        std::fs::write(&file, b"x").unwrap();
-        let err = rendezvous_dir(Some(file.as_os_str()), 0).unwrap_err();
-        assert!(err.to_string().contains(RENDEZVOUS_ENV), "{err}");
-        std::fs::remove_dir_all(&base).unwrap();
+        assert_eq!(
+            range(ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SYSTEM_DEFAULT),
+            Range::SystemDefault
+        );
+        assert_eq!(
+            range(ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_NOT_SET),
+            Range::NotSet
+        );
     }
 
     /// Nothing leaves the host unless asked: static peers (any range but OFF) or SUBNET.
@@ -445,40 +307,19 @@ mod tests {
         let on = |range, peers: &[String]| network_for(range, peers, 3).unwrap();
         assert!(on(ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_OFF, &peers).is_none());
         assert!(on(ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_LOCALHOST, &[]).is_none());
-        assert!(on(ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SYSTEM_DEFAULT, &[]).is_none());
         let c = on(ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_LOCALHOST, &peers).unwrap();
         assert_eq!(c.static_peers, vec!["192.0.2.2"]);
-        assert_eq!(c.directory_port, DIRECTORY_PORT_BASE + 3);
-        assert!(c.subnet.is_none(), "static peers alone announce nothing");
-        // rcl's SUBNET for an unset variable (the test's environment): off.
-        assert!(on(ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SUBNET, &[]).is_none());
-        let s = network_in(ffi::RMW_AUTOMATIC_DISCOVERY_RANGE_SUBNET, vec![], 3)
-            .unwrap()
-            .unwrap();
-        assert!(s.static_peers.is_empty());
-        let sub = s.subnet.expect("SUBNET announces");
-        assert_eq!((sub.domain_id, sub.port), (3, ANNOUNCE_PORT_BASE + 3));
+        assert!(c.log.is_some(), "the network's warnings go to the rmw log");
     }
 
-    /// rcl's SUBNET for an unset variable is the system default (LOCALHOST); a SUBNET the user
-    /// set, or one a caller passes with the variable set, stays SUBNET.
+    /// A rendezvous base that cannot be made is a failure, not an invalid argument.
     #[test]
-    fn subnet_only_when_the_user_set_it() {
-        use ffi::{
-            RMW_AUTOMATIC_DISCOVERY_RANGE_LOCALHOST as LOCALHOST,
-            RMW_AUTOMATIC_DISCOVERY_RANGE_NOT_SET as NOT_SET,
-            RMW_AUTOMATIC_DISCOVERY_RANGE_OFF as OFF,
-            RMW_AUTOMATIC_DISCOVERY_RANGE_SUBNET as SUBNET,
-            RMW_AUTOMATIC_DISCOVERY_RANGE_SYSTEM_DEFAULT as DEFAULT,
-        };
-        assert_eq!(range_in_effect(SUBNET, None), DEFAULT);
-        assert_eq!(range_in_effect(SUBNET, Some(" ")), DEFAULT);
-        assert_eq!(range_in_effect(SUBNET, Some("SUBNET")), SUBNET);
-        assert_eq!(range_in_effect(LOCALHOST, None), LOCALHOST);
-        assert_eq!(range_in_effect(OFF, None), OFF);
-        assert_eq!(range_in_effect(NOT_SET, Some("SUBNET")), SUBNET);
-        assert_eq!(range_in_effect(NOT_SET, Some("OFF")), OFF);
-        assert_eq!(range_in_effect(NOT_SET, None), DEFAULT);
+    fn rendezvous_error_names_the_variable() {
+        let file = std::env::temp_dir().join(format!("rmw_tracer-rdv-file-{}", std::process::id()));
+        std::fs::write(&file, b"x").unwrap();
+        let err = rendezvous_dir(Some(file.join("x").as_os_str()), 0).unwrap_err();
+        assert!(err.to_string().contains(RENDEZVOUS_ENV), "{err}");
+        std::fs::remove_file(&file).unwrap();
     }
 
     #[test]

@@ -372,13 +372,8 @@ pub fn grant_remote(g: &Graph, access: Option<&Arc<Access>>) -> RmwResult<()> {
         // With SROS2 each vertex a peer may use carries its own ACL, from the permissions:
         // the registry here, topics and services as they are made (`Shared::protect`).
         Some(a) => g.set_acl("/.ros/endpoints", a.registry_acl())?,
-        None => g.set_acl(
-            "/",
-            Acl::new().allow(
-                Principal::Anonymous,
-                Rights::READ | Rights::WRITE | Rights::SUBSCRIBE,
-            ),
-        )?,
+        // The C API's networked contexts do the same (`tracer_recording::network`).
+        None => tracer_recording::network::open_to_peers(g)?,
     }
     Ok(())
 }
