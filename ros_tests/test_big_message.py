@@ -30,26 +30,28 @@ import rclpy
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from std_msgs.msg import UInt8MultiArray
 
-depth, want = int(sys.argv[1]), int(sys.argv[2])
+depth, want, last = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 rclpy.init()
 node = rclpy.create_node("big_listener")
 qos = QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE)
 small = 0
+newest = 0
 
 def heard(m):
-    global small
+    global small, newest
     data = bytes(m.data)
     if len(data) == 1000:
         small += 1
         return
-    seed = data[0]
+    seed = newest = data[0]
     intact = data == pattern(seed, len(data))
     print(f"heard {len(data)} seed={seed} intact={intact}", flush=True)
 
 node.create_subscription(UInt8MultiArray, "/big", heard, qos)
 print("listening", flush=True)
 end = time.monotonic() + 120
-while time.monotonic() < end and small < want:
+# Until `want` small messages came after the big ones, or (want 0) the last big one came.
+while time.monotonic() < end and (small < want if want else newest != last):
     rclpy.spin_once(node, timeout_sec=0.2)
 print(f"small {small}", flush=True)
 """
@@ -62,6 +64,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from std_msgs.msg import UInt8MultiArray
 
 sizes = [int(s) for s in sys.argv[1].split(",")]
+smalls = int(sys.argv[2])
 rclpy.init()
 node = rclpy.create_node("big_talker")
 qos = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
@@ -77,7 +80,7 @@ for seed, n in enumerate(sizes, start=1):
     print(f"published {n} seed={seed}", flush=True)
 small = UInt8MultiArray()
 small.data = bytes([0]) * 1000
-for _ in range(20):
+for _ in range(smalls):
     pub.publish(small)
     time.sleep(0.05)
 print("small published", flush=True)
@@ -86,15 +89,17 @@ time.sleep(120)
 """
 
 
-def run(envs, nets, sizes: list[int], depth: int, procs, smalls: int = 1) -> list[tuple[int, int, bool]]:
-    """Talker on nets[0] publishes `sizes` (seeds 1, 2, ...) then 20 small messages; the
+def run(envs, nets, sizes: list[int], depth: int, procs, smalls: int) -> list[tuple[int, int, bool]]:
+    """Talker on nets[0] publishes `sizes` (seeds 1, 2, ...) then `smalls` small messages; the
     listener on nets[1] with KEEP_LAST(`depth`) returns what it heard, (size, seed, intact),
-    once `smalls` small messages came after."""
-    listener = harness.spawn_python(LISTENER, [str(depth), str(smalls)], env=envs[1], netns=nets[1],
+    once every small message came after the big ones (no small ones: once the last big one
+    came)."""
+    listener = harness.spawn_python(LISTENER, [str(depth), str(smalls), str(len(sizes))],
+                                    env=envs[1], netns=nets[1],
                                     timeout=150)
     procs.append(listener)
     assert listener.wait_for_output("listening", timeout=30), listener.join(timeout=0).describe()
-    talker = harness.spawn_python(TALKER, [",".join(map(str, sizes))], env=envs[0], netns=nets[0],
+    talker = harness.spawn_python(TALKER, [",".join(map(str, sizes)), str(smalls)], env=envs[0], netns=nets[0],
                                   timeout=150)
     procs.append(talker)
     r = listener.join(150)
@@ -103,8 +108,7 @@ def run(envs, nets, sizes: list[int], depth: int, procs, smalls: int = 1) -> lis
     assert "matched 1" in t.stdout, t.describe()
     for seed, n in enumerate(sizes, start=1):
         assert f"published {n} seed={seed}" in t.stdout, t.describe()
-    # The link stayed up: the small messages after the big ones arrived (with KEEP_LAST(1),
-    # while the listener checks a big one, newer small ones replace older ones in its queue).
+    # The link stayed up: the small messages after the big ones arrived.
     assert f"small {smalls}" in r.stdout, (r.describe(), t.describe())
     return [(int(n), int(s), ok == "True")
             for n, s, ok in re.findall(r"^heard (\d+) seed=(\d+) intact=(\w+)$", r.stdout, re.M)]
@@ -119,7 +123,9 @@ def test_100_mb_and_300_mb_messages_arrive_whole_on_one_host(tmp_path, procs):
 def test_a_keep_last_1_subscriber_of_a_stream_of_big_messages_ends_with_the_newest(tmp_path, procs):
     env = harness.tracer_env(tmp_path)
     sizes = [100 * MB] * 4
-    heard = run([env, env], [None, None], sizes, 1, procs)
+    # No small messages after them: the newest is the last big one, which must be the last heard
+    # (the older ones may be replaced while the listener checks one).
+    heard = run([env, env], [None, None], sizes, 1, procs, smalls=0)
     assert heard and all(ok for _, _, ok in heard), heard
     assert heard[-1] == (100 * MB, 4, True), heard
     seeds = [s for _, s, _ in heard]
