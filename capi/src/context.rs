@@ -52,11 +52,10 @@ impl Context {
         // Records and the watch before discovery starts: a peer mounts us as soon as our links
         // are up and subscribes to our `/.ros/endpoints` at once.
         let networked = cfg.network.is_some();
+        let users = cfg.host_users;
         let (graph, watch) = Graph::new_with(cfg, |g| {
-            if networked {
-                // Peers of other hosts may use our vertices as rmw_tracer's may (no SROS2).
-                tracer_recording::network::open_to_peers(g)?;
-            }
+            // Other users' and hosts' peers may use our vertices as rmw_tracer's may (no SROS2).
+            tracer_recording::network::open_to_peers(g, networked, users)?;
             announce(g, &context_rec)?;
             announce(g, &node)?;
             Watch::start(g, &prefix)

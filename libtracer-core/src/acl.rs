@@ -92,6 +92,10 @@ pub enum Principal {
     /// A remote requester over a link that authenticates no one, or one admitted
     /// unauthenticated ([`Subject::Anonymous`]). Never matched by [`Principal::Authenticated`].
     Anonymous,
+    /// Any local requester, whatever its uid: a process of this host (network namespace),
+    /// known by its kernel credentials. How other users of the host are admitted
+    /// (docs/host.md, "Who may link").
+    Host,
     /// Everyone, local or remote.
     Any,
 }
@@ -236,6 +240,7 @@ impl Principal {
     fn matches(&self, who: &Credentials) -> bool {
         match (self, who) {
             (Principal::Any, _) => true,
+            (Principal::Host, Credentials::Local { .. }) => true,
             (Principal::Uid(u), Credentials::Local { uid, .. }) => u == uid,
             (Principal::Gid(g), Credentials::Local { gid, .. }) => g == gid,
             (Principal::Subject(s), Credentials::Remote(Subject::Authenticated(t))) => s == t,
@@ -250,6 +255,10 @@ impl Principal {
 impl Acl {
     pub fn new() -> Acl {
         Acl::default()
+    }
+    /// No entry: governs nothing but the owner's rights.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
     }
     pub fn allow(mut self, principal: Principal, rights: Rights) -> Acl {
         self.entries.push(Ace {

@@ -157,13 +157,14 @@ fn ruling_edges_bound_to_a_link_go_with_it() {
     assert_eq!(b.subscriber_count("/topic"), 1);
     drop(nb);
     eventually(T, || a.peers().is_empty()).expect("a sees the link drop");
-    assert_eq!(
-        a.subscriber_count("/mine"),
-        0,
-        "b's edge went with the link"
-    );
-    assert!(matches!(e.state(), EdgeState::Failed(Error::LinkDown(_))));
-    assert_eq!(b.subscriber_count("/topic"), 0);
+    // The link leaves the peer table first, then its edges are failed and unbound: on a loaded
+    // machine a test thread can look in between (CI saw the edge still established).
+    eventually(T, || a.subscriber_count("/mine") == 0).expect("b's edge went with the link");
+    eventually(T, || {
+        matches!(e.state(), EdgeState::Failed(Error::LinkDown(_)))
+    })
+    .expect("a's edge failed with the link");
+    eventually(T, || b.subscriber_count("/topic") == 0).expect("a's edge unbound on b");
     a.write("/mine", p(b"x"), m(1)).unwrap();
     assert!(bsub.is_empty() && sub.is_empty());
     // A new subscribe to the gone peer is refused at once.

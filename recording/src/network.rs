@@ -11,7 +11,7 @@ use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use libtracer_core::link::quic::{NetLog, SubnetConfig, ANNOUNCE_PORT_BASE, DIRECTORY_PORT_BASE};
-use libtracer_core::link::QuicConfig;
+use libtracer_core::link::{HostUsers, QuicConfig};
 use libtracer_core::{Acl, Discovery, Graph, GraphConfig, Principal, Rights};
 
 /// The domain when the caller leaves it open.
@@ -27,6 +27,9 @@ pub const RENDEZVOUS_ENV: &str = "RMW_TRACER_RENDEZVOUS_DIR";
 pub const PORT_BASE_ENV: &str = "RMW_TRACER_PORT_BASE";
 /// Binds the network endpoints to one address instead of every interface.
 pub const BIND_ENV: &str = "RMW_TRACER_BIND";
+/// `all` (the default: graphs of every user of this host link, docs/host.md) or `self` (only
+/// graphs of this process's own uid).
+pub const HOST_USERS_ENV: &str = "RMW_TRACER_HOST_USERS";
 
 /// rmw's automatic discovery range, without ROS.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,6 +61,8 @@ pub enum EnvError {
     AnnouncePort { base: u16, domain: u32 },
     #[error("{BIND_ENV}={0}: not an IP address")]
     Bind(String),
+    #[error("{HOST_USERS_ENV}={0}: want `all` or `self`")]
+    HostUsers(String),
     #[error("{RENDEZVOUS_ENV}={}: cannot make the directory: {source}", .base.display())]
     Rendezvous {
         base: PathBuf,
@@ -73,7 +78,8 @@ impl EnvError {
             | EnvError::PortBase(_)
             | EnvError::DirectoryPort { .. }
             | EnvError::AnnouncePort { .. }
-            | EnvError::Bind(_) => true,
+            | EnvError::Bind(_)
+            | EnvError::HostUsers(_) => true,
             EnvError::Rendezvous { .. } => false,
         }
     }
@@ -91,6 +97,15 @@ pub fn domain_from_env() -> Result<u32, EnvError> {
     match var(DOMAIN_ENV) {
         Some(v) => v.parse::<u32>().map_err(|_| EnvError::DomainId(v)),
         None => Ok(0),
+    }
+}
+
+/// Which users' graphs of this host to link to, from [`HOST_USERS_ENV`].
+pub fn host_users_from_env() -> Result<HostUsers, EnvError> {
+    match var(HOST_USERS_ENV).as_deref() {
+        None | Some("all") => Ok(HostUsers::All),
+        Some("self") => Ok(HostUsers::Own),
+        Some(v) => Err(EnvError::HostUsers(v.to_owned())),
     }
 }
 
@@ -237,21 +252,33 @@ pub fn graph_config(domain_id: u32, log: Option<NetLog>) -> Result<GraphConfig, 
         domain_id,
         discovery,
         rendezvous_dir,
+        host_users: host_users_from_env()?,
         network: network_for(Range::NotSet, &[], domain_id, log)?,
     })
 }
 
-/// A networked graph without SROS2: peers of other hosts may read, write and subscribe to
-/// every vertex, as those of this host may (with SROS2 each vertex carries its own ACL,
-/// rmw_tracer's `security.rs`).
-pub fn open_to_peers(g: &Graph) -> Result<(), libtracer_core::Error> {
-    g.set_acl(
-        "/",
-        Acl::new().allow(
-            Principal::Anonymous,
-            Rights::READ | Rights::WRITE | Rights::SUBSCRIBE,
-        ),
-    )
+/// A graph without SROS2: graphs of other users of this host (with [`HostUsers::All`]) and,
+/// when `networked`, of other hosts may read, write and subscribe to every vertex, as the
+/// owner's own may (with SROS2 each vertex carries its own ACL, rmw_tracer's `security.rs`,
+/// and other users get nothing: they cannot prove an identity over a Unix socket,
+/// docs/host.md). No ADMIN or CREATE for anyone but the owner.
+pub fn open_to_peers(
+    g: &Graph,
+    networked: bool,
+    users: HostUsers,
+) -> Result<(), libtracer_core::Error> {
+    let rights = Rights::READ | Rights::WRITE | Rights::SUBSCRIBE;
+    let mut acl = Acl::new();
+    if users == HostUsers::All {
+        acl = acl.allow(Principal::Host, rights);
+    }
+    if networked {
+        acl = acl.allow(Principal::Anonymous, rights);
+    }
+    if acl.is_empty() {
+        return Ok(());
+    }
+    g.set_acl("/", acl)
 }
 
 #[cfg(test)]

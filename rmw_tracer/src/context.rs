@@ -148,20 +148,20 @@ impl Context {
         // discovery starts: a peer mounts us as soon as our links are up and subscribes to our
         // `/.ros/endpoints` at once; were it not there yet, it would learn of our endpoints
         // only at its next retry, a second later (the "0.8 s to match" of issue 9).
+        let host_users = network::host_users_from_env().map_err(env_error)?;
         let graph_cfg = GraphConfig {
             name: None,
             domain_id: domain32,
             discovery,
             rendezvous_dir,
+            host_users,
             network,
         };
         // The MCUs' graphs join as this one does (same domain, directory and network).
         let serial = crate::serial_link::start(&graph_cfg);
         let (graph, (registry, entry)) = Graph::new_with(graph_cfg, |g| {
             let made = Registry::start(g.clone(), rec)?;
-            if networked {
-                crate::security::grant_remote(g, access.as_ref())?;
-            }
+            crate::security::grant_peers(g, access.as_ref(), networked, host_users)?;
             Ok::<_, RmwError>(made)
         })?;
         registry.await_watchers(INIT_WATCH_LIMIT);

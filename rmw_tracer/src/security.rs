@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use libtracer_core::link::{GrantTurn, PermissionsExchange, QuicSecurity};
+use libtracer_core::link::{GrantTurn, HostUsers, PermissionsExchange, QuicSecurity};
 use libtracer_core::{Acl, Graph, Principal, Rights, Subject, SubjectCheck};
 pub use tracer_sros2::Action;
 
@@ -357,23 +357,29 @@ impl WriterCheck {
     }
 }
 
-/// What a graph on another host may do here. Its requests reach the core's ACL as the
-/// principal its QUIC link proved: the subject of its enclave certificate with SROS2, else an
-/// anonymous peer; never as this process's owner. Which rights a remote ROS participant needs:
-/// SUBSCRIBE to the registry (`/.ros/endpoints`) and to topics, WRITE to service request and
-/// client response vertices, READ (the `sync_peers` barrier). Without SROS2 the root's ACL
-/// grants them to the anonymous principal (turning the network on without SROS2 trusts the
-/// network, docs/network.md section 5). With SROS2 each vertex a peer may use gets its own ACL
-/// naming the certificate subjects whose permissions allow it: the registry here (who may
-/// join), topics and services as they are made (`Shared::guard`). No ADMIN or CREATE, and
-/// nothing for other local users.
-pub fn grant_remote(g: &Graph, access: Option<&Arc<Access>>) -> RmwResult<()> {
+/// What a graph on another host, or of another user of this host, may do here. Its requests
+/// reach the core's ACL as the principal its link proved: across hosts the subject of its
+/// enclave certificate with SROS2, else an anonymous peer; on this host its uid (the kernel's);
+/// never as this process's owner unless it is the same uid here. Which rights a ROS participant
+/// needs: SUBSCRIBE to the registry (`/.ros/endpoints`) and to topics, WRITE to service request
+/// and client response vertices, READ (the `sync_peers` barrier). Without SROS2 the root's ACL
+/// grants them to the anonymous principal when `networked` (turning the network on without
+/// SROS2 trusts the network, docs/network.md section 5) and to every local user with
+/// `HostUsers::All` (docs/host.md). With SROS2 each vertex a remote peer may use gets its own
+/// ACL naming the certificate subjects whose permissions allow it: the registry here (who may
+/// join), topics and services as they are made (`Shared::guard`); other local users get
+/// nothing (no identity is proven over a Unix socket). No ADMIN or CREATE.
+pub fn grant_peers(
+    g: &Graph,
+    access: Option<&Arc<Access>>,
+    networked: bool,
+    users: HostUsers,
+) -> RmwResult<()> {
     match access {
-        // With SROS2 each vertex a peer may use carries its own ACL, from the permissions:
-        // the registry here, topics and services as they are made (`Shared::protect`).
-        Some(a) => g.set_acl("/.ros/endpoints", a.registry_acl())?,
-        // The C API's networked contexts do the same (`tracer_recording::network`).
-        None => tracer_recording::network::open_to_peers(g)?,
+        Some(a) if networked => g.set_acl("/.ros/endpoints", a.registry_acl())?,
+        Some(_) => {}
+        // The C API's contexts do the same (`tracer_recording::network`).
+        None => tracer_recording::network::open_to_peers(g, networked, users)?,
     }
     Ok(())
 }

@@ -39,15 +39,20 @@ RMWS = {
     "tracer": ("rmw_tracer", "rmw_tracer"),
     # Another build of rmw_tracer (--baseline-lib: main before a change), measured beside it.
     "baseline": ("rmw_tracer", "rmw_tracer"),
+    # rmw_tracer with ping and pong in two containers of this network namespace (own mount,
+    # UTS and pid namespaces, own /dev/shm and rendezvous directory: ros_tests/containers.py),
+    # default settings: what `docker run --network host` gives (docs/host.md).
+    "tracer_boxes": ("rmw_tracer", "rmw_tracer"),
 }
 # The keys that preload a librmw_tracer.so; the library of each.
-TRACER_LIBS = {"tracer": "tracer_lib", "baseline": "baseline_lib"}
+TRACER_LIBS = {"tracer": "tracer_lib", "baseline": "baseline_lib", "tracer_boxes": "tracer_lib"}
 FASTDDS_SHM_PROFILE = os.path.join(HERE, "fastdds_shm.xml")
 # What the tracer is compared with, each in a ratio column: the Fast DDS variants and the
 # baseline build.
-RATIO_LABELS = {"fastdds": "tr/fdds", "fastdds_shm": "tr/shm", "baseline": "tr/base"}
+RATIO_LABELS = {"fastdds": "tr/fdds", "fastdds_shm": "tr/shm", "baseline": "tr/base", "tracer_boxes": "tr/box"}
 # The results JSON's name of a key whose identifier another key shares.
-RESULT_NAMES = {"fastdds_shm": "rmw_fastrtps_cpp_shm", "baseline": "rmw_tracer_baseline"}
+RESULT_NAMES = {"fastdds_shm": "rmw_fastrtps_cpp_shm", "baseline": "rmw_tracer_baseline",
+                "tracer_boxes": "rmw_tracer_containers"}
 
 # size -> (latency iterations, latency warm-up, burst size, measured burst rounds). Chosen so
 # that both rmws together take a few minutes at most on 2 cores; each case also runs one
@@ -183,6 +188,28 @@ def rmw_env(key, args, base_env, workdir):
     return env, rendezvous
 
 
+class Boxes:
+    """Two containers, ``ping`` and ``pong``, in this network namespace (ros_tests/containers.py),
+    removed on exit."""
+
+    def __enter__(self):
+        sys.path.insert(0, os.path.join(ROOT, "ros_tests"))
+        import containers
+        self.default_rendezvous = containers.DEFAULT_RENDEZVOUS
+        self.ping, self.pong = containers.Box("ping"), containers.Box("pong")
+        try:
+            self.ping.start()
+            self.pong.start()
+        except Exception:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.ping.stop()
+        self.pong.stop()
+
+
 def run_intra(key, size, iters, args, base_env, workdir):
     """bench_intra (one process: publisher and subscription of one context) on rmw `key`."""
     env, rendezvous = rmw_env(key, args, base_env, workdir)
@@ -211,6 +238,13 @@ def run_pair(key, size, case, args, base_env, workdir, sides=None, keep_all_only
     lat_iters, lat_warmup, burst, rounds = case
     ident = RMWS[key][1]
     rendezvous = None
+    if sides is None and key == "tracer_boxes":
+        with Boxes() as boxes:
+            env, _ = rmw_env(key, args, base_env, workdir)
+            for var in boxes.default_rendezvous:
+                env.pop(var, None)
+            sides = {"ping": (boxes.ping.prefix(), env), "pong": (boxes.pong.prefix(), env)}
+            return run_pair(key, size, case, args, base_env, workdir, sides, keep_all_only, tag)
     if sides is None:
         env, rendezvous = rmw_env(key, args, base_env, workdir)
         sides = {"ping": ([], env), "pong": ([], env)}
@@ -396,7 +430,8 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rmw", default="fastdds,fastdds_shm,tracer",
                     help="comma-separated subset of: fastdds, fastdds_shm (Fast DDS with only its SHM transport, "
-                         "fastdds_shm.xml), tracer (default: all three)")
+                         "fastdds_shm.xml), tracer, tracer_boxes (the tracer with ping and pong in two containers "
+                         "of one network namespace; needs root) (default: fastdds,fastdds_shm,tracer)")
     ap.add_argument("--sizes", default="64,4K,64K,1M,4M", help="payload sizes (default: 64,4K,64K,1M,4M)")
     ap.add_argument("--lat-iters", type=int, help="latency iterations for every size (default: per size)")
     ap.add_argument("--warmup", type=int, help="latency warm-up iterations for every size (default: 10%%)")
@@ -513,7 +548,7 @@ def main():
                 refs[size] = run_refs(size, cases[size][0])
         if args.intra:
             # Intra-process delivery uses no transport: fastdds_shm would measure fastdds again.
-            for key in [k for k in keys if k != "fastdds_shm"]:
+            for key in [k for k in keys if k not in ("fastdds_shm", "tracer_boxes")]:
                 print(f"bench: {key} intra-process 64 B", file=sys.stderr)
                 intra[key] = run_intra(key, 64, max(100, int(10000 * args.scale)), args, base_env, workdir)
     except BenchError as e:

@@ -40,12 +40,18 @@ pub enum Discovery {
 
 #[derive(Clone, Debug, Default)]
 pub struct GraphConfig {
-    /// Node identity, a valid segment; None = `<hostname>-<pid>-<n>`.
+    /// Node identity, a valid segment; None = `<hostname>-<pid>-<n>` (in a pid namespace of its
+    /// own, a container's, `<hostname>-<pid>.<namespace>-<n>`).
     pub name: Option<String>,
     pub domain_id: u32,
     pub discovery: Discovery,
-    /// Default: a per-user, per-domain directory (mode 0700).
+    /// Default: a per-user, per-domain directory (mode 0700). With `Discovery::Host` the graph
+    /// also meets, in the abstract namespace, every graph of this network namespace given the
+    /// same setting (the default: every graph of the domain; an explicit directory: the graphs
+    /// given the same path), whatever its mount namespace (docs/host.md).
     pub rendezvous_dir: Option<std::path::PathBuf>,
+    /// Which users' graphs of this host the graph links to.
+    pub host_users: crate::link::HostUsers,
     /// With `Discovery::Host`: also links to other hosts over QUIC (docs/network.md); `None`
     /// keeps the graph on this host.
     #[cfg(feature = "quic")]
@@ -82,10 +88,27 @@ fn default_name() -> String {
         host
     };
     format!(
-        "{host}-{}-{}",
+        "{host}-{}{}-{}",
         std::process::id(),
+        pid_namespace_mark(),
         GRAPH_SEQ.fetch_add(1, Ordering::Relaxed)
     )
+}
+
+/// Empty in the host's pid namespace; else `.` and the namespace's inode in hex. Containers
+/// sharing the host's network have pid namespaces of their own, where the pids repeat (each
+/// has its pid 1), while their graphs meet in one abstract namespace and need distinct names.
+fn pid_namespace_mark() -> String {
+    // The kernel's PROC_PID_INIT_INO: the inode of the initial pid namespace.
+    const INIT: u64 = 0xEFFF_FFFC;
+    let ino = std::fs::read_link("/proc/self/ns/pid").ok().and_then(|l| {
+        let l = l.to_str()?.strip_prefix("pid:[")?.strip_suffix(']')?;
+        l.parse::<u64>().ok()
+    });
+    match ino {
+        Some(i) if i != INIT => format!(".{i:x}"),
+        _ => String::new(),
+    }
 }
 
 /// A vertex's own path: no meta segment.
@@ -144,12 +167,25 @@ impl Graph {
         };
         let made = setup(&g)?;
         if cfg.discovery == Discovery::Host {
-            let dir = cfg
-                .rendezvous_dir
-                .unwrap_or_else(|| crate::link::default_rendezvous_dir(g.inner.domain_id));
-            let _handler = crate::net::start_host(&g.inner, &dir).map_err(E::from)?;
+            let (dir, scope) = match cfg.rendezvous_dir {
+                Some(dir) => {
+                    let scope = crate::link::HostScope::for_dir(&dir);
+                    (dir, scope)
+                }
+                None => (
+                    crate::link::default_rendezvous_dir(g.inner.domain_id),
+                    crate::link::HostScope::for_domain(g.inner.domain_id),
+                ),
+            };
+            let host = crate::link::TransportConfig {
+                scope: Some(scope.clone()),
+                users: cfg.host_users,
+                ..Default::default()
+            };
+            let _handler = crate::net::start_host(&g.inner, &dir, host).map_err(E::from)?;
             #[cfg(feature = "quic")]
-            if let Some(network) = cfg.network {
+            if let Some(mut network) = cfg.network {
+                network.host_scope = Some(scope);
                 crate::net::start_network(&g.inner, &dir, _handler, network).map_err(E::from)?;
             }
         }

@@ -241,6 +241,12 @@ impl Graph {
         self.inner.peers.peer_subject(peer)
     }
 
+    /// Who is at the other end of `peer`'s link: for a graph of this host its uid, gid and pid
+    /// as the kernel reported them (`SO_PEERCRED`); `None` for a name with no link.
+    pub fn peer_identity(&self, peer: &str) -> Option<crate::link::PeerIdentity> {
+        self.inner.peers.peer_identity(peer)
+    }
+
     /// Wait until each of `peers` has handled every frame this graph sent it before the call
     /// (so every delivery of an earlier write has landed in the peer's targets), or until
     /// `deadline` (`None`: no deadline) with `Error::Timeout`. One READ round trip per peer,

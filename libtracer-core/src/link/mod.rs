@@ -43,6 +43,7 @@ use std::sync::Arc;
 
 use crate::wire::{EncodeError, Frame};
 
+pub mod abstract_names;
 mod dispatch;
 pub mod memory;
 #[cfg(feature = "quic")]
@@ -55,13 +56,14 @@ pub mod unix;
 mod unix_loop;
 mod unix_rx;
 
+pub use abstract_names::HostScope;
 pub use memory::{MemoryFabric, MemoryNode};
 #[cfg(feature = "quic")]
 pub use quic::{
     subject_of, GrantTurn, PermissionsExchange, QuicConfig, QuicLink, QuicSecurity, QuicTransport,
 };
 pub use rendezvous::{default_rendezvous_dir, rendezvous_dir_in};
-pub use transport::{HostTransport, TransportConfig};
+pub use transport::{HostTransport, HostUsers, TransportConfig};
 pub use unix::UnixLink;
 
 /// Who is at the other end of a link. On a Unix-socket link `uid`, `gid` and `pid` come from

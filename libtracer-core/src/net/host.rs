@@ -10,7 +10,7 @@ use parking_lot::Mutex;
 
 use super::{attach, detach, on_frame};
 use crate::error::Error;
-use crate::link::{HostTransport, Link, LinkHandler};
+use crate::link::{HostTransport, Link, LinkHandler, TransportConfig};
 use crate::peers::{link_error, LinkId};
 use crate::state::GraphInner;
 use crate::wire::frame::Frame;
@@ -66,12 +66,16 @@ impl LinkHandler for GraphHandler {
     }
 }
 
-/// `Discovery::Host`: join the rendezvous directory `dir`. Returns the graph's handler, which
-/// the network's transport feeds too (`start_network`), so a remote graph is mounted like a
-/// local one.
-pub(crate) fn start_host(g: &Arc<GraphInner>, dir: &Path) -> Result<Arc<GraphHandler>, Error> {
+/// `Discovery::Host`: join the rendezvous directory `dir` (and `cfg`'s scope of the abstract
+/// namespace). Returns the graph's handler, which the network's transport feeds too
+/// (`start_network`), so a remote graph is mounted like a local one.
+pub(crate) fn start_host(
+    g: &Arc<GraphInner>,
+    dir: &Path,
+    cfg: TransportConfig,
+) -> Result<Arc<GraphHandler>, Error> {
     let handler = GraphHandler::new(g);
-    let t = HostTransport::start(dir, &g.name, handler.clone()).map_err(link_error)?;
+    let t = HostTransport::start_with(dir, &g.name, handler.clone(), cfg).map_err(link_error)?;
     g.peers.add_transport(Box::new(t));
     Ok(handler)
 }

@@ -262,6 +262,10 @@ impl Peers {
         self.by_name.read().get(peer)?.peer.remote.clone()
     }
 
+    pub(crate) fn peer_identity(&self, peer: &str) -> Option<crate::link::PeerIdentity> {
+        Some(self.by_name.read().get(peer)?.peer.clone())
+    }
+
     pub(crate) fn peers(&self) -> Vec<String> {
         let mut v: Vec<String> = self
             .by_name

@@ -28,6 +28,7 @@ pub fn host_config(dir: &std::path::Path, name: &str, domain_id: u32) -> GraphCo
         domain_id,
         discovery: libtracer_core::Discovery::Host,
         rendezvous_dir: Some(dir.to_owned()),
+        host_users: Default::default(),
         #[cfg(feature = "quic")]
         network: None,
     }

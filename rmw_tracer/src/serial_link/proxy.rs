@@ -126,6 +126,7 @@ impl Proxy {
         let node_gid = with_index(&first, 0);
         let mut cfg = template.clone();
         let networked = cfg.network.is_some();
+        let users = cfg.host_users;
         cfg.name = Some(graph_name(node, &first));
         let mut planned = Vec::new();
         for ep in endpoints {
@@ -137,11 +138,9 @@ impl Proxy {
             let mut ctx = Record::new(EntityKind::Context, with_index(&first, CONTEXT_INDEX));
             ctx.enclave = "/".to_owned();
             let (registry, entry) = Registry::start(g.clone(), ctx)?;
-            if networked {
-                // What a context grants peers of other hosts (without SROS2: anyone the
-                // network lets in; the proxy holds no enclave of its own).
-                crate::security::grant_remote(g, None)?;
-            }
+            // What a context grants peers of other users and hosts (without SROS2: anyone the
+            // network lets in; the proxy holds no enclave of its own).
+            crate::security::grant_peers(g, None, networked, users)?;
             let mut publishers = BTreeMap::new();
             let mut rings = Vec::new();
             for (ep, path, qos) in &planned {

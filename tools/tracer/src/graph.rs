@@ -62,6 +62,8 @@ pub struct Args {
 #[derive(Default)]
 struct Model {
     peers: BTreeSet<String>,
+    /// The uid of each peer of this host run by another user (the kernel's word, docs/host.md).
+    other_users: BTreeMap<String, u32>,
     entities: BTreeMap<(String, Gid), Record>,
     /// The peers' vertex `:schema`s (the participant's structural feeds): topic layouts.
     schemas: Schemas,
@@ -74,6 +76,7 @@ impl Model {
             Event::PeerUp(p) => self.peers.insert(p),
             Event::PeerDown(p) => {
                 self.entities.retain(|(q, _), _| *q != p);
+                self.other_users.remove(&p);
                 self.peers.remove(&p)
             }
             Event::Endpoint(p, Announcement::Present(r)) => {
@@ -110,6 +113,16 @@ pub fn run(a: Args) -> Result<(), String> {
             .map_err(|e| format!("cannot handle SIGINT/SIGTERM: {e}"))?;
     }
     let mut part = Participant::join("graph")?;
+    let me = part.graph.owner().uid();
+    let graph = part.graph.clone();
+    // A peer's user, when it is not ours: asked of its link as the peer comes up.
+    let user_of = move |ev: &Event| match ev {
+        Event::PeerUp(p) => graph
+            .peer_identity(p)
+            .filter(|id| id.remote.is_none() && Some(id.uid) != me)
+            .map(|id| (p.clone(), id.uid)),
+        _ => None,
+    };
     let mut model = Model {
         schemas: part.schemas.clone(),
         ..Model::default()
@@ -120,6 +133,9 @@ pub fn run(a: Args) -> Result<(), String> {
     // Until the registries have arrived (or --wait passed): collect.
     while Instant::now() < deadline {
         if let Some(ev) = part.next(Duration::from_millis(50)) {
+            if let Some((p, uid)) = user_of(&ev) {
+                model.other_users.insert(p, uid);
+            }
             if model.apply(ev) {
                 last_change = Instant::now();
             }
@@ -152,6 +168,9 @@ pub fn run(a: Args) -> Result<(), String> {
     let mut dirty = false;
     while !stop.load(Ordering::SeqCst) {
         if let Some(ev) = part.next(Duration::from_millis(100)) {
+            if let Some((p, uid)) = user_of(&ev) {
+                model.other_users.insert(p, uid);
+            }
             if model.apply(ev) {
                 dirty = true;
                 last_change = Instant::now();

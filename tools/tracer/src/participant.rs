@@ -15,8 +15,6 @@
 //! per-peer sinks are already made or gone) and the registry's announcements.
 
 use std::collections::HashMap;
-use std::os::unix::fs::DirBuilderExt;
-use std::path::PathBuf;
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -61,13 +59,9 @@ pub fn path_topic(path: &str) -> Option<String> {
 }
 
 pub fn graph_config() -> Result<GraphConfig, String> {
-    let domain_id = match std::env::var("ROS_DOMAIN_ID") {
-        Ok(v) if !v.trim().is_empty() => v
-            .trim()
-            .parse::<u32>()
-            .map_err(|_| format!("ROS_DOMAIN_ID={v}: not a domain id"))?,
-        _ => 0,
-    };
+    use tracer_recording::network;
+    let domain_id = network::domain_from_env().map_err(|e| e.to_string())?;
+    let base = std::env::var_os(network::RENDEZVOUS_ENV);
     Ok(GraphConfig {
         // The core's default name, "<hostname>-<pid>-<n>", like every rmw_tracer process (a
         // longer one can overflow the socket path's limit in a deep rendezvous directory).
@@ -75,26 +69,9 @@ pub fn graph_config() -> Result<GraphConfig, String> {
         domain_id,
         discovery: Discovery::Host,
         // The override is a base holding one directory per domain, as rmw_tracer reads it.
-        rendezvous_dir: match std::env::var_os("RMW_TRACER_RENDEZVOUS_DIR")
-            .filter(|v| !v.is_empty())
-        {
-            Some(base) => {
-                // Made (0700) when missing, as rmw_tracer does, so either may start first.
-                let base = PathBuf::from(base);
-                std::fs::DirBuilder::new()
-                    .recursive(true)
-                    .mode(0o700)
-                    .create(&base)
-                    .map_err(|e| {
-                        format!(
-                            "RMW_TRACER_RENDEZVOUS_DIR={}: cannot make it: {e}",
-                            base.display()
-                        )
-                    })?;
-                Some(libtracer_core::link::rendezvous_dir_in(&base, domain_id))
-            }
-            None => None,
-        },
+        rendezvous_dir: network::rendezvous_dir(base.as_deref(), domain_id)
+            .map_err(|e| e.to_string())?,
+        host_users: network::host_users_from_env().map_err(|e| e.to_string())?,
         // This host only (the recorder does not reach other hosts yet: docs/network.md).
         network: None,
     })

@@ -63,6 +63,11 @@ pub struct QuicConfig {
     /// SROS2 permissions over the link (docs/wire.md section 2, HELLO's PERMISSIONS): the
     /// document this process sends, and what it does with each authenticated peer's.
     pub permissions: Option<PermissionsExchange>,
+    /// The graph's scope in the abstract namespace (`HostTransport`'s, docs/host.md): the
+    /// host role and the member entries live there too, so that the graphs of one network
+    /// namespace share one role and one directory whatever their rendezvous directories.
+    /// `None`: the rendezvous directory only (an `flock` and `<name>.quic` files).
+    pub host_scope: Option<crate::link::HostScope>,
 }
 
 /// Called with a peer's proven subject and the permissions document it sent (`None`: none);
@@ -120,6 +125,7 @@ impl QuicConfig {
             subnet: None,
             security: None,
             permissions: None,
+            host_scope: None,
         }
     }
 }

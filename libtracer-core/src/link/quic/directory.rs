@@ -1,8 +1,10 @@
 //! The host directory: who the members of a host are and on which UDP port each has its link
-//! endpoint. Each member registers `<dir>/<name>.quic` (`<port> <pid>`); the holder of the host
-//! role (an exclusive `flock` on `<dir>/net-role.lock`) answers queries on the domain's
-//! well-known port; each peer host has a task that asks its directory and connects
-//! (`peer_host.rs`).
+//! endpoint. Each member registers `<dir>/<name>.quic` (`<port> <pid>`), and with a host scope
+//! also holds `<scope>/quic/<port>/<name>` in the abstract namespace (`abstract_names.rs`),
+//! which reaches members of other mount namespaces (containers); the holder of the host role
+//! (with a scope: the one bound to `<scope>/role/`, else an exclusive `flock` on
+//! `<dir>/net-role.lock`) answers queries on the domain's well-known port; each peer host has
+//! a task that asks its directory and connects (`peer_host.rs`).
 //!
 //! A query is one bidirectional stream (ALPN `libtracer-dir/1`): the client writes `members\n`
 //! and finishes; the holder answers one line `<name> <port>\n` per live member and finishes.
@@ -11,6 +13,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::net::{IpAddr, SocketAddr};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -19,6 +22,7 @@ use nix::fcntl::{Flock, FlockArg};
 use tokio::sync::Semaphore;
 
 use super::{new_endpoint, tls, Inner};
+use crate::link::abstract_names::{self, HostScope};
 use crate::link::{valid_node_name, LinkError};
 
 pub(super) const REQUEST: &[u8] = b"members\n";
@@ -28,9 +32,17 @@ pub(super) const MAX_ANSWER: usize = 256 * 1024;
 /// refused.
 const MAX_CLIENTS: usize = 1024;
 
+/// What makes the role ours while we hold it; released by the kernel when we exit.
+enum RoleLock {
+    /// `<dir>/net-role.lock`, locked.
+    File(#[allow(dead_code)] Flock<File>),
+    /// `<scope>/role/`, bound.
+    Name(#[allow(dead_code)] OwnedFd),
+}
+
 /// The host role, while held: the lock and the directory's endpoint.
 pub(crate) struct Holder {
-    _lock: Flock<File>,
+    _lock: RoleLock,
     endpoint: quinn::Endpoint,
 }
 
@@ -40,17 +52,39 @@ impl Holder {
     }
 }
 
-/// Register this member: `<dir>/<name>.quic` holding `<port> <pid>`, written whole (rename).
-pub(crate) fn register(dir: &Path, name: &str, port: u16) -> Result<PathBuf, LinkError> {
+/// This member's entries, removed by `unregister` (the abstract one goes with the process
+/// whatever happens).
+pub(crate) struct Entry {
+    file: PathBuf,
+    _name: Option<OwnedFd>,
+}
+
+/// Register this member: `<dir>/<name>.quic` holding `<port> <pid>`, written whole (rename), and
+/// its name in `scope` (when it fits).
+pub(crate) fn register(
+    dir: &Path,
+    scope: Option<&HostScope>,
+    name: &str,
+    port: u16,
+) -> Result<Entry, LinkError> {
     let path = dir.join(format!("{name}.quic"));
     let tmp = dir.join(format!(".{name}.quic.tmp"));
     std::fs::write(&tmp, format!("{port} {}\n", std::process::id()))?;
     std::fs::rename(&tmp, &path)?;
-    Ok(path)
+    let held = match scope.and_then(|s| s.member(name, port)) {
+        Some(n) => Some(abstract_names::hold(&n)?),
+        None => None,
+    };
+    Ok(Entry {
+        file: path,
+        _name: held,
+    })
 }
 
-/// Remove our entry (only if it is still ours: a newer process may have taken the name).
-pub(crate) fn unregister(path: &Path) {
+/// Remove our entries (the file only if it is still ours: a newer process may have taken the
+/// name).
+pub(crate) fn unregister(entry: Entry) {
+    let path = &entry.file;
     if let Ok(s) = std::fs::read_to_string(path) {
         if parse_entry(&s).is_some_and(|(_, pid)| pid == std::process::id()) {
             let _ = std::fs::remove_file(path);
@@ -75,8 +109,19 @@ fn alive(pid: u32) -> bool {
     )
 }
 
-/// The live members registered in `dir`; entries of dead processes are removed.
-pub(crate) fn members(dir: &Path) -> Vec<(String, u16)> {
+/// The live members registered in `dir` or held in `scope`, each once; file entries of dead
+/// processes are removed.
+pub(crate) fn members(dir: &Path, scope: Option<&HostScope>) -> Vec<(String, u16)> {
+    let mut out = members_in_dir(dir);
+    if let Some(s) = scope {
+        out.extend(s.members());
+    }
+    out.sort();
+    out.dedup_by(|a, b| a.0 == b.0);
+    out
+}
+
+fn members_in_dir(dir: &Path) -> Vec<(String, u16)> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
@@ -105,8 +150,16 @@ pub(crate) fn members(dir: &Path) -> Vec<(String, u16)> {
     out
 }
 
-/// Take the host role if nobody holds it: the lock, then the directory port.
-fn try_take_role(inner: &Inner) -> Result<Option<Holder>, String> {
+/// The role's lock if nobody holds it.
+fn try_lock_role(inner: &Inner) -> Result<Option<RoleLock>, String> {
+    if let Some(scope) = &inner.cfg.host_scope {
+        let name = scope.role();
+        return match abstract_names::hold(&name) {
+            Ok(fd) => Ok(Some(RoleLock::Name(fd))),
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => Ok(None),
+            Err(e) => Err(format!("@{name}: {e}")),
+        };
+    }
     let path = inner.dir.join("net-role.lock");
     let f = OpenOptions::new()
         .create(true)
@@ -114,14 +167,42 @@ fn try_take_role(inner: &Inner) -> Result<Option<Holder>, String> {
         .write(true)
         .open(&path)
         .map_err(|e| format!("{}: {e}", path.display()))?;
-    let lock = match Flock::lock(f, FlockArg::LockExclusiveNonblock) {
-        Ok(l) => l,
-        Err((_, Errno::EWOULDBLOCK)) => return Ok(None),
-        Err((_, e)) => return Err(format!("{}: {e}", path.display())),
+    match Flock::lock(f, FlockArg::LockExclusiveNonblock) {
+        Ok(l) => Ok(Some(RoleLock::File(l))),
+        Err((_, Errno::EWOULDBLOCK)) => Ok(None),
+        Err((_, e)) => Err(format!("{}: {e}", path.display())),
+    }
+}
+
+/// Why the role could not be taken although its lock was free.
+enum RoleRefused {
+    /// Another process holds the directory port: a group of graphs with another scope (another
+    /// `RMW_TRACER_RENDEZVOUS_DIR`), or a program that is not ours.
+    PortHeld,
+    Failed(String),
+}
+
+impl From<String> for RoleRefused {
+    fn from(s: String) -> Self {
+        RoleRefused::Failed(s)
+    }
+}
+
+/// Take the host role if nobody holds it: the lock, then the directory port.
+fn try_take_role(inner: &Inner) -> Result<Option<Holder>, RoleRefused> {
+    let Some(lock) = try_lock_role(inner)? else {
+        return Ok(None);
     };
     let port = inner.cfg.directory_port;
-    let sock = super::bind_udp(SocketAddr::new(inner.cfg.bind, port))
-        .map_err(|e| format!("cannot bind the host directory port {port}: {e}"))?;
+    let sock = match super::bind_udp(SocketAddr::new(inner.cfg.bind, port)) {
+        Ok(s) => s,
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => return Err(RoleRefused::PortHeld),
+        Err(e) => {
+            return Err(RoleRefused::Failed(format!(
+                "cannot bind the host directory port {port}: {e}"
+            )))
+        }
+    };
     let sc = tls::server_config(&inner.identity, tls::ALPN_DIR, inner.dir_transport.clone())?;
     let endpoint = new_endpoint(&inner.rt, Some(sc), sock).map_err(|e| e.to_string())?;
     Ok(Some(Holder {
@@ -131,7 +212,7 @@ fn try_take_role(inner: &Inner) -> Result<Option<Holder>, String> {
 }
 
 /// One attempt at the role; `Err` says why it could not be taken although it was free.
-fn take_role(inner: &Arc<Inner>) -> Result<(), String> {
+fn take_role(inner: &Arc<Inner>) -> Result<(), RoleRefused> {
     if inner.role.lock().is_some() {
         return Ok(());
     }
@@ -166,13 +247,41 @@ pub(crate) fn take_role_now(inner: &Arc<Inner>) {
 pub(crate) async fn role_loop(inner: Arc<Inner>) {
     let mut stop = inner.stop.clone();
     let mut reported = false;
+    let mut joined_holder = false;
     loop {
         if inner.stopped() {
             break;
         }
         match take_role(&inner) {
             Ok(()) => reported = false,
-            Err(why) => {
+            Err(RoleRefused::PortHeld) if !joined_holder => {
+                // Not an error to repeat: another group of graphs on this host serves the
+                // port. Its members are ours to link to, through its directory on loopback,
+                // as a static peer's; it learns of us from the links.
+                joined_holder = true;
+                let port = inner.cfg.directory_port;
+                let here = if inner.cfg.bind.is_unspecified() {
+                    IpAddr::from([127, 0, 0, 1])
+                } else {
+                    inner.cfg.bind
+                };
+                let at = SocketAddr::new(here, port);
+                inner.log(&format!(
+                    "network: the host directory port {port} is held by another group of graphs \
+                     on this host (another RMW_TRACER_RENDEZVOUS_DIR?); linking to its members \
+                     through it at {at}. Give every process the same setting to share one \
+                     directory."
+                ));
+                inner.rt.spawn(super::peer_host::peer_loop(
+                    inner.clone(),
+                    super::peer_host::PeerHost::Static(at.to_string()),
+                    None,
+                    None,
+                    None,
+                ));
+            }
+            Err(RoleRefused::PortHeld) => {}
+            Err(RoleRefused::Failed(why)) => {
                 if !reported {
                     inner.log(&format!("network: host role: {why}; retrying quietly"));
                     reported = true;
@@ -262,7 +371,7 @@ async fn answer_one(
         return Err("bad directory request".into());
     }
     let mut text = String::new();
-    for (name, port) in members(inner.dir.as_path()) {
+    for (name, port) in members(inner.dir.as_path(), inner.cfg.host_scope.as_ref()) {
         text.push_str(&format!("{name} {port}\n"));
     }
     send.write_all(text.as_bytes())

@@ -72,10 +72,7 @@ impl Inner {
         name: &str,
         addr: SocketAddr,
     ) -> Option<tokio::task::JoinHandle<()>> {
-        if name == self.name
-            || !valid_node_name(name)
-            || self.dir.join(format!("{name}.sock")).exists()
-        {
+        if name == self.name || !valid_node_name(name) || self.is_local(name) {
             return None;
         }
         {

@@ -107,7 +107,7 @@ pub(crate) struct Inner {
     downs: Condvar,
     stop: watch::Receiver<bool>,
     role: Mutex<Option<directory::Holder>>,
-    member_file: PathBuf,
+    member: Mutex<Option<directory::Entry>>,
     /// This host's id for the domain (SUBNET only; 0 without).
     host_id: u64,
     /// Directory addresses some peer loop asks, with how many loops ask each.
@@ -157,7 +157,7 @@ impl QuicTransport {
         let sock = tuning::bind(SocketAddr::new(cfg.bind, 0))?;
         let endpoint = new_endpoint(&rt, Some(server), sock)?;
         let port = endpoint.local_addr()?.port();
-        let member_file = directory::register(dir, local_name, port)?;
+        let member = directory::register(dir, cfg.host_scope.as_ref(), local_name, port)?;
         let host_id = match cfg.subnet {
             Some(_) => subnet::host_id(dir)?,
             None => 0,
@@ -178,7 +178,7 @@ impl QuicTransport {
             downs: Condvar::new(),
             stop: stop_rx,
             role: Mutex::new(None),
-            member_file,
+            member: Mutex::new(Some(member)),
             host_id,
             polled: Mutex::new(HashMap::new()),
             found: Mutex::new(HashMap::new()),
@@ -305,7 +305,9 @@ impl QuicTransport {
         if let Some(h) = self.inner.role.lock().take() {
             h.close();
         }
-        directory::unregister(&self.inner.member_file);
+        if let Some(m) = self.inner.member.lock().take() {
+            directory::unregister(m);
+        }
     }
 }
 
@@ -358,6 +360,18 @@ fn new_endpoint(
 }
 
 impl Inner {
+    /// Whether `name` is a graph of this host linked over a Unix socket (its socket in our
+    /// rendezvous directory, or its name in our scope of the abstract namespace): never
+    /// linked over QUIC as well.
+    fn is_local(&self, name: &str) -> bool {
+        self.dir.join(format!("{name}.sock")).exists()
+            || self
+                .cfg
+                .host_scope
+                .as_ref()
+                .is_some_and(|s| s.has_listener(name))
+    }
+
     fn log(&self, msg: &str) {
         match &self.cfg.log {
             Some(f) => f(msg),

@@ -6,9 +6,12 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::os::unix::net::UnixStream;
+
+use super::handshake::Unlinked;
 use super::socket::{connect_bounded, probe_live};
 use super::Inner;
-use crate::link::valid_node_name;
+use crate::link::{abstract_names, valid_node_name};
 
 /// How a connection attempt ended.
 #[derive(Clone, Copy, PartialEq, Debug)]
@@ -22,12 +25,12 @@ pub(super) enum Dialed {
 }
 
 impl Inner {
-    /// Names of the other sockets in the directory.
+    /// Names of the other graphs: the sockets in the directory, and the listeners of our scope
+    /// in the abstract namespace (graphs of other containers and users), each once.
     pub(super) fn scan(&self) -> Vec<String> {
-        let Ok(entries) = std::fs::read_dir(&self.dir) else {
-            return Vec::new();
-        };
-        let mut names: Vec<String> = entries
+        let mut names: Vec<String> = std::fs::read_dir(&self.dir)
+            .into_iter()
+            .flatten()
             .filter_map(|e| e.ok())
             .filter_map(|e| {
                 e.file_name()
@@ -35,10 +38,34 @@ impl Inner {
                     .and_then(|n| n.strip_suffix(".sock"))
                     .map(str::to_owned)
             })
-            .filter(|n| n != &self.name && valid_node_name(n))
             .collect();
+        if let Some(scope) = &self.cfg.scope {
+            names.extend(scope.listeners());
+        }
+        names.retain(|n| n != &self.name && valid_node_name(n));
         names.sort();
+        names.dedup();
         names
+    }
+
+    /// Connect to `peer`: through its socket in the directory when there is one, else through
+    /// its name in our scope of the abstract namespace. `NotFound` when neither is there.
+    fn dial(&self, peer: &str) -> io::Result<UnixStream> {
+        let path = self.dir.join(format!("{peer}.sock"));
+        let in_dir = std::fs::symlink_metadata(&path).is_ok();
+        match self.cfg.scope.as_ref().and_then(|s| s.listener(peer)) {
+            Some(name) if !in_dir => {
+                abstract_names::connect_bounded(&name, self.cfg.handshake_timeout).map_err(|e| {
+                    // Nobody holds the name: the graph is gone (nothing stale is left behind).
+                    if e.kind() == io::ErrorKind::ConnectionRefused {
+                        io::ErrorKind::NotFound.into()
+                    } else {
+                        e
+                    }
+                })
+            }
+            _ => connect_bounded(&path, self.cfg.handshake_timeout),
+        }
     }
 
     /// Connect to `peer` (registered in `pending` by the caller) and bring the link up; a
@@ -59,7 +86,7 @@ impl Inner {
                     break;
                 }
             }
-            let stream = match connect_bounded(&path, self.cfg.handshake_timeout) {
+            let stream = match self.dial(peer) {
                 Ok(s) => s,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {
                     outcome = Dialed::Gone;
@@ -80,7 +107,11 @@ impl Inner {
                     outcome = Dialed::Linked;
                     break;
                 }
-                Err(Some(_refused)) if attempt < 9 => {
+                Err(Unlinked::Foreign) => {
+                    outcome = Dialed::Gone;
+                    break;
+                }
+                Err(Unlinked::Refused) if attempt < 9 => {
                     std::thread::sleep(Duration::from_millis(100))
                 }
                 Err(_) => break,

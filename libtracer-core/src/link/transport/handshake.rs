@@ -8,7 +8,7 @@ use std::sync::{mpsc, Arc};
 use std::time::Instant;
 
 use super::socket::peer_identity;
-use super::{Inner, Table};
+use super::{HostUsers, Inner, Table};
 use crate::link::strand::Hooks;
 use crate::link::unix::{
     hello, read_hello, refuse, write_frame, HelloOutcome, Leftover, PeerHello, ShmSend, UnixLink,
@@ -17,19 +17,42 @@ use crate::link::unix_rx::NewLink;
 use crate::link::{valid_node_name, Link, PeerIdentity};
 use crate::wire::ErrorCode;
 
+/// Why an outgoing handshake did not bring a link up.
+pub(super) enum Unlinked {
+    /// The peer refused for now (a duplicate link about to go, its own connection to us wins).
+    Refused,
+    /// One side does not link to the other's user (`HostUsers::Own`): not to be tried again.
+    Foreign,
+    /// It failed (timeout, a bad answer).
+    Failed,
+}
+
+/// The refusal a graph of another user gets from one that links to its own user's only.
+const FOREIGN: &str =
+    "this graph links only to graphs of its own user (RMW_TRACER_HOST_USERS=self)";
+
 impl Inner {
-    /// Initiator side. `Err(Some(reason))`: the peer refused; `Err(None)`: it failed.
+    /// Whether a local peer with these kernel credentials may link to us.
+    fn admits(&self, id: &PeerIdentity) -> bool {
+        self.cfg.users == HostUsers::All || id.uid == nix::unistd::geteuid().as_raw()
+    }
+
+    /// Initiator side.
     pub(super) fn handshake_out(
         self: &Arc<Self>,
         stream: UnixStream,
         peer: &str,
-    ) -> Result<(), Option<String>> {
+    ) -> Result<(), Unlinked> {
         let _ = stream.set_write_timeout(Some(self.cfg.handshake_timeout));
-        write_frame(&stream, &hello(&self.name, self.cfg.accept_shm)).map_err(|_| None)?;
+        write_frame(&stream, &hello(&self.name, self.cfg.accept_shm))
+            .map_err(|_| Unlinked::Failed)?;
         let (h, dec, left) = match read_hello(&stream, self.cfg.handshake_timeout) {
             Ok(HelloOutcome::Hello(h, dec, left)) => (h, dec, left),
-            Ok(HelloOutcome::Refused(why)) => return Err(Some(why)),
-            Err(_) => return Err(None),
+            Ok(HelloOutcome::Refused(ErrorCode::PermissionDenied)) => {
+                return Err(Unlinked::Foreign)
+            }
+            Ok(HelloOutcome::Refused(_)) => return Err(Unlinked::Refused),
+            Err(_) => return Err(Unlinked::Failed),
         };
         if h.node != peer {
             refuse(
@@ -37,9 +60,13 @@ impl Inner {
                 ErrorCode::Malformed,
                 "HELLO names a node other than the socket's",
             );
-            return Err(None);
+            return Err(Unlinked::Failed);
         }
-        let id = peer_identity(&stream, h.node.clone()).map_err(|_| None)?;
+        let id = peer_identity(&stream, h.node.clone()).map_err(|_| Unlinked::Failed)?;
+        if !self.admits(&id) {
+            refuse(&stream, ErrorCode::PermissionDenied, FOREIGN);
+            return Err(Unlinked::Foreign);
+        }
         let (up_tx, up_rx) = mpsc::sync_channel(1);
         {
             let mut table = self.table.lock();
@@ -50,7 +77,7 @@ impl Inner {
                 return Ok(());
             }
             self.install(&mut table, stream, id, &h, (dec, left), Some(up_tx))
-                .map_err(|_| None)?;
+                .map_err(|_| Unlinked::Failed)?;
         }
         // `on_up` runs on a worker; the caller (`start_with`) promises it has
         // run, so that the peer is mounted when the transport's start returns. Bounded: a
@@ -79,6 +106,10 @@ impl Inner {
         let Ok(id) = peer_identity(&stream, h.node.clone()) else {
             return;
         };
+        if !self.admits(&id) {
+            refuse(&stream, ErrorCode::PermissionDenied, FOREIGN);
+            return;
+        }
         let mut table = self.table.lock();
         if table.stopped {
             return;

@@ -45,6 +45,7 @@ use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
+use super::abstract_names::{self, HostScope};
 use super::redial::Redial;
 use super::rendezvous::prepare_dir;
 use super::unix::UnixLink;
@@ -74,6 +75,23 @@ pub struct TransportConfig {
     /// References to our shared memory one peer may hold at once; past it, samples go as
     /// copies. Bounds what a stopped reader pins in our pool beyond its ring.
     pub shm_refs_per_link: usize,
+    /// Also listen, and look for peers, in this scope of the abstract namespace, where graphs
+    /// of every mount namespace (containers) and user of this network namespace meet
+    /// (`abstract_names.rs`, docs/host.md). `None`: the directory only.
+    pub scope: Option<HostScope>,
+    /// Which local users' graphs this one links to.
+    pub users: HostUsers,
+}
+
+/// Which users of this host a graph links to, by the kernel's credentials of the peer's socket.
+/// Rights are the ACL's to grant (`Principal::Host`); this decides whether a link forms at all.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HostUsers {
+    /// Any user's (LOCALHOST means this host, as with DDS).
+    #[default]
+    All,
+    /// Only graphs of our own uid (`RMW_TRACER_HOST_USERS=self`).
+    Own,
 }
 
 impl Default for TransportConfig {
@@ -85,6 +103,8 @@ impl Default for TransportConfig {
             write_timeout: Duration::from_secs(10),
             accept_shm: tracer_shm::can_map(),
             shm_refs_per_link: 256,
+            scope: None,
+            users: HostUsers::All,
         }
     }
 }
@@ -104,6 +124,8 @@ pub(crate) struct Inner {
     name: String,
     sock_path: PathBuf,
     sock_ino: u64,
+    /// Our name in `cfg.scope`, when we listen there.
+    abstract_name: Option<String>,
     handler: Arc<dyn LinkHandler>,
     pub(crate) cfg: TransportConfig,
     table: Mutex<Table>,
@@ -126,6 +148,8 @@ pub struct HostTransport {
     /// makes the loop's `accept` fail, and the loop drops it; that needs neither the socket
     /// file nor the directory.
     listener: UnixListener,
+    /// The same for the abstract listener, if any.
+    abstract_listener: Option<UnixListener>,
 }
 
 impl HostTransport {
@@ -163,13 +187,32 @@ impl HostTransport {
                 return Err(e.into());
             }
         };
-        unix_loop::start()?;
-        listener.set_nonblocking(true)?;
+        let remove_ours = |e: LinkError| {
+            let _ = std::fs::remove_file(&sock_path);
+            e
+        };
+        let abstract_name = cfg.scope.as_ref().and_then(|s| s.listener(local_name));
+        let abstract_listener = match &abstract_name {
+            Some(n) => Some(abstract_names::bind_listener(n, local_name).map_err(remove_ours)?),
+            None => None,
+        };
+        let abstract_wake = match &abstract_listener {
+            Some(l) => Some(l.try_clone().map_err(|e| remove_ours(e.into()))?),
+            None => None,
+        };
+        unix_loop::start().map_err(|e| remove_ours(e.into()))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| remove_ours(e.into()))?;
+        if let Some(l) = &abstract_listener {
+            l.set_nonblocking(true).map_err(|e| remove_ours(e.into()))?;
+        }
         let inner = Arc::new(Inner {
             dir: dir.to_owned(),
             name: local_name.to_owned(),
             sock_path,
             sock_ino,
+            abstract_name,
             handler,
             cfg,
             table: Mutex::new(Table::default()),
@@ -181,12 +224,15 @@ impl HostTransport {
         let t = HostTransport {
             inner: inner.clone(),
             listener: wake_listener,
+            abstract_listener: abstract_wake,
         };
         // On an error below, dropping `t` shuts down what was started and removes the socket.
-        unix_loop::add(Source::Listener {
-            listener,
-            owner: Arc::downgrade(&inner),
-        });
+        for listener in std::iter::once(listener).chain(abstract_listener) {
+            unix_loop::add(Source::Listener {
+                listener,
+                owner: Arc::downgrade(&inner),
+            });
+        }
         // A few threads share the peers, so that peers slow to answer (each bounded by the
         // handshake timeout) cost about one timeout in all, not one each.
         let queue = Arc::new(Mutex::new(peers));
@@ -233,6 +279,12 @@ impl HostTransport {
         &self.inner.sock_path
     }
 
+    /// Our listening name in the abstract namespace (without its leading NUL), if we listen
+    /// there.
+    pub fn abstract_name(&self) -> Option<&str> {
+        self.inner.abstract_name.as_deref()
+    }
+
     /// Names of the peers with a live link, sorted.
     pub fn peers(&self) -> Vec<String> {
         let mut v: Vec<String> = self.inner.table.lock().links.keys().cloned().collect();
@@ -261,8 +313,9 @@ impl HostTransport {
         // The event loop drops the listener when its accept fails: on Linux, shutdown of a
         // listening socket makes every later `accept` fail at once. Not by connecting to our
         // socket path: the directory may be gone, or the path another graph's by now.
-        let _ =
-            nix::sys::socket::shutdown(self.listener.as_raw_fd(), nix::sys::socket::Shutdown::Both);
+        for l in std::iter::once(&self.listener).chain(&self.abstract_listener) {
+            let _ = nix::sys::socket::shutdown(l.as_raw_fd(), nix::sys::socket::Shutdown::Both);
+        }
         for l in links {
             l.close();
         }

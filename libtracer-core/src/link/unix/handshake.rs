@@ -47,8 +47,9 @@ pub(crate) fn write_frame(stream: &UnixStream, frame: &Frame) -> io::Result<()> 
 
 pub(crate) enum HelloOutcome {
     Hello(PeerHello, FrameDecoder, Leftover),
-    /// The peer answered ERROR: it refused this connection (duplicate link, bad name).
-    Refused(String),
+    /// The peer answered ERROR: it refused this connection (duplicate link, bad name, a user
+    /// it does not link to: `PermissionDenied`).
+    Refused(ErrorCode),
 }
 
 /// Read frames until the first one, within `timeout`. It must be HELLO (or ERROR: a refusal).
@@ -135,7 +136,7 @@ pub(crate) fn check_hello(
                 left,
             ))
         }
-        Frame::Error { message, .. } => Ok(HelloOutcome::Refused(message)),
+        Frame::Error { code, .. } => Ok(HelloOutcome::Refused(code)),
         other => Err(format!("first frame is not HELLO: {other:?}")),
     }
 }

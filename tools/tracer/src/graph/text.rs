@@ -10,7 +10,10 @@ pub(super) fn text(v: &Value) -> String {
     let peers = list(&v["peers"]);
     o.push_str(&format!("peers ({}):\n", peers.len()));
     for p in peers {
-        o.push_str(&format!("  {}\n", s(p)));
+        match v["other_users"][s(p)].as_u64() {
+            Some(uid) => o.push_str(&format!("  {}  [uid {uid}: another user]\n", s(p))),
+            None => o.push_str(&format!("  {}\n", s(p))),
+        }
     }
     let nodes = list(&v["nodes"]);
     o.push_str(&format!("nodes ({}):\n", nodes.len()));

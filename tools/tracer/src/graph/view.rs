@@ -200,6 +200,7 @@ impl Model {
         }
         json!({
             "peers": self.peers.iter().collect::<Vec<_>>(),
+            "other_users": self.other_users,
             "nodes": nodes.into_values().collect::<Vec<_>>(),
             "topics": topics.into_values().collect::<Vec<_>>(),
             "services": services.into_values().collect::<Vec<_>>(),
