@@ -11,14 +11,7 @@
 
 #include "tracer.h"
 #include "cdr.h"
-
-static int check(tracer_result_t r, const char *what) {
-  if (r != TRACER_OK) {
-    fprintf(stderr, "%s: %s: %s\n", what, tracer_result_str(r), tracer_last_error());
-    return 1;
-  }
-  return 0;
-}
+#include "check.h"
 
 int main(int argc, char **argv) {
   const char *topic = argc > 1 ? argv[1] : "/camera/image";

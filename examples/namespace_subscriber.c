@@ -11,15 +11,8 @@
 #include <stdlib.h>
 
 #include "tracer.h"
+#include "check.h"
 #include "cdr.h"
-
-static int check(tracer_result_t r, const char *what) {
-  if (r != TRACER_OK) {
-    fprintf(stderr, "%s: %s: %s\n", what, tracer_result_str(r), tracer_last_error());
-    return 1;
-  }
-  return 0;
-}
 
 static atomic_int landed;
 

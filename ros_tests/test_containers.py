@@ -20,6 +20,7 @@ import pytest
 import containers
 import harness
 from test_loans import BLOB, loans_exe, received  # noqa: F401  (fixture)
+from test_network_security import keystore, secure
 from test_record import _decoded, _tracer
 from two_hosts import pubsub, started
 from worker_output import json_line
@@ -222,13 +223,19 @@ def test_other_users_graphs_link_by_default(tmp_path, net, procs, nobody_talks):
 def test_host_users_self_links_only_to_its_own_user(tmp_path, net, procs, who_opts_out):
     root, other, prefix = user_envs(tmp_path)
     (root if who_opts_out == "root" else other)["RMW_TRACER_HOST_USERS"] = "self"
-    me, them = User(net, []), User(net, prefix)
     # The same user's talker is heard; the other user's is not, either way round.
-    lp = listen(root, me, "/users", 20, "--timeout", "8")
+    heard_only_own(procs, net, prefix, root, root, other)
+
+
+def heard_only_own(procs, net, prefix, listener_env, own_env, other_env) -> None:
+    """Root's listener hears 20 of root's talker (``own_env``) and nothing of ``nobody``'s
+    (``other_env``), whose talker never sees its subscription matched."""
+    me, them = User(net, []), User(net, prefix)
+    lp = listen(listener_env, me, "/users", 20, "--timeout", "8")
     procs.append(lp)
     started(lp)
-    own = talk(root, me, "/users", 20, "--tag", "own")
-    foreign = talk(other, them, "/users", 20, "--tag", "foreign", "--timeout", "8")
+    own = talk(own_env, me, "/users", 20, "--tag", "own")
+    foreign = talk(other_env, them, "/users", 20, "--tag", "foreign", "--timeout", "8")
     procs += [own, foreign]
     r = lp.join()
     got = json_line(r.stdout, r.describe())["received"][0]
@@ -279,3 +286,17 @@ def test_two_groups_with_their_own_directories_find_each_other_through_the_port(
         assert t.returncode == 0, t.describe()
     said = [line for line in t.stderr.splitlines() if "is held by another group" in line]
     assert len(said) == 1, t.describe()
+
+
+def test_sros2_gives_another_users_graph_nothing(tmp_path, net, procs):
+    # With SROS2 enforced on both sides, a graph of another user proves no enclave over a Unix
+    # socket: it is linked (RMW_TRACER_HOST_USERS=all) but holds nothing, so its talker is
+    # never matched by root's listener, while root's own talker of an enclave is heard.
+    root, other, prefix = user_envs(tmp_path)
+    ks = keystore(tmp_path / "ks", {"a": root}, "/listener", "/talker")
+    for path in [ks, *ks.rglob("*")]:
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+    secure(root, ks, "/listener")
+    secure(other, ks, "/talker")
+    own_env = secure(dict(root), ks, "/talker")
+    heard_only_own(procs, net, prefix, root, own_env, other)

@@ -1,6 +1,7 @@
 //! The graph a context joins, from the environment variables rmw_tracer reads (README, "Using
 //! it"; docs/network.md section 2): `ROS_DOMAIN_ID`, `ROS_AUTOMATIC_DISCOVERY_RANGE`,
-//! `ROS_STATIC_PEERS`, `RMW_TRACER_RENDEZVOUS_DIR`, `RMW_TRACER_PORT_BASE`, `RMW_TRACER_BIND`.
+//! `ROS_STATIC_PEERS`, `RMW_TRACER_RENDEZVOUS_DIR`, `RMW_TRACER_HOST_USERS`, `RMW_TRACER_PORT_BASE`,
+//! `RMW_TRACER_BIND`.
 //! The rules are rmw_tracer's own, read by the same code (`tracer_recording::network`), so a
 //! context joins the graph an rmw_tracer node given the same environment joins, on this host
 //! and on others.

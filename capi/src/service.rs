@@ -42,16 +42,28 @@ struct Inbox {
     spin: crate::wait::Spin,
 }
 
+/// What a server or a client is made of: the service's name (`/add_two_ints`), its type
+/// (`pkg/srv/Type`), RIHS01 type hash (or "") and QoS.
+pub struct ServiceSpec<'a> {
+    pub name: &'a str,
+    pub type_name: &'a str,
+    pub type_hash: &'a str,
+    pub qos: Qos,
+}
+
 impl Inbox {
     fn new(
         ctx: Arc<Context>,
         kind: EntityKind,
-        name: &str,
-        type_name: &str,
-        type_hash: &str,
-        qos: Qos,
+        spec: ServiceSpec<'_>,
         path: impl FnOnce(Gid) -> CapiResult<String>,
     ) -> CapiResult<Inbox> {
+        let ServiceSpec {
+            name,
+            type_name,
+            type_hash,
+            qos,
+        } = spec;
         check_type_name(type_name)?;
         check_type_hash(type_hash)?;
         env::topic_path(name)?;
@@ -110,22 +122,9 @@ pub struct Server {
 }
 
 impl Server {
-    pub fn new(
-        ctx: Arc<Context>,
-        name: &str,
-        type_name: &str,
-        type_hash: &str,
-        qos: Qos,
-    ) -> CapiResult<Server> {
-        let inbox = Inbox::new(
-            ctx,
-            EntityKind::Service,
-            name,
-            type_name,
-            type_hash,
-            qos,
-            |g| request_path(name, g),
-        )?;
+    pub fn new(ctx: Arc<Context>, spec: ServiceSpec<'_>) -> CapiResult<Server> {
+        let name = spec.name;
+        let inbox = Inbox::new(ctx, EntityKind::Service, spec, |g| request_path(name, g))?;
         Ok(Server {
             inbox,
             origins: Mutex::new(HashMap::new()),
@@ -189,26 +188,13 @@ pub struct Client {
 }
 
 impl Client {
-    pub fn new(
-        ctx: Arc<Context>,
-        name: &str,
-        type_name: &str,
-        type_hash: &str,
-        qos: Qos,
-    ) -> CapiResult<Client> {
-        let inbox = Inbox::new(
-            ctx,
-            EntityKind::Client,
-            name,
-            type_name,
-            type_hash,
-            qos,
-            |g| Ok(response_path(g)),
-        )?;
+    pub fn new(ctx: Arc<Context>, spec: ServiceSpec<'_>) -> CapiResult<Client> {
+        let (name, type_name) = (spec.name.to_owned(), spec.type_name.to_owned());
+        let inbox = Inbox::new(ctx, EntityKind::Client, spec, |g| Ok(response_path(g)))?;
         Ok(Client {
             inbox,
-            name: name.to_owned(),
-            type_name: type_name.to_owned(),
+            name,
+            type_name,
             seq: Mutex::new(0),
         })
     }

@@ -13,6 +13,7 @@
 
 #include "tracer.h"
 #include "../../examples/cdr.h"
+#include "../../examples/check.h"
 
 static int in_shm(const void *p) {
   FILE *f = fopen("/proc/self/maps", "r");
@@ -28,14 +29,6 @@ static int in_shm(const void *p) {
   }
   fclose(f);
   return found;
-}
-
-static int check(tracer_result_t r, const char *what) {
-  if (r != TRACER_OK) {
-    fprintf(stderr, "%s: %s: %s\n", what, tracer_result_str(r), tracer_last_error());
-    return 1;
-  }
-  return 0;
 }
 
 int main(int argc, char **argv) {

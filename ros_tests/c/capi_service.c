@@ -11,6 +11,7 @@
 
 #include "tracer.h"
 #include "../../examples/cdr.h"
+#include "../../examples/check.h"
 
 #define SRV_TYPE "test_msgs/srv/BasicTypes"
 #define SRV_HASH "RIHS01_da348697437c103cc9a9322ac1bdbdcf8eb11a85de22f7f2492ca1df416e1a5f"
@@ -48,14 +49,6 @@ static int read_basic(const uint8_t *buf, size_t len, basic *v) {
   const char *s = cdr_read_string(&r);
   if (r.bad || !s) return 1;
   snprintf(v->str, sizeof v->str, "%s", s);
-  return 0;
-}
-
-static int check(tracer_result_t r, const char *what) {
-  if (r != TRACER_OK) {
-    fprintf(stderr, "%s: %s: %s\n", what, tracer_result_str(r), tracer_last_error());
-    return 1;
-  }
   return 0;
 }
 

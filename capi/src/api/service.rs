@@ -11,7 +11,7 @@ use crate::call::call;
 use crate::error::{tracer_result_t, CapiError, CapiResult};
 use crate::handle::{out, Table};
 use crate::qos::tracer_qos_t;
-use crate::service::{Client, Server};
+use crate::service::{Client, Server, ServiceSpec};
 
 use super::context::{tracer_context_t, CONTEXTS};
 use super::publisher::arg_qos;
@@ -87,6 +87,27 @@ unsafe fn take_into(
     Ok(s)
 }
 
+/// The arguments a server and a client are made from.
+///
+/// # Safety
+/// Strings NUL-terminated or NULL and valid for `'a`; `qos` NULL or readable.
+unsafe fn spec_args<'a>(
+    service: *const c_char,
+    type_name: *const c_char,
+    type_hash: *const c_char,
+    qos: *const tracer_qos_t,
+) -> CapiResult<ServiceSpec<'a>> {
+    // SAFETY: the caller's contract.
+    unsafe {
+        Ok(ServiceSpec {
+            name: arg_str(service, "service")?,
+            type_name: arg_str(type_name, "type_name")?,
+            type_hash: arg_str(type_hash, "type_hash")?,
+            qos: arg_qos(qos)?,
+        })
+    }
+}
+
 /// Create a server of `service` (`/add_two_ints`) of `type_name` (`pkg/srv/Type`) with RIHS01
 /// `type_hash` (or ""), `qos` NULL for the default: every client of the name and type, rclpy's
 /// included, sends it its requests. The caller owns the new handle.
@@ -107,17 +128,9 @@ pub unsafe extern "C" fn tracer_server_create(
     call("tracer_server_create", || {
         let o = out(out_server, "out_server")?;
         let ctx = CONTEXTS.get(context)?;
-        // SAFETY: C strings valid for the call (this function's contract).
-        let (name, ty, hash) = unsafe {
-            (
-                arg_str(service, "service")?,
-                arg_str(type_name, "type_name")?,
-                arg_str(type_hash, "type_hash")?,
-            )
-        };
-        // SAFETY: NULL or readable (this function's contract).
-        let qos = unsafe { arg_qos(qos) }?;
-        o.set(SERVERS.insert(Held::new(Server::new(ctx, name, ty, hash, qos)?)));
+        // SAFETY: as this function's contract.
+        let spec = unsafe { spec_args(service, type_name, type_hash, qos) }?;
+        o.set(SERVERS.insert(Held::new(Server::new(ctx, spec)?)));
         Ok(())
     })
 }
@@ -231,17 +244,9 @@ pub unsafe extern "C" fn tracer_client_create(
     call("tracer_client_create", || {
         let o = out(out_client, "out_client")?;
         let ctx = CONTEXTS.get(context)?;
-        // SAFETY: C strings valid for the call (this function's contract).
-        let (name, ty, hash) = unsafe {
-            (
-                arg_str(service, "service")?,
-                arg_str(type_name, "type_name")?,
-                arg_str(type_hash, "type_hash")?,
-            )
-        };
-        // SAFETY: NULL or readable (this function's contract).
-        let qos = unsafe { arg_qos(qos) }?;
-        o.set(CLIENTS.insert(Held::new(Client::new(ctx, name, ty, hash, qos)?)));
+        // SAFETY: as this function's contract.
+        let spec = unsafe { spec_args(service, type_name, type_hash, qos) }?;
+        o.set(CLIENTS.insert(Held::new(Client::new(ctx, spec)?)));
         Ok(())
     })
 }

@@ -178,10 +178,6 @@ impl Joiner {
         suffix: Option<String>,
         chunk: &[u8],
     ) -> Result<Joined, DecodeError> {
-        let bad = |what: u64| DecodeError::BadValue {
-            field: "PART",
-            value: what,
-        };
         if part.index == 0 {
             if self.open.contains_key(&edge) {
                 return Err(bad(0));
@@ -214,10 +210,6 @@ impl Joiner {
 
     /// Add a chunk of the message open on `edge`.
     fn step(&mut self, edge: EdgeId, part: Part, chunk: &[u8]) -> Result<Joined, DecodeError> {
-        let bad = |what: u64| DecodeError::BadValue {
-            field: "PART",
-            value: what,
-        };
         let p = self.open.get_mut(&edge).ok_or(bad(u64::from(part.index)))?;
         let expected = if part.index == 0 { 0 } else { p.part.index + 1 };
         if part.index != expected || part.count != p.part.count || part.total != p.part.total {
@@ -251,6 +243,14 @@ impl Joiner {
             suffix: p.suffix,
             payload: Payload::from(p.bytes),
         })))
+    }
+}
+
+/// A part that breaks the rules of its message (`what`: the index or total that did).
+fn bad(what: u64) -> DecodeError {
+    DecodeError::BadValue {
+        field: "PART",
+        value: what,
     }
 }
 
