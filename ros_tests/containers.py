@@ -2,13 +2,13 @@
 each of several programs, made with the kernel's namespaces and removed on exit.
 
 :class:`Containers` makes one private network namespace (only ``lo``, so nothing the tests do
-reaches the machine's own graphs or its network) and, in it, containers that share it but
-nothing of the filesystem the middleware uses: each has its own mount namespace with an empty
-tmpfs on ``/dev/shm`` and on the default rendezvous base ``/tmp/libtracer-<uid>``, its own
-hostname (UTS namespace) and its own pid namespace (so pids repeat across containers, each
-with its pid 1, as in Docker). Only these are replaced, not the whole ``/tmp``: the tests'
-programs and files live there (pytest's ``tmp_path``, a CI clone of the repository), and a
-process's other files are no business of the middleware. ``XDG_RUNTIME_DIR`` is unset in
+reaches the machine's own graphs or its network) and, in it, containers that share it and
+nothing of the filesystem the middleware could meet in: each has its own mount namespace with
+an empty tmpfs on ``/tmp`` and on ``/dev/shm``, its own hostname (UTS namespace) and its own
+pid namespace (so pids repeat across containers, each with its pid 1, as in Docker). What a
+test needs of the host's ``/tmp`` (the repository and its build when they live there, as in a
+CI clone; the test's own ``tmp_path`` for logs and recordings) is bound back at the same path,
+as a volume would be; nothing of the middleware lives there. ``XDG_RUNTIME_DIR`` is unset in
 :meth:`Containers.env`, so the default rendezvous directory is the per-container
 ``/tmp/libtracer-<uid>/domain-<id>``.
 
@@ -27,12 +27,21 @@ from pathlib import Path
 
 import harness
 
-SETUP = (
-    "hostname {name} && mkdir -p {base} && chmod 0700 {base}"
-    " && mount -t tmpfs -o mode=0700 tmpfs {base}"
-    " && mount -t tmpfs -o mode=1777 tmpfs /dev/shm"
-    " && echo up && exec sleep 100000"
-)
+# The host's /tmp stays reachable under /mnt while the container's own is mounted over it, for
+# the paths bound back; then /mnt is let go.
+SETUP = """set -e
+hostname "$1"; shift
+mount --rbind /tmp /mnt
+mount -t tmpfs -o mode=1777 tmpfs /tmp
+for keep in "$@"; do
+  mkdir -p "$keep"
+  mount --rbind "/mnt/${keep#/tmp/}" "$keep"
+done
+umount -l /mnt
+mount -t tmpfs -o mode=1777 tmpfs /dev/shm
+echo up
+exec sleep 100000
+"""
 
 
 def available() -> bool:
@@ -46,9 +55,11 @@ class Box:
     namespace the command prefix ``net`` enters (``[]``: this process's), :meth:`stop` ends it
     (every process in it dies with its pid 1); it can be started again, empty."""
 
-    def __init__(self, name: str, net: list[str] | None = None) -> None:
+    def __init__(self, name: str, net: list[str] | None = None, keep=()) -> None:
+        """``keep``: paths of the host's /tmp to bind back into the container's."""
         self.name = name
         self.net = net or []
+        self.keep = [str(p) for p in keep]
         self.holder: subprocess.Popen | None = None
         self.pid1: int | None = None
 
@@ -57,9 +68,10 @@ class Box:
         return ["nsenter", "-t", str(self.pid1), "-m", "-u", "-n", "-p", "--"]
 
     def start(self) -> "Box":
-        base = f"/tmp/libtracer-{os.geteuid()}"
+        keep = [os.path.realpath(p) for p in self.keep]
+        keep = [p for p in keep if p.startswith("/tmp/") and os.path.isdir(p)]
         argv = [*self.net, "unshare", "-m", "-u", "-p", "-f", "--mount-proc",
-                "--propagation", "private", "--", "sh", "-c", SETUP.format(name=self.name, base=base)]
+                "--propagation", "private", "--", "sh", "-c", SETUP, "sh", self.name, *keep]
         self.holder = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                        text=True, start_new_session=True)
         line = self.holder.stdout.readline().strip() if self.holder.stdout else ""
@@ -95,9 +107,12 @@ class Box:
 class Containers:
     """Containers ``names`` on one private network namespace; a context manager."""
 
-    def __init__(self, names) -> None:
+    def __init__(self, names, keep=()) -> None:
+        """``keep``: paths under the host's /tmp a test's programs need (the repository and
+        its build are added)."""
         self.net = harness.NetNamespace()
-        self.boxes = {n: Box(n) for n in names}
+        keep = [harness.REPO, harness.target_dir(), *keep]
+        self.boxes = {n: Box(n, keep=keep) for n in names}
 
     def __enter__(self) -> "Containers":
         self.net.__enter__()

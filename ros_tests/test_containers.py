@@ -33,8 +33,10 @@ pytestmark = pytest.mark.skipif(not containers.available(), reason="needs root a
 
 
 @pytest.fixture
-def boxes():
-    with containers.Containers(("a", "b", "c")) as c:
+def boxes(tmp_path_factory):
+    # pytest's directories (the test's tmp_path, the C programs built for the module) are bound
+    # into the containers, whose /tmp is their own.
+    with containers.Containers(("a", "b", "c"), keep=[tmp_path_factory.getbasetemp()]) as c:
         yield c
 
 

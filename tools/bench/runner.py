@@ -190,13 +190,17 @@ def rmw_env(key, args, base_env, workdir):
 
 class Boxes:
     """Two containers, ``ping`` and ``pong``, in this network namespace (ros_tests/containers.py),
-    removed on exit."""
+    removed on exit; ``workdir`` (the run's logs and results) is bound into both."""
+
+    def __init__(self, workdir):
+        self.workdir = workdir
 
     def __enter__(self):
         sys.path.insert(0, os.path.join(ROOT, "ros_tests"))
         import containers
         self.default_rendezvous = containers.DEFAULT_RENDEZVOUS
-        self.ping, self.pong = containers.Box("ping"), containers.Box("pong")
+        keep = [ROOT, BIN, self.workdir]
+        self.ping, self.pong = containers.Box("ping", keep=keep), containers.Box("pong", keep=keep)
         try:
             self.ping.start()
             self.pong.start()
@@ -239,7 +243,7 @@ def run_pair(key, size, case, args, base_env, workdir, sides=None, keep_all_only
     ident = RMWS[key][1]
     rendezvous = None
     if sides is None and key == "tracer_boxes":
-        with Boxes() as boxes:
+        with Boxes(workdir) as boxes:
             env, _ = rmw_env(key, args, base_env, workdir)
             for var in boxes.default_rendezvous:
                 env.pop(var, None)
