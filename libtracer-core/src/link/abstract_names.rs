@@ -101,15 +101,6 @@ impl HostScope {
         v
     }
 
-    /// Whether `node` listens in this scope now.
-    pub fn has_listener(&self, node: &str) -> bool {
-        self.listener(node).is_some_and(|name| {
-            bound_names()
-                .into_iter()
-                .any(|(listening, n)| listening && n == name)
-        })
-    }
-
     /// The QUIC members of this scope now: name and link port, sorted.
     #[cfg(feature = "quic")]
     pub(crate) fn members(&self) -> Vec<(String, u16)> {

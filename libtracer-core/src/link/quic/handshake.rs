@@ -72,17 +72,23 @@ impl Inner {
         name: &str,
         addr: SocketAddr,
     ) -> Option<tokio::task::JoinHandle<()>> {
-        if name == self.name || !valid_node_name(name) || self.is_local(name) {
+        if name == self.name || !valid_node_name(name) {
+            return None;
+        }
+        let busy = |t: &super::Table| {
+            t.stopped
+                || t.links.contains_key(name)
+                || t.pending.contains(name)
+                || t.accepting.contains(name)
+                || cooling(t, name)
+        };
+        // The table first: a linked peer costs no look at the host's sockets (`is_local`).
+        if busy(&self.table.lock()) || self.is_local(name) {
             return None;
         }
         {
             let mut t = self.table.lock();
-            if t.stopped
-                || t.links.contains_key(name)
-                || t.pending.contains(name)
-                || t.accepting.contains(name)
-                || cooling(&t, name)
-            {
+            if busy(&t) {
                 return None;
             }
             t.pending.insert(name.to_owned());

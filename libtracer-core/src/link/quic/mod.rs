@@ -118,7 +118,13 @@ pub(crate) struct Inner {
     rejected: AtomicU64,
     /// Conditions already reported (each once; bounded).
     said: Mutex<HashSet<String>>,
+    /// The graphs listening in our scope, as last read from `/proc/net/unix`, and when
+    /// (`is_local`: a directory poll asks about every member it lists).
+    local_names: Mutex<Option<(Instant, HashSet<String>)>>,
 }
+
+/// How long a reading of the scope's listeners answers `is_local`.
+const LOCAL_NAMES_FRESH: Duration = Duration::from_millis(250);
 
 /// The QUIC transport of one graph. Dropping it (or `shutdown`) closes every link and waits for
 /// their `on_down`, gives up the host role and removes its directory entry.
@@ -184,6 +190,7 @@ impl QuicTransport {
             found: Mutex::new(HashMap::new()),
             rejected: AtomicU64::new(0),
             said: Mutex::new(HashSet::new()),
+            local_names: Mutex::new(None),
         });
         let t = QuicTransport {
             inner: inner.clone(),
@@ -364,12 +371,20 @@ impl Inner {
     /// rendezvous directory, or its name in our scope of the abstract namespace): never
     /// linked over QUIC as well.
     fn is_local(&self, name: &str) -> bool {
-        self.dir.join(format!("{name}.sock")).exists()
-            || self
-                .cfg
-                .host_scope
-                .as_ref()
-                .is_some_and(|s| s.has_listener(name))
+        if self.dir.join(format!("{name}.sock")).exists() {
+            return true;
+        }
+        let Some(scope) = &self.cfg.host_scope else {
+            return false;
+        };
+        let mut seen = self.local_names.lock();
+        let stale = seen
+            .as_ref()
+            .is_none_or(|(at, _)| at.elapsed() >= LOCAL_NAMES_FRESH);
+        if stale {
+            *seen = Some((Instant::now(), scope.listeners().into_iter().collect()));
+        }
+        seen.as_ref().is_some_and(|(_, names)| names.contains(name))
     }
 
     fn log(&self, msg: &str) {
