@@ -10,6 +10,7 @@ with the test's rendezvous directory and domain.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -266,3 +267,48 @@ def test_c_client_calls_rclpy_server(tracer_env, service_program):
     r = harness.spawn([service_program, "client", "/capi_srv2", "5"], capi_env(tracer_env), timeout=60).join().check()
     py.join().check()
     assert lines(r.stdout, "reply ") == [f"{i + 1} {i + 1} c {i}!" for i in range(5)]
+
+
+@pytest.fixture(scope="module")
+def keep_all_program(tmp_path_factory) -> Path:
+    return compile_capi(HERE / "c" / "capi_keep_all.c", tmp_path_factory.mktemp("capi_ka") / "capi_keep_all")
+
+
+def received(out: str) -> tuple[int, int, int]:
+    m = re.search(r"received (\d+) in_order (\d) last (-?\d+)", out)
+    assert m, out
+    return int(m[1]), int(m[2]), int(m[3])
+
+
+# RELIABLE + KEEP_ALL through the C API, as through rcl (issue 33's contract): a native
+# subscription slower than its publisher holds it back, and a native publisher waits; nothing is
+# lost and no publish fails. 3000 messages of 200 KB outgrow the ring's KEEP_ALL byte budget
+# (256 MiB) unless the publisher is held back: before, a C subscription's edges were not paced
+# (the talker ran ahead and the oldest were dropped) and a C publisher never waited.
+N = 3000
+BIG = 200_000
+
+
+def test_slow_c_keep_all_subscription_holds_back_an_rclpy_publisher(tracer_env, keep_all_program):
+    sub = harness.spawn([keep_all_program, "sub", "/capi_ka", str(N), "1000"], capi_env(tracer_env),
+                        timeout=120)
+    assert sub.wait_for_output("ready", 30), sub.join(1).describe()
+    talker = harness.spawn_python(PUBSUB, ["talk", "--topic", "/capi_ka", "--count", str(N),
+                                           "--pad", str(BIG), "--keep-all", "--timeout", "60",
+                                           "--linger", "60"],
+                                  env=tracer_env, timeout=120)
+    r = sub.join().check()
+    assert received(r.stdout) == (N, 1, N - 1), r.describe()
+    talker.join().check()
+
+
+def test_c_keep_all_publisher_waits_for_a_slow_c_subscription(tracer_env, keep_all_program):
+    sub = harness.spawn([keep_all_program, "sub", "/capi_ka_pub", str(N), "1000"], capi_env(tracer_env),
+                        timeout=120)
+    assert sub.wait_for_output("ready", 30), sub.join(1).describe()
+    pub = harness.spawn([keep_all_program, "pub", "/capi_ka_pub", str(N), "1", str(BIG)],
+                        capi_env(tracer_env), timeout=120)
+    r = sub.join().check()
+    assert received(r.stdout) == (N, 1, N - 1), r.describe()
+    p = pub.join().check()
+    assert f"published {N} failed 0" in p.stdout, p.describe()

@@ -2,9 +2,10 @@
 python under rmw_tracer (LD_PRELOAD), one per OS process. Nothing here is collected by pytest:
 ROS is imported only when run as a program.
 
-    talk    --topic T --count N [--pre P] [--wait-subs K] [--tag X] [--qos ...]
+    talk    --topic T --count N [--pre P] [--wait-subs K] [--tag X] [--pad B] [--qos ...]
             publish P messages at once, print "pre-done", wait until K subscriptions match,
-            print "matched", publish N more ("<tag> <i>", i continuing after the P), then stay
+            print "matched", publish N more ("<tag> <i>", i continuing after the P; with --pad,
+            B bytes of "x" after the tag), then stay
             until no subscription is left (or --linger seconds pass)
     listen  --topic T --count N [--until U] [--subs K] [--expect-matched M] [--qos ...]
             K subscriptions, print "ready", collect until each has N messages (or --timeout;
@@ -80,9 +81,10 @@ def cmd_talk(args) -> None:
 
     node = _node(f"talker_{args.tag}")
     pub = node.create_publisher(String, args.topic, _qos(args))
+    tag = args.tag + "x" * args.pad
     i = 0
     for _ in range(args.pre):
-        pub.publish(String(data=f"{args.tag} {i}"))
+        pub.publish(String(data=f"{tag} {i}"))
         i += 1
     print("pre-done", flush=True)
     if not _wait_for(lambda: pub.get_subscription_count() >= args.wait_subs, args.timeout):
@@ -90,7 +92,7 @@ def cmd_talk(args) -> None:
         sys.exit(2)
     print("matched", flush=True)
     for _ in range(args.count):
-        pub.publish(String(data=f"{args.tag} {i}"))
+        pub.publish(String(data=f"{tag} {i}"))
         i += 1
         if args.period:
             time.sleep(args.period)
@@ -351,6 +353,7 @@ def main() -> None:
     p.add_argument("--wait-subs", type=int, default=1)
     p.add_argument("--subs", type=int, default=1)
     p.add_argument("--tag", default="hello")
+    p.add_argument("--pad", type=int, default=0)
     p.add_argument("--depth", type=int, default=100)
     p.add_argument("--best-effort", action="store_true")
     p.add_argument("--transient", action="store_true")

@@ -56,6 +56,10 @@ pub enum CapiError {
     Invalid(String),
     #[error("timed out")]
     Timeout,
+    /// A publish that waited its bound for a RELIABLE + KEEP_ALL subscription's room: a failure
+    /// (the message went nowhere), reported as a timeout with its reason.
+    #[error("{0}")]
+    PublishTimedOut(String),
     #[error("nothing to take")]
     Empty,
     #[error("the buffer holds {cap} bytes, the sample has {len}")]
@@ -88,7 +92,7 @@ impl CapiError {
             CapiError::Null(_) => TRACER_ERR_NULL_ARGUMENT,
             CapiError::Handle(_) => TRACER_ERR_INVALID_HANDLE,
             CapiError::Invalid(_) => TRACER_ERR_INVALID_ARGUMENT,
-            CapiError::Timeout => TRACER_ERR_TIMEOUT,
+            CapiError::Timeout | CapiError::PublishTimedOut(_) => TRACER_ERR_TIMEOUT,
             CapiError::Empty => TRACER_ERR_EMPTY,
             CapiError::BufferTooSmall { .. } => TRACER_ERR_BUFFER_TOO_SMALL,
             CapiError::NoMemory(_) => TRACER_ERR_NO_MEMORY,
@@ -106,6 +110,7 @@ impl CapiError {
             CapiError::Null(_)
             | CapiError::Handle(_)
             | CapiError::Invalid(_)
+            | CapiError::PublishTimedOut(_)
             | CapiError::BufferTooSmall { .. }
             | CapiError::NoMemory(_)
             | CapiError::Unsupported(_)

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use libtracer_core::buffer::BufMut;
 use libtracer_core::{Meta, Payload, Schema, Vertex};
 use parking_lot::Mutex;
+use tracer_recording::delivery::PUBLISH_MAX_BLOCKING;
 use tracer_recording::{EntityKind, Gid, Record};
 use tracer_shm::SlotMut;
 
@@ -178,7 +179,21 @@ impl Publisher {
             sequence: *seq + 1,
             writer: self.gid.0,
         };
-        self.vertex.write(payload, meta)?;
+        // A RELIABLE + KEEP_ALL subscription with no room holds the write back, as long as
+        // rmw_publish waits; then TRACER_ERR_TIMEOUT (the message went nowhere).
+        match self
+            .vertex
+            .write_within(payload, meta, PUBLISH_MAX_BLOCKING)
+        {
+            Err(libtracer_core::Error::Timeout) => {
+                return Err(CapiError::PublishTimedOut(format!(
+                    "publish timed out after {} ms: a RELIABLE + KEEP_ALL subscription has no \
+                     room for it (it takes more slowly than this publisher writes)",
+                    PUBLISH_MAX_BLOCKING.as_millis()
+                )))
+            }
+            r => r?,
+        }
         *seq += 1;
         Ok(())
     }

@@ -4,6 +4,7 @@
 //! bounds of the rings.
 
 use libtracer_core::{DeliveryPolicy, StreamOptions};
+use tracer_recording::delivery::QosShape;
 use tracer_recording::{QosNumbers, INFINITE_NS};
 
 use crate::error::{CapiError, CapiResult};
@@ -16,9 +17,6 @@ pub const TRACER_DURABILITY_TRANSIENT_LOCAL: u32 = 1;
 pub const TRACER_DURABILITY_VOLATILE: u32 = 2;
 pub const TRACER_HISTORY_KEEP_LAST: u32 = 1;
 pub const TRACER_HISTORY_KEEP_ALL: u32 = 2;
-
-/// A KEEP_ALL ring's byte bound (rmw_tracer's `KEEP_ALL_BYTE_BUDGET`).
-const KEEP_ALL_BYTE_BUDGET: usize = 256 * 1024 * 1024;
 
 /// The QoS of a publisher or subscription. Zero-initialised (`{0}`) is rmw's default profile:
 /// reliable, volatile, keep last 10. Values are rmw's (`TRACER_RELIABILITY_*`, ...).
@@ -87,35 +85,33 @@ impl Qos {
         }
     }
 
+    /// What of the profile the core's delivery depends on: rmw_tracer's own mapping
+    /// (`tracer_recording::delivery`), so a C subscription holds a publisher back and bounds its
+    /// ring as an rclpy one does.
+    pub fn shape(&self) -> QosShape {
+        QosShape {
+            reliable: self.reliable,
+            transient_local: self.transient_local,
+            keep_all: self.keep_all,
+            depth: self.depth,
+        }
+    }
+
     /// A subscription's edges: reliability and durability carried, `exact` for a topic (a
-    /// ROS subscription hears its topic only), subtree for a namespace.
+    /// ROS subscription hears its topic only), subtree for a namespace; paced for RELIABLE +
+    /// KEEP_ALL.
     pub fn delivery(&self, exact: bool) -> DeliveryPolicy {
-        DeliveryPolicy::new(self.reliable, 0, self.transient_local).with_exact(exact)
+        self.shape().delivery(exact)
     }
 
     /// The bounds of a subscription's ring.
     pub fn subscription_ring(&self) -> StreamOptions {
-        if self.keep_all {
-            StreamOptions {
-                depth: 0,
-                byte_budget: KEEP_ALL_BYTE_BUDGET,
-            }
-        } else {
-            StreamOptions::keep_last(self.depth.max(1))
-        }
+        self.shape().subscription_ring()
     }
 
-    /// The bounds of a publisher's topic stream: what a transient-local subscriber is
-    /// replayed; a volatile publisher keeps the newest sample only.
+    /// The bounds of a publisher's topic stream.
     pub fn topic_ring(&self) -> StreamOptions {
-        match (self.transient_local, self.keep_all) {
-            (false, _) => StreamOptions::keep_last(1),
-            (true, true) => StreamOptions {
-                depth: 0,
-                byte_budget: KEEP_ALL_BYTE_BUDGET,
-            },
-            (true, false) => StreamOptions::keep_last(self.depth.max(1)),
-        }
+        self.shape().topic_ring()
     }
 }
 

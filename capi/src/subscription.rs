@@ -74,7 +74,10 @@ impl Subscription {
     ) -> CapiResult<Subscription> {
         let target = ctx.local_path("sub");
         let vertex = ctx.graph.create_stream(&target, qos.subscription_ring())?;
-        let link = Arc::new(Link::new(wants, target.clone(), qos.delivery(exact)));
+        // The edges' tag: the record's gid (a producer's edge filter judges each write by the
+        // pair), or one of its own for a namespace subscription (no record: taken as unknown).
+        let tag = rec.as_ref().map_or_else(|| ctx.gids.next(), |r| r.gid);
+        let link = Arc::new(Link::new(wants, target.clone(), qos.delivery(exact), tag));
         if let Some(r) = &rec {
             if let Err(e) = ctx.announce(r) {
                 let _ = ctx.graph.remove(&target);

@@ -13,13 +13,14 @@
 //! Sinks only queue what arrived; one worker thread per context applies it, rewires, and
 //! retries edges that failed (a peer's vertex not made yet) every 250 ms while there are any.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use libtracer_core::{DeliveryPolicy, Edge, EdgeState, Graph, Sample, StructEvent};
 use parking_lot::Mutex;
+use tracer_recording::delivery::subscription_edge;
 use tracer_recording::{decode, Announcement, EntityKind, Gid, QosNumbers, Record};
 
 use crate::error::{CapiError, CapiResult};
@@ -82,16 +83,19 @@ pub struct Link {
     /// The subscription's local stream.
     pub target: String,
     pub policy: DeliveryPolicy,
+    /// The subscription's gid, the tag of its edges.
+    pub tag: Gid,
     /// Source -> edge; None once the subscription is going (nothing is wired again).
     edges: Mutex<Option<HashMap<String, Edge>>>,
 }
 
 impl Link {
-    pub fn new(wants: Wants, target: String, policy: DeliveryPolicy) -> Link {
+    pub fn new(wants: Wants, target: String, policy: DeliveryPolicy, tag: Gid) -> Link {
         Link {
             wants,
             target,
             policy,
+            tag,
             edges: Mutex::new(Some(HashMap::new())),
         }
     }
@@ -200,13 +204,14 @@ impl Watch {
     /// Make `link`'s edges those the known records call for; true when none is left pending
     /// or failed.
     fn reconcile(&self, st: &State, link: &Link) -> bool {
-        let mut wanted: BTreeSet<String> = BTreeSet::new();
+        // Source -> the peer it is on (None: this graph).
+        let mut wanted: BTreeMap<String, Option<&str>> = BTreeMap::new();
         for r in st.local.values() {
-            wanted.extend(link.wants.source(r, None));
+            wanted.extend(link.wants.source(r, None).map(|s| (s, None)));
         }
         for (p, recs) in &st.peers {
             for r in recs.values() {
-                wanted.extend(link.wants.source(r, Some(p)));
+                wanted.extend(link.wants.source(r, Some(p)).map(|s| (s, Some(p.as_str()))));
             }
         }
         let mut edges = link.edges.lock();
@@ -214,7 +219,7 @@ impl Watch {
             return true; // the subscription is going
         };
         edges.retain(|src, e| {
-            let keep = wanted.contains(src)
+            let keep = wanted.contains_key(src)
                 && !matches!(e.state(), EdgeState::Failed(_) | EdgeState::Closed);
             if !keep {
                 let _ = self.graph.unsubscribe(e);
@@ -222,13 +227,23 @@ impl Watch {
             keep
         });
         let mut settled = true;
-        for src in wanted {
+        for (src, peer) in wanted {
             if edges.contains_key(&src) {
                 settled &= matches!(edges[&src].state(), EdgeState::Established);
                 continue;
             }
             settled = false;
-            if let Ok(e) = self.graph.subscribe(&src, &link.target, link.policy) {
+            // Paced for RELIABLE + KEEP_ALL with rmw_tracer's windows: the publisher is held
+            // back as for an rclpy subscription (tracer_recording::delivery).
+            let made = subscription_edge(
+                &self.graph,
+                &src,
+                &link.target,
+                link.policy,
+                &link.tag.0,
+                peer,
+            );
+            if let Ok(e) = made {
                 edges.insert(src, e);
             }
         }

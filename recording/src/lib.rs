@@ -6,8 +6,10 @@
 //! (`endpoint`): rmw_tracer writes and reads its registry with it, `tracer record` reads it;
 //! and where the records are written (`registry`), and the QoS match rules both apply
 //! (`qos_match`). And where a graph looks for peers, from the environment variables
-//! rmw_tracer and the C API both read (`network`).
+//! rmw_tracer and the C API both read (`network`), and how a QoS maps onto the core's delivery
+//! (`delivery`).
 
+pub mod delivery;
 pub mod endpoint;
 pub mod fields;
 pub mod gid;

@@ -18,13 +18,7 @@ use crate::qos::{End, Qos};
 use crate::registry::{EntityKind, Entry};
 use crate::topic::{now_ns, TopicType};
 
-/// How long `rmw_publish` waits for room at a RELIABLE + KEEP_ALL subscription before it fails.
-/// Five times Fast DDS's default `max_blocking_time` (100 ms), with a reason: rclpy and rclcpp
-/// raise on a failed publish, and a subscriber held up 100 ms by a busy CPU should not make a
-/// publishing node throw; and below the 0.9 s after which a Unix link takes a silent peer for
-/// hung, so a stopped subscriber fails the publish rather than losing its link
-/// (docs/rmw-mapping.md, "Flow control").
-pub const PUBLISH_MAX_BLOCKING: std::time::Duration = std::time::Duration::from_millis(500);
+pub use tracer_recording::delivery::PUBLISH_MAX_BLOCKING;
 
 pub struct Publisher {
     /// Keeps the context (and its registry, which the entry retracts from) alive.

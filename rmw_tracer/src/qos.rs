@@ -16,7 +16,7 @@
 
 use std::time::Duration;
 
-use libtracer_core::{DeliveryPolicy, StreamOptions, Window};
+use libtracer_core::{DeliveryPolicy, StreamOptions};
 use tracer_recording::{QosNumbers, INFINITE_NS};
 
 use crate::boundary::{RmwError, RmwResult};
@@ -24,31 +24,7 @@ use crate::boundary::{RmwError, RmwResult};
 /// Depth used when a KEEP_LAST profile asks for the system default depth.
 pub const DEFAULT_DEPTH: usize = 10;
 
-/// The byte budget of a KEEP_ALL ring: KEEP_ALL has no count bound, and this keeps a stalled
-/// subscriber from taking all memory (the oldest samples go first, counted as lost).
-pub const KEEP_ALL_BYTE_BUDGET: usize = 256 * 1024 * 1024;
-
-/// The credit a RELIABLE + KEEP_ALL subscription grants each of its edges (docs/wire.md section
-/// 2, "Flow control"): what a publisher may have sent it beyond what it has taken. Small
-/// enough that a publisher ahead of its reader runs out of credit, and so waits at most
-/// `PUBLISH_MAX_BLOCKING`, before a Unix socket's buffer (208 KiB by default, each small
-/// frame taking most of a kilobyte of it) blocks its write; the credit comes back every 2 ms
-/// or quarter window while the reader takes, so on one host it does not limit the rate.
-/// Across hosts it bounds a small-message stream to 128 messages per round trip (a
-/// measured choice for later: docs/rmw-mapping.md, "Flow control").
-pub const PACED_WINDOW: Window = Window {
-    messages: 128,
-    bytes: 4 * 1024 * 1024,
-};
-
-/// The window of a paced edge from a publisher on another host (QUIC): no socket buffer to
-/// stay below, and a round trip of tens of milliseconds with losses to repair, so a writer
-/// ahead of the link must have room for what the link carries in a round trip or two before
-/// its 100 ms bound ends; the bytes stay below the link's 64 MiB per-stream backlog.
-pub const PACED_WINDOW_REMOTE: Window = Window {
-    messages: 8192,
-    bytes: 32 * 1024 * 1024,
-};
+pub use tracer_recording::delivery::{QosShape, KEEP_ALL_BYTE_BUDGET};
 
 /// The byte bound of a reliable KEEP_ALL publisher's resend window with the network on
 /// (docs/network.md section 6): what it keeps for a subscriber whose link was cut.
@@ -204,41 +180,31 @@ impl Qos {
         self.profile.depth
     }
 
-    /// The delivery policy of a subscription's edges, at priority 0 (the subscription sets its
-    /// topic's class: `crate::priority`). Exact: a ROS topic is a name, not a subtree, so a
-    /// subscription to `/camera/image` never receives `/camera/image/compressed`. Paced for
-    /// RELIABLE + KEEP_ALL: the publisher is held back rather than the subscription losing
-    /// what it cannot hold ([`PACED_WINDOW`]).
+    /// What of the profile the core's delivery depends on (`tracer_recording::delivery`, the
+    /// mapping the C API shares).
+    pub fn shape(&self) -> QosShape {
+        QosShape {
+            reliable: self.reliable(),
+            transient_local: self.transient_local(),
+            keep_all: self.keep_all(),
+            depth: self.depth(),
+        }
+    }
+
+    /// The delivery policy of a subscription's edges: exact (a ROS topic is a name, not a
+    /// subtree), paced for RELIABLE + KEEP_ALL ([`QosShape::delivery`]).
     pub fn delivery(&self) -> DeliveryPolicy {
-        DeliveryPolicy::new(self.reliable(), 0, self.transient_local())
-            .with_exact(true)
-            .with_paced(self.reliable() && self.keep_all())
+        self.shape().delivery(true)
     }
 
     /// The bounds of a subscription's ring.
     pub fn subscription_ring(&self) -> StreamOptions {
-        if self.keep_all() {
-            StreamOptions {
-                depth: 0,
-                byte_budget: KEEP_ALL_BYTE_BUDGET,
-            }
-        } else {
-            StreamOptions::keep_last(self.depth().max(1))
-        }
+        self.shape().subscription_ring()
     }
 
     /// The bounds of a publisher's topic stream: what a transient-local subscriber is replayed.
-    /// A volatile publisher retains only the newest sample (a ring cannot be empty-bounded; the
-    /// newest sample is what `tracer` shows for a topic), which no volatile subscriber replays.
     pub fn topic_ring(&self) -> StreamOptions {
-        match (self.transient_local(), self.keep_all()) {
-            (false, _) => StreamOptions::keep_last(1),
-            (true, true) => StreamOptions {
-                depth: 0,
-                byte_budget: KEEP_ALL_BYTE_BUDGET,
-            },
-            (true, false) => StreamOptions::keep_last(self.depth().max(1)),
-        }
+        self.shape().topic_ring()
     }
 
     /// What a reliable publisher keeps, with the network on, to resend to a subscriber whose

@@ -183,7 +183,7 @@ impl Subscription {
         // Tagged with our gid: the topic's edge filter (set by its local publishers) keeps what
         // we do not match off this edge.
         let local_edge = match crate::registry::subscription_edge(
-            &ctx.graph, &path, &ring_path, policy, &gid, None,
+            &ctx.graph, &path, &ring_path, policy, &gid.0, None,
         ) {
             Ok(e) => e,
             Err(e) => {

@@ -5,36 +5,12 @@
 use std::collections::BTreeSet;
 use std::time::Instant;
 
-use libtracer_core::{DeliveryPolicy, Edge, EdgeState, Graph};
+use libtracer_core::{Edge, EdgeState};
+use tracer_recording::delivery::subscription_edge;
 
 use super::{delivers_to, Inner, RemoteEdge, State, SubscriptionLink, RETRY};
-use crate::gid::Gid;
 use crate::log::log;
 use crate::names;
-
-/// A subscription's edge from `source` into its ring `target`, tagged with its gid (the
-/// producer's edge filter judges each write by it) and, with a paced policy (RELIABLE +
-/// KEEP_ALL), with the subscription's window of credit: `qos::PACED_WINDOW` on this host,
-/// `qos::PACED_WINDOW_REMOTE` from a peer on another host (`peer`: its link authenticated
-/// it), whose round trips are long and lossy.
-pub fn subscription_edge(
-    graph: &Graph,
-    source: &str,
-    target: &str,
-    policy: DeliveryPolicy,
-    gid: &Gid,
-    peer: Option<&str>,
-) -> Result<Edge, libtracer_core::Error> {
-    if policy.is_paced() {
-        let window = match peer.and_then(|p| graph.peer_subject(p)) {
-            Some(_) => crate::qos::PACED_WINDOW_REMOTE,
-            None => crate::qos::PACED_WINDOW,
-        };
-        graph.subscribe_paced(source, target, policy, &gid.0, window)
-    } else {
-        graph.subscribe_tagged(source, target, policy, &gid.0)
-    }
-}
 
 impl Inner {
     /// With SROS2, whether `peer`'s publishers may feed `sub`: as a DDS DataReader ignores a
@@ -110,7 +86,7 @@ impl Inner {
                 &source,
                 &sub.target,
                 policy,
-                &sub.gid,
+                &sub.gid.0,
                 Some(peer),
             ) {
                 Ok(edge) => {

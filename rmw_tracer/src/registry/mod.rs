@@ -19,7 +19,7 @@ mod edges;
 mod peers;
 mod verdicts;
 
-pub use edges::subscription_edge;
+pub use tracer_recording::delivery::subscription_edge;
 pub use verdicts::Verdicts;
 
 use std::collections::{BTreeMap, BTreeSet};
