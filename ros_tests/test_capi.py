@@ -269,6 +269,31 @@ def test_c_client_calls_rclpy_server(tracer_env, service_program):
     assert lines(r.stdout, "reply ") == [f"{i + 1} {i + 1} c {i}!" for i in range(5)]
 
 
+def test_one_wait_over_two_subscriptions_and_a_server(tracer_env, service_program):
+    # tracer_wait (rmw_wait's shape): each wake says which entity has something, in the order
+    # things arrive: /w_b's talker, then a client's requests, then /w_a's talker.
+    multi = harness.spawn([service_program, "multi", "/w_srv", "3", "/w_a", "/w_b", "5"],
+                          capi_env(tracer_env), timeout=90)
+    assert multi.wait_for_output("ready", 30), multi.join(1).describe()
+    assert "api ok" in "".join(multi._out)
+
+    def talk(topic):
+        harness.spawn_python(PUBSUB, ["talk", "--topic", topic, "--count", "5", "--linger", "1"],
+                             env=tracer_env, timeout=60).join().check()
+
+    talk("/w_b")
+    harness.spawn_python(WORKER, ["srv-call", "--service", "/w_srv", "--count", "3"], env=tracer_env,
+                         timeout=60).join().check()
+    talk("/w_a")
+    r = multi.join().check()
+    assert "multi 5 5 3" in r.stdout, r.describe()
+    woke = lines(r.stdout, "woke ")
+    assert woke[0] == "0 1 0", r.describe()
+    assert "0 0 0" not in woke, r.describe()
+    firsts = [woke.index(w) for w in ("0 1 0", "0 0 1", "1 0 0")]
+    assert firsts == sorted(firsts), r.describe()
+
+
 @pytest.fixture(scope="module")
 def keep_all_program(tmp_path_factory) -> Path:
     return compile_capi(HERE / "c" / "capi_keep_all.c", tmp_path_factory.mktemp("capi_ka") / "capi_keep_all")

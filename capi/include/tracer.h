@@ -546,6 +546,30 @@ enum tracer_result_t tracer_view_take(struct tracer_subscription_t *subscription
 // Thread-safe. `view` may be any value: NULL and dead handles are refused.
 enum tracer_result_t tracer_view_return(struct tracer_view_t *view);
 
+// Wait until at least one of the given subscriptions, servers and clients has something to
+// take (a sample, a request, a response), at most `timeout_ns` (negative: forever). On
+// `TRACER_OK` `ready[i]` is 1 for each entity with something to take and 0 for the others, in
+// the order: the `n_subscriptions` subscriptions, then the `n_servers` servers, then the
+// `n_clients` clients; on `TRACER_ERR_TIMEOUT` every entry is 0. Nothing is taken: take from
+// the ready ones as after `tracer_subscription_wait`.
+//
+// Thread-safe. The handles are checked like any other (NULL and dead ones are refused, and
+// nothing is written to `ready`); a handle destroyed by another thread during the wait stays
+// valid until the wait returns. Waiting on nothing (all three counts 0) is
+// `TRACER_ERR_INVALID_ARGUMENT`.
+//
+// # Safety
+// Each array is NULL (only when its count is 0) or holds its count of handles; `ready` is
+// NULL or writable for the three counts together.
+enum tracer_result_t tracer_wait(const struct tracer_subscription_t *const *subscriptions,
+                                 size_t n_subscriptions,
+                                 const struct tracer_server_t *const *servers,
+                                 size_t n_servers,
+                                 const struct tracer_client_t *const *clients,
+                                 size_t n_clients,
+                                 int64_t timeout_ns,
+                                 uint8_t *ready);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

@@ -135,6 +135,11 @@ impl Server {
         self.inbox.wait(timeout)
     }
 
+    /// The ring requests land in (`tracer_wait` watches its readiness).
+    pub fn ring(&self) -> &Vertex {
+        &self.inbox.vertex
+    }
+
     /// The oldest request; its client is remembered for the response.
     pub fn take(&self) -> Option<Sample> {
         let s = self.inbox.vertex.pop()?;
@@ -252,6 +257,11 @@ impl Client {
 
     pub fn wait(&self, timeout: Option<std::time::Duration>) -> CapiResult<()> {
         self.inbox.wait(timeout)
+    }
+
+    /// The ring responses land in (`tracer_wait` watches its readiness).
+    pub fn ring(&self) -> &Vertex {
+        &self.inbox.vertex
     }
 
     pub fn take(&self) -> Option<Sample> {

@@ -110,6 +110,11 @@ impl Subscription {
         crate::wait::until_ready(&self.vertex, &self.spin, timeout)
     }
 
+    /// The ring samples land in (`tracer_wait` watches its readiness).
+    pub fn ring(&self) -> &Vertex {
+        &self.vertex
+    }
+
     /// The ROS topic a sample was published on: the subscription's own, or for a namespace
     /// subscription its base and the sample's suffix.
     pub fn topic_of(&self, s: &Sample) -> String {

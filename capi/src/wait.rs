@@ -88,3 +88,39 @@ pub fn until_ready(ring: &Vertex, spin_state: &Spin, timeout: Option<Duration>) 
         Err(CapiError::Timeout)
     }
 }
+
+/// Wait until one of several rings holds a sample (`None`: forever), as `rmw_wait` does for a
+/// wait set: which are ready, or Err(Timeout). `pending[i]`: ring `i` already has something the
+/// caller holds for it (a sample kept back for a larger buffer), so it counts as ready. One
+/// waiter is attached to every ring's readiness for the sleep, and detached after; no spin (a
+/// program waiting on many entities is rarely waiting for a reply within microseconds).
+pub fn any_ready(
+    rings: &[&Vertex],
+    pending: &[bool],
+    timeout: Option<Duration>,
+) -> CapiResult<Vec<bool>> {
+    let readiness: Vec<_> = rings.iter().map(|r| r.readiness()).collect();
+    let look = || -> Vec<bool> {
+        readiness
+            .iter()
+            .zip(pending)
+            .map(|(r, held)| *held || r.is_ready())
+            .collect()
+    };
+    let ready = look();
+    if ready.iter().any(|r| *r) {
+        return Ok(ready);
+    }
+    let waiter = Waiter::new();
+    for r in &readiness {
+        waiter.attach(r);
+    }
+    waiter.wait(timeout);
+    waiter.clear();
+    let ready = look();
+    if ready.iter().any(|r| *r) {
+        Ok(ready)
+    } else {
+        Err(CapiError::Timeout)
+    }
+}

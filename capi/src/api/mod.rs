@@ -8,6 +8,7 @@ pub mod loan;
 pub mod publisher;
 pub mod service;
 pub mod subscription;
+pub mod wait;
 
 use std::ffi::{c_char, CStr};
 use std::time::Duration;
@@ -33,4 +34,21 @@ pub unsafe fn arg_str<'a>(p: *const c_char, what: &'static str) -> CapiResult<&'
 /// A timeout in nanoseconds: negative waits forever.
 pub fn timeout(ns: i64) -> Option<Duration> {
     u64::try_from(ns).ok().map(Duration::from_nanos)
+}
+
+/// A borrowed C array argument of `n` items as a slice: empty when `n` is 0 (`p` may then be
+/// NULL), NULL with items refused.
+///
+/// # Safety
+/// `p` is NULL or points at `n` readable items that stay valid and unchanged while the returned
+/// slice is used (for the call).
+pub unsafe fn arg_slice<'a, T>(p: *const T, n: usize, what: &'static str) -> CapiResult<&'a [T]> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(CapiError::Null(what));
+    }
+    // SAFETY: not null, `n` readable items valid for the call (the caller's contract).
+    Ok(unsafe { std::slice::from_raw_parts(p, n) })
 }

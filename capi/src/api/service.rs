@@ -51,6 +51,11 @@ impl<T> Held<T> {
             held: Mutex::new(None),
         })
     }
+
+    /// A request or response kept back for a larger buffer is waiting (it is taken first).
+    pub fn has_held(&self) -> bool {
+        self.held.lock().is_some()
+    }
 }
 
 pub static SERVERS: Table<Held<Server>> = Table::new("server", 7);

@@ -64,6 +64,13 @@ pub struct Sub {
     held: Mutex<Option<Sample>>,
 }
 
+impl Sub {
+    /// A sample kept back for a larger buffer is waiting (it is taken first).
+    pub fn has_held(&self) -> bool {
+        self.held.lock().is_some()
+    }
+}
+
 pub static SUBSCRIPTIONS: Table<Sub> = Table::new("subscription", 3);
 
 /// A view: the sample it lends, kept alive until returned.
