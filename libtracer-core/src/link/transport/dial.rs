@@ -3,10 +3,9 @@
 //! again with a backoff a peer that could not be reached or whose link was lost.
 
 use std::io;
+use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 use std::time::Duration;
-
-use std::os::unix::net::UnixStream;
 
 use super::handshake::Unlinked;
 use super::socket::{connect_bounded, probe_live};
