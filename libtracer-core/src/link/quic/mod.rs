@@ -19,6 +19,7 @@
 mod announce;
 mod config;
 mod directory;
+mod engine;
 mod exercise;
 mod expiry;
 mod handshake;
@@ -26,6 +27,7 @@ mod ifaces;
 mod link;
 mod peer_host;
 mod probe;
+mod probe_engine;
 mod probe_inline;
 mod queue;
 mod receive;
