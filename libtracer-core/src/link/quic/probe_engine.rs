@@ -13,10 +13,10 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex};
+use quinn_proto::VarInt;
 use quinn_proto::{ClientConfig, Connection, Dir, Event, ServerConfig, StreamEvent, StreamId};
-use quinn_proto::{VarInt, WriteError};
 
-use super::engine::{Conn, Engine, Watcher};
+use super::engine::{Conn, Engine, Staged, Watcher};
 use super::probe::{answered, body_len, client_bind, echoed, Round, IDLE};
 
 /// A whole connection round, as long as the peer is silent, before we give up.
@@ -68,17 +68,22 @@ impl Watcher for Pipe {
                 let _ = chunks.finalize();
             };
         }
-        while let Some(&prefix) = s.inbox.first_chunk::<4>() {
+        // Whole messages out, then what is left moved to the front once: draining each message
+        // from the front would move the rest every time (quadratic in a burst).
+        let mut at = 0;
+        while let Some(&prefix) = s.inbox[at..].first_chunk::<4>() {
             let Ok(n) = body_len(prefix) else {
                 s.lost = true;
                 break;
             };
-            if s.inbox.len() < 4 + n {
+            if s.inbox.len() - at < 4 + n {
                 break;
             }
-            let m = s.inbox.drain(..4 + n).collect();
+            let m = s.inbox[at..at + 4 + n].to_vec();
             s.messages.push_back(m);
+            at += 4 + n;
         }
+        s.inbox.drain(..at);
         self.changed.notify_all();
     }
 }
@@ -105,13 +110,13 @@ impl Pipe {
         let mut last = Instant::now();
         while !data.is_empty() {
             let seen = self.state.lock().writable;
-            let r = conn.lock().send_stream(id).write(data);
+            let r = conn.lock().stage(id, data);
             match r {
-                Ok(n) => {
+                Staged::Took(n) if n > 0 => {
                     data = &data[n..];
                     last = Instant::now();
                 }
-                Err(WriteError::Blocked) => {
+                Staged::Took(_) => {
                     let mut s = self.state.lock();
                     while s.writable == seen && !s.lost {
                         if self.changed.wait_until(&mut s, last + STALL).timed_out() {
@@ -122,7 +127,7 @@ impl Pipe {
                         return Err("connection lost".into());
                     }
                 }
-                Err(e) => return Err(format!("write: {e}")),
+                Staged::Gone => return Err("the stream is gone".into()),
             }
         }
         Ok(())

@@ -2,15 +2,24 @@
 //! the lock (a publisher writing a frame, the loop after a receipt or a timer) sends what the
 //! connection has to send before letting go (`ConnGuard`'s drop), on its own thread: a
 //! publish puts its packets on the wire without waking any other thread.
+//!
+//! **Autocork.** A writer that sent packets less than [`CORK`] ago does not send again at
+//! once: what it wrote waits at most until `CORK` after that send, when the loop sends it
+//! (the connection's timer), together with whatever else was written meanwhile. So a lone
+//! message (a round trip, a message after a quiet spell) goes out inline at once, and a burst
+//! of small messages goes out as full packets, not as one packet and one `sendmsg` per
+//! message (measured: 64 B bursts on the engine at 9 MB/s without it, against 40-73 MB/s for
+//! quinn's own driver, which batches by being late).
 
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, MutexGuard};
-use quinn_proto::{Connection, ConnectionHandle, Transmit};
+use quinn_proto::{Connection, ConnectionHandle, StreamId, Transmit};
 
+use super::stage::{Stage, Staged};
 use super::udp::Sent;
 use super::{EngineShared, Wire};
 
@@ -23,6 +32,11 @@ pub(crate) trait Watcher: Send + Sync {
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// How long after a writer's send its next writes wait to go out together (module docs). Well
+/// under a round trip between hosts (50 µs and more on a veth), so a round trip never waits for
+/// it; long enough to gather a burst's small messages (a few µs each) into full packets.
+pub(super) const CORK: Duration = Duration::from_micros(25);
 
 pub(crate) struct Conn {
     /// The key of its timer in the process's clock and of the loop's table.
@@ -41,6 +55,12 @@ struct Core {
     stalled: Option<(Vec<u8>, Transmit)>,
     /// The buffer packets are built in (kept, so a send allocates nothing).
     out: Vec<u8>,
+    /// Small writes gathered per stream until the flush (`stage.rs`).
+    stage: Stage,
+    /// When a writer last sent packets itself (the autocork's clock).
+    sent_inline: Option<Instant>,
+    /// Written data waits for the loop to send it by then (autocork).
+    corked: Option<Instant>,
 }
 
 impl Conn {
@@ -59,6 +79,9 @@ impl Conn {
                 conn,
                 stalled: None,
                 out: Vec::new(),
+                stage: Stage::default(),
+                sent_inline: None,
+                corked: None,
             }),
             watcher: OnceLock::new(),
         }
@@ -69,11 +92,13 @@ impl Conn {
         let _ = self.watcher.set(w);
     }
 
-    /// The connection, locked; what is written through it goes out when the guard drops.
+    /// The connection, locked; what is written through it goes out when the guard drops (or
+    /// within [`CORK`], when this connection's writer sent packets less than that ago).
     pub(crate) fn lock(&self) -> ConnGuard<'_> {
         ConnGuard {
             owner: self,
             core: self.core.lock(),
+            writer: true,
         }
     }
 
@@ -87,6 +112,7 @@ impl Conn {
     pub(super) fn progress(&self, now: Option<Instant>) {
         let drained = {
             let mut g = self.lock();
+            g.writer = false;
             if let Some(now) = now {
                 g.core.conn.handle_timeout(now);
             }
@@ -107,6 +133,8 @@ impl Conn {
 pub(crate) struct ConnGuard<'a> {
     owner: &'a Conn,
     core: MutexGuard<'a, Core>,
+    /// Held by a writer (autocork applies), not by the loop.
+    writer: bool,
 }
 
 impl Deref for ConnGuard<'_> {
@@ -127,13 +155,16 @@ impl ConnGuard<'_> {
     /// settle its endpoint events, and record its next deadline.
     pub(crate) fn flush(&mut self) {
         let wire = &self.owner.wire;
+        let writer = self.writer;
         let core = &mut *self.core;
+        core.corked = None;
         if let Some((buf, t)) = core.stalled.take() {
             if send(wire, &buf, &t) == Sent::Full {
                 core.stalled = Some((buf, t));
                 wire.stalled(self.owner.id);
             }
         }
+        core.stage.write_out(&mut core.conn);
         let now = Instant::now();
         while core.stalled.is_none() {
             core.out.clear();
@@ -147,6 +178,9 @@ impl ConnGuard<'_> {
                 core.stalled = Some((std::mem::take(&mut core.out), t));
                 wire.stalled(self.owner.id);
             }
+            if writer {
+                core.sent_inline = Some(now);
+            }
         }
         // Lock order: the connection, then the endpoint.
         while let Some(ev) = core.conn.poll_endpoint_events() {
@@ -156,11 +190,37 @@ impl ConnGuard<'_> {
         }
         wire.clock.set(self.owner.id, core.conn.poll_timeout());
     }
+
+    /// Write `data` to stream `id` gathered with the other small writes of this flush
+    /// (`stage.rs`); `Took(0)`: the stream's stage is full, wait for its credit
+    /// (`StreamEvent::Writable`) as for a blocked write.
+    pub(crate) fn stage(&mut self, id: StreamId, data: &[u8]) -> Staged {
+        let core = &mut *self.core;
+        core.stage.stage(&mut core.conn, id, data)
+    }
+
+    /// A writer lets go: send now, or leave it to the loop by the cork's deadline (module docs).
+    fn release(&mut self) {
+        let core = &mut *self.core;
+        let cork = core
+            .sent_inline
+            .map(|at| at + CORK)
+            .filter(|until| self.writer && *until > Instant::now());
+        let Some(until) = cork else {
+            self.flush();
+            return;
+        };
+        if core.corked.is_none() {
+            core.corked = Some(until);
+            let next = core.conn.poll_timeout().map_or(until, |t| t.min(until));
+            self.owner.wire.clock.set(self.owner.id, Some(next));
+        }
+    }
 }
 
 impl Drop for ConnGuard<'_> {
     fn drop(&mut self) {
-        self.flush();
+        self.release();
     }
 }
 

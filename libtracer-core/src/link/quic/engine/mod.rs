@@ -11,6 +11,7 @@
 mod clock;
 mod conn;
 mod driver;
+mod stage;
 mod udp;
 
 #[cfg(test)]
@@ -29,6 +30,7 @@ use quinn_proto::{
 };
 
 pub(crate) use conn::{Conn, Watcher};
+pub(crate) use stage::Staged;
 use udp::Udp;
 
 /// Receipts one socket gets per turn of the loop before the other sources get theirs.
@@ -141,11 +143,14 @@ impl Drop for Engine {
     fn drop(&mut self) {
         let conns: Vec<Arc<Conn>> = self.shared.conns.lock().values().cloned().collect();
         for c in conns {
-            c.lock().close(
+            let mut g = c.lock();
+            g.close(
                 Instant::now(),
                 0u32.into(),
                 bytes::Bytes::from_static(b"closed"),
             );
+            // Now, not corked: the loop will not see this engine again.
+            g.flush();
         }
         driver::remove(&self.shared);
     }

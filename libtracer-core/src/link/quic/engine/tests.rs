@@ -250,3 +250,32 @@ fn the_loop_is_one_thread_whatever_the_number_of_connections() {
     assert_eq!(loops, 1);
     assert_eq!(conns.len(), 12);
 }
+
+#[test]
+fn small_writes_are_gathered_and_arrive_whole_and_in_order() {
+    let rec_srv = Recorder::new(false, true);
+    let srv = server(rec_srv.clone());
+    let cli = client_engine();
+    let rec = Recorder::new(false, false);
+    let c = connect(&cli, &srv, rec.clone());
+    let id = c.lock().streams().open(Dir::Uni).unwrap();
+    // 400,000 writes of 37 bytes (15 MB): through the stage's bound and the stream's window.
+    let mut want = Vec::new();
+    for i in 0..400_000u32 {
+        let msg: Vec<u8> = (0..37).map(|k| (i as u8).wrapping_add(k)).collect();
+        let mut at = 0;
+        while at < msg.len() {
+            let seen = rec.seen.lock().writable;
+            match c.lock().stage(id, &msg[at..]) {
+                super::Staged::Took(0) => {
+                    rec.wait("room in the stream", |s| s.writable > seen);
+                }
+                super::Staged::Took(n) => at += n,
+                super::Staged::Gone => panic!("the stream went"),
+            }
+        }
+        want.extend_from_slice(&msg);
+    }
+    rec_srv.wait("every write", |s| s.bytes.len() >= want.len());
+    assert!(rec_srv.seen.lock().bytes == want, "the bytes differ");
+}
