@@ -10,14 +10,20 @@
 //! of small messages goes out as full packets, not as one packet and one `sendmsg` per
 //! message (measured: 64 B bursts on the engine at 9 MB/s without it, against 40-73 MB/s for
 //! quinn's own driver, which batches by being late).
+//!
+//! **The loop never waits for a writer.** A writer may hold the lock for a while (a large
+//! frame: a few MiB of packets built, encrypted and sent). The loop does not wait for it: it
+//! leaves the connection's datagrams in the connection's inbox (and marks its timers due),
+//! and goes on with the other connections; the holder takes them in before letting go, and
+//! after letting go looks once more, so nothing is left behind (`ConnGuard`'s drop).
 
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, MutexGuard};
-use quinn_proto::{Connection, ConnectionHandle, StreamId, Transmit};
+use quinn_proto::{Connection, ConnectionEvent, ConnectionHandle, StreamId, Transmit};
 
 use super::stage::{Stage, Staged};
 use super::udp::Sent;
@@ -46,6 +52,10 @@ pub(crate) struct Conn {
     engine: Weak<EngineShared>,
     core: Mutex<Core>,
     watcher: OnceLock<Arc<dyn Watcher>>,
+    /// Datagrams' events the loop left for the lock's holder (module docs).
+    inbox: Mutex<Vec<ConnectionEvent>>,
+    /// The connection's timers are due (set by the loop, taken by the lock's holder).
+    due: AtomicBool,
 }
 
 struct Core {
@@ -84,6 +94,8 @@ impl Conn {
                 corked: None,
             }),
             watcher: OnceLock::new(),
+            inbox: Mutex::new(Vec::new()),
+            due: AtomicBool::new(false),
         }
     }
 
@@ -97,42 +109,41 @@ impl Conn {
     pub(crate) fn lock(&self) -> ConnGuard<'_> {
         ConnGuard {
             owner: self,
-            core: self.core.lock(),
+            core: Some(self.core.lock()),
             writer: true,
         }
     }
 
-    /// The loop: datagrams moved the connection (`handle_event` under the lock).
-    pub(super) fn handle_event(&self, ev: quinn_proto::ConnectionEvent) {
-        self.core.lock().conn.handle_event(ev);
+    /// The loop: an event of a datagram for this connection, taken in by `progress`.
+    pub(super) fn deliver(&self, ev: ConnectionEvent) {
+        self.inbox.lock().push(ev);
     }
 
-    /// The loop: datagrams or a timer moved the connection; let its watcher take the progress,
-    /// then send, and forget the connection once it is drained.
-    pub(super) fn progress(&self, now: Option<Instant>) {
-        let drained = {
-            let mut g = self.lock();
-            g.writer = false;
-            if let Some(now) = now {
-                g.core.conn.handle_timeout(now);
-            }
-            if let Some(w) = self.watcher.get() {
-                w.progress(&mut g.core.conn);
-            }
-            g.flush();
-            g.core.conn.is_drained()
-        };
-        if drained {
-            if let Some(e) = self.engine.upgrade() {
-                e.forget(self);
-            }
+    /// The loop: datagrams (`deliver`) or, with `timers`, its timers moved the connection.
+    /// Taken in now unless a writer holds it, who then takes them in before letting go.
+    pub(super) fn progress(&self, timers: bool) {
+        if timers {
+            self.due.store(true, Ordering::Release);
         }
+        if let Some(core) = self.core.try_lock() {
+            drop(ConnGuard {
+                owner: self,
+                core: Some(core),
+                writer: false,
+            });
+        }
+    }
+
+    /// Whether the loop left anything for the lock's holder.
+    fn waiting(&self) -> bool {
+        self.due.load(Ordering::Acquire) || !self.inbox.lock().is_empty()
     }
 }
 
 pub(crate) struct ConnGuard<'a> {
     owner: &'a Conn,
-    core: MutexGuard<'a, Core>,
+    /// Always `Some` until the drop lets go.
+    core: Option<MutexGuard<'a, Core>>,
     /// Held by a writer (autocork applies), not by the loop.
     writer: bool,
 }
@@ -140,28 +151,59 @@ pub(crate) struct ConnGuard<'a> {
 impl Deref for ConnGuard<'_> {
     type Target = Connection;
     fn deref(&self) -> &Connection {
-        &self.core.conn
+        &self.core().conn
     }
 }
 
 impl DerefMut for ConnGuard<'_> {
     fn deref_mut(&mut self) -> &mut Connection {
-        &mut self.core.conn
+        &mut self.core_mut().conn
     }
 }
 
 impl ConnGuard<'_> {
+    fn core(&self) -> &Core {
+        self.core.as_ref().expect("held until the drop")
+    }
+
+    fn core_mut(&mut self) -> &mut Core {
+        self.core.as_mut().expect("held until the drop")
+    }
+
+    /// Take in what the loop left (datagrams, due timers) and let the watcher see the
+    /// progress; false when there was nothing.
+    fn absorb(&mut self) -> bool {
+        let owner = self.owner;
+        let events = std::mem::take(&mut *owner.inbox.lock());
+        let due = owner.due.swap(false, Ordering::AcqRel);
+        if events.is_empty() && !due {
+            return false;
+        }
+        let core = self.core_mut();
+        for ev in events {
+            core.conn.handle_event(ev);
+        }
+        if due {
+            core.conn.handle_timeout(Instant::now());
+        }
+        if let Some(w) = owner.watcher.get() {
+            w.progress(&mut core.conn);
+        }
+        true
+    }
+
     /// Send what the connection has to send (as many packets per `sendmsg` as GSO takes),
     /// settle its endpoint events, and record its next deadline.
     pub(crate) fn flush(&mut self) {
-        let wire = &self.owner.wire;
+        let owner = self.owner;
+        let wire = &owner.wire;
         let writer = self.writer;
-        let core = &mut *self.core;
+        let core = self.core_mut();
         core.corked = None;
         if let Some((buf, t)) = core.stalled.take() {
             if send(wire, &buf, &t) == Sent::Full {
                 core.stalled = Some((buf, t));
-                wire.stalled(self.owner.id);
+                wire.stalled(owner.id);
             }
         }
         core.stage.write_out(&mut core.conn);
@@ -176,7 +218,7 @@ impl ConnGuard<'_> {
             };
             if send(wire, &core.out, &t) == Sent::Full {
                 core.stalled = Some((std::mem::take(&mut core.out), t));
-                wire.stalled(self.owner.id);
+                wire.stalled(owner.id);
             }
             if writer {
                 core.sent_inline = Some(now);
@@ -184,28 +226,30 @@ impl ConnGuard<'_> {
         }
         // Lock order: the connection, then the endpoint.
         while let Some(ev) = core.conn.poll_endpoint_events() {
-            if let Some(back) = wire.endpoint.lock().handle_event(self.owner.handle, ev) {
+            if let Some(back) = wire.endpoint.lock().handle_event(owner.handle, ev) {
                 core.conn.handle_event(back);
             }
         }
-        wire.clock.set(self.owner.id, core.conn.poll_timeout());
+        wire.clock.set(owner.id, core.conn.poll_timeout());
     }
 
     /// Write `data` to stream `id` gathered with the other small writes of this flush
     /// (`stage.rs`); `Took(0)`: the stream's stage is full, wait for its credit
     /// (`StreamEvent::Writable`) as for a blocked write.
     pub(crate) fn stage(&mut self, id: StreamId, data: &[u8]) -> Staged {
-        let core = &mut *self.core;
+        let core = self.core_mut();
         core.stage.stage(&mut core.conn, id, data)
     }
 
     /// A writer lets go: send now, or leave it to the loop by the cork's deadline (module docs).
     fn release(&mut self) {
-        let core = &mut *self.core;
+        let owner = self.owner;
+        let writer = self.writer;
+        let core = self.core_mut();
         let cork = core
             .sent_inline
             .map(|at| at + CORK)
-            .filter(|until| self.writer && *until > Instant::now());
+            .filter(|until| writer && *until > Instant::now());
         let Some(until) = cork else {
             self.flush();
             return;
@@ -213,14 +257,40 @@ impl ConnGuard<'_> {
         if core.corked.is_none() {
             core.corked = Some(until);
             let next = core.conn.poll_timeout().map_or(until, |t| t.min(until));
-            self.owner.wire.clock.set(self.owner.id, Some(next));
+            owner.wire.clock.set(owner.id, Some(next));
         }
     }
 }
 
 impl Drop for ConnGuard<'_> {
+    /// Take in what the loop left, send (or cork), let go; then look once more, since the loop
+    /// may have left something after the last look and found the lock taken.
     fn drop(&mut self) {
-        self.release();
+        let owner = self.owner;
+        loop {
+            self.absorb();
+            self.release();
+            let drained = self.core().conn.is_drained();
+            drop(self.core.take());
+            if drained {
+                if let Some(e) = owner.engine.upgrade() {
+                    e.forget(owner);
+                }
+                return;
+            }
+            if !owner.waiting() {
+                return;
+            }
+            match owner.core.try_lock() {
+                Some(core) => {
+                    self.core = Some(core);
+                    // What is left is the loop's business: no cork for it.
+                    self.writer = false;
+                }
+                // Its holder takes it in.
+                None => return,
+            }
+        }
     }
 }
 

@@ -161,7 +161,7 @@ fn fire(shared: &Shared, due: &mut Vec<u64>) {
     for id in due.iter() {
         let c = shared.conns.lock().get(id).and_then(Weak::upgrade);
         if let Some(c) = c {
-            c.progress(Some(now));
+            c.progress(true);
         }
     }
 }

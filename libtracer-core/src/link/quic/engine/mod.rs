@@ -213,7 +213,7 @@ impl EngineShared {
                     Some(DatagramEvent::ConnectionEvent(h, ev)) => {
                         let c = self.conns.lock().get(&h).cloned();
                         if let Some(c) = c {
-                            c.handle_event(ev);
+                            c.deliver(ev);
                             if !touched.iter().any(|t| Arc::ptr_eq(t, &c)) {
                                 touched.push(c);
                             }
@@ -233,7 +233,7 @@ impl EngineShared {
         }
         // Progress once per connection per turn: one flush answers every packet of the turn.
         for c in touched {
-            c.progress(None);
+            c.progress(false);
         }
         more
     }
