@@ -11,16 +11,14 @@ use bytes::{Buf, Bytes};
 use tokio::runtime::Handle;
 use tokio::sync::{mpsc, watch};
 
-use super::receive::{accept_streams, read_datagrams, Markers};
-use super::streams::{parse_barrier, Outgoing, Route, SendFail, Shed};
+use super::receive::{accept_streams, read_datagrams, Control, ControlRx, Markers};
+use super::streams::{Outgoing, Route, SendFail, Shed};
 use super::Inner;
 use crate::link::{
     close_handler_failed, close_malformed, run_callback, Link, LinkError, LinkHandler, PeerIdentity,
 };
 use crate::wire::{
-    encode_parts,
-    parts::{self, Joiner},
-    EncodedFrame, Frame, FrameDecoder, MAX_FRAME, PROTOCOL_VERSION,
+    encode_parts, parts, EncodedFrame, Frame, FrameDecoder, MAX_FRAME, PROTOCOL_VERSION,
 };
 
 /// Frame bound before the HELLO exchange: the Unix transport's 8 KiB, plus room for the
@@ -485,7 +483,7 @@ pub(crate) async fn read_hello(
 pub(crate) async fn read_loop(
     link: Arc<QuicLink>,
     mut recv: quinn::RecvStream,
-    mut dec: FrameDecoder,
+    dec: FrameDecoder,
     mut pending: Bytes,
     tx: ToDispatcher,
 ) {
@@ -496,36 +494,25 @@ pub(crate) async fn read_loop(
     }
     link.rt.spawn(accept_streams(link.clone(), tx.clone()));
     link.rt.spawn(read_datagrams(link.clone(), tx.clone()));
-    // A message in parts on an edge the peer made before we knew its stream goes here.
-    let mut joiner = Joiner::default();
+    let mut rx = ControlRx::new(dec);
     'outer: loop {
         loop {
-            let n = dec.push(&pending);
-            pending.advance(n);
-            match joiner.pop(&mut dec) {
-                Ok(Some(Frame::Ping { nonce })) => match parse_barrier(nonce) {
-                    // A READ follows: hold the control stream until the named edge streams
-                    // have handed up what was written on them before it (wire.md section 5).
-                    Some((number, classes)) => {
-                        let met = tokio::select! {
-                            m = link.markers.wait(number, classes, link.write_timeout) => m,
-                            _ = closing.wait_for(|c| *c) => break 'outer,
-                        };
-                        if !met {
-                            let why = "a barrier's markers did not arrive".to_string();
-                            tx.post(Event::Malformed(link.clone(), why)).await;
-                            break 'outer;
-                        }
+            match rx.next(&mut pending) {
+                // A READ follows: hold the control stream until the named edge streams have
+                // handed up what was written on them before it (wire.md section 5).
+                Ok(Some(Control::Barrier { number, classes })) => {
+                    let met = tokio::select! {
+                        m = link.markers.wait(number, classes, link.write_timeout) => m,
+                        _ = closing.wait_for(|c| *c) => break 'outer,
+                    };
+                    if !met {
+                        let why = "a barrier's markers did not arrive".to_string();
+                        tx.post(Event::Malformed(link.clone(), why)).await;
+                        break 'outer;
                     }
-                    None => link.out.pong(nonce),
-                },
-                Ok(Some(Frame::Pong { .. })) => {}
-                Ok(Some(Frame::Hello { .. })) => {
-                    let why = "HELLO after the handshake".to_string();
-                    tx.post(Event::Malformed(link.clone(), why)).await;
-                    break 'outer;
                 }
-                Ok(Some(frame)) => {
+                Ok(Some(Control::Ping(nonce))) => link.out.pong(nonce),
+                Ok(Some(Control::Frame(frame))) => {
                     // Learned before the graph sees it, so that the edge's deliveries and the
                     // answer find their stream.
                     link.out.learn(&frame);
@@ -533,10 +520,9 @@ pub(crate) async fn read_loop(
                         break 'outer;
                     }
                 }
-                Ok(None) if pending.is_empty() => break,
-                Ok(None) => {}
-                Err(e) => {
-                    tx.post(Event::Malformed(link.clone(), e.to_string())).await;
+                Ok(None) => break,
+                Err(why) => {
+                    tx.post(Event::Malformed(link.clone(), why)).await;
                     break 'outer;
                 }
             }

@@ -11,7 +11,7 @@ use parking_lot::Mutex;
 use tokio::sync::Notify;
 
 use super::link::{Event, QuicLink, ToDispatcher, READ_CHUNK};
-use super::streams::{BEST_EFFORT_TAG, CLASSES};
+use super::streams::{parse_barrier, BEST_EFFORT_TAG, CLASSES};
 use crate::wire::parts::Joiner;
 use crate::wire::{Frame, FrameDecoder, MAX_FRAME};
 
@@ -199,6 +199,57 @@ impl EdgeRx {
     }
 }
 
+/// What the control stream has for its reader, besides frames for the handler.
+pub(crate) enum Control {
+    /// A frame for the handler (learned by the sending side first: `Outgoing::learn`).
+    Frame(Frame),
+    /// A barrier: the frames after it wait until the named reliable streams have handed up
+    /// marker `number` (wire.md section 5).
+    Barrier { number: u64, classes: u8 },
+    /// The peer's PING, to answer with PONG.
+    Ping(u64),
+}
+
+/// The receiving state of a link's control stream after the HELLO exchange, fed chunk by
+/// chunk as `EdgeRx`: its decoder (the handshake's, with its frame bound raised) and the parts
+/// of a message on an edge the peer made before we knew its stream.
+pub(crate) struct ControlRx {
+    dec: FrameDecoder,
+    joiner: Joiner,
+}
+
+impl ControlRx {
+    pub(crate) fn new(dec: FrameDecoder) -> ControlRx {
+        ControlRx {
+            dec,
+            joiner: Joiner::default(),
+        }
+    }
+
+    /// The next item from `pending` (`Ok(None)`: used up, more needed). PONG is dropped (this
+    /// transport never needs it); `Err`: malformed (a HELLO after the handshake, a bad frame).
+    pub(crate) fn next(&mut self, pending: &mut Bytes) -> Result<Option<Control>, String> {
+        loop {
+            let n = self.dec.push(pending);
+            pending.advance(n);
+            match self.joiner.pop(&mut self.dec) {
+                Ok(Some(Frame::Ping { nonce })) => {
+                    return Ok(Some(match parse_barrier(nonce) {
+                        Some((number, classes)) => Control::Barrier { number, classes },
+                        None => Control::Ping(nonce),
+                    }))
+                }
+                Ok(Some(Frame::Pong { .. })) => {}
+                Ok(Some(Frame::Hello { .. })) => return Err("HELLO after the handshake".into()),
+                Ok(Some(frame)) => return Ok(Some(Control::Frame(frame))),
+                Ok(None) if pending.is_empty() => return Ok(None),
+                Ok(None) => {}
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+    }
+}
+
 /// Whether an edge stream may carry `frame` (the sender's routes, `streams.rs`).
 fn carried(frame: &Frame, reliable: bool) -> bool {
     match frame {
@@ -294,5 +345,40 @@ mod tests {
         let mut stream = vec![8 + 2];
         stream.extend(bytes_of(&[Frame::Ping { nonce: 1 }]));
         assert!(feed(&mut EdgeRx::default(), &markers, &stream).is_err());
+    }
+
+    #[test]
+    fn the_control_stream_tells_barriers_pings_and_frames_apart() {
+        use super::super::streams::barrier_nonce;
+        let frames = [
+            Frame::Pong { nonce: 5 },
+            Frame::Ping { nonce: 9 },
+            Frame::Ping {
+                nonce: barrier_nonce(12, 0b1000),
+            },
+            Frame::Ok { req: 3 },
+        ];
+        let mut rx = ControlRx::new(FrameDecoder::new(MAX_FRAME));
+        let mut got = Vec::new();
+        for b in bytes_of(&frames) {
+            let mut pending = Bytes::copy_from_slice(&[b]);
+            while let Some(c) = rx.next(&mut pending).unwrap() {
+                got.push(c);
+            }
+        }
+        assert_eq!(got.len(), 3);
+        assert!(matches!(got[0], Control::Ping(9)));
+        assert!(matches!(
+            got[1],
+            Control::Barrier {
+                number: 12,
+                classes: 0b1000
+            }
+        ));
+        assert!(matches!(got[2], Control::Frame(Frame::Ok { req: 3 })));
+        let hello = super::super::link::hello("n", None, 1);
+        let mut pending = Bytes::from(bytes_of(&[hello]));
+        let mut rx = ControlRx::new(FrameDecoder::new(MAX_FRAME));
+        assert!(rx.next(&mut pending).is_err());
     }
 }
