@@ -25,6 +25,7 @@ mod expiry;
 mod handshake;
 mod ifaces;
 mod link;
+mod peer_cert;
 mod peer_host;
 mod probe;
 mod probe_engine;
@@ -57,10 +58,11 @@ pub use config::{
 };
 pub use exercise::{exercise_datagram, exercise_directory_answer, exercise_flood, FloodReport};
 pub use link::{QuicLink, ShedCounts};
+pub use peer_cert::subject_of;
 pub use probe::{probe_burst, probe_echo, probe_ping, ProbeMode};
 pub use receive::decode_datagram;
 pub use subnet::{SubnetConfig, ANNOUNCE_GROUP, ANNOUNCE_GROUP_V6, ANNOUNCE_PORT_BASE, MAX_HOSTS};
-pub use tls::{subject_of, QuicSecurity};
+pub use tls::QuicSecurity;
 
 use super::rendezvous::prepare_dir;
 use super::{valid_node_name, LinkError, LinkHandler};

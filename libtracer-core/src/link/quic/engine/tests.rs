@@ -304,3 +304,16 @@ fn the_loop_goes_on_while_a_writer_holds_a_connection() {
         s.bytes == b"to a"
     });
 }
+
+#[test]
+fn the_peers_certificate_is_read_from_an_engine_connection() {
+    let srv = server(Recorder::new(false, false));
+    let cli = client_engine();
+    let c = connect(&cli, &srv, Recorder::new(false, false));
+    let certs = super::super::peer_cert::PeerCerts::of_engine(&c.lock());
+    assert_eq!(certs.side, quinn_proto::Side::Client);
+    // The server's self-signed certificate (what an unauthenticated link presents).
+    let chain = certs.chain.expect("a chain");
+    assert_eq!(chain.len(), 1);
+    assert!(super::super::peer_cert::subject_of(&chain[0]).is_ok());
+}
