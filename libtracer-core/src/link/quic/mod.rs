@@ -32,6 +32,7 @@ mod probe_engine;
 mod probe_inline;
 mod queue;
 mod receive;
+mod routes;
 mod runtime;
 mod streams;
 mod subnet;
