@@ -34,6 +34,7 @@ mod queue;
 mod receive;
 mod routes;
 mod runtime;
+mod send;
 mod streams;
 mod subnet;
 mod tls;

@@ -211,6 +211,11 @@ impl Queue {
         }
     }
 
+    /// Whether nothing is queued (a writer need not open its stream yet).
+    pub(crate) fn try_peek_empty(&self) -> bool {
+        self.state.lock().entries.iter().all(|e| e.enc.is_none())
+    }
+
     /// The stream took `n` bytes of the frame being written (or the writer gave up on them).
     pub(crate) fn release(&self, n: usize) {
         let mut st = self.state.lock();

@@ -41,6 +41,12 @@ impl Markers {
         self.changed.notify_waiters();
     }
 
+    /// The newest marker the stream of `class` handed up.
+    #[cfg(test)]
+    pub(crate) fn seen_of(&self, class: u8) -> u64 {
+        self.seen[usize::from(class)].load(Ordering::Acquire)
+    }
+
     /// Wait until every class in `classes` has reached `number`, or `deadline`: false then.
     pub(crate) async fn wait(&self, number: u64, classes: u8, deadline: Duration) -> bool {
         let until = tokio::time::Instant::now() + deadline;

@@ -50,7 +50,7 @@ pub(crate) const CLASSES: usize = 8;
 /// Tag of the first best-effort stream; tags at or above `2 * CLASSES` are malformed.
 pub(crate) const BEST_EFFORT_TAG: u8 = CLASSES as u8;
 /// quinn priority of the control stream: above every edge stream.
-const CONTROL_PRIORITY: i32 = 100;
+pub(crate) const CONTROL_PRIORITY: i32 = 100;
 /// Top 16 bits of a barrier PING's nonce on the control stream (wire.md section 5).
 const BARRIER_MAGIC: u64 = 0xB1A7;
 
@@ -115,6 +115,7 @@ pub(crate) struct Outgoing {
 }
 
 /// Why a send failed: the caller closes the link.
+#[derive(Debug)]
 pub(crate) enum SendFail {
     Closed,
     Blocked,
@@ -309,7 +310,7 @@ impl Outgoing {
     }
 }
 
-fn ping(nonce: u64) -> EncodedFrame {
+pub(crate) fn ping(nonce: u64) -> EncodedFrame {
     crate::wire::encode_parts(&Frame::Ping { nonce }, crate::wire::MAX_FRAME)
         .expect("a PING always encodes")
 }

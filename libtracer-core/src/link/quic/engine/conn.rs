@@ -241,6 +241,16 @@ impl ConnGuard<'_> {
         core.stage.stage(&mut core.conn, id, data)
     }
 
+    /// Whether a writer's sending now would be corked (module docs): it then leaves its
+    /// frames queued for the loop's flush, which gathers them.
+    pub(crate) fn corked(&self) -> bool {
+        let core = self.core();
+        self.writer
+            && core
+                .sent_inline
+                .is_some_and(|at| at + CORK > Instant::now())
+    }
+
     /// A writer lets go: send now, or leave it to the loop by the cork's deadline (module docs).
     fn release(&mut self) {
         let owner = self.owner;

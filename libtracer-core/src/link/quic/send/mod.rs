@@ -1,0 +1,302 @@
+//! The sending side of a link on the runtime-free engine (stage 2 of docs/network.md section
+//! 4a): the same carriers and rules as `streams.rs` (section 7: a control stream, a reliable
+//! stream per class opened on first use with its tag byte, datagrams for best effort, the
+//! bounded queues of `queue.rs`, barriers), but no writer task. A sender queues its frame and,
+//! under the connection's lock, pumps the queues into quinn-proto's streams and sends the
+//! packets itself; a corked sender (`engine/conn.rs`) leaves the pumping to the loop's flush,
+//! and what flow control held back is pumped when the peer's credit comes (the link's
+//! watcher calls [`Sending::pump`] on every progress). Not used by the transport yet.
+#![allow(dead_code, reason = "the transport's links use it from stage 2")]
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use parking_lot::Mutex;
+use quinn_proto::{Connection, Dir, StreamId, WriteError};
+
+use super::engine::Conn;
+use super::queue::{Kind, Next, Queue};
+use super::routes::Route;
+use super::streams::{barrier_nonce, ping, SendFail, Shed, CLASSES, CONTROL_PRIORITY};
+use crate::wire::EncodedFrame;
+
+/// Frames smaller than this are gathered into one write with their neighbours (quinn-proto
+/// walks its send buffer's writes per frame it sends: `engine/stage.rs`); larger ones are
+/// handed over as they are, without a copy.
+const GATHER: usize = 16 << 10;
+
+/// One ordered stream (the control stream or a reliable edge stream) and its queue.
+struct Lane {
+    queue: Queue,
+    /// The tag byte an edge stream starts with; `None` for the control stream.
+    tag: Option<u8>,
+    priority: i32,
+    /// A frame was queued since the last barrier marker.
+    dirty: AtomicBool,
+    io: Mutex<LaneIo>,
+}
+
+#[derive(Default)]
+struct LaneIo {
+    id: Option<StreamId>,
+    tag_sent: bool,
+    /// Taken from the queue, not yet taken by the stream (in order).
+    chunks: VecDeque<Bytes>,
+}
+
+impl Lane {
+    fn new(tag: Option<u8>, priority: i32, bound: usize, id: Option<StreamId>) -> Lane {
+        Lane {
+            queue: Queue::new(bound),
+            tag,
+            priority,
+            dirty: AtomicBool::new(false),
+            io: Mutex::new(LaneIo {
+                id,
+                ..LaneIo::default()
+            }),
+        }
+    }
+
+    /// Hand the stream what is queued, as far as its credit goes. `Err`: the stream is gone.
+    fn pump(&self, conn: &mut Connection) -> Result<(), SendFail> {
+        let mut io = self.io.lock();
+        let id = match io.id {
+            Some(id) => id,
+            None => {
+                if self.queue.try_peek_empty() && io.chunks.is_empty() {
+                    return Ok(());
+                }
+                // At the peer's stream limit: tried again at the next progress.
+                let Some(id) = conn.streams().open(Dir::Uni) else {
+                    return Ok(());
+                };
+                let _ = conn.send_stream(id).set_priority(self.priority);
+                io.id = Some(id);
+                id
+            }
+        };
+        if let (Some(tag), false) = (self.tag, io.tag_sent) {
+            match conn.send_stream(id).write(&[tag]) {
+                Ok(1) => io.tag_sent = true,
+                Ok(_) | Err(WriteError::Blocked) => return Ok(()),
+                Err(_) => return Err(SendFail::Closed),
+            }
+        }
+        loop {
+            if io.chunks.is_empty() && !self.refill(&mut io.chunks) {
+                return Ok(());
+            }
+            match conn
+                .send_stream(id)
+                .write_chunks(io.chunks.make_contiguous())
+            {
+                Ok(w) => {
+                    self.queue.release(w.bytes);
+                    while io.chunks.front().is_some_and(Bytes::is_empty) {
+                        io.chunks.pop_front();
+                    }
+                    if w.bytes == 0 {
+                        return Ok(());
+                    }
+                }
+                Err(WriteError::Blocked) => return Ok(()),
+                Err(_) => return Err(SendFail::Closed),
+            }
+        }
+    }
+
+    /// Take queued frames into `chunks`: small ones gathered into one, a large one as its
+    /// head and payload. False when nothing was queued.
+    fn refill(&self, chunks: &mut VecDeque<Bytes>) -> bool {
+        let mut small = BytesMut::new();
+        while small.len() < GATHER {
+            let Next::Frame(enc) = self.queue.try_next() else {
+                break;
+            };
+            if enc.len() < GATHER {
+                small.extend_from_slice(&enc.head);
+                if let Some(p) = &enc.payload {
+                    small.extend_from_slice(p);
+                }
+                continue;
+            }
+            if !small.is_empty() {
+                chunks.push_back(std::mem::take(&mut small).freeze());
+            }
+            chunks.push_back(Bytes::from(enc.head));
+            if let Some(p) = enc.payload {
+                chunks.push_back(p);
+            }
+            break;
+        }
+        if !small.is_empty() {
+            chunks.push_back(small.freeze());
+        }
+        !chunks.is_empty()
+    }
+}
+
+/// The sending side of one link on an engine connection.
+pub(crate) struct Sending {
+    conn: Arc<Conn>,
+    write_timeout: Duration,
+    queue_bytes: usize,
+    control: Lane,
+    reliable: [OnceLock<Lane>; CLASSES],
+    /// Serialises barriers: markers and the barrier PING of one READ go out together.
+    barrier: Mutex<u64>,
+    pub(crate) shed: Arc<Shed>,
+    /// A stream went (the peer stopped it, or the connection closed).
+    failed: AtomicBool,
+    sent: AtomicU64,
+}
+
+impl Sending {
+    /// The sending side of `conn`, whose control stream `control` is open.
+    pub(crate) fn new(
+        conn: Arc<Conn>,
+        control: StreamId,
+        write_timeout: Duration,
+        queue_bytes: usize,
+    ) -> Sending {
+        let _ = conn
+            .lock()
+            .send_stream(control)
+            .set_priority(CONTROL_PRIORITY);
+        Sending {
+            conn,
+            write_timeout,
+            queue_bytes,
+            control: Lane::new(None, CONTROL_PRIORITY, queue_bytes, Some(control)),
+            reliable: Default::default(),
+            barrier: Mutex::new(0),
+            shed: Arc::new(Shed::default()),
+            failed: AtomicBool::new(false),
+            sent: AtomicU64::new(0),
+        }
+    }
+
+    fn lane(&self, class: u8) -> &Lane {
+        self.reliable[usize::from(class)].get_or_init(|| {
+            Lane::new(
+                Some(class),
+                2 * i32::from(class) + 1,
+                self.queue_bytes,
+                None,
+            )
+        })
+    }
+
+    /// Queue `enc` where `route` says and send what the streams take, from this thread (or,
+    /// corked, from the loop's next flush). How many queued deliveries it dropped.
+    pub(crate) fn send(&self, route: Route, enc: EncodedFrame) -> Result<u64, SendFail> {
+        if self.failed.load(Ordering::Acquire) {
+            return Err(SendFail::Closed);
+        }
+        let dropped = match route {
+            Route::Control => self
+                .control
+                .queue
+                .push(enc, Kind::Kept, self.write_timeout)?,
+            Route::Reliable(c) => self.reliable_push(c, enc, Kind::Kept)?,
+            Route::ReliableDelivery(c, edge) => self.reliable_push(c, enc, Kind::Delivery(edge))?,
+            Route::Owed(c) => self.reliable_push(c, enc, Kind::Owed)?,
+            Route::BestEffort(c) => {
+                if self.datagram(&enc)? {
+                    return Ok(0);
+                }
+                // Too large for a datagram: the reliable lane of its class stands in for the
+                // best-effort stream until stage 2 gives it its mailbox.
+                self.reliable_push(c, enc, Kind::Delivery(u64::MAX))?
+            }
+            Route::Barrier => self.barrier(enc)?,
+        };
+        if dropped != 0 {
+            self.shed.dropped.fetch_add(dropped, Ordering::Relaxed);
+        }
+        self.sent.fetch_add(1, Ordering::Relaxed);
+        let mut g = self.conn.lock();
+        if !g.corked() {
+            self.pump(&mut g)?;
+        }
+        Ok(dropped)
+    }
+
+    fn reliable_push(&self, c: u8, enc: EncodedFrame, kind: Kind) -> Result<u64, SendFail> {
+        let lane = self.lane(c);
+        let dropped = lane.queue.push(enc, kind, self.write_timeout)?;
+        lane.dirty.store(true, Ordering::Release);
+        Ok(dropped)
+    }
+
+    /// A READ: a marker on every reliable stream written since the last barrier, the barrier
+    /// PING naming them on the control stream, then the READ (wire.md section 5).
+    fn barrier(&self, enc: EncodedFrame) -> Result<u64, SendFail> {
+        let mut n = self.barrier.lock();
+        *n += 1;
+        let (mut classes, mut dropped) = (0u8, 0);
+        for (c, lane) in self.reliable.iter().enumerate() {
+            if let Some(lane) = lane.get().filter(|l| l.dirty.swap(false, Ordering::AcqRel)) {
+                dropped += lane.queue.push(ping(*n), Kind::Kept, self.write_timeout)?;
+                classes |= 1 << c;
+            }
+        }
+        if classes != 0 {
+            let marker = ping(barrier_nonce(*n, classes));
+            self.control
+                .queue
+                .push(marker, Kind::Kept, self.write_timeout)?;
+        }
+        self.control
+            .queue
+            .push(enc, Kind::Kept, self.write_timeout)?;
+        Ok(dropped)
+    }
+
+    /// A best-effort frame as one datagram, if the connection takes datagrams of its size.
+    fn datagram(&self, enc: &EncodedFrame) -> Result<bool, SendFail> {
+        let mut g = self.conn.lock();
+        let Some(max) = g.datagrams().max_size() else {
+            return Ok(false);
+        };
+        if enc.len() > max {
+            return Ok(false);
+        }
+        let mut b = BytesMut::with_capacity(enc.len());
+        b.extend_from_slice(&enc.head);
+        if let Some(p) = &enc.payload {
+            b.extend_from_slice(p);
+        }
+        match g.datagrams().send(b.freeze(), true) {
+            Ok(()) => {
+                self.shed.datagrams.fetch_add(1, Ordering::Relaxed);
+                Ok(true)
+            }
+            Err(_) => Ok(false),
+        }
+    }
+
+    /// Hand every stream what is queued for it, as far as the peer's credit goes: from a
+    /// sender, or from the link's watcher when the loop moved the connection (credit came, a
+    /// corked flush is due).
+    pub(crate) fn pump(&self, conn: &mut Connection) -> Result<(), SendFail> {
+        let r = (|| {
+            self.control.pump(conn)?;
+            for lane in self.reliable.iter().rev().filter_map(OnceLock::get) {
+                lane.pump(conn)?;
+            }
+            Ok(())
+        })();
+        if r.is_err() {
+            self.failed.store(true, Ordering::Release);
+        }
+        r
+    }
+}
+
+#[cfg(test)]
+mod tests;
