@@ -24,6 +24,7 @@ mod exercise;
 mod expiry;
 mod handshake;
 mod ifaces;
+mod inbound;
 mod link;
 mod peer_cert;
 mod peer_host;

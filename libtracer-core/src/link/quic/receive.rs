@@ -42,7 +42,6 @@ impl Markers {
     }
 
     /// The newest marker the stream of `class` handed up.
-    #[cfg(test)]
     pub(crate) fn seen_of(&self, class: u8) -> u64 {
         self.seen[usize::from(class)].load(Ordering::Acquire)
     }

@@ -134,6 +134,14 @@ impl Conn {
         }
     }
 
+    /// Let the watcher look at the connection again soon (from any thread): a link whose
+    /// reading paused for a full strand resumes this way. Taken in now unless someone holds
+    /// the connection, who then takes it in before letting go.
+    #[allow(dead_code, reason = "the transport's links use it from stage 2")]
+    pub(crate) fn poke(&self) {
+        self.progress(true);
+    }
+
     /// Whether the loop left anything for the lock's holder.
     fn waiting(&self) -> bool {
         self.due.load(Ordering::Acquire) || !self.inbox.lock().is_empty()

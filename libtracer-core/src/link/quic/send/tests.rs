@@ -231,3 +231,136 @@ fn frames_arrive_in_order_per_stream_with_barriers_and_datagrams() {
         assert_eq!(t, &format!("delivery {seq} {len}"));
     }
 }
+
+/// A sink that says it is full every `PAUSE` frames (a poker thread resumes the reading).
+#[derive(Default)]
+struct Strand {
+    frames: Mutex<Vec<String>>,
+    malformed: Mutex<Option<String>>,
+}
+
+const PAUSE: usize = 50;
+
+impl super::super::inbound::Sink for Strand {
+    fn frame(&self, frame: Frame) -> bool {
+        let mut f = self.frames.lock();
+        f.push(label(&frame));
+        !f.len().is_multiple_of(PAUSE)
+    }
+    fn ping(&self, _nonce: u64) {}
+    fn malformed(&self, why: String) {
+        *self.malformed.lock() = Some(why);
+    }
+    fn lost(&self) {}
+}
+
+/// The receiving end of a link: its control stream is the first bidirectional stream.
+#[derive(Default)]
+struct LinkEnd {
+    inbound: OnceLock<super::super::inbound::Inbound>,
+    strand: Strand,
+}
+
+impl Watcher for LinkEnd {
+    fn progress(&self, conn: &mut Connection) {
+        if self.inbound.get().is_none() {
+            let Some(id) = conn.streams().accept(Dir::Bi) else {
+                return;
+            };
+            let _ = self.inbound.set(super::super::inbound::Inbound::new(
+                id,
+                FrameDecoder::new(MAX_FRAME),
+                bytes::Bytes::new(),
+                Duration::from_secs(5),
+            ));
+        }
+        if let Some(i) = self.inbound.get() {
+            i.progress(conn, &self.strand);
+        }
+    }
+}
+
+#[test]
+fn a_link_on_the_engine_keeps_its_barrier_and_holds_the_peer_while_its_strand_is_full() {
+    let transport = tls::transport(Duration::from_secs(5), Duration::from_secs(1));
+    let id = tls::Identity::self_signed().unwrap();
+    let sc = tls::server_config(&id, tls::ALPN_LINK, transport.clone()).unwrap();
+    let end = Arc::new(LinkEnd::default());
+    let accepted: Arc<OnceLock<Arc<super::super::engine::Conn>>> = Arc::default();
+    let (e2, a2) = (end.clone(), accepted.clone());
+    let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+    let srv = Engine::bind(
+        loopback,
+        Some(sc),
+        4,
+        Box::new(move |c| {
+            let _ = a2.set(c.clone());
+            Some(e2.clone() as Arc<dyn Watcher>)
+        }),
+    )
+    .unwrap();
+    let cli = Engine::bind(loopback, None, 4, Box::new(|_| None)).unwrap();
+    let pumper = Arc::new(Pumper::default());
+    let cc = tls::client_config(&id, tls::ALPN_LINK, transport).unwrap();
+    let conn = cli
+        .connect(
+            cc,
+            srv.local_addr().unwrap(),
+            tls::SERVER_NAME,
+            pumper.clone(),
+        )
+        .unwrap();
+    {
+        let mut c = pumper.connected.lock();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !*c {
+            assert!(!pumper.changed.wait_until(&mut c, deadline).timed_out());
+        }
+    }
+    let control = conn.lock().streams().open(Dir::Bi).unwrap();
+    let s = Arc::new(Sending::new(
+        conn.clone(),
+        control,
+        Duration::from_secs(5),
+        64 << 20,
+    ));
+    let _ = pumper.sending.set(s.clone());
+    let enc = |f: &Frame| encode_parts(f, MAX_FRAME).unwrap();
+    s.send(Route::Control, enc(&Frame::Ok { req: 1 })).unwrap();
+    // 300 x 64 KiB on class 3: beyond the stream's and the connection's windows.
+    const N: u64 = 300;
+    for seq in 1..=N {
+        s.send(Route::ReliableDelivery(3, 7), enc(&delivery(seq, 64 << 10)))
+            .unwrap();
+    }
+    // The READ goes on the control stream, sent before the class-3 backlog (its priority is
+    // higher), and must still be handed up after every delivery written before it.
+    let read = Frame::Read {
+        req: 2,
+        path: "/x".into(),
+    };
+    s.send(Route::Barrier, enc(&read)).unwrap();
+    // The strand resumes the reading whenever it was full (the loop's `Cmd::Resume`).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(c) = accepted.get() {
+            c.poke();
+        }
+        let n = end.strand.frames.lock().len();
+        if n >= N as usize + 2 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{n} frames by the deadline");
+        assert!(end.strand.malformed.lock().is_none());
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    // Streams are not ordered with each other, but for the barrier: the OK anywhere before
+    // the READ (one control stream), the deliveries in order, all before the READ.
+    let frames = end.strand.frames.lock().clone();
+    assert_eq!(frames.len(), N as usize + 2);
+    assert_eq!(frames.last().unwrap(), "read 2");
+    let deliveries: Vec<&String> = frames.iter().filter(|f| *f != "ok 1").collect();
+    for (i, f) in deliveries[..N as usize].iter().enumerate() {
+        assert_eq!(*f, &format!("delivery {} {}", i + 1, 64 << 10));
+    }
+}
