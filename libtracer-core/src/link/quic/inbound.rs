@@ -132,6 +132,14 @@ impl Inbound {
         }
     }
 
+    /// When a parked barrier gives up waiting for its markers: the link's watcher asks the
+    /// engine to look again by then (`Conn::wake_at`), so the check does not wait for traffic.
+    pub(crate) fn deadline(&self) -> Option<Instant> {
+        let st = self.state.lock();
+        st.parked
+            .map(|(_, _, since)| since + self.barrier_wait + Duration::from_millis(1))
+    }
+
     fn fail(&self, st: &mut State, sink: &dyn Sink, why: String) {
         st.done = true;
         sink.malformed(why);

@@ -56,6 +56,8 @@ pub(crate) struct Conn {
     inbox: Mutex<Vec<ConnectionEvent>>,
     /// The connection's timers are due (set by the loop, taken by the lock's holder).
     due: AtomicBool,
+    /// When the watcher asked to look again whatever happens (`wake_at`).
+    wake: Mutex<Option<Instant>>,
 }
 
 struct Core {
@@ -96,7 +98,25 @@ impl Conn {
             watcher: OnceLock::new(),
             inbox: Mutex::new(Vec::new()),
             due: AtomicBool::new(false),
+            wake: Mutex::new(None),
         }
+    }
+
+    /// Let the watcher look again by `at` even if nothing happens on the connection (a
+    /// barrier's or a handshake's deadline, a close's linger). Call it with the connection
+    /// held (from the watcher, or under `lock`): the deadline is recorded when it is let go.
+    #[allow(dead_code, reason = "the transport's links use it from stage 2")]
+    pub(crate) fn wake_at(&self, at: Instant) {
+        let mut w = self.wake.lock();
+        *w = Some(w.map_or(at, |t| t.min(at)));
+    }
+
+    /// The connection's next deadline: its own timers', the watcher's, and `also`.
+    fn next_deadline(&self, conn: &mut Connection, also: Option<Instant>) -> Option<Instant> {
+        [conn.poll_timeout(), *self.wake.lock(), also]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// Who takes this connection's progress (set once, before the first datagram reaches it).
@@ -192,7 +212,12 @@ impl ConnGuard<'_> {
             core.conn.handle_event(ev);
         }
         if due {
-            core.conn.handle_timeout(Instant::now());
+            let now = Instant::now();
+            core.conn.handle_timeout(now);
+            let mut w = owner.wake.lock();
+            if w.is_some_and(|t| t <= now) {
+                *w = None;
+            }
         }
         if let Some(w) = owner.watcher.get() {
             w.progress(&mut core.conn);
@@ -238,7 +263,8 @@ impl ConnGuard<'_> {
                 core.conn.handle_event(back);
             }
         }
-        wire.clock.set(owner.id, core.conn.poll_timeout());
+        let next = owner.next_deadline(&mut core.conn, None);
+        wire.clock.set(owner.id, next);
     }
 
     /// Write `data` to stream `id` gathered with the other small writes of this flush
@@ -274,8 +300,8 @@ impl ConnGuard<'_> {
         };
         if core.corked.is_none() {
             core.corked = Some(until);
-            let next = core.conn.poll_timeout().map_or(until, |t| t.min(until));
-            owner.wire.clock.set(owner.id, Some(next));
+            let next = owner.next_deadline(&mut core.conn, Some(until));
+            owner.wire.clock.set(owner.id, next);
         }
     }
 }

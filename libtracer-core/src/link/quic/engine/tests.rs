@@ -317,3 +317,64 @@ fn the_peers_certificate_is_read_from_an_engine_connection() {
     assert_eq!(chain.len(), 1);
     assert!(super::super::peer_cert::subject_of(&chain[0]).is_ok());
 }
+
+/// Asks to be woken 50 ms after its first look, and notes when it is looked at.
+#[derive(Default)]
+struct Sleeper {
+    conn: std::sync::OnceLock<Arc<super::Conn>>,
+    asked: Mutex<Option<Instant>>,
+    woken: Mutex<Vec<Instant>>,
+    changed: Condvar,
+}
+
+impl Watcher for Sleeper {
+    fn progress(&self, conn: &mut Connection) {
+        while conn.poll().is_some() {}
+        let now = Instant::now();
+        self.woken.lock().push(now);
+        let mut asked = self.asked.lock();
+        if asked.is_none() {
+            if let Some(c) = self.conn.get() {
+                c.wake_at(now + Duration::from_millis(50));
+                *asked = Some(now);
+            }
+        }
+        self.changed.notify_all();
+    }
+}
+
+#[test]
+fn a_watcher_is_woken_at_the_deadline_it_asked_for() {
+    let srv = server(Recorder::new(false, false));
+    let cli = client_engine();
+    let s = Arc::new(Sleeper::default());
+    let c = cli
+        .connect(
+            client_config(),
+            srv.local_addr().unwrap(),
+            tls::SERVER_NAME,
+            s.clone(),
+        )
+        .unwrap();
+    let _ = s.conn.set(c.clone());
+    // Looked at again once the handshake moves the connection; then asks for 50 ms later.
+    let deadline = Instant::now() + PATIENCE;
+    let mut woken = s.woken.lock();
+    loop {
+        let asked = *s.asked.lock();
+        if let Some(at) = asked {
+            let want = at + Duration::from_millis(50);
+            // The keep-alive (1 s) would wake it too, but much later.
+            if woken
+                .iter()
+                .any(|t| *t >= want && *t < want + Duration::from_millis(500))
+            {
+                break;
+            }
+        }
+        assert!(
+            !s.changed.wait_until(&mut woken, deadline).timed_out(),
+            "not woken at its deadline"
+        );
+    }
+}
