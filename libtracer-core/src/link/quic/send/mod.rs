@@ -1,7 +1,8 @@
 //! The sending side of a link on the runtime-free engine (stage 2 of docs/network.md section
 //! 4a): the same carriers and rules as `streams.rs` (section 7: a control stream, a reliable
-//! stream per class opened on first use with its tag byte, datagrams for best effort, the
-//! bounded queues of `queue.rs`, barriers), but no writer task. A sender queues its frame and,
+//! stream per class opened on first use with its tag byte, datagrams for best effort and a
+//! best-effort stream per class behind a one-sample mailbox, `mailbox.rs`; the bounded queues
+//! of `queue.rs`, barriers), but no writer task. A sender queues its frame and,
 //! under the connection's lock, pumps the queues into quinn-proto's streams and sends the
 //! packets itself; a corked sender (`engine/conn.rs`) leaves the pumping to the loop's flush,
 //! and what flow control held back is pumped when the peer's credit comes (the link's
@@ -22,6 +23,9 @@ use super::queue::{Kind, Next, Queue};
 use super::routes::Route;
 use super::streams::{barrier_nonce, ping, SendFail, Shed, CLASSES, CONTROL_PRIORITY};
 use crate::wire::EncodedFrame;
+use mailbox::Mailbox;
+
+mod mailbox;
 
 /// Frames smaller than this are gathered into one write with their neighbours (quinn-proto
 /// walks its send buffer's writes per frame it sends: `engine/stage.rs`); larger ones are
@@ -147,6 +151,8 @@ pub(crate) struct Sending {
     queue_bytes: usize,
     control: Lane,
     reliable: [OnceLock<Lane>; CLASSES],
+    /// Each class's best-effort stream (`mailbox.rs`).
+    mailboxes: [Mutex<Mailbox>; CLASSES],
     /// Serialises barriers: markers and the barrier PING of one READ go out together.
     barrier: Mutex<u64>,
     pub(crate) shed: Arc<Shed>,
@@ -173,6 +179,7 @@ impl Sending {
             queue_bytes,
             control: Lane::new(None, CONTROL_PRIORITY, queue_bytes, Some(control)),
             reliable: Default::default(),
+            mailboxes: std::array::from_fn(|c| Mutex::new(Mailbox::new(c as u8))),
             barrier: Mutex::new(0),
             shed: Arc::new(Shed::default()),
             failed: AtomicBool::new(false),
@@ -209,9 +216,15 @@ impl Sending {
                 if self.datagram(&enc)? {
                     return Ok(0);
                 }
-                // Too large for a datagram: the reliable lane of its class stands in for the
-                // best-effort stream until stage 2 gives it its mailbox.
-                self.reliable_push(c, enc, Kind::Delivery(u64::MAX))?
+                // Too large for a datagram: the class's best-effort stream, through its
+                // one-sample mailbox (never waits).
+                let mut g = self.conn.lock();
+                let mut m = self.mailboxes[usize::from(c)].lock();
+                m.offer(&mut g, enc, &self.shed);
+                if !g.corked() {
+                    m.pump(&mut g);
+                }
+                return Ok(0);
             }
             Route::Barrier => self.barrier(enc)?,
         };
@@ -288,6 +301,9 @@ impl Sending {
             self.control.pump(conn)?;
             for lane in self.reliable.iter().rev().filter_map(OnceLock::get) {
                 lane.pump(conn)?;
+            }
+            for m in self.mailboxes.iter().rev() {
+                m.lock().pump(conn);
             }
             Ok(())
         })();

@@ -280,8 +280,15 @@ impl Watcher for LinkEnd {
     }
 }
 
-#[test]
-fn a_link_on_the_engine_keeps_its_barrier_and_holds_the_peer_while_its_strand_is_full() {
+/// A sending end (client) linked to a receiving end (server) on two engines.
+struct Pair {
+    _engines: (Engine, Engine),
+    end: Arc<LinkEnd>,
+    accepted: Arc<OnceLock<Arc<super::super::engine::Conn>>>,
+    s: Arc<Sending>,
+}
+
+fn pair() -> Pair {
     let transport = tls::transport(Duration::from_secs(5), Duration::from_secs(1));
     let id = tls::Identity::self_signed().unwrap();
     let sc = tls::server_config(&id, tls::ALPN_LINK, transport.clone()).unwrap();
@@ -325,6 +332,42 @@ fn a_link_on_the_engine_keeps_its_barrier_and_holds_the_peer_while_its_strand_is
         64 << 20,
     ));
     let _ = pumper.sending.set(s.clone());
+    Pair {
+        _engines: (srv, cli),
+        end,
+        accepted,
+        s,
+    }
+}
+
+impl Pair {
+    /// Wait until the receiving end's strand has `n` frames, resuming it whenever it was
+    /// full (the loop's `Cmd::Resume`).
+    fn wait_for(&self, n: usize) -> Vec<String> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(c) = self.accepted.get() {
+                c.poke();
+            }
+            let got = self.end.strand.frames.lock().clone();
+            if got.len() >= n {
+                return got;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} frames by the deadline",
+                got.len()
+            );
+            assert!(self.end.strand.malformed.lock().is_none());
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+}
+
+#[test]
+fn a_link_on_the_engine_keeps_its_barrier_and_holds_the_peer_while_its_strand_is_full() {
+    let p = pair();
+    let s = &p.s;
     let enc = |f: &Frame| encode_parts(f, MAX_FRAME).unwrap();
     s.send(Route::Control, enc(&Frame::Ok { req: 1 })).unwrap();
     // 300 x 64 KiB on class 3: beyond the stream's and the connection's windows.
@@ -340,27 +383,56 @@ fn a_link_on_the_engine_keeps_its_barrier_and_holds_the_peer_while_its_strand_is
         path: "/x".into(),
     };
     s.send(Route::Barrier, enc(&read)).unwrap();
-    // The strand resumes the reading whenever it was full (the loop's `Cmd::Resume`).
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(c) = accepted.get() {
-            c.poke();
-        }
-        let n = end.strand.frames.lock().len();
-        if n >= N as usize + 2 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "{n} frames by the deadline");
-        assert!(end.strand.malformed.lock().is_none());
-        std::thread::sleep(Duration::from_millis(2));
-    }
+    p.wait_for(N as usize + 2);
     // Streams are not ordered with each other, but for the barrier: the OK anywhere before
     // the READ (one control stream), the deliveries in order, all before the READ.
-    let frames = end.strand.frames.lock().clone();
+    let frames = p.end.strand.frames.lock().clone();
     assert_eq!(frames.len(), N as usize + 2);
     assert_eq!(frames.last().unwrap(), "read 2");
     let deliveries: Vec<&String> = frames.iter().filter(|f| *f != "ok 1").collect();
     for (i, f) in deliveries[..N as usize].iter().enumerate() {
         assert_eq!(*f, &format!("delivery {} {}", i + 1, 64 << 10));
+    }
+}
+
+#[test]
+fn large_best_effort_samples_replace_and_abandon_each_other_and_the_newest_arrives() {
+    let p = pair();
+    let enc = |f: &Frame| encode_parts(f, MAX_FRAME).unwrap();
+    // The control stream first, as a link's HELLO: the peer sees it once it carries bytes.
+    p.s.send(Route::Control, enc(&Frame::Ok { req: 1 }))
+        .unwrap();
+    // Too large for a datagram: the class's best-effort stream, back to back.
+    const N: u64 = 6;
+    for seq in 1..=N {
+        p.s.send(Route::BestEffort(2), enc(&delivery(seq, 300 << 10)))
+            .unwrap();
+    }
+    let shed = &p.s.shed;
+    let settled = || {
+        let got: Vec<String> = (p.end.strand.frames.lock().iter())
+            .filter(|f| *f != "ok 1")
+            .cloned()
+            .collect();
+        let gone = shed.replaced.load(std::sync::atomic::Ordering::Relaxed)
+            + shed.abandoned.load(std::sync::atomic::Ordering::Relaxed);
+        (got, gone)
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (got, gone) = settled();
+        if got
+            .last()
+            .is_some_and(|l| *l == format!("delivery {N} {}", 300 << 10))
+        {
+            // Every sample arrived whole or was counted as given up; none arrived twice.
+            assert_eq!(got.len() as u64 + gone, N, "{got:?} and {gone} given up");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the newest did not arrive: {got:?}"
+        );
+        std::thread::sleep(Duration::from_millis(2));
     }
 }
