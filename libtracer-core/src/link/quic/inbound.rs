@@ -5,8 +5,8 @@
 //! every frame handed to the link's [`Sink`] (its strand) in order per stream. The same rules
 //! as the reader tasks of `receive.rs`: a barrier parks the control stream until the named
 //! streams have handed up its marker; a full sink stops the reading (the bytes stay in
-//! quinn-proto, no credit goes back, QUIC holds the peer) until [`Conn::poke`] after it
-//! drained. Not used by the transport yet.
+//! quinn-proto, no credit goes back, QUIC holds the peer) until the link's strand has drained
+//! ([`Inbound::resume`], then [`Conn::poke`]). Not used by the transport yet.
 //!
 //! [`Conn::poke`]: super::engine::Conn::poke
 #![allow(dead_code, reason = "the transport's links use it from stage 2")]
@@ -103,7 +103,11 @@ impl Inbound {
         while let Some(id) = conn.streams().accept(Dir::Uni) {
             st.edges.insert(id, EdgeRx::default());
         }
-        st.paused = false;
+        if st.paused {
+            // Until the strand has room (`resume`): the bytes stay in quinn-proto, whose
+            // windows then hold the peer back; datagrams wait in its bounded buffer.
+            return;
+        }
         // Datagrams: one best-effort DELIVERY each.
         while let Some(d) = conn.datagrams().recv() {
             match decode_datagram(&d) {
@@ -130,6 +134,12 @@ impl Inbound {
                 return self.fail(&mut st, sink, why);
             }
         }
+    }
+
+    /// The sink has room again: reading resumes at the connection's next progress (the
+    /// strand's drain calls this, then `Conn::poke`).
+    pub(crate) fn resume(&self) {
+        self.state.lock().paused = false;
     }
 
     /// When a parked barrier gives up waiting for its markers: the link's watcher asks the

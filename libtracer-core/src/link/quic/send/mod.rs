@@ -12,7 +12,7 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
@@ -49,6 +49,8 @@ struct LaneIo {
     tag_sent: bool,
     /// Taken from the queue, not yet taken by the stream (in order).
     chunks: VecDeque<Bytes>,
+    /// Since when what is left has waited with the stream taking nothing.
+    stuck: Option<Instant>,
 }
 
 impl Lane {
@@ -65,18 +67,32 @@ impl Lane {
         }
     }
 
-    /// Hand the stream what is queued, as far as its credit goes. `Err`: the stream is gone.
+    /// Hand the stream what is queued, as far as its credit goes, and note since when what is
+    /// left has waited without the stream taking a byte (the write timeout's clock, as a
+    /// writer task's). `Err`: the stream is gone.
     fn pump(&self, conn: &mut Connection) -> Result<(), SendFail> {
         let mut io = self.io.lock();
+        let moved = self.pump_io(conn, &mut io)?;
+        let left = !io.chunks.is_empty() || !self.queue.try_peek_empty();
+        io.stuck = match (left, moved) {
+            (false, _) => None,
+            (true, true) => Some(Instant::now()),
+            (true, false) => io.stuck.or_else(|| Some(Instant::now())),
+        };
+        Ok(())
+    }
+
+    /// `pump`'s work: true when the stream took bytes.
+    fn pump_io(&self, conn: &mut Connection, io: &mut LaneIo) -> Result<bool, SendFail> {
         let id = match io.id {
             Some(id) => id,
             None => {
                 if self.queue.try_peek_empty() && io.chunks.is_empty() {
-                    return Ok(());
+                    return Ok(false);
                 }
                 // At the peer's stream limit: tried again at the next progress.
                 let Some(id) = conn.streams().open(Dir::Uni) else {
-                    return Ok(());
+                    return Ok(false);
                 };
                 let _ = conn.send_stream(id).set_priority(self.priority);
                 io.id = Some(id);
@@ -86,13 +102,14 @@ impl Lane {
         if let (Some(tag), false) = (self.tag, io.tag_sent) {
             match conn.send_stream(id).write(&[tag]) {
                 Ok(1) => io.tag_sent = true,
-                Ok(_) | Err(WriteError::Blocked) => return Ok(()),
+                Ok(_) | Err(WriteError::Blocked) => return Ok(false),
                 Err(_) => return Err(SendFail::Closed),
             }
         }
+        let mut moved = false;
         loop {
             if io.chunks.is_empty() && !self.refill(&mut io.chunks) {
-                return Ok(());
+                return Ok(moved);
             }
             match conn
                 .send_stream(id)
@@ -104,10 +121,11 @@ impl Lane {
                         io.chunks.pop_front();
                     }
                     if w.bytes == 0 {
-                        return Ok(());
+                        return Ok(moved);
                     }
+                    moved = true;
                 }
-                Err(WriteError::Blocked) => return Ok(()),
+                Err(WriteError::Blocked) => return Ok(moved),
                 Err(_) => return Err(SendFail::Closed),
             }
         }
@@ -291,6 +309,23 @@ impl Sending {
             }
             Err(_) => Ok(false),
         }
+    }
+
+    /// When the link must close for a stream that has taken no byte for the write timeout
+    /// (docs/network.md section 4: it bounds a stall, not a transfer), if one is waiting: the
+    /// link's watcher asks the engine to look by then (`Conn::wake_at`) and closes the link
+    /// once `stalled`.
+    pub(crate) fn stall_deadline(&self) -> Option<Instant> {
+        std::iter::once(&self.control)
+            .chain(self.reliable.iter().filter_map(OnceLock::get))
+            .filter_map(|l| l.io.lock().stuck)
+            .min()
+            .map(|since| since + self.write_timeout)
+    }
+
+    /// Whether a stream has taken no byte for the write timeout.
+    pub(crate) fn stalled(&self) -> bool {
+        self.stall_deadline().is_some_and(|at| at <= Instant::now())
     }
 
     /// Hand every stream what is queued for it, as far as the peer's credit goes: from a

@@ -346,7 +346,8 @@ impl Pair {
     fn wait_for(&self, n: usize) -> Vec<String> {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
-            if let Some(c) = self.accepted.get() {
+            if let (Some(c), Some(i)) = (self.accepted.get(), self.end.inbound.get()) {
+                i.resume();
                 c.poke();
             }
             let got = self.end.strand.frames.lock().clone();
@@ -435,4 +436,30 @@ fn large_best_effort_samples_replace_and_abandon_each_other_and_the_newest_arriv
         );
         std::thread::sleep(Duration::from_millis(2));
     }
+}
+
+#[test]
+fn a_stream_the_peer_takes_nothing_from_is_stalled_after_the_write_timeout() {
+    let p = pair();
+    let enc = |f: &Frame| encode_parts(f, MAX_FRAME).unwrap();
+    p.s.send(Route::Control, enc(&Frame::Ok { req: 1 }))
+        .unwrap();
+    p.wait_for(1);
+    // The receiving end's strand is full from its 50th frame on and nobody resumes it, so
+    // the peer's windows close: 200 x 256 KiB cannot all go.
+    for seq in 1..=200 {
+        p.s.send(
+            Route::ReliableDelivery(1, 9),
+            enc(&delivery(seq, 256 << 10)),
+        )
+        .unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !p.s.stalled() {
+        assert!(Instant::now() < deadline, "never stalled");
+        // The sender's watcher pumps on every progress; keep the clock moving.
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let at = p.s.stall_deadline().unwrap();
+    assert!(at <= Instant::now());
 }
