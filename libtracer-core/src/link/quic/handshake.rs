@@ -9,9 +9,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 
 use super::expiry::{self, first, Expiry};
-use super::link::{
-    self, hello, read_hello, refuse, write_frame, HelloOutcome, PeerHello, QuicLink,
-};
+use super::hello::{HelloOutcome, PeerHello};
+use super::link::{self, hello, read_hello, refuse, write_frame, QuicLink};
 use super::peer_cert::PeerCerts;
 use super::{peer_address, runtime, tls, Inner, Table, AUTH_LOGGED_MAX, MAX_CONNECTIONS};
 use crate::acl::Subject;

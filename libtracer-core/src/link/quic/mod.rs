@@ -23,6 +23,7 @@ mod engine;
 mod exercise;
 mod expiry;
 mod handshake;
+mod hello;
 mod ifaces;
 mod inbound;
 mod link;
