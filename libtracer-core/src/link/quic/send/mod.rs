@@ -9,8 +9,9 @@
 //! watcher calls [`Sending::pump`] on every progress). Not used by the transport yet.
 #![allow(dead_code, reason = "the transport's links use it from stage 2")]
 
+use std::cell::Cell;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -22,10 +23,16 @@ use super::engine::Conn;
 use super::queue::{Kind, Next, Queue};
 use super::routes::Route;
 use super::streams::{barrier_nonce, ping, SendFail, Shed, CLASSES, CONTROL_PRIORITY};
-use crate::wire::EncodedFrame;
+use crate::wire::{EncodedFrame, Frame};
 use mailbox::Mailbox;
 
 mod mailbox;
+
+thread_local! {
+    /// The sending side whose connection this thread holds in `Sending::holding` (its
+    /// address; 0: none).
+    static HOLDING: Cell<usize> = const { Cell::new(0) };
+}
 
 /// Frames smaller than this are gathered into one write with their neighbours (quinn-proto
 /// walks its send buffer's writes per frame it sends: `engine/stage.rs`); larger ones are
@@ -176,7 +183,8 @@ pub(crate) struct Sending {
     pub(crate) shed: Arc<Shed>,
     /// A stream went (the peer stopped it, or the connection closed).
     failed: AtomicBool,
-    sent: AtomicU64,
+    /// Sent from inside `holding`, to queue at its end.
+    deferred: Mutex<Vec<(Route, EncodedFrame)>>,
 }
 
 impl Sending {
@@ -201,7 +209,7 @@ impl Sending {
             barrier: Mutex::new(0),
             shed: Arc::new(Shed::default()),
             failed: AtomicBool::new(false),
-            sent: AtomicU64::new(0),
+            deferred: Mutex::new(Vec::new()),
         }
     }
 
@@ -217,97 +225,145 @@ impl Sending {
     }
 
     /// Queue `enc` where `route` says and send what the streams take, from this thread (or,
-    /// corked, from the loop's next flush). How many queued deliveries it dropped.
+    /// corked, from the loop's next flush). How many queued deliveries it dropped. Called from
+    /// inside [`Sending::holding`] (a callback the link's watcher runs, which holds the
+    /// connection), the frame is kept and sent when the watcher is done.
     pub(crate) fn send(&self, route: Route, enc: EncodedFrame) -> Result<u64, SendFail> {
         if self.failed.load(Ordering::Acquire) {
             return Err(SendFail::Closed);
         }
-        let dropped = match route {
-            Route::Control => self
-                .control
-                .queue
-                .push(enc, Kind::Kept, self.write_timeout)?,
-            Route::Reliable(c) => self.reliable_push(c, enc, Kind::Kept)?,
-            Route::ReliableDelivery(c, edge) => self.reliable_push(c, enc, Kind::Delivery(edge))?,
-            Route::Owed(c) => self.reliable_push(c, enc, Kind::Owed)?,
-            Route::BestEffort(c) => {
-                if self.datagram(&enc)? {
-                    return Ok(0);
-                }
-                // Too large for a datagram: the class's best-effort stream, through its
-                // one-sample mailbox (never waits).
-                let mut g = self.conn.lock();
-                let mut m = self.mailboxes[usize::from(c)].lock();
-                m.offer(&mut g, enc, &self.shed);
-                if !g.corked() {
-                    m.pump(&mut g);
-                }
-                return Ok(0);
-            }
-            Route::Barrier => self.barrier(enc)?,
-        };
-        if dropped != 0 {
-            self.shed.dropped.fetch_add(dropped, Ordering::Relaxed);
+        if HOLDING.with(Cell::get) == self.key() {
+            self.deferred.lock().push((route, enc));
+            return Ok(0);
         }
-        self.sent.fetch_add(1, Ordering::Relaxed);
+        let (dropped, best_effort) = self.enqueue(route, enc, self.write_timeout)?;
         let mut g = self.conn.lock();
+        if let Some((c, enc)) = best_effort {
+            self.best_effort(&mut g, c, enc);
+        }
         if !g.corked() {
             self.pump(&mut g)?;
         }
         Ok(dropped)
     }
 
-    fn reliable_push(&self, c: u8, enc: EncodedFrame, kind: Kind) -> Result<u64, SendFail> {
+    /// Run `f` (the link's watcher handing frames to its strand, whose callbacks may send)
+    /// with `conn`, this link's connection, held by the caller: what `f` sends is kept and
+    /// queued at the end, under the same hold (a send from inside would wait for the lock its
+    /// own thread holds). Kept frames do not wait for room there: a full queue fails them.
+    pub(crate) fn holding<R>(&self, conn: &mut Connection, f: impl FnOnce() -> R) -> R {
+        let before = HOLDING.with(|h| h.replace(self.key()));
+        let r = f();
+        HOLDING.with(|h| h.set(before));
+        let kept = std::mem::take(&mut *self.deferred.lock());
+        for (route, enc) in kept {
+            match self.enqueue(route, enc, Duration::ZERO) {
+                Ok((_, Some((c, enc)))) => self.best_effort(conn, c, enc),
+                Ok(_) => {}
+                Err(_) => self.failed.store(true, Ordering::Release),
+            }
+        }
+        r
+    }
+
+    /// Identifies this link's sending side to `holding`.
+    fn key(&self) -> usize {
+        std::ptr::from_ref(self) as usize
+    }
+
+    /// Queue `enc` on its stream (a kept frame waits up to `wait` for room): the deliveries it
+    /// dropped, or the best-effort frame back with its class (a datagram or the mailbox, which
+    /// need the connection).
+    fn enqueue(
+        &self,
+        route: Route,
+        enc: EncodedFrame,
+        wait: Duration,
+    ) -> Result<(u64, Option<(u8, EncodedFrame)>), SendFail> {
+        let dropped = match route {
+            Route::Control => self.control.queue.push(enc, Kind::Kept, wait)?,
+            Route::Reliable(c) => self.reliable_push(c, enc, Kind::Kept, wait)?,
+            Route::ReliableDelivery(c, edge) => {
+                self.reliable_push(c, enc, Kind::Delivery(edge), wait)?
+            }
+            Route::Owed(c) => self.reliable_push(c, enc, Kind::Owed, wait)?,
+            Route::BestEffort(c) => return Ok((0, Some((c, enc)))),
+            Route::Barrier => self.barrier(enc, wait)?,
+        };
+        if dropped != 0 {
+            self.shed.dropped.fetch_add(dropped, Ordering::Relaxed);
+        }
+        Ok((dropped, None))
+    }
+
+    /// A best-effort frame: one datagram if it fits, else the class's best-effort stream
+    /// through its one-sample mailbox (never waits).
+    fn best_effort(&self, conn: &mut Connection, c: u8, enc: EncodedFrame) {
+        if self.datagram(conn, &enc) {
+            return;
+        }
+        self.mailboxes[usize::from(c)]
+            .lock()
+            .offer(conn, enc, &self.shed);
+    }
+
+    fn reliable_push(
+        &self,
+        c: u8,
+        enc: EncodedFrame,
+        kind: Kind,
+        wait: Duration,
+    ) -> Result<u64, SendFail> {
         let lane = self.lane(c);
-        let dropped = lane.queue.push(enc, kind, self.write_timeout)?;
+        let dropped = lane.queue.push(enc, kind, wait)?;
         lane.dirty.store(true, Ordering::Release);
         Ok(dropped)
     }
 
     /// A READ: a marker on every reliable stream written since the last barrier, the barrier
     /// PING naming them on the control stream, then the READ (wire.md section 5).
-    fn barrier(&self, enc: EncodedFrame) -> Result<u64, SendFail> {
+    fn barrier(&self, enc: EncodedFrame, wait: Duration) -> Result<u64, SendFail> {
         let mut n = self.barrier.lock();
         *n += 1;
         let (mut classes, mut dropped) = (0u8, 0);
         for (c, lane) in self.reliable.iter().enumerate() {
             if let Some(lane) = lane.get().filter(|l| l.dirty.swap(false, Ordering::AcqRel)) {
-                dropped += lane.queue.push(ping(*n), Kind::Kept, self.write_timeout)?;
+                dropped += lane.queue.push(ping(*n), Kind::Kept, wait)?;
                 classes |= 1 << c;
             }
         }
         if classes != 0 {
             let marker = ping(barrier_nonce(*n, classes));
-            self.control
-                .queue
-                .push(marker, Kind::Kept, self.write_timeout)?;
+            self.control.queue.push(marker, Kind::Kept, wait)?;
         }
-        self.control
-            .queue
-            .push(enc, Kind::Kept, self.write_timeout)?;
+        self.control.queue.push(enc, Kind::Kept, wait)?;
         Ok(dropped)
     }
 
     /// A best-effort frame as one datagram, if the connection takes datagrams of its size.
-    fn datagram(&self, enc: &EncodedFrame) -> Result<bool, SendFail> {
-        let mut g = self.conn.lock();
-        let Some(max) = g.datagrams().max_size() else {
-            return Ok(false);
+    fn datagram(&self, conn: &mut Connection, enc: &EncodedFrame) -> bool {
+        let Some(max) = conn.datagrams().max_size() else {
+            return false;
         };
         if enc.len() > max {
-            return Ok(false);
+            return false;
         }
         let mut b = BytesMut::with_capacity(enc.len());
         b.extend_from_slice(&enc.head);
         if let Some(p) = &enc.payload {
             b.extend_from_slice(p);
         }
-        match g.datagrams().send(b.freeze(), true) {
-            Ok(()) => {
-                self.shed.datagrams.fetch_add(1, Ordering::Relaxed);
-                Ok(true)
-            }
-            Err(_) => Ok(false),
+        if conn.datagrams().send(b.freeze(), true).is_err() {
+            return false;
+        }
+        self.shed.datagrams.fetch_add(1, Ordering::Relaxed);
+        true
+    }
+
+    /// A PONG for the peer's PING: never waits (dropped when the control queue is full).
+    pub(crate) fn pong(&self, nonce: u64) {
+        if let Ok(enc) = crate::wire::encode_parts(&Frame::Pong { nonce }, crate::wire::MAX_FRAME) {
+            let _ = self.control.queue.push(enc, Kind::Kept, Duration::ZERO);
         }
     }
 
