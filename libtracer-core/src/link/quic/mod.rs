@@ -19,6 +19,7 @@
 mod announce;
 mod config;
 mod directory;
+mod elink;
 mod engine;
 mod exercise;
 mod expiry;

@@ -24,6 +24,15 @@ use super::{EngineShared, WeakEngine};
 
 const CLOCK: Token = Token(0);
 
+thread_local! {
+    static ON_LOOP: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the caller is the engine loop's thread (which must never block).
+pub(crate) fn on_loop() -> bool {
+    ON_LOOP.with(std::cell::Cell::get)
+}
+
 struct Shared {
     registry: Registry,
     clock: Arc<Clock>,
@@ -114,6 +123,7 @@ pub(super) fn untrack(id: u64) {
 }
 
 fn run(mut poll: Poll, shared: &Shared) {
+    ON_LOOP.with(|l| l.set(true));
     let mut events = Events::with_capacity(256);
     let mut buf = vec![0u8; RECEIPT];
     let mut out = Vec::new();

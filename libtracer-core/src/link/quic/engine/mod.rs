@@ -30,6 +30,7 @@ use quinn_proto::{
 };
 
 pub(crate) use conn::{Conn, Watcher};
+pub(crate) use driver::on_loop;
 pub(crate) use stage::Staged;
 use udp::Udp;
 

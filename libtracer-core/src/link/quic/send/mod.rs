@@ -58,6 +58,8 @@ struct LaneIo {
     chunks: VecDeque<Bytes>,
     /// Since when what is left has waited with the stream taking nothing.
     stuck: Option<Instant>,
+    /// The stream's priority class is set.
+    prioritized: bool,
 }
 
 impl Lane {
@@ -101,11 +103,16 @@ impl Lane {
                 let Some(id) = conn.streams().open(Dir::Uni) else {
                     return Ok(false);
                 };
-                let _ = conn.send_stream(id).set_priority(self.priority);
                 io.id = Some(id);
                 id
             }
         };
+        // Here, not where the lane is made: that may be inside the connection's watcher,
+        // which holds the connection already.
+        if !io.prioritized {
+            let _ = conn.send_stream(id).set_priority(self.priority);
+            io.prioritized = true;
+        }
         if let (Some(tag), false) = (self.tag, io.tag_sent) {
             match conn.send_stream(id).write(&[tag]) {
                 Ok(1) => io.tag_sent = true,
@@ -188,17 +195,14 @@ pub(crate) struct Sending {
 }
 
 impl Sending {
-    /// The sending side of `conn`, whose control stream `control` is open.
+    /// The sending side of `conn`, whose control stream `control` is open. Takes no lock of
+    /// the connection (the link's watcher, which holds it, may make the link).
     pub(crate) fn new(
         conn: Arc<Conn>,
         control: StreamId,
         write_timeout: Duration,
         queue_bytes: usize,
     ) -> Sending {
-        let _ = conn
-            .lock()
-            .send_stream(control)
-            .set_priority(CONTROL_PRIORITY);
         Sending {
             conn,
             write_timeout,
@@ -251,9 +255,13 @@ impl Sending {
     /// with `conn`, this link's connection, held by the caller: what `f` sends is kept and
     /// queued at the end, under the same hold (a send from inside would wait for the lock its
     /// own thread holds). Kept frames do not wait for room there: a full queue fails them.
-    pub(crate) fn holding<R>(&self, conn: &mut Connection, f: impl FnOnce() -> R) -> R {
+    pub(crate) fn holding<R>(
+        &self,
+        conn: &mut Connection,
+        f: impl FnOnce(&mut Connection) -> R,
+    ) -> R {
         let before = HOLDING.with(|h| h.replace(self.key()));
-        let r = f();
+        let r = f(conn);
         HOLDING.with(|h| h.set(before));
         let kept = std::mem::take(&mut *self.deferred.lock());
         for (route, enc) in kept {
@@ -264,6 +272,11 @@ impl Sending {
             }
         }
         r
+    }
+
+    /// Whether this thread holds the connection in `holding` (a callback the watcher runs).
+    pub(crate) fn held_here(&self) -> bool {
+        HOLDING.with(Cell::get) == self.key()
     }
 
     /// Identifies this link's sending side to `holding`.
