@@ -4,8 +4,7 @@
 //! to an idle strand landed by the engine loop itself). The link is the connection's watcher:
 //! each time the connection moves it reads, hands frames to the strand, sends what it can,
 //! and asks to be woken for its own deadlines (a parked barrier, the write timeout). The
-//! HELLO exchange and the transport's table are not here: the transport does not make these
-//! links yet.
+//! HELLO exchange that makes it is `ehello.rs`; the transport does not make these links yet.
 #![allow(dead_code, reason = "the transport makes these links from stage 2")]
 
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -194,3 +194,100 @@ fn links_on_engines_carry_frames_both_ways_and_go_down_once() {
         assert_eq!(r.seen.lock().iter().filter(|f| *f == "down").count(), 1);
     }
 }
+
+/// One side's greeting, making a link with `handler` once the HELLOs are exchanged; `refuse`
+/// names a peer this side refuses.
+fn greeting(
+    side: super::super::ehello::Side,
+    name: &str,
+    refuse: Option<&'static str>,
+    handler: Arc<Recorder>,
+) -> Arc<super::super::ehello::Greeting> {
+    use super::super::ehello::Greeting;
+    let hello = super::super::link::hello(name, None, 7400);
+    Arc::new(Greeting::new(
+        side,
+        &hello,
+        Instant::now() + Duration::from_secs(5),
+        Box::new(move |h| match refuse {
+            Some(n) if h.node == n => Err(format!("{n} is not welcome")),
+            _ => Ok(()),
+        }),
+        Box::new(move |conn, h, control, dec, rest| {
+            let mut m = made(&h.node, conn, control);
+            (m.dec, m.rest, m.peer_max) = (dec, rest, h.max_frame);
+            Some(EngineLink::start(m, handler.clone(), no_hooks()))
+        }),
+    ))
+}
+
+#[test]
+fn links_on_engines_are_made_by_the_hello_exchange_or_refused() {
+    use super::super::ehello::Side;
+    let transport = tls::transport(Duration::from_secs(5), Duration::from_secs(1));
+    let id = tls::Identity::self_signed().unwrap();
+    let sc = tls::server_config(&id, tls::ALPN_LINK, transport.clone()).unwrap();
+    let on_b = Arc::new(Recorder::default());
+    let accepted: Arc<Mutex<Vec<Arc<super::super::ehello::Greeting>>>> = Arc::default();
+    let (acc, hb) = (accepted.clone(), on_b.clone());
+    let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+    let b = Engine::bind(
+        loopback,
+        Some(sc),
+        4,
+        Box::new(move |c| {
+            let g = greeting(Side::Acceptor, "b", Some("stranger"), hb.clone());
+            let _ = g.conn.set(c.clone());
+            acc.lock().push(g.clone());
+            Some(g as Arc<dyn Watcher>)
+        }),
+    )
+    .unwrap();
+    let a = Engine::bind(loopback, None, 4, Box::new(|_| None)).unwrap();
+    let on_a = Arc::new(Recorder::default());
+    let ga = greeting(Side::Initiator, "a", None, on_a.clone());
+    let cc = tls::client_config(&id, tls::ALPN_LINK, transport.clone()).unwrap();
+    let conn = a
+        .connect(cc, b.local_addr().unwrap(), tls::SERVER_NAME, ga.clone())
+        .unwrap();
+    let _ = ga.conn.set(conn.clone());
+    on_a.wait("a's on_up", |s| s.first().is_some_and(|f| f == "up"));
+    on_b.wait("b's on_up", |s| s.first().is_some_and(|f| f == "up"));
+    let link_a = ga.link().unwrap().clone();
+    assert_eq!(link_a.peer().name, "b");
+    let d = Frame::Delivery {
+        edge: 7,
+        meta: Meta {
+            source_timestamp_ns: 1,
+            sequence: 42,
+            writer: [7; 16],
+        },
+        suffix: None,
+        payload: Payload::from(vec![1u8; 100]),
+    };
+    link_a.send(&d).unwrap();
+    on_a.wait("b's answer", |s| s.iter().any(|f| f == "ok 42"));
+    // A peer b refuses: no link on either side, and the initiator's connection goes.
+    let on_c = Arc::new(Recorder::default());
+    let gc = greeting(Side::Initiator, "stranger", None, on_c.clone());
+    let cc = tls::client_config(&id, tls::ALPN_LINK, transport).unwrap();
+    let conn_c = a
+        .connect(cc, b.local_addr().unwrap(), tls::SERVER_NAME, gc.clone())
+        .unwrap();
+    let _ = gc.conn.set(conn_c.clone());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !conn_c.lock().is_closed() {
+        assert!(Instant::now() < deadline, "the refused connection stayed");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(gc.link().is_none());
+    assert!(on_c.seen.lock().is_empty());
+    assert_eq!(
+        accepted
+            .lock()
+            .iter()
+            .filter(|g| g.link().is_some())
+            .count(),
+        1
+    );
+}

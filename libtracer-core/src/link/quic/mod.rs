@@ -19,6 +19,7 @@
 mod announce;
 mod config;
 mod directory;
+mod ehello;
 mod elink;
 mod engine;
 mod exercise;
