@@ -38,7 +38,8 @@ pub(crate) type MakeLink = Box<
 /// A connection's watcher from its start to its link.
 pub(crate) struct Greeting {
     side: Side,
-    /// The connection, set by the caller once the engine made it.
+    /// The connection, set by the caller once the engine made it (then `Conn::poke`: the
+    /// greeting does nothing before).
     pub(crate) conn: OnceLock<Arc<Conn>>,
     ours: Bytes,
     deadline: Instant,
@@ -112,6 +113,9 @@ impl Watcher for Greeting {
         if self.link.0.get().is_some() {
             return self.link.progress(conn);
         }
+        let Some(c) = self.conn.get() else {
+            return;
+        };
         let mut st = self.state.lock();
         if st.over {
             return;
@@ -120,9 +124,7 @@ impl Watcher for Greeting {
             return Self::fail(&mut st, conn, b"no HELLO in time");
         }
         // The engine wakes us by the deadline whatever happens.
-        if let Some(c) = self.conn.get() {
-            c.wake_at(self.deadline);
-        }
+        c.wake_at(self.deadline);
         // Events are the link's business: a greeting looks at the connection itself.
         while conn.poll().is_some() {}
         if conn.is_closed() {

@@ -251,8 +251,15 @@ fn links_on_engines_are_made_by_the_hello_exchange_or_refused() {
         .connect(cc, b.local_addr().unwrap(), tls::SERVER_NAME, ga.clone())
         .unwrap();
     let _ = ga.conn.set(conn.clone());
+    conn.poke();
     on_a.wait("a's on_up", |s| s.first().is_some_and(|f| f == "up"));
     on_b.wait("b's on_up", |s| s.first().is_some_and(|f| f == "up"));
+    // `on_up` may run before the greeting has noted its link.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while ga.link().is_none() {
+        assert!(Instant::now() < deadline, "no link noted");
+        std::thread::sleep(Duration::from_millis(1));
+    }
     let link_a = ga.link().unwrap().clone();
     assert_eq!(link_a.peer().name, "b");
     let d = Frame::Delivery {
@@ -275,6 +282,7 @@ fn links_on_engines_are_made_by_the_hello_exchange_or_refused() {
         .connect(cc, b.local_addr().unwrap(), tls::SERVER_NAME, gc.clone())
         .unwrap();
     let _ = gc.conn.set(conn_c.clone());
+    conn_c.poke();
     let deadline = Instant::now() + Duration::from_secs(10);
     while !conn_c.lock().is_closed() {
         assert!(Instant::now() < deadline, "the refused connection stayed");
