@@ -2,7 +2,9 @@
 //! edges"): a best-effort sample too large for a datagram waits in a one-sample mailbox, a
 //! newer one replaces it (counted), and one half written when a newer comes is abandoned: its
 //! stream is reset (counted; the receiver drops the cut frame) and the newer goes on a new
-//! stream. Each stream starts with the tag `8 + class`. A best-effort send never waits.
+//! stream. Each sample has a stream of its own, finished once the sample is written, so a
+//! reset never takes a whole sample with it. Each stream starts with the tag `8 + class`. A
+//! best-effort send never waits.
 
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
@@ -85,7 +87,13 @@ impl Mailbox {
                     while self.chunks.front().is_some_and(Bytes::is_empty) {
                         self.chunks.pop_front();
                     }
-                    if w.bytes == 0 {
+                    if self.chunks.is_empty() {
+                        // Whole: its stream is finished and the next sample takes a new one,
+                        // since a reset drops everything on its stream not yet acknowledged,
+                        // and would lose this sample uncounted with the newer half written.
+                        let _ = conn.send_stream(id).finish();
+                        self.stream = None;
+                    } else if w.bytes == 0 {
                         return;
                     }
                 }
