@@ -2,13 +2,15 @@
 //! same run (`libtracer_core::link::quic::probe_ping`: quinn with a link's settings, nothing
 //! of libtracer above it).
 //!
-//!   bench_quic echo PORT [task|thread|inline]                   (host B, every address: answers)
-//!   bench_quic ping ADDR PORT SIZE ITERS [task|thread|inline]   (host A: prints one JSON line)
-//!   bench_quic burst ADDR PORT SIZE BURST ROUNDS [task|thread|inline]   (host A: throughput)
+//!   bench_quic echo PORT [task|thread|inline|engine]                   (host B, every address: answers)
+//!   bench_quic ping ADDR PORT SIZE ITERS [task|thread|inline|engine]   (host A: prints one JSON line)
+//!   bench_quic burst ADDR PORT SIZE BURST ROUNDS [task|thread|inline|engine]   (host A: throughput)
 //!
 //! `task` (the default) runs the loop as a task on the QUIC runtime's worker; `thread` on a
 //! plain thread that waits on the runtime for each write and read, as an rcl thread does;
-//! `inline` on quinn-proto alone, driven by the one thread that uses it (no runtime).
+//! `inline` on quinn-proto alone, driven by the one thread that uses it (no runtime); `engine`
+//! on the runtime-free engine of docs/network.md section 4a (sent inline by the thread, received
+//! by the engine loop, which hands each message over).
 //! ping prints {"size":..,"mode":..,"quic_rtt_us":{"p50":..,"p99":..},"rounds":..}; burst
 //! sends ROUNDS rounds of BURST messages back to back (one more unmeasured first) and prints
 //! {"size":..,"mode":..,"burst":..,"rounds":..,"mb_per_s":..,"median_round_mb_per_s":..}
@@ -20,9 +22,9 @@ use std::process::ExitCode;
 
 use libtracer_core::link::quic::{probe_burst, probe_echo, probe_ping, ProbeMode};
 
-const USAGE: &str = "usage: bench_quic echo PORT [task|thread|inline] | \
-    bench_quic ping ADDR PORT SIZE ITERS [task|thread|inline] | \
-    bench_quic burst ADDR PORT SIZE BURST ROUNDS [task|thread|inline]";
+const USAGE: &str = "usage: bench_quic echo PORT [task|thread|inline|engine] | \
+    bench_quic ping ADDR PORT SIZE ITERS [task|thread|inline|engine] | \
+    bench_quic burst ADDR PORT SIZE BURST ROUNDS [task|thread|inline|engine]";
 
 fn run(args: &[String]) -> Result<(), String> {
     let mode = |i: usize| match args.get(i) {

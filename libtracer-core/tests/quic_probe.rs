@@ -51,6 +51,11 @@ fn round_trips_and_bursts_on_quinn_proto_inline() {
 }
 
 #[test]
+fn round_trips_and_bursts_on_the_engine() {
+    check(ProbeMode::Engine);
+}
+
+#[test]
 fn a_request_it_cannot_honour_is_an_error() {
     let addr = echo(ProbeMode::Task);
     assert!(
@@ -71,6 +76,10 @@ fn a_request_it_cannot_honour_is_an_error() {
         ProbeMode::parse("inline").map(ProbeMode::name),
         Some("inline")
     );
+    assert_eq!(
+        ProbeMode::parse("engine").map(ProbeMode::name),
+        Some("engine")
+    );
     assert_eq!(ProbeMode::parse("fast"), None);
 }
 
@@ -88,4 +97,9 @@ fn no_echo_is_an_error_on_the_runtime() {
 #[test]
 fn no_echo_is_an_error_inline() {
     nobody_answers(ProbeMode::Inline);
+}
+
+#[test]
+fn no_echo_is_an_error_on_the_engine() {
+    nobody_answers(ProbeMode::Engine);
 }

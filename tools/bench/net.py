@@ -58,13 +58,16 @@ TRACER_KEYS = ("tracer", "baseline")
 # 64 KB datagrams (as Fast DDS sends a large sample, fragmented by IP). bench_quic: quinn with
 # a link's settings and nothing of libtracer above it, its loop a task on the runtime (quinn's
 # floor) or a plain thread waiting on the runtime per write and read (the rmw's hand-off), or
-# quinn-proto alone driven by the thread that uses it (no runtime: the inline design's floor).
+# quinn-proto alone driven by the thread that uses it (no runtime: the inline design's floor), or
+# quinn-proto on the runtime-free engine (sent inline, received by the engine loop and handed
+# to the waiting thread: a link's shape on it, docs/network.md section 4a).
 WIRE = {"udp": ("bench_udp", "1472", "raw UDP, datagrams: 1472"),
         "udpgso": ("bench_udp", "gso", "raw UDP, datagrams: gso"),
         "udp64k": ("bench_udp", "65507", "raw UDP, datagrams: 65507"),
         "quic": ("bench_quic", "task", "bare quinn, loop on the runtime"),
         "quicthr": ("bench_quic", "thread", "bare quinn, loop on a thread"),
-        "quicinl": ("bench_quic", "inline", "bare quinn-proto, driven by the one thread that uses it")}
+        "quicinl": ("bench_quic", "inline", "bare quinn-proto, driven by the one thread that uses it"),
+        "quiceng": ("bench_quic", "engine", "bare quinn-proto on the engine: sent inline, received by its loop")}
 # Only the multi-datagram shapes differ from "udp" when a message fits one datagram.
 WIRE_LARGE_ONLY = ("udpgso", "udp64k")
 UDP_PORT = 24999
@@ -235,7 +238,7 @@ def print_tables(rows, sizes, repeat, keys):
     head = f"{'payload':>8} {'#':>2} | {'Fast DDS p50':>12} {'p99':>9} {'MB/s':>7}"
     for k in tracers:
         head += f" | {k + ' p50':>13} {'p99':>9} {'MB/s':>7} {'/fdds p50':>9} {'MB/s':>6}"
-    print(head + f" | {'UDP p50':>9} {'GSO p50':>9} {'64K p50':>9} {'QUIC p50':>9} {'QUICthr':>9} {'QUICinl':>9}")
+    print(head + f" | {'UDP p50':>9} {'GSO p50':>9} {'64K p50':>9} {'QUIC p50':>9} {'QUICthr':>9} {'QUICinl':>9} {'QUICeng':>9}")
     for size in sizes:
         for rep in range(1, repeat + 1):
             def at(key):
@@ -260,13 +263,14 @@ def print_tables(rows, sizes, repeat, keys):
           "QUIC = bare quinn ping-pong with a link's settings (bench_quic), its loop a task on the QUIC runtime; "
           "QUICthr = the same loop on a thread waiting on the runtime per write and read (the rmw's hand-off); "
           "QUICinl = quinn-proto alone, driven by the thread that uses it (no runtime; "
-          "45 packets per sendmsg with GSO, GRO on receipt)")
+          "45 packets per sendmsg with GSO, GRO on receipt); "
+          "QUICeng = quinn-proto on the runtime-free engine: sent inline, received by its loop and handed over")
     print(f"{'payload':>8} {'#':>2} | bare quinn bursts as keep_all's, MB/s: {'QUIC':>8} {'QUICthr':>8} "
-          f"{'QUICinl':>8}")
+          f"{'QUICinl':>8} {'QUICeng':>8}")
     for size in sizes:
         for rep in range(1, repeat + 1):
             mbs = [val(next((r for r in pick(rows, "clean", w, size) if r["repeat"] == rep), None),
-                       "throughput", "mb_per_s") for w in ("quic", "quicthr", "quicinl")]
+                       "throughput", "mb_per_s") for w in ("quic", "quicthr", "quicinl", "quiceng")]
             print(f"{runner.human_size(size):>8} {rep:>2} | {'':>38} " + " ".join(f"{cell(m):>8}" for m in mbs))
     lossy = [r for r in rows if r.get("phase") == "lossy" and "rmw" in r]
     if lossy:

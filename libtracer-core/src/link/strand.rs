@@ -20,6 +20,29 @@ use super::unix::UnixLink;
 use super::{close_handler_failed, close_malformed, run_callback, Link, LinkHandler};
 use crate::wire::Frame;
 
+/// What a strand needs of its link beyond the `Link` seam: the Unix links have one, and the
+/// QUIC links on the runtime-free engine will (docs/network.md section 4a, stage 2).
+pub(crate) trait StrandLink: Link + 'static {
+    /// Release a reference to the peer's memory at once (`Event::Release`).
+    fn release_now(&self, token: u64);
+    /// The strand has drained: its reader may read the link `token` again.
+    fn resume(&self, token: usize);
+    /// Whether the caller is the thread that reads the link: it may land a delivery itself.
+    fn on_reader(&self) -> bool;
+}
+
+impl StrandLink for UnixLink {
+    fn release_now(&self, token: u64) {
+        Release::release(self, token);
+    }
+    fn resume(&self, token: usize) {
+        super::unix_loop::resume(token);
+    }
+    fn on_reader(&self) -> bool {
+        super::unix_loop::on_loop()
+    }
+}
+
 /// A strand is full (the loop stops reading its link) at this many events ...
 const QUEUE_EVENTS: usize = 64;
 /// ... or this many payload bytes queued.
@@ -67,21 +90,21 @@ struct Queue {
 }
 
 /// What runs before `on_down` (the transport drops the link from its table there).
-pub(crate) type OnExit = Box<dyn FnOnce(&Arc<UnixLink>) + Send>;
+pub(crate) type OnExit<L> = Box<dyn FnOnce(&Arc<L>) + Send>;
 
 /// What the transport runs around a link's callbacks.
-pub(crate) struct Hooks {
+pub(crate) struct Hooks<L = UnixLink> {
     /// Runs once `on_up` returned (whatever it answered).
     pub after_up: Option<Box<dyn FnOnce() + Send>>,
     /// Runs before `on_down` (the transport drops the link from its table there).
-    pub on_exit: Option<OnExit>,
+    pub on_exit: Option<OnExit<L>>,
     /// Runs after `on_down` returned.
     pub on_done: Option<Box<dyn FnOnce() + Send>>,
 }
 
 /// One link's events, handled in order by one worker at a time.
-pub(crate) struct Strand {
-    link: Arc<UnixLink>,
+pub(crate) struct Strand<L: StrandLink = UnixLink> {
+    link: Arc<L>,
     dyn_link: Arc<dyn Link>,
     handler: Arc<dyn LinkHandler>,
     /// The link's token in the loop.
@@ -89,16 +112,16 @@ pub(crate) struct Strand {
     q: Mutex<Queue>,
     /// A callback panicked: no more callbacks but `on_down`.
     failed: AtomicBool,
-    hooks: Mutex<Hooks>,
+    hooks: Mutex<Hooks<L>>,
 }
 
-impl Strand {
+impl<L: StrandLink> Strand<L> {
     pub(crate) fn new(
-        link: Arc<UnixLink>,
+        link: Arc<L>,
         handler: Arc<dyn LinkHandler>,
         token: usize,
-        hooks: Hooks,
-    ) -> Arc<Strand> {
+        hooks: Hooks<L>,
+    ) -> Arc<Strand<L>> {
         let dyn_link: Arc<dyn Link> = link.clone();
         Arc::new(Strand {
             link,
@@ -123,7 +146,7 @@ impl Strand {
         if !q.scheduled
             && q.events.is_empty()
             && matches!(ev, Event::Frame(Frame::Delivery { .. }))
-            && super::unix_loop::on_loop()
+            && self.link.on_reader()
         {
             q.scheduled = true;
             drop(q);
@@ -177,7 +200,7 @@ impl Strand {
                     close_handler_failed(&**link);
                 }
             }
-            Event::Release(token) => link.release(token),
+            Event::Release(token) => link.release_now(token),
             Event::Malformed(why) => close_malformed(&**link, &why),
             Event::Down => {
                 link.close();
@@ -197,7 +220,7 @@ impl Strand {
     }
 }
 
-impl Job for Strand {
+impl<L: StrandLink> Job for Strand<L> {
     fn run(&self) -> bool {
         for _ in 0..EVENTS_PER_RUN {
             let (ev, resume) = {
@@ -214,7 +237,7 @@ impl Job for Strand {
                 (ev, resume)
             };
             if resume {
-                super::unix_loop::resume(self.token);
+                self.link.resume(self.token);
             }
             self.handle(ev);
         }

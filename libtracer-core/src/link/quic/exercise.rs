@@ -90,7 +90,7 @@ pub fn exercise_flood(addr: SocketAddr, n: usize, garbage: bool, hold: Duration)
 /// members the answer named (0 when it was refused). An accepted answer is checked to
 /// round-trip: each member re-encoded as the holder writes it parses back to the same list.
 pub fn exercise_directory_answer(bytes: &[u8]) -> usize {
-    let _ = tls::subject_of(bytes);
+    let _ = super::peer_cert::subject_of(bytes);
     match super::directory::parse_answer(bytes) {
         Ok(members) => {
             let mut text = String::new();

@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 
 use super::expiry::{self, first, Expiry};
-use super::link::{
-    self, hello, read_hello, refuse, write_frame, HelloOutcome, PeerHello, QuicLink,
-};
+use super::hello::{HelloOutcome, PeerHello};
+use super::link::{self, hello, read_hello, refuse, write_frame, QuicLink};
+use super::peer_cert::PeerCerts;
 use super::{peer_address, runtime, tls, Inner, Table, AUTH_LOGGED_MAX, MAX_CONNECTIONS};
 use crate::acl::Subject;
 use crate::link::{valid_node_name, PeerIdentity};
@@ -294,7 +294,7 @@ impl Inner {
     /// without SROS2 or for a peer the handshake did not authenticate.
     fn learn_permissions(&self, conn: &quinn::Connection, doc: Option<&[u8]>) -> Option<Expiry> {
         let p = self.cfg.permissions.as_ref()?;
-        match self.identity.peer_subject(conn) {
+        match self.identity.peer_subject(&PeerCerts::of(conn)) {
             Subject::Authenticated(s) => (p.learn)(&s, doc).map(Expiry::from),
             Subject::Anonymous => None,
         }
@@ -317,7 +317,8 @@ impl Inner {
             conn.close(0u32.into(), b"no dispatcher");
             return;
         };
-        let subject = self.identity.peer_subject(&conn);
+        let certs = PeerCerts::of(&conn);
+        let subject = self.identity.peer_subject(&certs);
         if subject == Subject::Anonymous && self.identity.authenticated() {
             let addr = peer_address(conn.remote_address());
             self.log_once(
@@ -329,7 +330,7 @@ impl Inner {
                 ),
             );
         }
-        if let Some(end) = first([self.identity.certificates_end(&conn, &subject), grant]) {
+        if let Some(end) = first([self.identity.certificates_end(&certs, &subject), grant]) {
             let task =
                 expiry::close_when_due(Arc::downgrade(self), conn.clone(), name.clone(), end);
             self.rt.spawn(task);

@@ -7,25 +7,21 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use bytes::{Buf, Bytes};
+use bytes::Bytes;
 use tokio::runtime::Handle;
 use tokio::sync::{mpsc, watch};
 
-use super::receive::{accept_streams, read_datagrams, Markers};
-use super::streams::{parse_barrier, Outgoing, Route, SendFail, Shed};
+use super::hello::{HelloOutcome, HelloRx, HANDSHAKE_FRAME};
+use super::receive::{accept_streams, read_datagrams, Control, ControlRx, Markers};
+use super::streams::{Outgoing, Route, SendFail, Shed};
 use super::Inner;
 use crate::link::{
     close_handler_failed, close_malformed, run_callback, Link, LinkError, LinkHandler, PeerIdentity,
 };
 use crate::wire::{
-    encode_parts,
-    parts::{self, Joiner},
-    EncodedFrame, Frame, FrameDecoder, MAX_FRAME, PROTOCOL_VERSION,
+    encode_parts, parts, EncodedFrame, Frame, FrameDecoder, MAX_FRAME, PROTOCOL_VERSION,
 };
 
-/// Frame bound before the HELLO exchange: the Unix transport's 8 KiB, plus room for the
-/// PERMISSIONS a peer with SROS2 sends in it (docs/wire.md section 2).
-const HANDSHAKE_FRAME: u32 = 8 * 1024 + crate::wire::MAX_PERMISSIONS as u32;
 /// Largest chunk the reader takes from the stream at once.
 pub(super) const READ_CHUNK: usize = 256 * 1024;
 /// How long a closing link waits for the peer to acknowledge what was written (an ERROR that
@@ -407,28 +403,12 @@ pub(crate) async fn refuse(
     conn.close(0u32.into(), b"refused");
 }
 
-pub(crate) struct PeerHello {
-    pub node: String,
-    pub max_frame: u32,
-    /// The peer's signed permissions document, if it sent one.
-    pub permissions: Option<Bytes>,
-    /// The UDP port of the peer's host directory, if it said (older nodes do not).
-    pub directory: Option<u16>,
-}
-
-pub(crate) enum HelloOutcome {
-    /// The peer's HELLO, the decoder (now at the full frame bound) and the bytes read past it.
-    Hello(PeerHello, FrameDecoder, Bytes),
-    /// The peer answered ERROR: it refused this connection.
-    Refused(String),
-}
-
 /// Read until the first frame, by `deadline`. It must be HELLO (or ERROR: a refusal).
 pub(crate) async fn read_hello(
     recv: &mut quinn::RecvStream,
     deadline: Instant,
 ) -> Result<HelloOutcome, String> {
-    let mut dec = FrameDecoder::new(HANDSHAKE_FRAME);
+    let mut rx = HelloRx::default();
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         let chunk =
@@ -439,42 +419,8 @@ pub(crate) async fn read_hello(
                 Ok(Ok(None)) => return Err("stream closed before HELLO".into()),
                 Ok(Ok(Some(c))) => c.bytes,
             };
-        let mut rest = chunk;
-        let taken = dec.push(&rest);
-        rest.advance(taken);
-        match dec.pop() {
-            Ok(None) => continue,
-            Ok(Some(Frame::Hello {
-                version,
-                node,
-                max_frame,
-                permissions,
-                directory,
-                ..
-            })) => {
-                if version < 1 {
-                    return Err(format!("peer speaks protocol version {version}"));
-                }
-                if max_frame < 1024 {
-                    return Err(format!(
-                        "peer frame bound {max_frame} is below the 1 KiB minimum"
-                    ));
-                }
-                dec.set_max_frame(MAX_FRAME);
-                return Ok(HelloOutcome::Hello(
-                    PeerHello {
-                        node,
-                        max_frame,
-                        permissions,
-                        directory,
-                    },
-                    dec,
-                    rest,
-                ));
-            }
-            Ok(Some(Frame::Error { message, .. })) => return Ok(HelloOutcome::Refused(message)),
-            Ok(Some(other)) => return Err(format!("first frame is not HELLO: {other:?}")),
-            Err(e) => return Err(e.to_string()),
+        if let Some(outcome) = rx.push(chunk)? {
+            return Ok(outcome);
         }
     }
 }
@@ -485,7 +431,7 @@ pub(crate) async fn read_hello(
 pub(crate) async fn read_loop(
     link: Arc<QuicLink>,
     mut recv: quinn::RecvStream,
-    mut dec: FrameDecoder,
+    dec: FrameDecoder,
     mut pending: Bytes,
     tx: ToDispatcher,
 ) {
@@ -496,36 +442,25 @@ pub(crate) async fn read_loop(
     }
     link.rt.spawn(accept_streams(link.clone(), tx.clone()));
     link.rt.spawn(read_datagrams(link.clone(), tx.clone()));
-    // A message in parts on an edge the peer made before we knew its stream goes here.
-    let mut joiner = Joiner::default();
+    let mut rx = ControlRx::new(dec);
     'outer: loop {
         loop {
-            let n = dec.push(&pending);
-            pending.advance(n);
-            match joiner.pop(&mut dec) {
-                Ok(Some(Frame::Ping { nonce })) => match parse_barrier(nonce) {
-                    // A READ follows: hold the control stream until the named edge streams
-                    // have handed up what was written on them before it (wire.md section 5).
-                    Some((number, classes)) => {
-                        let met = tokio::select! {
-                            m = link.markers.wait(number, classes, link.write_timeout) => m,
-                            _ = closing.wait_for(|c| *c) => break 'outer,
-                        };
-                        if !met {
-                            let why = "a barrier's markers did not arrive".to_string();
-                            tx.post(Event::Malformed(link.clone(), why)).await;
-                            break 'outer;
-                        }
+            match rx.next(&mut pending) {
+                // A READ follows: hold the control stream until the named edge streams have
+                // handed up what was written on them before it (wire.md section 5).
+                Ok(Some(Control::Barrier { number, classes })) => {
+                    let met = tokio::select! {
+                        m = link.markers.wait(number, classes, link.write_timeout) => m,
+                        _ = closing.wait_for(|c| *c) => break 'outer,
+                    };
+                    if !met {
+                        let why = "a barrier's markers did not arrive".to_string();
+                        tx.post(Event::Malformed(link.clone(), why)).await;
+                        break 'outer;
                     }
-                    None => link.out.pong(nonce),
-                },
-                Ok(Some(Frame::Pong { .. })) => {}
-                Ok(Some(Frame::Hello { .. })) => {
-                    let why = "HELLO after the handshake".to_string();
-                    tx.post(Event::Malformed(link.clone(), why)).await;
-                    break 'outer;
                 }
-                Ok(Some(frame)) => {
+                Ok(Some(Control::Ping(nonce))) => link.out.pong(nonce),
+                Ok(Some(Control::Frame(frame))) => {
                     // Learned before the graph sees it, so that the edge's deliveries and the
                     // answer find their stream.
                     link.out.learn(&frame);
@@ -533,10 +468,9 @@ pub(crate) async fn read_loop(
                         break 'outer;
                     }
                 }
-                Ok(None) if pending.is_empty() => break,
-                Ok(None) => {}
-                Err(e) => {
-                    tx.post(Event::Malformed(link.clone(), e.to_string())).await;
+                Ok(None) => break,
+                Err(why) => {
+                    tx.post(Event::Malformed(link.clone(), why)).await;
                     break 'outer;
                 }
             }

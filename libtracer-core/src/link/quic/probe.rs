@@ -14,7 +14,10 @@
 //!   write and read, as an rcl thread does with a link: each message crosses between that
 //!   thread and the worker once per side and direction;
 //! - [`ProbeMode::Inline`]: quinn-proto without quinn's runtime, driven by the thread that
-//!   uses it (`probe_inline.rs`): the floor of a design that sends and receives inline.
+//!   uses it (`probe_inline.rs`): the floor of a design that sends and receives inline;
+//! - [`ProbeMode::Engine`]: quinn-proto on the runtime-free engine (`probe_engine.rs`): the
+//!   thread sends inline, the engine loop receives and hands each message to it (the shape of
+//!   a link on the engine, docs/network.md section 4a).
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -32,15 +35,18 @@ pub enum ProbeMode {
     Thread,
     /// quinn-proto alone, driven by the calling thread: no runtime at all (`probe_inline.rs`).
     Inline,
+    /// quinn-proto on the engine: sent inline, received by the engine loop (`probe_engine.rs`).
+    Engine,
 }
 
 impl ProbeMode {
-    /// `task`, `thread` or `inline`.
+    /// `task`, `thread`, `inline` or `engine`.
     pub fn parse(s: &str) -> Option<ProbeMode> {
         match s {
             "task" => Some(ProbeMode::Task),
             "thread" => Some(ProbeMode::Thread),
             "inline" => Some(ProbeMode::Inline),
+            "engine" => Some(ProbeMode::Engine),
             _ => None,
         }
     }
@@ -51,6 +57,7 @@ impl ProbeMode {
             ProbeMode::Task => "task",
             ProbeMode::Thread => "thread",
             ProbeMode::Inline => "inline",
+            ProbeMode::Engine => "engine",
         }
     }
 }
@@ -73,6 +80,7 @@ pub fn probe_echo(addr: SocketAddr, mode: ProbeMode) -> Result<(), String> {
     let server = tls::server_config(&id, tls::ALPN_LINK, transport())?;
     match mode {
         ProbeMode::Inline => super::probe_inline::echo(addr, server),
+        ProbeMode::Engine => super::probe_engine::echo(addr, server),
         ProbeMode::Task => echo_on_runtime(addr, server, false),
         ProbeMode::Thread => echo_on_runtime(addr, server, true),
     }
@@ -271,6 +279,9 @@ fn run(
     match mode {
         ProbeMode::Inline => {
             super::probe_inline::ping(addr, client()?, tls::SERVER_NAME, &plan, warm, measured)
+        }
+        ProbeMode::Engine => {
+            super::probe_engine::ping(addr, client()?, tls::SERVER_NAME, &plan, warm, measured)
         }
         ProbeMode::Task => run_on_runtime(addr, plan, warm, measured, false),
         ProbeMode::Thread => run_on_runtime(addr, plan, warm, measured, true),

@@ -31,6 +31,15 @@ pub(crate) const QUEUE_BYTES: usize = 64 << 20;
 /// Dropped slots are left in place and swept once there are this many and more than live ones.
 const SWEEP_AT: usize = 64;
 
+/// What [`Queue::try_next`] found.
+pub(crate) enum Next {
+    Frame(EncodedFrame),
+    /// Nothing queued now.
+    Empty,
+    /// Closed, and nothing left.
+    Closed,
+}
+
 /// What a frame is to the queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -169,28 +178,42 @@ impl Queue {
     /// frame's bytes stay counted until [`Queue::release`] hands them back.
     pub(crate) async fn next(&self) -> Option<EncodedFrame> {
         loop {
-            {
-                let mut st = self.state.lock();
-                while let Some(e) = st.entries.pop_front() {
-                    let Some(enc) = e.enc else {
-                        st.holes -= 1;
-                        continue;
-                    };
-                    if let Some(edge) = e.edge {
-                        st.forget(edge, e.seq);
-                    }
-                    if e.owed {
-                        // Being written, it counts as the frame in progress does.
-                        st.owed -= enc.len();
-                    }
-                    return Some(enc);
-                }
-                if st.closed {
-                    return None;
-                }
+            match self.try_next() {
+                Next::Frame(enc) => return Some(enc),
+                Next::Closed => return None,
+                Next::Empty => self.wake.notified().await,
             }
-            self.wake.notified().await;
         }
+    }
+
+    /// [`Queue::next`] without waiting, for a writer that is told when to look (the engine's
+    /// flush, docs/network.md section 4a).
+    pub(crate) fn try_next(&self) -> Next {
+        let mut st = self.state.lock();
+        while let Some(e) = st.entries.pop_front() {
+            let Some(enc) = e.enc else {
+                st.holes -= 1;
+                continue;
+            };
+            if let Some(edge) = e.edge {
+                st.forget(edge, e.seq);
+            }
+            if e.owed {
+                // Being written, it counts as the frame in progress does.
+                st.owed -= enc.len();
+            }
+            return Next::Frame(enc);
+        }
+        if st.closed {
+            Next::Closed
+        } else {
+            Next::Empty
+        }
+    }
+
+    /// Whether nothing is queued (a writer need not open its stream yet).
+    pub(crate) fn try_peek_empty(&self) -> bool {
+        self.state.lock().entries.iter().all(|e| e.enc.is_none())
     }
 
     /// The stream took `n` bytes of the frame being written (or the writer gave up on them).
@@ -284,6 +307,27 @@ mod tests {
             out.push(enc.head[0]);
         }
         out
+    }
+
+    #[test]
+    fn a_writer_told_when_to_look_takes_the_frames_in_order_without_waiting() {
+        let q = Queue::new(1 << 20);
+        assert!(matches!(q.try_next(), Next::Empty));
+        q.push(frame(10, 1), Kind::Kept, Duration::ZERO)
+            .ok()
+            .unwrap();
+        q.push(frame(10, 2), Kind::Delivery(5), Duration::ZERO)
+            .ok()
+            .unwrap();
+        for tag in [1, 2] {
+            match q.try_next() {
+                Next::Frame(enc) => assert_eq!(enc.head[0], tag),
+                _ => panic!("frame {tag} missing"),
+            }
+        }
+        assert!(matches!(q.try_next(), Next::Empty));
+        q.close();
+        assert!(matches!(q.try_next(), Next::Closed));
     }
 
     #[test]

@@ -11,7 +11,7 @@ use parking_lot::Mutex;
 use tokio::sync::Notify;
 
 use super::link::{Event, QuicLink, ToDispatcher, READ_CHUNK};
-use super::streams::{BEST_EFFORT_TAG, CLASSES};
+use super::streams::{parse_barrier, BEST_EFFORT_TAG, CLASSES};
 use crate::wire::parts::Joiner;
 use crate::wire::{Frame, FrameDecoder, MAX_FRAME};
 
@@ -39,6 +39,11 @@ impl Markers {
     pub(crate) fn reached(&self, class: u8, number: u64) {
         self.seen[usize::from(class)].fetch_max(number, Ordering::AcqRel);
         self.changed.notify_waiters();
+    }
+
+    /// The newest marker the stream of `class` handed up.
+    pub(crate) fn seen_of(&self, class: u8) -> u64 {
+        self.seen[usize::from(class)].load(Ordering::Acquire)
     }
 
     /// Wait until every class in `classes` has reached `number`, or `deadline`: false then.
@@ -98,55 +103,34 @@ pub(super) async fn accept_streams(link: Arc<QuicLink>, tx: ToDispatcher) {
 }
 
 /// One edge stream: its tag byte, then frames of edges (DELIVERY, STRUCTURE, the answer to a
-/// SUBSCRIBE), barrier markers and, on a reliable stream, WRITEs (wire.md section 5, ruling 3). A best-effort stream reset by its sender ends quietly, with
-/// the frame it was cut in dropped.
+/// SUBSCRIBE), barrier markers and, on a reliable stream, WRITEs (wire.md section 5, ruling 3).
+/// A best-effort stream reset by its sender ends quietly, with the frame it was cut in dropped.
 async fn read_stream(link: Arc<QuicLink>, mut recv: quinn::RecvStream, tx: ToDispatcher) {
     let mut closing = link.closing.subscribe();
-    let malformed = |why: String| Event::Malformed(link.clone(), why);
-    let first = tokio::select! {
-        r = recv.read_chunk(READ_CHUNK, true) => r,
-        _ = closing.wait_for(|c| *c) => return,
-    };
-    let mut pending = match first {
-        Ok(Some(c)) => c.bytes,
-        _ => return,
-    };
-    let Some(&tag) = pending.first() else { return };
-    pending.advance(1);
-    let reliable = tag < BEST_EFFORT_TAG;
-    if usize::from(tag) >= 2 * CLASSES {
-        tx.post(malformed(format!("unknown stream tag {tag}")))
-            .await;
-        return;
-    }
-    if reliable && !link.markers.open(tag) {
-        let why = format!("a second reliable stream of class {tag}");
-        tx.post(malformed(why)).await;
-        return;
-    }
-    let mut dec = FrameDecoder::new(MAX_FRAME);
-    // The parts of a message travel on one reliable stream (`QuicLink::send_in_parts`).
-    let mut joiner = Joiner::default();
+    let mut rx = EdgeRx::default();
     loop {
+        // Biased, as the control stream's reader (`link::read_loop`).
+        let r = tokio::select! {
+            biased;
+            r = recv.read_chunk(READ_CHUNK, true) => r,
+            _ = closing.wait_for(|c| *c) => return,
+        };
+        let mut pending = match r {
+            Ok(Some(c)) => c.bytes,
+            // Finished, reset (best effort abandoned a sample) or the connection went: the
+            // control stream's reader reports a lost link.
+            Ok(None) | Err(_) => return,
+        };
         loop {
-            let n = dec.push(&pending);
-            pending.advance(n);
-            match joiner.pop(&mut dec) {
-                Ok(Some(Frame::Ping { nonce })) if reliable => link.markers.reached(tag, nonce),
-                Ok(Some(frame)) if carried(&frame, reliable) => {
+            match rx.next(&mut pending, &link.markers) {
+                Ok(Some(frame)) => {
                     if !tx.frame(&link, frame).await {
                         return;
                     }
                 }
-                Ok(Some(other)) => {
-                    let why = format!("an edge stream carries no {other:?}");
-                    tx.post(malformed(why)).await;
-                    return;
-                }
-                Ok(None) if pending.is_empty() => break,
-                Ok(None) => {}
-                Err(e) => {
-                    tx.post(malformed(e.to_string())).await;
+                Ok(None) => break,
+                Err(why) => {
+                    tx.post(Event::Malformed(link.clone(), why)).await;
                     return;
                 }
             }
@@ -154,16 +138,119 @@ async fn read_stream(link: Arc<QuicLink>, mut recv: quinn::RecvStream, tx: ToDis
                 return;
             }
         }
-        // Biased, as the control stream's reader (`link::read_loop`).
-        tokio::select! {
-            biased;
-            r = recv.read_chunk(READ_CHUNK, true) => match r {
-                Ok(Some(c)) => pending = c.bytes,
-                // Finished, reset (best effort abandoned a sample) or the connection went:
-                // the control stream's reader reports a lost link.
-                Ok(None) | Err(_) => return,
-            },
-            _ = closing.wait_for(|c| *c) => return,
+    }
+}
+
+/// The receiving state of one edge stream, fed with the chunks the stream gives, whoever reads
+/// them (a reader task; the engine loop's link watcher in stage 2 of docs/network.md section
+/// 4a): its tag, its decoder, and the parts of a message being joined (they travel on one
+/// reliable stream, `QuicLink::send_in_parts`).
+pub(crate) struct EdgeRx {
+    /// The stream's tag, once its first byte came.
+    tag: Option<u8>,
+    dec: FrameDecoder,
+    joiner: Joiner,
+}
+
+impl Default for EdgeRx {
+    fn default() -> EdgeRx {
+        EdgeRx {
+            tag: None,
+            dec: FrameDecoder::new(MAX_FRAME),
+            joiner: Joiner::default(),
+        }
+    }
+}
+
+impl EdgeRx {
+    /// The next frame for the handler from `pending` (taken as far as needed; `Ok(None)`: it
+    /// is used up and more is needed). Markers of a reliable stream are noted in `markers`,
+    /// never handed up. `Err`: the stream is malformed (the link answers ERROR and closes).
+    pub(crate) fn next(
+        &mut self,
+        pending: &mut Bytes,
+        markers: &Markers,
+    ) -> Result<Option<Frame>, String> {
+        let tag = match self.tag {
+            Some(tag) => tag,
+            None => {
+                let Some(&tag) = pending.first() else {
+                    return Ok(None);
+                };
+                pending.advance(1);
+                if usize::from(tag) >= 2 * CLASSES {
+                    return Err(format!("unknown stream tag {tag}"));
+                }
+                if tag < BEST_EFFORT_TAG && !markers.open(tag) {
+                    return Err(format!("a second reliable stream of class {tag}"));
+                }
+                self.tag = Some(tag);
+                tag
+            }
+        };
+        let reliable = tag < BEST_EFFORT_TAG;
+        loop {
+            let n = self.dec.push(pending);
+            pending.advance(n);
+            match self.joiner.pop(&mut self.dec) {
+                Ok(Some(Frame::Ping { nonce })) if reliable => markers.reached(tag, nonce),
+                Ok(Some(frame)) if carried(&frame, reliable) => return Ok(Some(frame)),
+                Ok(Some(other)) => return Err(format!("an edge stream carries no {other:?}")),
+                Ok(None) if pending.is_empty() => return Ok(None),
+                Ok(None) => {}
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+    }
+}
+
+/// What the control stream has for its reader, besides frames for the handler.
+pub(crate) enum Control {
+    /// A frame for the handler (learned by the sending side first: `Outgoing::learn`).
+    Frame(Frame),
+    /// A barrier: the frames after it wait until the named reliable streams have handed up
+    /// marker `number` (wire.md section 5).
+    Barrier { number: u64, classes: u8 },
+    /// The peer's PING, to answer with PONG.
+    Ping(u64),
+}
+
+/// The receiving state of a link's control stream after the HELLO exchange, fed chunk by
+/// chunk as `EdgeRx`: its decoder (the handshake's, with its frame bound raised) and the parts
+/// of a message on an edge the peer made before we knew its stream.
+pub(crate) struct ControlRx {
+    dec: FrameDecoder,
+    joiner: Joiner,
+}
+
+impl ControlRx {
+    pub(crate) fn new(dec: FrameDecoder) -> ControlRx {
+        ControlRx {
+            dec,
+            joiner: Joiner::default(),
+        }
+    }
+
+    /// The next item from `pending` (`Ok(None)`: used up, more needed). PONG is dropped (this
+    /// transport never needs it); `Err`: malformed (a HELLO after the handshake, a bad frame).
+    pub(crate) fn next(&mut self, pending: &mut Bytes) -> Result<Option<Control>, String> {
+        loop {
+            let n = self.dec.push(pending);
+            pending.advance(n);
+            match self.joiner.pop(&mut self.dec) {
+                Ok(Some(Frame::Ping { nonce })) => {
+                    return Ok(Some(match parse_barrier(nonce) {
+                        Some((number, classes)) => Control::Barrier { number, classes },
+                        None => Control::Ping(nonce),
+                    }))
+                }
+                Ok(Some(Frame::Pong { .. })) => {}
+                Ok(Some(Frame::Hello { .. })) => return Err("HELLO after the handshake".into()),
+                Ok(Some(frame)) => return Ok(Some(Control::Frame(frame))),
+                Ok(None) if pending.is_empty() => return Ok(None),
+                Ok(None) => {}
+                Err(e) => return Err(e.to_string()),
+            }
         }
     }
 }
@@ -202,5 +289,101 @@ pub(super) async fn read_datagrams(link: Arc<QuicLink>, tx: ToDispatcher) {
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::encode_parts;
+
+    fn bytes_of(frames: &[Frame]) -> Vec<u8> {
+        let mut v = Vec::new();
+        for f in frames {
+            let e = encode_parts(f, MAX_FRAME).unwrap();
+            v.extend_from_slice(&e.head);
+            if let Some(p) = e.payload {
+                v.extend_from_slice(&p);
+            }
+        }
+        v
+    }
+
+    /// Everything `rx` hands up from `stream` given one byte at a time (the worst split).
+    fn feed(rx: &mut EdgeRx, markers: &Markers, stream: &[u8]) -> Result<Vec<Frame>, String> {
+        let mut out = Vec::new();
+        for b in stream {
+            let mut pending = Bytes::copy_from_slice(&[*b]);
+            while let Some(f) = rx.next(&mut pending, markers)? {
+                out.push(f);
+            }
+            assert!(pending.is_empty());
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn an_edge_stream_hands_up_its_frames_in_order_and_notes_its_markers() {
+        let markers = Markers::default();
+        let frames = [
+            Frame::Ok { req: 7 },
+            Frame::Ping { nonce: 41 },
+            Frame::Ok { req: 8 },
+        ];
+        let mut stream = vec![3u8];
+        stream.extend(bytes_of(&frames));
+        let got = feed(&mut EdgeRx::default(), &markers, &stream).unwrap();
+        assert_eq!(got.len(), 2);
+        assert!(matches!(got[0], Frame::Ok { req: 7 }));
+        assert!(matches!(got[1], Frame::Ok { req: 8 }));
+        assert_eq!(markers.seen[3].load(Ordering::Acquire), 41);
+    }
+
+    #[test]
+    fn bad_tags_and_frames_an_edge_stream_does_not_carry_are_malformed() {
+        let markers = Markers::default();
+        assert!(feed(&mut EdgeRx::default(), &markers, &[16]).is_err());
+        assert!(feed(&mut EdgeRx::default(), &markers, &[2]).is_ok());
+        let again = feed(&mut EdgeRx::default(), &markers, &[2]);
+        assert!(again.unwrap_err().contains("second reliable stream"));
+        // A marker on a best-effort stream is not one: nothing carries it there.
+        let mut stream = vec![8 + 2];
+        stream.extend(bytes_of(&[Frame::Ping { nonce: 1 }]));
+        assert!(feed(&mut EdgeRx::default(), &markers, &stream).is_err());
+    }
+
+    #[test]
+    fn the_control_stream_tells_barriers_pings_and_frames_apart() {
+        use super::super::streams::barrier_nonce;
+        let frames = [
+            Frame::Pong { nonce: 5 },
+            Frame::Ping { nonce: 9 },
+            Frame::Ping {
+                nonce: barrier_nonce(12, 0b1000),
+            },
+            Frame::Ok { req: 3 },
+        ];
+        let mut rx = ControlRx::new(FrameDecoder::new(MAX_FRAME));
+        let mut got = Vec::new();
+        for b in bytes_of(&frames) {
+            let mut pending = Bytes::copy_from_slice(&[b]);
+            while let Some(c) = rx.next(&mut pending).unwrap() {
+                got.push(c);
+            }
+        }
+        assert_eq!(got.len(), 3);
+        assert!(matches!(got[0], Control::Ping(9)));
+        assert!(matches!(
+            got[1],
+            Control::Barrier {
+                number: 12,
+                classes: 0b1000
+            }
+        ));
+        assert!(matches!(got[2], Control::Frame(Frame::Ok { req: 3 })));
+        let hello = super::super::link::hello("n", None, 1);
+        let mut pending = Bytes::from(bytes_of(&[hello]));
+        let mut rx = ControlRx::new(FrameDecoder::new(MAX_FRAME));
+        assert!(rx.next(&mut pending).is_err());
     }
 }

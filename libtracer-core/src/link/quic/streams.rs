@@ -1,5 +1,6 @@
-//! The sending side of a QUIC link (docs/network.md section 7, wire.md section 5): which
-//! stream or datagram carries each frame, and the writers that drain them.
+//! The sending side of a QUIC link (docs/network.md section 7, wire.md section 5): the
+//! streams and datagrams that carry its frames (which one carries each: `routes.rs`), and the
+//! writers that drain them.
 //!
 //! ```text
 //! control stream (bidi, HELLO)   requests, answers, everything not of an edge      priority 100
@@ -30,7 +31,6 @@
 //! 0.4 MB/s; the link came back, the resend window sent the image again from its first byte,
 //! and it never arrived: docs/network.md section 9.)
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,18 +41,16 @@ use tokio::runtime::Handle;
 use tokio::sync::Notify;
 
 use super::queue::{Kind, Queue};
-use crate::wire::policy::DeliveryPolicy;
-use crate::wire::{EdgeId, EncodedFrame, Frame, ReqId};
+pub(crate) use super::routes::Route;
+use super::routes::Routes;
+use crate::wire::{EncodedFrame, Frame};
 
 /// Priority classes of the delivery policy.
 pub(crate) const CLASSES: usize = 8;
 /// Tag of the first best-effort stream; tags at or above `2 * CLASSES` are malformed.
 pub(crate) const BEST_EFFORT_TAG: u8 = CLASSES as u8;
 /// quinn priority of the control stream: above every edge stream.
-const CONTROL_PRIORITY: i32 = 100;
-/// Edges whose policy a link remembers (learned from SUBSCRIBE); an edge past it is carried on
-/// the control stream, reliably and in order.
-const MAX_EDGES: usize = 65536;
+pub(crate) const CONTROL_PRIORITY: i32 = 100;
 /// Top 16 bits of a barrier PING's nonce on the control stream (wire.md section 5).
 const BARRIER_MAGIC: u64 = 0xB1A7;
 
@@ -64,32 +62,6 @@ pub(crate) fn barrier_nonce(number: u64, classes: u8) -> u64 {
 /// The barrier a control-stream PING stands for, if it is one: (number, class set).
 pub(crate) fn parse_barrier(nonce: u64) -> Option<(u64, u8)> {
     (nonce >> 48 == BARRIER_MAGIC).then_some(((nonce >> 8) & 0xFF_FFFF_FFFF, nonce as u8))
-}
-
-/// Where one frame goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Route {
-    Control,
-    /// The reliable stream of the class, never dropped (waits for room if it must).
-    Reliable(u8),
-    /// A DELIVERY on the reliable stream of the class, of this edge: dropped, oldest first,
-    /// from a full queue.
-    ReliableDelivery(u8, EdgeId),
-    /// A DELIVERY of a transient-local replay on the reliable stream of the class: never
-    /// dropped, and it takes no room from the others (`queue::Kind::Owed`).
-    Owed(u8),
-    /// A datagram if it fits, else the best-effort stream of the class.
-    BestEffort(u8),
-    /// A READ: a barrier over the reliable streams, then the READ on the control stream.
-    Barrier,
-}
-
-/// What the link has learned of the edges the peer made here (from the SUBSCRIBEs it sent).
-#[derive(Default)]
-struct Edges {
-    policy: HashMap<EdgeId, DeliveryPolicy>,
-    /// SUBSCRIBE requests not answered yet, and their edge.
-    answer: HashMap<ReqId, EdgeId>,
 }
 
 /// Counters of the frames a link's sending side gave up.
@@ -136,13 +108,14 @@ pub(crate) struct Outgoing {
     control: Writer,
     reliable: [Mutex<Option<Arc<Writer>>>; CLASSES],
     best_effort: [Mutex<Option<Arc<BestEffortWriter>>>; CLASSES],
-    edges: Mutex<Edges>,
+    routes: Routes,
     /// Serialises barriers: markers and the barrier PING of one READ go out together.
     barrier: Mutex<u64>,
     pub(crate) shed: Arc<Shed>,
 }
 
 /// Why a send failed: the caller closes the link.
+#[derive(Debug)]
 pub(crate) enum SendFail {
     Closed,
     Blocked,
@@ -172,72 +145,21 @@ impl Outgoing {
             control,
             reliable: Default::default(),
             best_effort: Default::default(),
-            edges: Mutex::new(Edges::default()),
+            routes: Routes::default(),
             barrier: Mutex::new(0),
             shed: Arc::new(Shed::default()),
         }
     }
 
-    /// A frame the peer sent on the control stream, seen before the graph handles it: a
-    /// SUBSCRIBE names the edge and class its deliveries and its answer will use.
+    /// A frame the peer sent on the control stream, seen before the graph handles it
+    /// (`Routes::learn`).
     pub(crate) fn learn(&self, frame: &Frame) {
-        let mut e = self.edges.lock();
-        match frame {
-            Frame::Subscribe {
-                req, edge, policy, ..
-            } if e.policy.len() < MAX_EDGES => {
-                e.policy.insert(*edge, DeliveryPolicy::from_bits(*policy));
-                if *req != 0 && e.answer.len() < MAX_EDGES {
-                    e.answer.insert(*req, *edge);
-                }
-            }
-            Frame::Unsubscribe { edge } => {
-                e.policy.remove(edge);
-            }
-            _ => {}
-        }
+        self.routes.learn(frame);
     }
 
-    fn edge_route(edge: EdgeId, policy: Option<DeliveryPolicy>) -> Route {
-        match policy {
-            Some(p) if p.is_reliable() => Route::ReliableDelivery(p.priority(), edge),
-            Some(p) => Route::BestEffort(p.priority()),
-            None => Route::Control,
-        }
-    }
-
-    /// Where `frame` goes (wire.md section 5, "A link of several streams").
+    /// Where `frame` goes (`Routes::route`).
     pub(crate) fn route(&self, frame: &Frame) -> Route {
-        match frame {
-            Frame::Delivery { edge, .. } => {
-                Self::edge_route(*edge, self.edges.lock().policy.get(edge).copied())
-            }
-            Frame::Structure { edge, .. } => match self.edges.lock().policy.get(edge).copied() {
-                Some(p) if p.is_reliable() => Route::Reliable(p.priority()),
-                _ => Route::Control,
-            },
-            Frame::Ok { req } => {
-                let mut e = self.edges.lock();
-                let edge = e.answer.remove(req);
-                match edge.and_then(|id| e.policy.get(&id).copied()) {
-                    Some(p) if p.is_reliable() => Route::Reliable(p.priority()),
-                    _ => Route::Control,
-                }
-            }
-            Frame::Error { req, .. } => {
-                let mut e = self.edges.lock();
-                if let Some(edge) = e.answer.remove(req) {
-                    e.policy.remove(&edge);
-                }
-                Route::Control
-            }
-            Frame::Read { .. } => Route::Barrier,
-            // Behind the default class's deliveries written before it, as on one byte
-            // stream: a service reply after the feedback its server published first
-            // (wire.md section 5, ruling 3).
-            Frame::Write { .. } => Route::Reliable(DeliveryPolicy::DEFAULT_CLASS),
-            _ => Route::Control,
-        }
+        self.routes.route(frame)
     }
 
     /// Queue `enc` (the encoding of `frame`) where `route` says. How many queued deliveries
@@ -388,7 +310,7 @@ impl Outgoing {
     }
 }
 
-fn ping(nonce: u64) -> EncodedFrame {
+pub(crate) fn ping(nonce: u64) -> EncodedFrame {
     crate::wire::encode_parts(&Frame::Ping { nonce }, crate::wire::MAX_FRAME)
         .expect("a PING always encodes")
 }

@@ -28,6 +28,7 @@ use rustls::{
 };
 
 use super::expiry::{first, Credential, Expiry};
+use super::peer_cert::{chain_ends, chains, subject_of, PeerCerts};
 use crate::acl::Subject;
 
 /// ALPN of a libtracer link.
@@ -37,7 +38,7 @@ pub(crate) const ALPN_DIR: &[u8] = b"libtracer-dir/1";
 /// The server name every certificate carries and every client asks for.
 pub(crate) const SERVER_NAME: &str = "libtracer";
 
-fn provider() -> Arc<CryptoProvider> {
+pub(super) fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
@@ -164,21 +165,20 @@ impl Identity {
         self.roots.is_some() && !self.anonymous
     }
 
-    /// What the handshake of `conn` proved about the peer, its ACL principal: with
+    /// What the handshake of a connection proved about its `peer`, its ACL principal: with
     /// authentication, the subject of the certificate the verifier accepted; without, nothing
     /// (a certificate nobody checked names no one). When unauthenticated peers are let in, the
     /// verifier accepted every certificate, so the chain is checked again here, by the same
     /// webpki verifier the handshake used for this side: a peer whose certificate chains is
     /// authenticated, one whose does not (or that sent none) is anonymous.
-    pub(crate) fn peer_subject(&self, conn: &quinn::Connection) -> Subject {
+    pub(crate) fn peer_subject(&self, peer: &PeerCerts) -> Subject {
         let Some(roots) = &self.roots else {
             return Subject::Anonymous;
         };
-        let certs = peer_chain(conn);
-        let Some((end, intermediates)) = certs.as_deref().and_then(|c| c.split_first()) else {
+        let Some((end, intermediates)) = peer.chain.as_deref().and_then(|c| c.split_first()) else {
             return Subject::Anonymous;
         };
-        if self.anonymous && !chains(roots, conn.side(), end, intermediates) {
+        if self.anonymous && !chains(roots, peer.side, end, intermediates) {
             return Subject::Anonymous;
         }
         match subject_of(end) {
@@ -191,15 +191,11 @@ impl Identity {
 }
 
 impl Identity {
-    /// When the certificates of the link `conn` stop being valid, and whose runs out first
+    /// When the certificates of a link (its `peer`'s) stop being valid, and whose runs out first
     /// (docs/network.md section 5, "When credentials end"): this process's chain or the one
     /// the peer presented. Only with authentication (a certificate nobody checked proves
     /// nothing that could end); for a peer let in as anonymous, only ours.
-    pub(crate) fn certificates_end(
-        &self,
-        conn: &quinn::Connection,
-        peer: &Subject,
-    ) -> Option<Expiry> {
+    pub(crate) fn certificates_end(&self, certs: &PeerCerts, peer: &Subject) -> Option<Expiry> {
         self.roots.as_ref()?;
         let ours = self.chain_ends.map(|at| Expiry {
             at,
@@ -207,8 +203,10 @@ impl Identity {
         });
         let theirs = match peer {
             Subject::Authenticated(_) => {
-                peer_chain(conn)
-                    .and_then(|c| chain_ends(&c))
+                certs
+                    .chain
+                    .as_deref()
+                    .and_then(chain_ends)
                     .map(|at| Expiry {
                         at,
                         what: Credential::PeerCertificate,
@@ -218,61 +216,6 @@ impl Identity {
         };
         first([ours, theirs])
     }
-}
-
-/// The certificate chain the peer of `conn` presented in the handshake (`None`: none).
-fn peer_chain(conn: &quinn::Connection) -> Option<Vec<CertificateDer<'static>>> {
-    conn.peer_identity()
-        .and_then(|a| a.downcast::<Vec<CertificateDer<'static>>>().ok())
-        .map(|c| *c)
-}
-
-/// When the first certificate of `chain` runs out: the second after its notAfter, the last
-/// second it is valid (RFC 5280, as webpki checks it). `None` for an empty chain or one that
-/// does not parse (the handshake's verifier has parsed every one it accepted).
-pub(crate) fn chain_ends(chain: &[CertificateDer<'_>]) -> Option<SystemTime> {
-    let last = chain.iter().map(|c| not_after_of(c).ok()).min().flatten()?;
-    Some(last + Duration::from_secs(1))
-}
-
-/// A DER certificate's notAfter: the last moment it is valid.
-pub fn not_after_of(der: &[u8]) -> Result<SystemTime, String> {
-    use x509_cert::der::Decode;
-    let cert = x509_cert::Certificate::from_der(der).map_err(|e| e.to_string())?;
-    Ok(cert.tbs_certificate.validity.not_after.to_system_time())
-}
-
-/// Whether `end` (with `intermediates`) chains to `roots` for the role the peer had in the
-/// handshake: a server's certificate when we were the client (`side`), else a client's.
-fn chains(
-    roots: &Arc<RootCertStore>,
-    side: quinn::Side,
-    end: &CertificateDer<'_>,
-    intermediates: &[CertificateDer<'_>],
-) -> bool {
-    let now = UnixTime::now();
-    match side {
-        quinn::Side::Client => server_verifier(roots, false)
-            .map(|v| {
-                let name = ServerName::try_from(SERVER_NAME).expect("a valid DNS name");
-                v.verify_server_cert(end, intermediates, &name, &[], now)
-                    .is_ok()
-            })
-            .unwrap_or(false),
-        quinn::Side::Server => {
-            WebPkiClientVerifier::builder_with_provider(roots.clone(), provider())
-                .build()
-                .map(|v| v.verify_client_cert(end, intermediates, now).is_ok())
-                .unwrap_or(false)
-        }
-    }
-}
-
-/// The subject distinguished name of a DER certificate, as RFC 4514 text (`CN=/talker`).
-pub fn subject_of(der: &[u8]) -> Result<String, String> {
-    use x509_cert::der::Decode;
-    let cert = x509_cert::Certificate::from_der(der).map_err(|e| e.to_string())?;
-    Ok(cert.tbs_certificate.subject.to_string())
 }
 
 /// Limits and timing of every QUIC connection (links and directory queries).
@@ -367,7 +310,10 @@ pub(crate) fn client_config(
 
 /// The server-certificate verifier of the authenticated model: the CA's chain, and with
 /// `anonymous` any other certificate too (its handshake signature still checked).
-fn server_verifier(roots: &Arc<RootCertStore>, anonymous: bool) -> Result<Arc<ChainOnly>, String> {
+pub(super) fn server_verifier(
+    roots: &Arc<RootCertStore>,
+    anonymous: bool,
+) -> Result<Arc<ChainOnly>, String> {
     let chain = WebPkiServerVerifier::builder_with_provider(roots.clone(), provider())
         .build()
         .map_err(|e| e.to_string())?;
@@ -432,7 +378,7 @@ impl ServerCertVerifier for Unauthenticated {
 /// accepted too: the handshake signature is still checked with its key, and
 /// [`Identity::peer_subject`] names such a peer anonymous.
 #[derive(Debug)]
-struct ChainOnly {
+pub(super) struct ChainOnly {
     chain: Arc<WebPkiServerVerifier>,
     anonymous: bool,
 }

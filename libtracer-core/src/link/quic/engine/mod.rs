@@ -1,0 +1,295 @@
+//! The QUIC engine without a runtime (docs/network.md section 4a): one UDP socket
+//! (`quinn-udp`: GSO, GRO, ECN) and one `quinn_proto::Endpoint` with its connections, driven by
+//! whoever uses them. A thread that writes to a connection sends the packets itself
+//! (`Conn::lock`, `conn.rs`); the process's one engine loop (`driver.rs`) reads the sockets and
+//! fires the timers (`clock.rs`). The engine is quinn's protocol state machine; what is ours is
+//! only who drives it, and when.
+//!
+//! Locks: a connection's, then the endpoint's, then the engine's table, never the other way:
+//! the loop lets go of the endpoint before it takes a connection.
+
+mod clock;
+mod conn;
+mod driver;
+mod stage;
+mod udp;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::{HashMap, HashSet};
+use std::io;
+use std::net::SocketAddr;
+use std::sync::{Arc, Weak};
+use std::time::Instant;
+
+use bytes::BytesMut;
+use parking_lot::Mutex;
+use quinn_proto::{
+    ClientConfig, ConnectionHandle, DatagramEvent, Endpoint, EndpointConfig, Incoming, ServerConfig,
+};
+
+pub(crate) use conn::{Conn, Watcher};
+pub(crate) use driver::on_loop;
+pub(crate) use stage::Staged;
+use udp::Udp;
+
+/// Receipts one socket gets per turn of the loop before the other sources get theirs.
+const RECEIPTS_PER_TURN: usize = 64;
+
+/// What a connection's packets go through: shared by the engine and its connections (which
+/// send from the caller's thread).
+pub(super) struct Wire {
+    udp: Udp,
+    endpoint: Mutex<Endpoint>,
+    clock: Arc<clock::Clock>,
+    /// Connections whose packets wait for room in the socket's buffer.
+    stalled: Mutex<HashSet<u64>>,
+}
+
+impl Wire {
+    fn stalled(&self, id: u64) {
+        self.stalled.lock().insert(id);
+    }
+}
+
+/// Who takes a connection the engine accepted; `None` refuses it.
+pub(crate) type OnAccept = Box<dyn Fn(&Arc<Conn>) -> Option<Arc<dyn Watcher>> + Send + Sync>;
+
+pub(super) struct EngineShared {
+    wire: Arc<Wire>,
+    conns: Mutex<HashMap<ConnectionHandle, Arc<Conn>>>,
+    server: Option<Arc<ServerConfig>>,
+    on_accept: OnAccept,
+    max_conns: usize,
+    token: mio::Token,
+}
+
+/// One endpoint on one socket, driven by the engine loop. Dropping it closes every connection
+/// (a CONNECTION_CLOSE sent at once) and takes its socket out of the loop.
+pub(crate) struct Engine {
+    shared: Arc<EngineShared>,
+}
+
+impl Engine {
+    /// An engine bound at `addr`; with `server`, it accepts up to `max_conns` connections (each
+    /// given to `on_accept`), further ones refused.
+    pub(crate) fn bind(
+        addr: SocketAddr,
+        server: Option<ServerConfig>,
+        max_conns: usize,
+        on_accept: OnAccept,
+    ) -> io::Result<Engine> {
+        let clock = driver::clock()?;
+        let udp = Udp::bind(addr)?;
+        let server = server.map(Arc::new);
+        let endpoint = Endpoint::new(
+            Arc::new(EndpointConfig::default()),
+            server.clone(),
+            true,
+            None,
+        );
+        let shared = Arc::new(EngineShared {
+            wire: Arc::new(Wire {
+                udp,
+                endpoint: Mutex::new(endpoint),
+                clock,
+                stalled: Mutex::default(),
+            }),
+            conns: Mutex::default(),
+            server,
+            on_accept,
+            max_conns,
+            token: driver::new_token(),
+        });
+        driver::add(&shared)?;
+        Ok(Engine { shared })
+    }
+
+    // The links will name their port by it (stage 2); until then only the tests do.
+    #[cfg(test)]
+    pub(crate) fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.shared.wire.udp.local_addr()
+    }
+
+    /// Connections the engine has, in any state until drained.
+    pub(crate) fn connections(&self) -> usize {
+        self.shared.conns.lock().len()
+    }
+
+    /// Start a connection to `addr`; `watcher` takes its progress from the first packet on.
+    pub(crate) fn connect(
+        &self,
+        cfg: ClientConfig,
+        addr: SocketAddr,
+        server_name: &str,
+        watcher: Arc<dyn Watcher>,
+    ) -> Result<Arc<Conn>, String> {
+        let (handle, conn) = self
+            .shared
+            .wire
+            .endpoint
+            .lock()
+            .connect(Instant::now(), cfg, addr, server_name)
+            .map_err(|e| e.to_string())?;
+        let c = self.shared.adopt(handle, conn);
+        c.watch(watcher);
+        // The Initial goes out now, from this thread.
+        c.lock().flush();
+        Ok(c)
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        let conns: Vec<Arc<Conn>> = self.shared.conns.lock().values().cloned().collect();
+        for c in conns {
+            let mut g = c.lock();
+            g.close(
+                Instant::now(),
+                0u32.into(),
+                bytes::Bytes::from_static(b"closed"),
+            );
+            // Now, not corked: the loop will not see this engine again.
+            g.flush();
+        }
+        driver::remove(&self.shared);
+    }
+}
+
+impl EngineShared {
+    fn adopt(
+        self: &Arc<Self>,
+        handle: ConnectionHandle,
+        conn: quinn_proto::Connection,
+    ) -> Arc<Conn> {
+        let c = Arc::new(Conn::new(
+            handle,
+            conn,
+            self.wire.clone(),
+            Arc::downgrade(self),
+        ));
+        self.conns.lock().insert(handle, c.clone());
+        driver::track(&c);
+        c
+    }
+
+    /// A drained connection leaves the table (and the loop's).
+    fn forget(&self, c: &Conn) {
+        self.conns.lock().remove(&c.handle);
+        driver::untrack(c.id);
+        self.wire.clock.set(c.id, None);
+    }
+
+    /// The loop: read the socket until it would block or the turn's share is used; true when
+    /// there may be more.
+    fn receive(self: &Arc<Self>, buf: &mut [u8], out: &mut Vec<u8>) -> bool {
+        let mut touched: Vec<Arc<Conn>> = Vec::new();
+        let mut more = true;
+        for _ in 0..RECEIPTS_PER_TURN {
+            let meta = match self.wire.udp.recv(buf) {
+                Ok(Some(m)) => m,
+                // Nothing more, or an error the socket reports once (an ICMP error of an
+                // earlier send): the next readiness brings the rest.
+                Ok(None) | Err(_) => {
+                    more = false;
+                    break;
+                }
+            };
+            let now = Instant::now();
+            let ecn = meta
+                .ecn
+                .and_then(|e| quinn_proto::EcnCodepoint::from_bits(e as u8));
+            // Each datagram of a GRO receipt on its own, at the kernel's stride.
+            let stride = meta.stride.max(1);
+            for at in (0..meta.len).step_by(stride) {
+                let data = BytesMut::from(&buf[at..meta.len.min(at + stride)]);
+                out.clear();
+                let ev =
+                    self.wire
+                        .endpoint
+                        .lock()
+                        .handle(now, meta.addr, meta.dst_ip, ecn, data, out);
+                match ev {
+                    Some(DatagramEvent::ConnectionEvent(h, ev)) => {
+                        let c = self.conns.lock().get(&h).cloned();
+                        if let Some(c) = c {
+                            c.deliver(ev);
+                            if !touched.iter().any(|t| Arc::ptr_eq(t, &c)) {
+                                touched.push(c);
+                            }
+                        }
+                    }
+                    Some(DatagramEvent::NewConnection(incoming)) => {
+                        if let Some(c) = self.accept(incoming, now, out) {
+                            touched.push(c);
+                        }
+                    }
+                    Some(DatagramEvent::Response(t)) => {
+                        let _ = self.wire.udp.send(out, &t);
+                    }
+                    None => {}
+                }
+            }
+        }
+        // Progress once per connection per turn: one flush answers every packet of the turn.
+        for c in touched {
+            c.progress(false);
+        }
+        more
+    }
+
+    fn accept(
+        self: &Arc<Self>,
+        incoming: Incoming,
+        now: Instant,
+        out: &mut Vec<u8>,
+    ) -> Option<Arc<Conn>> {
+        let full = self.conns.lock().len() >= self.max_conns;
+        let mut ep = self.wire.endpoint.lock();
+        if full || self.server.is_none() {
+            let t = ep.refuse(incoming, out);
+            drop(ep);
+            let _ = self.wire.udp.send(out, &t);
+            return None;
+        }
+        match ep.accept(incoming, now, out, self.server.clone()) {
+            Ok((handle, conn)) => {
+                drop(ep);
+                let c = self.adopt(handle, conn);
+                match (self.on_accept)(&c) {
+                    Some(w) => c.watch(w),
+                    None => c
+                        .lock()
+                        .close(now, 0u32.into(), bytes::Bytes::from_static(b"refused")),
+                }
+                Some(c)
+            }
+            Err(e) => {
+                drop(ep);
+                if let Some(t) = e.response {
+                    let _ = self.wire.udp.send(out, &t);
+                }
+                None
+            }
+        }
+    }
+
+    /// The loop: the socket has room again; send what waited for it.
+    fn writable(&self) {
+        let ids: Vec<u64> = self.wire.stalled.lock().drain().collect();
+        let conns: Vec<Arc<Conn>> = {
+            let t = self.conns.lock();
+            t.values()
+                .filter(|c| ids.contains(&c.id))
+                .cloned()
+                .collect()
+        };
+        for c in conns {
+            c.lock().flush();
+        }
+    }
+}
+
+/// A weak reference to an engine, for the loop's table.
+type WeakEngine = Weak<EngineShared>;

@@ -1,0 +1,90 @@
+//! An engine's UDP socket: quinn-udp's (GSO on send, GRO and ECN on receipt), non-blocking,
+//! written from any thread (a publisher sends its own packets) and read by the loop only.
+
+use std::io::{self, IoSliceMut};
+use std::net::{SocketAddr, UdpSocket};
+
+use quinn_proto::Transmit;
+use quinn_udp::{RecvMeta, UdpSocketState};
+
+use super::super::tuning;
+
+/// quinn-proto's largest UDP payload: the default upper bound of its path MTU discovery.
+const MAX_PACKET: usize = 1452;
+/// What one receipt may hold: a datagram of up to 64 KiB, or that much of GRO-coalesced ones.
+pub(super) const RECEIPT: usize = 128 << 10;
+
+pub(super) struct Udp {
+    sock: UdpSocket,
+    state: UdpSocketState,
+}
+
+/// What became of one send.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Sent {
+    Sent,
+    /// The socket's buffer is full: keep the packets and send them when it is writable.
+    Full,
+}
+
+impl Udp {
+    pub(super) fn bind(addr: SocketAddr) -> io::Result<Udp> {
+        let sock = tuning::bind(addr)?;
+        // Also makes the socket non-blocking: the loop reads until it would block, and a
+        // publisher never waits in `sendmsg`.
+        let state = UdpSocketState::new((&sock).into())?;
+        Ok(Udp { sock, state })
+    }
+
+    pub(super) fn socket(&self) -> &UdpSocket {
+        &self.sock
+    }
+
+    // The links will name their port by it (stage 2); until then only the tests do.
+    #[cfg(test)]
+    pub(super) fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.sock.local_addr()
+    }
+
+    /// Packets per GSO send: one send is one IP datagram before the kernel cuts it, so the
+    /// packets together stay within 64 KiB less the IPv6 and UDP headers (45 of
+    /// [`MAX_PACKET`]), and within what the socket says it takes (1 where the device refuses
+    /// GSO: quinn-udp lowers it after a failed send, so it is read at each transmit). A larger
+    /// send fails with EMSGSIZE, which quinn-udp takes for an MTU probe's and drops.
+    pub(super) fn segments(&self) -> usize {
+        let fits = (usize::from(u16::MAX) - 40 - 8) / MAX_PACKET;
+        self.state.max_gso_segments().clamp(1, fits)
+    }
+
+    /// Send the packets quinn-proto built into `out` for `t` (one `sendmsg`).
+    pub(super) fn send(&self, out: &[u8], t: &Transmit) -> io::Result<Sent> {
+        let t = quinn_udp::Transmit {
+            destination: t.destination,
+            ecn: t
+                .ecn
+                .and_then(|e| quinn_udp::EcnCodepoint::from_bits(e as u8)),
+            contents: &out[..t.size],
+            segment_size: t.segment_size,
+            src_ip: t.src_ip,
+        };
+        match self.state.send((&self.sock).into(), &t) {
+            Ok(()) => Ok(Sent::Sent),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(Sent::Full),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// One receipt into `buf` (several datagrams with GRO, at `meta.stride`); `None` when the
+    /// socket has nothing more for now.
+    pub(super) fn recv(&self, buf: &mut [u8]) -> io::Result<Option<RecvMeta>> {
+        let mut meta = [RecvMeta::default()];
+        match self
+            .state
+            .recv((&self.sock).into(), &mut [IoSliceMut::new(buf)], &mut meta)
+        {
+            Ok(_) => Ok(Some(meta[0])),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
