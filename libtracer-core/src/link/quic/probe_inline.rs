@@ -24,27 +24,12 @@ use quinn_proto::{
 };
 use quinn_udp::{RecvMeta, UdpSocketState};
 
+use super::engine::{gso_segments, send_transmit, Sent, RECEIPT};
 use super::probe::{answered, body_len, client_bind, echoed, Round, IDLE};
 use super::tuning;
 
 /// A whole connection round, as long as the peer is silent, before we give up.
 const STALL: Duration = Duration::from_secs(10);
-/// quinn-proto's largest UDP payload: the default upper bound of its path MTU discovery.
-const MAX_PACKET: usize = 1452;
-
-/// Packets per GSO send: one send is one IP datagram before the kernel cuts it, so the
-/// packets together stay within 64 KiB less the IPv6 and UDP headers (65,487 bytes: 45 of
-/// [`MAX_PACKET`]), and within what the socket says it takes (64 where GSO works, else 1;
-/// read at each flush, since quinn-udp lowers it to 1 when a send shows the device refuses
-/// GSO). A larger send fails with EMSGSIZE, which quinn-udp takes as an MTU probe's and drops.
-fn gso_segments(udp: &UdpSocketState) -> usize {
-    let fits = (usize::from(u16::MAX) - 40 - 8) / MAX_PACKET;
-    udp.max_gso_segments().clamp(1, fits)
-}
-
-/// What one receipt may hold: a datagram of up to 64 KiB, or that much of GRO-coalesced ones.
-const RECEIPT: usize = 128 << 10;
-
 /// One endpoint on one socket with at most one connection, driven by the calling thread.
 struct Driver {
     sock: UdpSocket,
@@ -278,23 +263,12 @@ impl Driver {
     }
 }
 
-/// Send what quinn-proto built into `out` for `t`: one `sendmsg`, several packets with GSO.
+/// Send what quinn-proto built into `out` for `t` (the engine's send); a full socket buffer
+/// drops the datagram as the network would, and QUIC repairs it.
 fn send(udp: &UdpSocketState, sock: &UdpSocket, out: &[u8], t: &Transmit) -> Result<(), String> {
-    let t = quinn_udp::Transmit {
-        destination: t.destination,
-        ecn: t
-            .ecn
-            .and_then(|e| quinn_udp::EcnCodepoint::from_bits(e as u8)),
-        contents: &out[..t.size],
-        segment_size: t.segment_size,
-        src_ip: t.src_ip,
-    };
-    match udp.send(sock.into(), &t) {
-        Ok(()) => Ok(()),
-        // A full socket buffer drops the datagram as the network would; QUIC repairs it.
-        Err(e) if e.kind() == ErrorKind::WouldBlock => Ok(()),
-        Err(e) => Err(format!("send: {e}")),
-    }
+    send_transmit(udp, sock, out, t)
+        .map(|_: Sent| ())
+        .map_err(|e| format!("send: {e}"))
 }
 
 /// The inline echo at `addr`, one connection at a time (a new one replaces the one before),

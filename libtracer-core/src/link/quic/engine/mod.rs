@@ -14,6 +14,8 @@ mod driver;
 mod stage;
 mod udp;
 
+pub(super) use udp::{gso_segments, send_transmit, Sent, RECEIPT};
+
 #[cfg(test)]
 mod tests;
 

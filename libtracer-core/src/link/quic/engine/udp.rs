@@ -12,7 +12,42 @@ use super::super::tuning;
 /// quinn-proto's largest UDP payload: the default upper bound of its path MTU discovery.
 const MAX_PACKET: usize = 1452;
 /// What one receipt may hold: a datagram of up to 64 KiB, or that much of GRO-coalesced ones.
-pub(super) const RECEIPT: usize = 128 << 10;
+pub(in crate::link::quic) const RECEIPT: usize = 128 << 10;
+
+/// Packets per GSO send on `state`: one send is one IP datagram before the kernel cuts it, so
+/// the packets together stay within 64 KiB less the IPv6 and UDP headers (45 of
+/// [`MAX_PACKET`]), and within what the socket says it takes (1 where the device refuses GSO:
+/// quinn-udp lowers it after a failed send, so it is read at each transmit). A larger send
+/// fails with EMSGSIZE, which quinn-udp takes for an MTU probe's and drops. The engine's and
+/// the inline probe's (`probe_inline.rs`) one rule.
+pub(in crate::link::quic) fn gso_segments(state: &UdpSocketState) -> usize {
+    let fits = (usize::from(u16::MAX) - 40 - 8) / MAX_PACKET;
+    state.max_gso_segments().clamp(1, fits)
+}
+
+/// Send the packets quinn-proto built into `out` for `t` on `sock` (one `sendmsg`, several
+/// packets with GSO). A full socket buffer is `Sent::Full`, not an error.
+pub(in crate::link::quic) fn send_transmit(
+    state: &UdpSocketState,
+    sock: &UdpSocket,
+    out: &[u8],
+    t: &Transmit,
+) -> io::Result<Sent> {
+    let t = quinn_udp::Transmit {
+        destination: t.destination,
+        ecn: t
+            .ecn
+            .and_then(|e| quinn_udp::EcnCodepoint::from_bits(e as u8)),
+        contents: &out[..t.size],
+        segment_size: t.segment_size,
+        src_ip: t.src_ip,
+    };
+    match state.send(sock.into(), &t) {
+        Ok(()) => Ok(Sent::Sent),
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(Sent::Full),
+        Err(e) => Err(e),
+    }
+}
 
 pub(super) struct Udp {
     sock: UdpSocket,
@@ -21,7 +56,7 @@ pub(super) struct Udp {
 
 /// What became of one send.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum Sent {
+pub(in crate::link::quic) enum Sent {
     Sent,
     /// The socket's buffer is full: keep the packets and send them when it is writable.
     Full,
@@ -46,32 +81,14 @@ impl Udp {
         self.sock.local_addr()
     }
 
-    /// Packets per GSO send: one send is one IP datagram before the kernel cuts it, so the
-    /// packets together stay within 64 KiB less the IPv6 and UDP headers (45 of
-    /// [`MAX_PACKET`]), and within what the socket says it takes (1 where the device refuses
-    /// GSO: quinn-udp lowers it after a failed send, so it is read at each transmit). A larger
-    /// send fails with EMSGSIZE, which quinn-udp takes for an MTU probe's and drops.
+    /// Packets per GSO send ([`gso_segments`]).
     pub(super) fn segments(&self) -> usize {
-        let fits = (usize::from(u16::MAX) - 40 - 8) / MAX_PACKET;
-        self.state.max_gso_segments().clamp(1, fits)
+        gso_segments(&self.state)
     }
 
     /// Send the packets quinn-proto built into `out` for `t` (one `sendmsg`).
     pub(super) fn send(&self, out: &[u8], t: &Transmit) -> io::Result<Sent> {
-        let t = quinn_udp::Transmit {
-            destination: t.destination,
-            ecn: t
-                .ecn
-                .and_then(|e| quinn_udp::EcnCodepoint::from_bits(e as u8)),
-            contents: &out[..t.size],
-            segment_size: t.segment_size,
-            src_ip: t.src_ip,
-        };
-        match self.state.send((&self.sock).into(), &t) {
-            Ok(()) => Ok(Sent::Sent),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(Sent::Full),
-            Err(e) => Err(e),
-        }
+        send_transmit(&self.state, &self.sock, out, t)
     }
 
     /// One receipt into `buf` (several datagrams with GRO, at `meta.stride`); `None` when the
