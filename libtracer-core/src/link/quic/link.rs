@@ -192,7 +192,8 @@ impl QuicLink {
             .map_err(|e| LinkError::Io(std::io::Error::other(e.to_string())))
     }
 
-    /// What the sending side gave up (reliable overflow, best effort) or sent as datagrams.
+    /// What the sending side gave up (reliable overflow, best effort) or sent as datagrams, and
+    /// the best-effort samples the receiving side dropped as stale.
     pub fn shed(&self) -> ShedCounts {
         let s: &Shed = &self.out.shed;
         ShedCounts {
@@ -201,6 +202,7 @@ impl QuicLink {
             datagrams: s.datagrams.load(Ordering::Relaxed),
             replaced: s.replaced.load(Ordering::Relaxed),
             abandoned: s.abandoned.load(Ordering::Relaxed),
+            stale: self.markers.stale(),
         }
     }
 
@@ -290,6 +292,9 @@ pub struct ShedCounts {
     pub replaced: u64,
     /// Half written when a newer one came: their stream was reset.
     pub abandoned: u64,
+    /// Received: best-effort samples from the peer dropped on arrival, as older than one of
+    /// their writer already handed up (each goes on a stream of its own).
+    pub stale: u64,
 }
 
 impl QuicLink {

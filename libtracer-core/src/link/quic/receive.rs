@@ -2,6 +2,7 @@
 //! the readers that hand their frames to the link's dispatcher, the barrier markers they
 //! reach (wire.md section 5), and the decoding of a datagram.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,20 +13,54 @@ use tokio::sync::Notify;
 
 use super::link::{Event, QuicLink, ToDispatcher, READ_CHUNK};
 use super::streams::{parse_barrier, BEST_EFFORT_TAG, CLASSES};
+use crate::payload::WriterId;
 use crate::wire::parts::Joiner;
-use crate::wire::{Frame, FrameDecoder, MAX_FRAME};
+use crate::wire::{EdgeId, Frame, FrameDecoder, MAX_FRAME};
 
-/// The receiving side's view of the peer's barriers: the newest marker each reliable stream
-/// has handed to the graph.
+/// The receiving side's view of the peer's edge streams: the newest barrier marker each
+/// reliable stream has handed to the graph, and the newest best-effort sample of each writer
+/// and edge handed up from a best-effort stream.
 #[derive(Default)]
 pub(crate) struct Markers {
     seen: [AtomicU64; CLASSES],
     /// Reliable stream tags already opened by the peer (each once per link).
     opened: Mutex<u8>,
     changed: Notify,
+    /// Best-effort samples go on a stream each (`streams.rs`), read side by side: the newest
+    /// sequence handed up per edge and writer, so that an older one finishing later is dropped
+    /// rather than handed up after a newer one (a KEEP_LAST(1) reader would keep the stale
+    /// one), as a DDS best-effort reader drops a sample older than one it has.
+    best_effort: Mutex<HashMap<(EdgeId, WriterId), u64>>,
+    /// Best-effort samples dropped so, as older than one handed up.
+    stale: AtomicU64,
 }
 
+/// Past this many edges and writers the best-effort order starts again: a writer gone leaves its
+/// entry behind, and the order is a courtesy of best effort, not a promise.
+const BEST_EFFORT_WRITERS: usize = 4096;
+
 impl Markers {
+    /// A best-effort stream's DELIVERY of `edge` by `writer` numbered `sequence`: false if a
+    /// newer one of theirs was handed up already (dropped, counted).
+    pub(crate) fn fresh(&self, edge: EdgeId, writer: WriterId, sequence: u64) -> bool {
+        let mut order = self.best_effort.lock();
+        if order.len() >= BEST_EFFORT_WRITERS && !order.contains_key(&(edge, writer)) {
+            order.clear();
+        }
+        let newest = order.entry((edge, writer)).or_insert(0);
+        if sequence <= *newest {
+            self.stale.fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
+        *newest = sequence;
+        true
+    }
+
+    /// Best-effort samples dropped on arrival as older than one handed up.
+    pub(crate) fn stale(&self) -> u64 {
+        self.stale.load(Ordering::Relaxed)
+    }
+
     /// A reliable stream of `class` was opened; false if one was already (malformed).
     pub(crate) fn open(&self, class: u8) -> bool {
         let mut o = self.opened.lock();
@@ -194,6 +229,8 @@ impl EdgeRx {
             pending.advance(n);
             match self.joiner.pop(&mut self.dec) {
                 Ok(Some(Frame::Ping { nonce })) if reliable => markers.reached(tag, nonce),
+                Ok(Some(Frame::Delivery { edge, meta, .. }))
+                    if !reliable && !markers.fresh(edge, meta.writer, meta.sequence) => {}
                 Ok(Some(frame)) if carried(&frame, reliable) => return Ok(Some(frame)),
                 Ok(Some(other)) => return Err(format!("an edge stream carries no {other:?}")),
                 Ok(None) if pending.is_empty() => return Ok(None),

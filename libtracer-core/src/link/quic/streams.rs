@@ -13,8 +13,10 @@
 //!
 //! Each unidirectional stream starts with one tag byte (the adapter's framing): `c` for the
 //! reliable stream of class `c`, `8 + c` for a best-effort one. Then frames, as on the control
-//! stream. A reliable stream is opened once per link and class; a best-effort one may be reset
-//! (abandoned) when a newer sample of its class is waiting, and a new one opened.
+//! stream. A reliable stream is opened once per link and class; a best-effort sample has a
+//! stream of its own, finished once written, or reset (abandoned) when a newer sample of its
+//! class is waiting while it is half written. A reset drops all its stream holds that is not yet
+//! acknowledged, so a shared stream would lose whole samples uncounted.
 //!
 //! A delivery never waits for the network: the frame is queued and a writer task on the
 //! runtime writes it. A reliable stream's queue is bounded (`queue.rs`): a delivery that does
@@ -471,7 +473,15 @@ impl BestEffortWriter {
                     }
                 };
                 tokio::select! {
-                    r = write_enc(s, enc) => if r.is_err() { stream = None },
+                    // Whole: its stream is finished and the next sample takes a new one, since
+                    // a reset drops everything on its stream not yet acknowledged and would
+                    // lose this sample uncounted with a newer one half written.
+                    r = write_enc(s, enc) => {
+                        if r.is_ok() {
+                            let _ = s.finish();
+                        }
+                        stream = None;
+                    }
                     _ = newer => {
                         let _ = s.reset(0u32.into());
                         stream = None;
