@@ -66,13 +66,3 @@ def test_c_publisher_and_subscriber_over_subnet(tmp_path, bridged_pair, procs, p
     envs = subnet_envs(tmp_path)
     c_to_rclpy(procs, envs, bridged_pair, programs, "/capi_subnet_out")
     rclpy_to_c(procs, envs, bridged_pair, programs, "/capi_subnet_in")
-
-
-def test_sros2_is_refused_not_ignored(tmp_path, programs):
-    # SROS2 is not shared with the C API yet (docs/capi.md, "Not yet"): a context asked for it
-    # fails with TRACER_ERR_UNSUPPORTED instead of joining other hosts unauthenticated.
-    env = capi_env(harness.tracer_env(tmp_path, None, {"ROS_SECURITY_ENABLE": "true",
-                                                       "ROS_STATIC_PEERS": "192.0.2.2"}))
-    r = harness.spawn([programs["publisher"], "/capi_sros2", "1", "1"], env, timeout=30).join()
-    assert r.returncode != 0, r.describe()
-    assert "ROS_SECURITY_ENABLE" in r.stderr and "not supported" in r.stderr, r.describe()

@@ -86,7 +86,7 @@ typedef enum tracer_result_t {
   TRACER_ERR_EMPTY = 5,
   // The caller's buffer is smaller than the sample (its length is reported; nothing taken).
   TRACER_ERR_BUFFER_TOO_SMALL = 6,
-  // The graph's access control refused the operation.
+  // The graph's access control, or this enclave's SROS2 permissions, refused the operation.
   TRACER_ERR_PERMISSION_DENIED = 7,
   // The link to a peer is down, or a peer refused a request.
   TRACER_ERR_LINK_DOWN = 8,
@@ -206,8 +206,11 @@ const char *tracer_last_error(void);
 // environment as rmw_tracer does: `ROS_AUTOMATIC_DISCOVERY_RANGE` (OFF: this process only;
 // SUBNET: other hosts of the network too), `ROS_STATIC_PEERS` (other hosts, `;`-separated),
 // `RMW_TRACER_RENDEZVOUS_DIR`, `RMW_TRACER_PORT_BASE`, `RMW_TRACER_BIND`.
-// `ROS_SECURITY_ENABLE=true` (SROS2) is `TRACER_ERR_UNSUPPORTED`. On success `*out` is a new
-// handle the caller owns (`tracer_context_destroy`).
+// SROS2 as rcl reads it: `ROS_SECURITY_ENABLE=true`, `ROS_SECURITY_STRATEGY`,
+// `ROS_SECURITY_KEYSTORE`, the enclave `ROS_SECURITY_ENCLAVE_OVERRIDE` (else `/`); an enclave
+// that cannot be loaded under Enforce is `TRACER_ERR_INVALID_ARGUMENT` naming the file, and
+// every entity made later checks its permissions (`TRACER_ERR_PERMISSION_DENIED`). On success
+// `*out` is a new handle the caller owns (`tracer_context_destroy`).
 //
 // Thread-safe.
 //
@@ -474,7 +477,9 @@ enum tracer_result_t tracer_subscription_create(struct tracer_context_t *context
 // Create a subscription to every topic below `namespace` (`/robot` takes `/robot/a` and
 // `/robot/b/c`; `/` takes everything), of any type: one subtree edge per publishing
 // process, what no rmw API can say. Each sample's info names its topic. ROS tools do not show
-// it (it is no ROS subscription). On success `*out_subscription` is a new handle.
+// it (it is no ROS subscription). Under SROS2 it is `TRACER_ERR_UNSUPPORTED` (permissions
+// name topics; a subtree takes any, those to come too). On success `*out_subscription` is a
+// new handle.
 //
 // Thread-safe.
 //

@@ -6,9 +6,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use libtracer_core::Graph;
+use libtracer_core::{Graph, Rights};
 use tracer_recording::gid::GidSource;
 use tracer_recording::registry::{self, ENDPOINTS};
+use tracer_recording::security::{self, Access, Action, WriterCheck};
 use tracer_recording::{EntityKind, Gid, Record};
 use tracer_shm::{Pool, PoolConfig};
 
@@ -33,6 +34,8 @@ pub struct Context {
     next_local: AtomicU64,
     /// Loans' shared-memory pool, made at the first borrow (None: no memfd here).
     pool: OnceLock<Option<Pool>>,
+    /// SROS2: what this enclave and its peers may do (None: security is off).
+    access: Option<Arc<Access>>,
 }
 
 impl Context {
@@ -41,7 +44,8 @@ impl Context {
         check_node_name(name)?;
         check_namespace(namespace)?;
         let domain_id = env::domain_id(domain_id)?;
-        let cfg = env::graph_config(domain_id)?;
+        let (cfg, secure) = env::graph_config(domain_id)?;
+        let access = secure.map(|s| s.access);
         let gids = GidSource::new();
         let node_gid = gids.next();
         let prefix = "/.capi".to_owned();
@@ -54,10 +58,12 @@ impl Context {
         let networked = cfg.network.is_some();
         let users = cfg.host_users;
         let (graph, watch) = Graph::new_with(cfg, |g| {
-            // Other users' and hosts' peers may use our vertices as rmw_tracer's may (no SROS2).
-            tracer_recording::network::open_to_peers(g, networked, users)?;
             announce(g, &context_rec)?;
             announce(g, &node)?;
+            // Other users' and hosts' peers may use our vertices as rmw_tracer's may: with
+            // SROS2 the registry (made by the records just announced) is the joining grants',
+            // each vertex its own (`guard`).
+            security::grant_peers(g, access.as_ref(), networked, users)?;
             Watch::start(g, &prefix)
         })?;
         await_watchers(&graph, WATCHERS_LIMIT);
@@ -72,7 +78,39 @@ impl Context {
             prefix,
             next_local: AtomicU64::new(1),
             pool: OnceLock::new(),
+            access,
         })
+    }
+
+    /// With SROS2: fail unless this enclave's permissions allow each action on its DDS topic
+    /// (before anything is made), as rmw_tracer's `Shared::permit`.
+    pub fn permit(&self, checks: &[(Action, &str)]) -> CapiResult<()> {
+        match &self.access {
+            Some(a) => Ok(checks.iter().try_for_each(|(x, t)| a.check_own(*x, t))?),
+            None => Ok(()),
+        }
+    }
+
+    /// With SROS2: give the vertex `path` the ACL that lets in the peers whose permissions
+    /// allow `action` on the DDS `topic`, used with `right` (rmw_tracer's `Shared::guard`).
+    pub fn guard(&self, path: &str, action: Action, topic: &str, right: Rights) -> CapiResult<()> {
+        if let Some(a) = &self.access {
+            self.graph.set_acl(path, a.acl_for(action, topic, right))?;
+        }
+        Ok(())
+    }
+
+    /// With SROS2: which peers a subscription to the DDS `topic` takes data from.
+    pub fn writer_check(&self, topic: &str) -> Option<WriterCheck> {
+        self.access.as_ref().map(|a| WriterCheck {
+            access: a.clone(),
+            dds: topic.to_owned(),
+        })
+    }
+
+    /// Whether SROS2 is on.
+    pub fn secured(&self) -> bool {
+        self.access.is_some()
     }
 
     /// A fresh local vertex path for a subscription's ring.

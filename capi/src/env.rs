@@ -6,22 +6,19 @@
 //! context joins the graph an rmw_tracer node given the same environment joins, on this host
 //! and on others.
 //!
-//! SROS2 (`ROS_SECURITY_ENABLE`) is read by rmw_tracer's `security.rs`, which is not ROS-free
-//! yet: a context asked for it is refused with `TRACER_ERR_UNSUPPORTED` rather than joining
-//! other hosts unauthenticated (docs/capi.md, "Not yet").
+//! SROS2 (`ROS_SECURITY_ENABLE`, `ROS_SECURITY_STRATEGY`, `ROS_SECURITY_KEYSTORE`,
+//! `ROS_SECURITY_ENCLAVE_OVERRIDE`) is read with rcl's rules and enforced by rmw_tracer's own
+//! code (`tracer_recording::security`): a context runs as the enclave the override names, else
+//! rcl's default `/` (docs/capi.md, "Security").
+
+use std::sync::Arc;
 
 use libtracer_core::link::quic::NetLog;
 use libtracer_core::GraphConfig;
 use tracer_recording::network::{self, EnvError};
+use tracer_recording::security::{self, Secure, SecurityOptions, DEFAULT_ENCLAVE};
 
 use crate::error::{CapiError, CapiResult};
-
-fn var(name: &str) -> Option<String> {
-    std::env::var(name)
-        .ok()
-        .map(|v| v.trim().to_owned())
-        .filter(|v| !v.is_empty())
-}
 
 /// A setting of the environment, reported as the C API reports it.
 fn env_error(e: EnvError) -> CapiError {
@@ -40,15 +37,25 @@ pub fn domain_id(requested: i32) -> CapiResult<u32> {
     }
 }
 
+/// Where the library's warnings go (the network's, security's): stderr, each line marked.
+pub fn log() -> NetLog {
+    Arc::new(|m: &str| eprintln!("[libtracer] {m}"))
+}
+
 /// The graph of a context on `domain_id`: discovery, rendezvous directory and network as
-/// rmw_tracer's (`tracer_recording::network::graph_config`); the network's warnings go to
-/// stderr.
-pub fn graph_config(domain_id: u32) -> CapiResult<GraphConfig> {
-    if var("ROS_SECURITY_ENABLE").as_deref() == Some("true") {
-        return Err(CapiError::Unsupported("ROS_SECURITY_ENABLE=true (SROS2)"));
+/// rmw_tracer's (`tracer_recording::network::graph_config`), and SROS2 as rcl and rmw_tracer
+/// would set it up from the same environment: the links' identity and the permissions sent to
+/// peers; what this enclave may do is the answer's second part.
+pub fn graph_config(domain_id: u32) -> CapiResult<(GraphConfig, Option<Secure>)> {
+    let log = log();
+    let options = SecurityOptions::from_env(DEFAULT_ENCLAVE, Some(&log))?;
+    let secure = security::load(&options, domain_id, log.clone())?;
+    let mut cfg = network::graph_config(domain_id, Some(log)).map_err(env_error)?;
+    if let (Some(n), Some(s)) = (cfg.network.as_mut(), secure.as_ref()) {
+        n.security = Some(s.quic.clone());
+        n.permissions = Some(s.exchange());
     }
-    let log: NetLog = std::sync::Arc::new(|m: &str| eprintln!("[libtracer] {m}"));
-    network::graph_config(domain_id, Some(log)).map_err(env_error)
+    Ok((cfg, secure))
 }
 
 /// The vertex path of a ROS topic name (rmw_tracer's mapping: `/net/..` lives at `/.net/..`).

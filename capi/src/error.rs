@@ -28,7 +28,7 @@ pub enum tracer_result_t {
     TRACER_ERR_EMPTY = 5,
     /// The caller's buffer is smaller than the sample (its length is reported; nothing taken).
     TRACER_ERR_BUFFER_TOO_SMALL = 6,
-    /// The graph's access control refused the operation.
+    /// The graph's access control, or this enclave's SROS2 permissions, refused the operation.
     TRACER_ERR_PERMISSION_DENIED = 7,
     /// The link to a peer is down, or a peer refused a request.
     TRACER_ERR_LINK_DOWN = 8,
@@ -68,6 +68,9 @@ pub enum CapiError {
     NoMemory(usize),
     #[error("{0} is not supported yet")]
     Unsupported(&'static str),
+    /// This enclave's SROS2 permissions do not allow it (the text names the grant and topic).
+    #[error("{0}")]
+    Denied(String),
     #[error("{0}")]
     Internal(String),
     #[error("libtracer: {0}")]
@@ -97,6 +100,7 @@ impl CapiError {
             CapiError::BufferTooSmall { .. } => TRACER_ERR_BUFFER_TOO_SMALL,
             CapiError::NoMemory(_) => TRACER_ERR_NO_MEMORY,
             CapiError::Unsupported(_) => TRACER_ERR_UNSUPPORTED,
+            CapiError::Denied(_) => TRACER_ERR_PERMISSION_DENIED,
             CapiError::Internal(_) => TRACER_ERR_INTERNAL,
             CapiError::Graph(e) => graph_code(e),
         }
@@ -114,8 +118,23 @@ impl CapiError {
             | CapiError::BufferTooSmall { .. }
             | CapiError::NoMemory(_)
             | CapiError::Unsupported(_)
+            | CapiError::Denied(_)
             | CapiError::Internal(_)
             | CapiError::Graph(_) => true,
+        }
+    }
+}
+
+/// How SROS2 refuses: settings that cannot be met (enforced with no enclave, a file that does
+/// not load) are an invalid argument of `tracer_context_create`, naming the variable or file;
+/// what this enclave may not do is `TRACER_ERR_PERMISSION_DENIED`.
+impl From<tracer_recording::security::SecurityError> for CapiError {
+    fn from(e: tracer_recording::security::SecurityError) -> CapiError {
+        use tracer_recording::security::SecurityError as S;
+        match e {
+            S::Setup(why) => CapiError::Invalid(why),
+            S::Denied(why) => CapiError::Denied(why),
+            S::Graph(e) => CapiError::Graph(e),
         }
     }
 }

@@ -6,9 +6,10 @@
 use std::sync::Arc;
 
 use libtracer_core::buffer::BufMut;
-use libtracer_core::{Meta, Payload, Schema, Vertex};
+use libtracer_core::{Meta, Payload, Rights, Schema, Vertex};
 use parking_lot::Mutex;
 use tracer_recording::delivery::PUBLISH_MAX_BLOCKING;
+use tracer_recording::security::{dds_topic, Action};
 use tracer_recording::{EntityKind, Gid, Record};
 use tracer_shm::SlotMut;
 
@@ -94,7 +95,11 @@ impl Publisher {
         let path = env::topic_path(topic)?;
         check_type_name(type_name)?;
         check_type_hash(type_hash)?;
+        let dds = dds_topic("rt", topic, "");
+        ctx.permit(&[(Action::Publish, &dds)])?;
         let vertex = ctx.graph.create_stream(&path, qos.topic_ring())?;
+        // Peers subscribe to the topic vertex: those whose permissions let them subscribe.
+        ctx.guard(&path, Action::Subscribe, &dds, Rights::SUBSCRIBE)?;
         if ctx.graph.schema(&path).is_none() {
             ctx.graph.set_schema(
                 &path,

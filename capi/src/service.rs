@@ -8,8 +8,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use libtracer_core::{Meta, Payload, Sample, Schema, Vertex};
+use libtracer_core::{Meta, Payload, Rights, Sample, Schema, Vertex};
 use parking_lot::Mutex;
+use tracer_recording::security::{Action, ServiceTopics};
 use tracer_recording::{EntityKind, Gid, Record};
 
 use crate::context::Context;
@@ -67,9 +68,15 @@ impl Inbox {
         check_type_name(type_name)?;
         check_type_hash(type_hash)?;
         env::topic_path(name)?;
+        let topics = ServiceTopics::new(name, kind == EntityKind::Service);
+        ctx.permit(&topics.checks())?;
         let gid = ctx.gids.next();
         let path = path(gid)?;
         let vertex = ctx.graph.create_stream(&path, qos.subscription_ring())?;
+        if let Err(e) = ctx.guard(&path, Action::Publish, &topics.inbox, Rights::WRITE) {
+            let _ = ctx.graph.remove(&path);
+            return Err(e);
+        }
         if kind == EntityKind::Service {
             ctx.graph.set_schema(
                 &path,

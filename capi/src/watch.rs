@@ -13,7 +13,7 @@
 //! Sinks only queue what arrived; one worker thread per context applies it, rewires, and
 //! retries edges that failed (a peer's vertex not made yet) every 250 ms while there are any.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -21,6 +21,7 @@ use std::time::Duration;
 use libtracer_core::{DeliveryPolicy, Edge, EdgeState, Graph, Sample, StructEvent};
 use parking_lot::Mutex;
 use tracer_recording::delivery::subscription_edge;
+use tracer_recording::security::WriterCheck;
 use tracer_recording::{decode, Announcement, EntityKind, Gid, QosNumbers, Record};
 
 use crate::error::{CapiError, CapiResult};
@@ -87,17 +88,49 @@ pub struct Link {
     pub tag: Gid,
     /// Source -> edge; None once the subscription is going (nothing is wired again).
     edges: Mutex<Option<HashMap<String, Edge>>>,
+    /// SROS2: the peers whose publishers it may take from (the writer's publish permission).
+    writers: Option<WriterCheck>,
+    /// Peers it does not take from, each logged once.
+    refused: Mutex<BTreeSet<String>>,
 }
 
 impl Link {
-    pub fn new(wants: Wants, target: String, policy: DeliveryPolicy, tag: Gid) -> Link {
+    pub fn new(
+        wants: Wants,
+        target: String,
+        policy: DeliveryPolicy,
+        tag: Gid,
+        writers: Option<WriterCheck>,
+    ) -> Link {
         Link {
             wants,
             target,
             policy,
             tag,
             edges: Mutex::new(Some(HashMap::new())),
+            writers,
+            refused: Mutex::new(BTreeSet::new()),
         }
+    }
+
+    /// With SROS2, whether `peer`'s publishers may feed this subscription: as a DDS DataReader
+    /// ignores a remote DataWriter whose permissions do not allow it to publish the topic (and
+    /// rmw_tracer's registry), no edge is made to such a peer (logged once).
+    fn writer_allowed(&self, graph: &Graph, peer: &str) -> bool {
+        let Some(check) = &self.writers else {
+            return true;
+        };
+        let Some(why) = check.refuses(graph.peer_subject(peer).as_ref()) else {
+            return true;
+        };
+        if self.refused.lock().insert(peer.to_owned()) {
+            let topic = match &self.wants {
+                Wants::Topic { topic, .. } => topic,
+                Wants::Namespace { namespace, .. } => namespace,
+            };
+            crate::env::log()(&format!("security: not taking {topic} from {peer}: {why}"));
+        }
+        false
     }
 
     /// Remove every edge (the subscription is going).
@@ -210,8 +243,15 @@ impl Watch {
             wanted.extend(link.wants.source(r, None).map(|s| (s, None)));
         }
         for (p, recs) in &st.peers {
-            for r in recs.values() {
-                wanted.extend(link.wants.source(r, Some(p)).map(|s| (s, Some(p.as_str()))));
+            let mut sources = recs.values().filter_map(|r| link.wants.source(r, Some(p)));
+            let Some(first) = sources.next() else {
+                continue;
+            };
+            if !link.writer_allowed(&self.graph, p) {
+                continue;
+            }
+            for s in std::iter::once(first).chain(sources) {
+                wanted.insert(s, Some(p.as_str()));
             }
         }
         let mut edges = link.edges.lock();

@@ -7,7 +7,7 @@
 //! and where the records are written (`registry`), and the QoS match rules both apply
 //! (`qos_match`). And where a graph looks for peers, from the environment variables
 //! rmw_tracer and the C API both read (`network`), and how a QoS maps onto the core's delivery
-//! (`delivery`).
+//! (`delivery`), and SROS2's rules on what a process and its peers may do (`security`).
 
 pub mod delivery;
 pub mod endpoint;
@@ -16,6 +16,7 @@ pub mod gid;
 pub mod network;
 pub mod qos_match;
 pub mod registry;
+pub mod security;
 pub mod select;
 pub mod stamp;
 

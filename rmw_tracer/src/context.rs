@@ -192,7 +192,7 @@ impl Shared {
     /// topic of `checks` (before anything is made).
     pub fn permit(&self, checks: &[(crate::security::Action, &str)]) -> RmwResult<()> {
         match &self.access {
-            Some(a) => checks.iter().try_for_each(|(x, t)| a.check_own(*x, t)),
+            Some(a) => Ok(checks.iter().try_for_each(|(x, t)| a.check_own(*x, t))?),
             None => Ok(()),
         }
     }

@@ -41,8 +41,11 @@ pub extern "C" fn tracer_last_error() -> *const c_char {
 /// environment as rmw_tracer does: `ROS_AUTOMATIC_DISCOVERY_RANGE` (OFF: this process only;
 /// SUBNET: other hosts of the network too), `ROS_STATIC_PEERS` (other hosts, `;`-separated),
 /// `RMW_TRACER_RENDEZVOUS_DIR`, `RMW_TRACER_PORT_BASE`, `RMW_TRACER_BIND`.
-/// `ROS_SECURITY_ENABLE=true` (SROS2) is `TRACER_ERR_UNSUPPORTED`. On success `*out` is a new
-/// handle the caller owns (`tracer_context_destroy`).
+/// SROS2 as rcl reads it: `ROS_SECURITY_ENABLE=true`, `ROS_SECURITY_STRATEGY`,
+/// `ROS_SECURITY_KEYSTORE`, the enclave `ROS_SECURITY_ENCLAVE_OVERRIDE` (else `/`); an enclave
+/// that cannot be loaded under Enforce is `TRACER_ERR_INVALID_ARGUMENT` naming the file, and
+/// every entity made later checks its permissions (`TRACER_ERR_PERMISSION_DENIED`). On success
+/// `*out` is a new handle the caller owns (`tracer_context_destroy`).
 ///
 /// Thread-safe.
 ///

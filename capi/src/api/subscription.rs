@@ -121,7 +121,9 @@ pub unsafe extern "C" fn tracer_subscription_create(
 /// Create a subscription to every topic below `namespace` (`/robot` takes `/robot/a` and
 /// `/robot/b/c`; `/` takes everything), of any type: one subtree edge per publishing
 /// process, what no rmw API can say. Each sample's info names its topic. ROS tools do not show
-/// it (it is no ROS subscription). On success `*out_subscription` is a new handle.
+/// it (it is no ROS subscription). Under SROS2 it is `TRACER_ERR_UNSUPPORTED` (permissions
+/// name topics; a subtree takes any, those to come too). On success `*out_subscription` is a
+/// new handle.
 ///
 /// Thread-safe.
 ///

@@ -142,6 +142,20 @@ fn graph_code(e: &libtracer_core::Error) -> rmw_ret_t {
     }
 }
 
+/// How SROS2 refuses: settings that cannot be met are an invalid argument of `rmw_init`, a
+/// permission denied to this enclave `RMW_RET_ERROR` (as Fast DDS's `rmw_create_*`), with the
+/// text naming the file or the grant.
+impl From<tracer_recording::security::SecurityError> for RmwError {
+    fn from(e: tracer_recording::security::SecurityError) -> RmwError {
+        use tracer_recording::security::SecurityError as S;
+        match e {
+            S::Setup(why) => RmwError::invalid(why),
+            S::Denied(why) => RmwError::failed(why),
+            S::Graph(e) => e.into(),
+        }
+    }
+}
+
 /// How a CDR failure is reported: out of memory is `RMW_RET_BAD_ALLOC`, a type CDR cannot carry
 /// is `RMW_RET_UNSUPPORTED`, a dispatcher without introspection an invalid argument, anything
 /// else (bad bytes, a message over its bounds) `RMW_RET_ERROR` as in Fast DDS; the text names

@@ -88,20 +88,9 @@ impl Endpoint {
         request_path(name, Gid::default())?;
         let service_name = cstr::owned(name, "service_name")?;
         let qos = super::resolve_qos(qos)?;
-        // SROS2 names a service's two DDS topics: requests rq<name>Request, replies
-        // rr<name>Reply. A server subscribes requests and publishes replies, a client the
-        // other way; this endpoint's inbox is written by peers that publish the other one.
-        use crate::security::{dds_topic, Action};
-        let (rq, rr) = (
-            dds_topic("rq", name, "Request"),
-            dds_topic("rr", name, "Reply"),
-        );
-        let (checks, inbox_topic) = if kind == EntityKind::Service {
-            ([(Action::Subscribe, &rq), (Action::Publish, &rr)], &rq)
-        } else {
-            ([(Action::Publish, &rq), (Action::Subscribe, &rr)], &rr)
-        };
-        ctx.permit(&checks.map(|(a, t)| (a, t.as_str())))?;
+        use crate::security::{Action, ServiceTopics};
+        let topics = ServiceTopics::new(name, kind == EntityKind::Service);
+        ctx.permit(&topics.checks())?;
         let gid = ctx.gids.next();
         let path = path_of(gid)?;
         let inbox = ctx.graph.create_stream(&path, super::inbox_ring())?;
@@ -116,7 +105,11 @@ impl Endpoint {
             )?;
             ctx.guard(
                 &path,
-                (Action::Publish, inbox_topic, libtracer_core::Rights::WRITE),
+                (
+                    Action::Publish,
+                    &topics.inbox,
+                    libtracer_core::Rights::WRITE,
+                ),
             )?;
             if let Some(schema) = schema {
                 ctx.graph.set_schema(&path, schema)?;
