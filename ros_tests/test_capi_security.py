@@ -13,8 +13,7 @@ import pytest
 import harness
 from test_capi import capi_env, programs  # noqa: F401  (programs: fixture)
 from test_capi_hosts import c_to_rclpy, rclpy_to_c
-from test_network_security import (keystore, own_copy, permission, policy, secure,
-                                   uncontrolled)
+from test_network_security import a_may_not_publish_chatter, keystore, permission, policy, secure
 from two_hosts import _fixture, pubsub, started, tracer_envs
 from worker_output import json_line
 
@@ -99,14 +98,7 @@ def test_a_c_subscriber_takes_nothing_from_a_peer_that_may_not_publish(tmp_path,
     """a's grant (which it sends) denies publishing /chatter; a's governance leaves writing
     /chatter uncontrolled, so a's own check passes; the C subscriber on b (whose keystore has no
     /net/a) makes no edge to a's publisher, from the grant a sent, and says so once."""
-    envs = tracer_envs(tmp_path)
-    ks = keystore(tmp_path / "ks", envs, "/net/a", "/net/b")
-    permission(ks, envs, "/net/a", policy(tmp_path / "a.xml", "/net/a",
-                                    '<topics publish="DENY"><topic>chatter</topic></topics>'))
-    ks_a = own_copy(ks, tmp_path / "ks_a", "a")
-    uncontrolled(ks_a, "/net/a", read=False, write=True)
-    secure(envs["a"], ks_a, "/net/a")
-    secure(envs["b"], own_copy(ks, tmp_path / "ks_b", "b"), "/net/b")
+    envs = a_may_not_publish_chatter(tmp_path)
     sub = harness.spawn([programs["subscriber"], "/chatter", "1", "8"], capi_env(envs["b"]),
                         netns=hosts.host("b"), timeout=60)
     procs.append(sub)

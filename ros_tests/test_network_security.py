@@ -263,12 +263,10 @@ def test_a_peer_whose_permissions_deny_the_subscription_is_refused_data(tmp_path
     assert r.stderr.count("refused the subscription to /chatter") == 1, r.stderr
 
 
-def test_a_peer_whose_permissions_deny_publishing_is_not_taken_from(tmp_path, perms_hosts):
-    """The other direction: a's grant (which it sends) denies publishing /chatter; a's
-    governance leaves writing /chatter uncontrolled, so a's own check passes, and b (whose
-    keystore has no /net/a) makes no edge to a's publisher from the grant a sent, as a DDS
-    DataReader ignores a remote DataWriter that may not publish the topic."""
-    hosts = perms_hosts
+def a_may_not_publish_chatter(tmp_path) -> dict[str, dict[str, str]]:
+    """Hosts a and b secured by their own keystores: a's grant (which it sends) denies
+    publishing /chatter, and a's governance leaves writing /chatter uncontrolled, so a's own
+    check passes and only b's check of the grant a sent stands between them."""
     envs = tracer_envs(tmp_path)
     ks = keystore(tmp_path / "ks", envs, "/net/a", "/net/b")
     permission(ks, envs, "/net/a", policy(tmp_path / "a.xml", "/net/a",
@@ -277,6 +275,16 @@ def test_a_peer_whose_permissions_deny_publishing_is_not_taken_from(tmp_path, pe
     uncontrolled(ks_a, "/net/a", read=False, write=True)
     secure(envs["a"], ks_a, "/net/a")
     secure(envs["b"], own_copy(ks, tmp_path / "ks_b", "b"), "/net/b")
+    return envs
+
+
+def test_a_peer_whose_permissions_deny_publishing_is_not_taken_from(tmp_path, perms_hosts):
+    """The other direction: a's grant (which it sends) denies publishing /chatter; a's
+    governance leaves writing /chatter uncontrolled, so a's own check passes, and b (whose
+    keystore has no /net/a) makes no edge to a's publisher from the grant a sent, as a DDS
+    DataReader ignores a remote DataWriter that may not publish the topic."""
+    hosts = perms_hosts
+    envs = a_may_not_publish_chatter(tmp_path)
     t, r = exchange(envs, hosts, 1, 8, 6)
     # No edge: the publisher sees no subscription, the subscription no data.
     assert t.returncode == 2 and "only 0 of 1 subscriptions matched" in t.stdout, t.describe()
