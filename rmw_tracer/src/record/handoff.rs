@@ -3,21 +3,24 @@
 //! `Recorder::write` wakes the recorder's thread on every message (a futex wake, about 2 us
 //! on the 2-core test machine, plus the woken thread competing for the core), which measured
 //! as a 10x slower `rmw_publish` of a 64-byte message (ros_tests/record_bench.py). So the data
-//! path only appends the message to a batch here (a lock and a push; the payload is shared by
-//! reference count), and a flusher thread (`rmw_tracer-record`) hands batches to the recorder
-//! every 2 ms while messages flow, backing off to 64 ms when idle. Fields are built on the
-//! flusher thread too.
+//! path only sends the message into a crossbeam channel that nobody waits on (no lock, no
+//! wake-up; the payload is shared by reference count), and a flusher thread
+//! (`rmw_tracer-record`) drains it into the recorder every 2 ms while messages flow, backing
+//! off to 64 ms when idle. Fields are built on the flusher thread too.
 //!
-//! Bounds: the batch holds at most the recorder's own queue bounds. A message that does not
-//! fit is handed to the recorder at once by the data path, so the recorder alone decides drops
-//! and counts them (one count, in the file's `tracer.recorder` metadata and the shutdown log).
+//! Bounds: the channel holds at most the recorder's own queue bounds (messages and payload
+//! bytes). A message that does not fit is handed to the recorder at once by the data path, so
+//! the recorder alone decides drops and counts them (one count, in the file's
+//! `tracer.recorder` metadata and the shutdown log).
 
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use libtracer_core::Payload;
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 use tracer_mcap::recorder::ChannelId;
 use tracer_mcap::Recorder;
 use tracer_recording::{Fields, MessageFields};
@@ -37,28 +40,39 @@ pub struct Pending {
     pub route: Arc<str>,
 }
 
-#[derive(Default)]
-struct Batch {
-    items: Vec<Pending>,
-    bytes: usize,
-    stop: bool,
-}
-
 struct Inner {
     rec: Arc<Recorder>,
     fields: Fields,
-    batch: Mutex<Batch>,
-    cv: Condvar,
     max_messages: usize,
     max_bytes: usize,
+    /// Payload bytes in the channel.
+    bytes: AtomicUsize,
+    /// Set by `stop`: the data path hands over at once from then on.
+    stopped: AtomicBool,
 }
 
 pub struct Handoff {
     inner: Arc<Inner>,
+    tx: Sender<Pending>,
+    /// What `stop` drains after the flusher has gone (a push racing with it).
+    rx: Receiver<Pending>,
+    /// Dropped by `stop`: the flusher's wait ends at once.
+    stop: Mutex<Option<Sender<()>>>,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl Inner {
+    /// Forward everything in the channel now; how many.
+    fn drain(&self, rx: &Receiver<Pending>) -> usize {
+        let mut n = 0;
+        for p in rx.try_iter() {
+            self.bytes.fetch_sub(p.payload.len(), Ordering::Relaxed);
+            self.forward(p);
+            n += 1;
+        }
+        n
+    }
+
     fn forward(&self, p: Pending) {
         let fields = self.fields.values(&MessageFields {
             sensor_time: p.sensor_time,
@@ -87,69 +101,71 @@ impl Handoff {
         let inner = Arc::new(Inner {
             rec,
             fields,
-            batch: Mutex::new(Batch::default()),
-            cv: Condvar::new(),
             max_messages,
             max_bytes,
+            bytes: AtomicUsize::new(0),
+            stopped: AtomicBool::new(false),
         });
-        let i2 = inner.clone();
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let (stop_tx, stop_rx) = crossbeam_channel::bounded::<()>(0);
+        let (i2, r2) = (inner.clone(), rx.clone());
         let thread = std::thread::Builder::new()
             .name("rmw_tracer-record".into())
-            .spawn(move || flusher(&i2))?;
+            .spawn(move || flusher(&i2, &r2, &stop_rx))?;
         Ok(Handoff {
             inner,
+            tx,
+            rx,
+            stop: Mutex::new(Some(stop_tx)),
             thread: Mutex::new(Some(thread)),
         })
     }
 
-    /// The data path: append, or hand over at once when the batch is at the bounds.
+    /// The data path: send, or hand over at once when the channel is at the bounds.
     pub fn push(&self, p: Pending) {
         let len = p.payload.len();
-        let mut b = self.inner.batch.lock();
-        if b.stop
-            || b.items.len() >= self.inner.max_messages
-            || b.bytes.saturating_add(len) > self.inner.max_bytes
+        let i = &self.inner;
+        if i.stopped.load(Ordering::SeqCst)
+            || self.tx.len() >= i.max_messages
+            || i.bytes.load(Ordering::Relaxed).saturating_add(len) > i.max_bytes
         {
-            drop(b);
-            self.inner.forward(p);
+            i.forward(p);
             return;
         }
-        b.bytes += len;
-        b.items.push(p);
+        i.bytes.fetch_add(len, Ordering::Relaxed);
+        if let Err(back) = self.tx.send(p) {
+            i.forward(back.into_inner());
+            return;
+        }
+        // A `stop` that came between the check and the send may have drained already: what
+        // is left is handed over here, so nothing sent is left behind.
+        if i.stopped.load(Ordering::SeqCst) {
+            i.drain(&self.rx);
+        }
     }
 
     /// Hand over what is left and stop the flusher.
     pub fn stop(&self) {
-        self.inner.batch.lock().stop = true;
-        self.inner.cv.notify_all();
+        self.inner.stopped.store(true, Ordering::SeqCst);
+        self.stop.lock().take();
         if let Some(t) = self.thread.lock().take() {
             let _ = t.join();
         }
+        self.inner.drain(&self.rx);
     }
 }
 
-fn flusher(inner: &Inner) {
+fn flusher(inner: &Inner, rx: &Receiver<Pending>, stop: &Receiver<()>) {
     let mut interval = BUSY_INTERVAL;
-    let mut taken = Vec::new();
     loop {
-        let stop = {
-            let mut b = inner.batch.lock();
-            if !b.stop {
-                inner.cv.wait_for(&mut b, interval);
-            }
-            std::mem::swap(&mut taken, &mut b.items);
-            b.bytes = 0;
-            b.stop
-        };
-        interval = if taken.is_empty() {
+        // Woken by the interval, or at once when `stop` drops the sender.
+        let stopping = !matches!(stop.recv_timeout(interval), Err(RecvTimeoutError::Timeout));
+        interval = if inner.drain(rx) == 0 {
             (interval * 2).min(IDLE_INTERVAL)
         } else {
             BUSY_INTERVAL
         };
-        for p in taken.drain(..) {
-            inner.forward(p);
-        }
-        if stop {
+        if stopping {
             return;
         }
     }
