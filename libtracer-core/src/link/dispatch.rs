@@ -7,6 +7,22 @@
 //! end of the queue if it has more, so one busy link does not starve the others. A callback that
 //! blocks (a send into a peer's full socket buffer) holds one worker; the others go on serving
 //! the other links, and the event loop goes on reading every socket.
+//!
+//! **Why a `VecDeque` under a lock, not a crossbeam channel** (the crate the project uses for
+//! queues between threads, `record/handoff.rs` in rmw_tracer): `examples/job_queue.rs` measures
+//! the three in this pool's shape (4 workers, one scheduling thread), in one run, twice
+//! (2026-12-05, 2 cores, a build running beside):
+//!
+//! | queue | wake p50 | wake p99 | jobs/s back to back | allocations per job |
+//! |---|---|---|---|---|
+//! | `Mutex<VecDeque>` + `Condvar` (this) | 3.0 / 3.3 us | 35 / 167 us | 18.4 / 12.9 M | 0 |
+//! | crossbeam unbounded | 24.2 / 21.9 us | 4.6 / 3.9 ms | 18.5 / 21.1 M | 0.03 |
+//! | crossbeam bounded | 22.8 / 25.6 us | 3.9 / 3.9 ms | 31.1 / 30.8 M | 0 |
+//!
+//! A delivery to an idle link waits for exactly that wake, and crossbeam's receivers spin and
+//! yield before they park, which on two cores takes the core from the thread that would run
+//! the job; the throughput it wins is far above any link's message rate, and the unbounded
+//! channel allocates a block every 31 jobs (tests/alloc_steady.rs counts the data path's).
 
 use std::cell::Cell;
 use std::collections::VecDeque;
