@@ -514,6 +514,19 @@ enum tracer_result_t tracer_subscription_set_callback(struct tracer_subscription
 enum tracer_result_t tracer_subscription_wait(const struct tracer_subscription_t *subscription,
                                               int64_t timeout_ns);
 
+// Messages this subscription lost since the last call, into `*out_lost`: dropped by its
+// ring when full (KEEP_LAST's depth, KEEP_ALL's byte budget) and, on a reliable
+// subscription with the network on, never received (a link cut for longer than the
+// publisher's resend window: the writer's sequence jumped). What rmw reports as
+// `RMW_EVENT_MESSAGE_LOST`.
+//
+// Thread-safe (each loss is reported to one caller).
+//
+// # Safety
+// `out_lost` is NULL or writable.
+enum tracer_result_t tracer_subscription_take_lost(const struct tracer_subscription_t *subscription,
+                                                   uint64_t *out_lost);
+
 // Take the oldest sample by copy: its CDR into `buffer` (`capacity` bytes), its length into
 // `*out_len`, what came with it into `*info` (NULL: not wanted). `TRACER_ERR_EMPTY` when
 // there is none; `TRACER_ERR_BUFFER_TOO_SMALL` (with `*out_len` the length needed) leaves

@@ -7,6 +7,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use libtracer_core::{Graph, Rights};
+use tracer_recording::delivery::Retained;
 use tracer_recording::gid::GidSource;
 use tracer_recording::registry::{self, ENDPOINTS};
 use tracer_recording::security::{self, Access, Action, WriterCheck};
@@ -36,6 +37,12 @@ pub struct Context {
     pool: OnceLock<Option<Pool>>,
     /// SROS2: what this enclave and its peers may do (None: security is off).
     access: Option<Arc<Access>>,
+    /// The network is on (static peers or SUBNET): links can be cut and come back, so reliable
+    /// publishers keep a resend window and reliable subscriptions filter replays
+    /// (`tracer_recording::resume`).
+    pub networked: bool,
+    /// What the topic vertices retain for transient-local subscribers and resends.
+    pub retained: Retained,
 }
 
 impl Context {
@@ -79,6 +86,8 @@ impl Context {
             next_local: AtomicU64::new(1),
             pool: OnceLock::new(),
             access,
+            networked,
+            retained: Retained::default(),
         })
     }
 

@@ -100,6 +100,10 @@ impl Publisher {
         let vertex = ctx.graph.create_stream(&path, qos.topic_ring())?;
         // Peers subscribe to the topic vertex: those whose permissions let them subscribe.
         ctx.guard(&path, Action::Subscribe, &dds, Rights::SUBSCRIBE)?;
+        // A transient-local publisher's history; with the network on, a reliable one's resend
+        // window (docs/network.md section 6).
+        ctx.retained
+            .for_publisher(&ctx.graph, &path, &qos.shape(), ctx.networked)?;
         if ctx.graph.schema(&path).is_none() {
             ctx.graph.set_schema(
                 &path,

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use libtracer_core::{LandFn, Sample, Vertex};
+use tracer_recording::resume::Resume;
 use tracer_recording::security::{dds_topic, Action, WriterCheck};
 use tracer_recording::{EntityKind, Record};
 
@@ -92,7 +93,27 @@ impl Subscription {
         let (rec, writers) = topic.map_or((None, None), |(r, w)| (Some(r), w));
         let tag = rec.as_ref().map_or_else(|| ctx.gids.next(), |r| r.gid);
         let policy = qos.delivery(exact);
-        let link = Arc::new(Link::new(wants, target.clone(), policy, tag, writers));
+        // With the network on, a reliable subscription admits a writer's samples once each,
+        // in order: the replay of an edge made again after a cut adds only what it had not got,
+        // and a sequence jump (what never came) is counted as lost.
+        let resume = (ctx.networked && qos.reliable).then(|| Arc::new(Resume::default()));
+        if let Some(r) = resume.clone() {
+            if let Err(e) = ctx
+                .graph
+                .set_stream_filter(&target, Some(Arc::new(move |s| r.admit(s))))
+            {
+                let _ = ctx.graph.remove(&target);
+                return Err(e.into());
+            }
+        }
+        let link = Arc::new(Link::new(
+            wants,
+            target.clone(),
+            policy,
+            tag,
+            writers,
+            resume,
+        ));
         if let Some(r) = &rec {
             if let Err(e) = ctx.announce(r) {
                 let _ = ctx.graph.remove(&target);
@@ -113,6 +134,13 @@ impl Subscription {
             spin: Default::default(),
             ctx,
         })
+    }
+
+    /// Messages lost since the last call: dropped by the ring when it was full (KEEP_LAST, or
+    /// KEEP_ALL past its byte budget) and, on a reliable subscription with the network on,
+    /// skipped by a writer's sequence (a cut longer than the publisher's resend window).
+    pub fn take_lost(&self) -> u64 {
+        self.vertex.take_dropped() + self.link.resume.as_ref().map_or(0, |r| r.take_gaps())
     }
 
     /// The oldest sample, if any.

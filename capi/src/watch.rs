@@ -21,6 +21,7 @@ use std::time::Duration;
 use libtracer_core::{DeliveryPolicy, Edge, EdgeState, Graph, Sample, StructEvent};
 use parking_lot::Mutex;
 use tracer_recording::delivery::subscription_edge;
+use tracer_recording::resume::Resume;
 use tracer_recording::security::WriterCheck;
 use tracer_recording::{decode, Announcement, EntityKind, Gid, QosNumbers, Record};
 
@@ -92,6 +93,9 @@ pub struct Link {
     writers: Option<WriterCheck>,
     /// Peers it does not take from, each logged once.
     refused: Mutex<BTreeSet<String>>,
+    /// With the network on, a reliable subscription's memory of what it admitted from each
+    /// writer, so that the edges made again after a cut replay only what it had not got.
+    pub resume: Option<Arc<Resume>>,
 }
 
 impl Link {
@@ -101,6 +105,7 @@ impl Link {
         policy: DeliveryPolicy,
         tag: Gid,
         writers: Option<WriterCheck>,
+        resume: Option<Arc<Resume>>,
     ) -> Link {
         Link {
             wants,
@@ -110,6 +115,7 @@ impl Link {
             edges: Mutex::new(Some(HashMap::new())),
             writers,
             refused: Mutex::new(BTreeSet::new()),
+            resume,
         }
     }
 
@@ -273,16 +279,16 @@ impl Watch {
                 continue;
             }
             settled = false;
+            // An edge to a peer made again after a cut replays the publisher's resend window,
+            // which the ring's filter cuts to what it had not got (tracer_recording::resume).
+            let policy = match (&link.resume, peer) {
+                (Some(r), Some(p)) if r.rewire(p) => link.policy.with_transient_local(true),
+                _ => link.policy,
+            };
             // Paced for RELIABLE + KEEP_ALL with rmw_tracer's windows: the publisher is held
             // back as for an rclpy subscription (tracer_recording::delivery).
-            let made = subscription_edge(
-                &self.graph,
-                &src,
-                &link.target,
-                link.policy,
-                &link.tag.0,
-                peer,
-            );
+            let made =
+                subscription_edge(&self.graph, &src, &link.target, policy, &link.tag.0, peer);
             if let Ok(e) = made {
                 edges.insert(src, e);
             }

@@ -1,12 +1,19 @@
 //! How a ROS QoS maps onto the core's delivery (docs/rmw-mapping.md, "QoS" and "Flow
 //! control"): the edge policy of a subscription, the bounds of its ring and of a publisher's
-//! topic stream, and the credit of a RELIABLE + KEEP_ALL edge. One mapping for rmw_tracer and
-//! the C API, so that a native C subscription holds a publisher back exactly as an rclpy one
-//! does, and a C publisher waits for it as long as rmw_publish does.
+//! topic stream, and the credit of a RELIABLE + KEEP_ALL edge; what a publisher retains for
+//! transient-local subscribers and to resend across a cut link ([`Retained`]). One mapping for
+//! rmw_tracer and the C API, so that a native C subscription holds a publisher back exactly as
+//! an rclpy one does, and a C publisher waits for it as long as rmw_publish does.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use libtracer_core::{DeliveryPolicy, Edge, Graph, StreamOptions, Window};
+use parking_lot::Mutex;
+
+/// The byte bound of a reliable KEEP_ALL publisher's resend window with the network on
+/// (docs/network.md section 6): what it keeps for a subscriber whose link was cut.
+pub const RESEND_BYTE_BUDGET: usize = 64 * 1024 * 1024;
 
 /// The byte budget of a KEEP_ALL ring: KEEP_ALL has no count bound, and this keeps a stalled
 /// subscriber from taking all memory (the oldest samples go first, counted as lost).
@@ -76,6 +83,29 @@ impl QosShape {
         }
     }
 
+    /// What a reliable publisher keeps, with the network on, to resend to a subscriber whose
+    /// link was cut and came back (docs/network.md section 6): its depth (`usize::MAX` for
+    /// KEEP_ALL) and byte budget. `None` for best effort, which promises nothing.
+    pub fn resend_window(&self) -> Option<(usize, usize)> {
+        if !self.reliable {
+            None
+        } else if self.keep_all {
+            Some((usize::MAX, RESEND_BYTE_BUDGET))
+        } else {
+            Some((self.depth.max(1), 0))
+        }
+    }
+
+    /// What a transient-local publisher keeps for late subscribers: its depth (`usize::MAX`
+    /// for KEEP_ALL) and byte budget. `None` when volatile.
+    pub fn durable_history(&self) -> Option<(usize, usize)> {
+        match (self.transient_local, self.keep_all) {
+            (false, _) => None,
+            (true, true) => Some((usize::MAX, KEEP_ALL_BYTE_BUDGET)),
+            (true, false) => Some((self.depth.max(1), 0)),
+        }
+    }
+
     /// The bounds of a publisher's topic stream: what a transient-local subscriber is replayed.
     /// A volatile publisher retains only the newest sample (a ring cannot be empty-bounded; the
     /// newest sample is what `tracer` shows for a topic), which no volatile subscriber replays.
@@ -88,6 +118,60 @@ impl QosShape {
             },
             (true, false) => StreamOptions::keep_last(self.depth.max(1)),
         }
+    }
+}
+
+/// What the topic vertices of one context retain, the most any of their publishers asked:
+/// a transient-local publisher's history, a reliable publisher's resend window with the network
+/// on. Several publishers of one topic share its vertex, so the bound only grows.
+#[derive(Default)]
+pub struct Retained(Mutex<HashMap<String, (usize, usize)>>);
+
+impl Retained {
+    /// Make sure the topic vertex at `path` retains at least `depth` samples (`usize::MAX` =
+    /// keep all within `byte_budget`).
+    pub fn at_least(
+        &self,
+        graph: &Graph,
+        path: &str,
+        depth: usize,
+        byte_budget: usize,
+    ) -> Result<(), libtracer_core::Error> {
+        let mut r = self.0.lock();
+        let (cur_depth, cur_budget) = r.get(path).copied().unwrap_or((1, 0));
+        let depth = depth.max(cur_depth);
+        let budget = byte_budget.max(cur_budget);
+        if (depth, budget) == (cur_depth, cur_budget) {
+            return Ok(());
+        }
+        if depth == usize::MAX {
+            graph.set_history_depth(path, 0)?;
+            graph.set_ring_source(path, budget)?;
+        } else {
+            graph.set_history_depth(path, depth)?;
+        }
+        r.insert(path.to_owned(), (depth, budget));
+        Ok(())
+    }
+
+    /// What a new publisher of `shape` on `path` needs kept (`networked`: the graph reaches
+    /// other hosts, so a reliable publisher keeps its resend window).
+    pub fn for_publisher(
+        &self,
+        graph: &Graph,
+        path: &str,
+        shape: &QosShape,
+        networked: bool,
+    ) -> Result<(), libtracer_core::Error> {
+        if let Some((depth, budget)) = shape.durable_history() {
+            self.at_least(graph, path, depth, budget)?;
+        }
+        if networked {
+            if let Some((depth, budget)) = shape.resend_window() {
+                self.at_least(graph, path, depth, budget)?;
+            }
+        }
+        Ok(())
     }
 }
 

@@ -16,6 +16,7 @@ pub mod gid;
 pub mod network;
 pub mod qos_match;
 pub mod registry;
+pub mod resume;
 pub mod security;
 pub mod select;
 pub mod stamp;

@@ -5,7 +5,7 @@
 //!
 //! In order: a writer the registry did not match with us (type, QoS: `registry::Verdicts`);
 //! with `ignore_local_publications`, this context's own writers; a replay of what a reliable
-//! subscription already had (`crate::resume`); and the content filter. What the edge itself
+//! subscription already had (`tracer_recording::resume`); and the content filter. What the edge itself
 //! decides comes before all of them: a subscription's edges are exact (docs/libtracer.md), so
 //! no write to a nested topic ever reaches the ring.
 //!

@@ -1,7 +1,6 @@
 //! The rmw context: one libtracer [`Graph`] per `rmw_context_t`, its endpoint registry and the
 //! ids of everything made in it.
 
-use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -10,7 +9,7 @@ use std::sync::Arc;
 use libtracer_core::link::quic::NetLog;
 use libtracer_core::link::QuicConfig;
 use libtracer_core::{Discovery, Graph, GraphConfig};
-use parking_lot::Mutex;
+use tracer_recording::delivery::Retained;
 use tracer_recording::network::{self, Range, RENDEZVOUS_ENV};
 
 use crate::boundary::{RmwError, RmwResult};
@@ -51,13 +50,13 @@ pub struct Shared {
     next_ring: AtomicU64,
     /// Large samples' shared-memory pool (`crate::shm`); None when off or unavailable.
     pub shm: Option<crate::shm::ShmOut>,
-    /// Topic vertex -> the history it retains, depth (`usize::MAX`: no count bound) and byte
-    /// budget: the largest of its transient-local publishers and, with the network on, of its
-    /// reliable publishers' resend windows (docs/network.md section 6).
-    retained: Mutex<HashMap<String, (usize, usize)>>,
+    /// What the topic vertices retain: the most of their transient-local publishers' history
+    /// and, with the network on, of their reliable publishers' resend windows (docs/network.md
+    /// section 6).
+    pub retained: Retained,
     /// The network is on (static peers or SUBNET): links can be cut and come back, so reliable
     /// publishers keep a resend window and reliable subscriptions filter replays
-    /// (`crate::resume`).
+    /// (`tracer_recording::resume`).
     pub networked: bool,
 }
 
@@ -177,7 +176,7 @@ impl Context {
                 shut_down: AtomicBool::new(false),
                 teardown,
                 next_ring: AtomicU64::new(1),
-                retained: Mutex::new(HashMap::new()),
+                retained: Retained::default(),
                 networked,
                 access,
             }),
@@ -247,26 +246,6 @@ impl Shared {
             "/.ros/sub/{}",
             self.next_ring.fetch_add(1, Ordering::Relaxed)
         )
-    }
-
-    /// Make sure the topic vertex at `path` retains at least `depth` samples (`usize::MAX` =
-    /// keep all within the byte budget) for transient-local subscribers.
-    pub fn retain_at_least(&self, path: &str, depth: usize, byte_budget: usize) -> RmwResult<()> {
-        let mut r = self.retained.lock();
-        let (cur_depth, cur_budget) = r.get(path).copied().unwrap_or((1, 0));
-        let depth = depth.max(cur_depth);
-        let budget = byte_budget.max(cur_budget);
-        if (depth, budget) == (cur_depth, cur_budget) {
-            return Ok(());
-        }
-        if depth == usize::MAX {
-            self.graph.set_history_depth(path, 0)?;
-            self.graph.set_ring_source(path, budget)?;
-        } else {
-            self.graph.set_history_depth(path, depth)?;
-        }
-        r.insert(path.to_owned(), (depth, budget));
-        Ok(())
     }
 }
 

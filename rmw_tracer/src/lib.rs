@@ -31,7 +31,6 @@ mod qos;
 mod qos_compat;
 mod record;
 mod registry;
-mod resume;
 mod security;
 mod serial_link;
 mod service;

@@ -31,7 +31,7 @@ pub struct Publisher {
     /// The last sequence number written. Held while a sample is written, so that samples
     /// enter the topic in sequence order even when threads publish at once: a subscription
     /// takes a jump for samples that never came and a step back for a repeat
-    /// (`crate::resume`).
+    /// (`tracer_recording::resume`).
     seq: Mutex<u64>,
     /// The size of the last message: the next buffer starts this large.
     /// QoS event state (`crate::event`).
@@ -72,19 +72,10 @@ impl Publisher {
             &path,
             (Action::Subscribe, &dds, libtracer_core::Rights::SUBSCRIBE),
         )?;
-        if qos.transient_local() {
-            let depth = if ring.depth == 0 {
-                usize::MAX
-            } else {
-                ring.depth
-            };
-            ctx.retain_at_least(&path, depth, ring.byte_budget)?;
-        }
-        if ctx.networked {
-            if let Some((depth, budget)) = qos.resend_window() {
-                ctx.retain_at_least(&path, depth, budget)?;
-            }
-        }
+        // A transient-local publisher's history; with the network on, a reliable one's
+        // resend window (docs/network.md section 6, `tracer_recording::resume`).
+        ctx.retained
+            .for_publisher(&ctx.graph, &path, &qos.shape(), ctx.networked)?;
         ty.set_schema(&ctx, &path)?;
         let gid = ctx.gids.next();
         let record = crate::record::publisher_tap(topic, &path, &ty, &qos, gid);

@@ -26,10 +26,6 @@ pub const DEFAULT_DEPTH: usize = 10;
 
 pub use tracer_recording::delivery::{QosShape, KEEP_ALL_BYTE_BUDGET};
 
-/// The byte bound of a reliable KEEP_ALL publisher's resend window with the network on
-/// (docs/network.md section 6): what it keeps for a subscriber whose link was cut.
-pub const RESEND_BYTE_BUDGET: usize = 64 * 1024 * 1024;
-
 /// Which end of a topic a profile belongs to (BEST_AVAILABLE resolves differently).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum End {
@@ -205,19 +201,6 @@ impl Qos {
     /// The bounds of a publisher's topic stream: what a transient-local subscriber is replayed.
     pub fn topic_ring(&self) -> StreamOptions {
         self.shape().topic_ring()
-    }
-
-    /// What a reliable publisher keeps, with the network on, to resend to a subscriber whose
-    /// link was cut and came back (docs/network.md section 6): its depth (`usize::MAX` for
-    /// KEEP_ALL) and byte budget. `None` for best effort, which promises nothing.
-    pub fn resend_window(&self) -> Option<(usize, usize)> {
-        if !self.reliable() {
-            None
-        } else if self.keep_all() {
-            Some((usize::MAX, RESEND_BYTE_BUDGET))
-        } else {
-            Some((self.depth().max(1), 0))
-        }
     }
 
     /// What the endpoint registry's `qos=` line carries (`tracer_recording::QosNumbers`).

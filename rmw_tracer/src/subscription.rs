@@ -18,8 +18,8 @@ use crate::names;
 use crate::node::Node;
 use crate::qos::{End, Qos};
 use crate::registry::{EntityKind, Entry, SubscriptionLink};
-use crate::resume::Resume;
 use crate::topic::{now_ns, TopicType};
+use tracer_recording::resume::Resume;
 use tracer_recording::INFINITE_NS;
 
 /// What a take found, for `rmw_message_info_t`.
@@ -153,7 +153,7 @@ impl Subscription {
             },
             Some(crate::event::RingProbe {
                 // Lost: what the ring dropped on overflow, and what never came (a reliable
-                // writer's sequence jumped: `crate::resume`).
+                // writer's sequence jumped: `tracer_recording::resume`).
                 dropped: Arc::new(move || {
                     ring.take_dropped() + gaps.as_ref().map_or(0, |g| g.take_gaps())
                 }),

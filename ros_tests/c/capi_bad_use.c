@@ -44,6 +44,8 @@ int main(void) {
   CASE("subscription_create_null_ctx", tracer_subscription_create(NULL, "/t", "std_msgs/msg/String", NULL, &sub));
   CASE("take_null_sub", tracer_take(NULL, buf, sizeof buf, &n, &info));
   CASE("wait_null_sub", tracer_subscription_wait(NULL, 0));
+  uint64_t lost = 0;
+  CASE("take_lost_null_sub", tracer_subscription_take_lost(NULL, &lost));
   CASE("view_take_null_sub", tracer_view_take(NULL, &view, &data, &n, NULL));
   CASE("view_return_null", tracer_view_return(NULL));
   CASE("loan_borrow_null_pub", tracer_loan_borrow(NULL, 16, &loan, &mem));
@@ -88,6 +90,8 @@ int main(void) {
   CASE("wait_ok", tracer_subscription_wait(sub, 5000000000LL));
   CASE("take_too_small", tracer_take(sub, buf, 4, &n, NULL));
   CASE("take_ok", tracer_take(sub, buf, sizeof buf, &n, &info));
+  CASE("take_lost_null_out", tracer_subscription_take_lost(sub, NULL));
+  CASE("take_lost_ok", tracer_subscription_take_lost(sub, &lost));
   CASE("loan_borrow_null_out", tracer_loan_borrow(pub, 16, NULL, &mem));
   CASE("loan_borrow_ok", tracer_loan_borrow(pub, 16, &loan, &mem));
   CASE("loan_return_ok", tracer_loan_return(loan));
@@ -110,6 +114,7 @@ int main(void) {
   CASE("subscription_destroy_ok", tracer_subscription_destroy(sub));
   CASE("take_destroyed", tracer_take(sub, buf, sizeof buf, &n, NULL));
   CASE("wait_destroyed", tracer_subscription_wait(sub, 0));
+  CASE("take_lost_destroyed", tracer_subscription_take_lost(sub, &lost));
   CASE("subscription_destroy_twice", tracer_subscription_destroy(sub));
   CASE("server_create_ok", tracer_server_create(ctx, "/s", "test_msgs/srv/Empty", "", NULL, &srv));
   CASE("client_create_ok", tracer_client_create(ctx, "/s", "test_msgs/srv/Empty", "", NULL, &cli));

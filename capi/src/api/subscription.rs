@@ -229,6 +229,29 @@ pub extern "C" fn tracer_subscription_wait(
     })
 }
 
+/// Messages this subscription lost since the last call, into `*out_lost`: dropped by its
+/// ring when full (KEEP_LAST's depth, KEEP_ALL's byte budget) and, on a reliable
+/// subscription with the network on, never received (a link cut for longer than the
+/// publisher's resend window: the writer's sequence jumped). What rmw reports as
+/// `RMW_EVENT_MESSAGE_LOST`.
+///
+/// Thread-safe (each loss is reported to one caller).
+///
+/// # Safety
+/// `out_lost` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tracer_subscription_take_lost(
+    subscription: *const tracer_subscription_t,
+    out_lost: *mut u64,
+) -> tracer_result_t {
+    call("tracer_subscription_take_lost", || {
+        let o = out(out_lost, "out_lost")?;
+        let s = SUBSCRIPTIONS.get(subscription)?;
+        o.set(s.sub.take_lost());
+        Ok(())
+    })
+}
+
 fn next(s: &Sub) -> CapiResult<Sample> {
     if let Some(x) = s.held.lock().take() {
         return Ok(x);

@@ -4,7 +4,7 @@
 //! | event | from |
 //! |---|---|
 //! | PUBLICATION_MATCHED / SUBSCRIPTION_MATCHED | the endpoint registry: the endpoints of the other kind on the topic with the same type and a compatible QoS, here and on every peer |
-//! | MESSAGE_LOST | samples the subscription ring dropped on overflow, and samples a reliable writer's sequence jumped over (`crate::resume`: they never came) |
+//! | MESSAGE_LOST | samples the subscription ring dropped on overflow, and samples a reliable writer's sequence jumped over (`tracer_recording::resume`: they never came) |
 //! | OFFERED / REQUESTED_QOS_INCOMPATIBLE | the registry: endpoints of the other kind and same type whose QoS does not match (`crate::qos_compat::incompatible`) |
 //! | PUBLISHER / SUBSCRIPTION_INCOMPATIBLE_TYPE | the registry: endpoints of the other kind on the topic with another type |
 //! | OFFERED_DEADLINE_MISSED | each deadline period that passes without a publication |

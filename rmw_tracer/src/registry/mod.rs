@@ -35,8 +35,8 @@ use crate::boundary::{RmwError, RmwResult};
 use crate::gid::Gid;
 use crate::qos::Qos;
 use crate::qos_compat;
-use crate::resume::Resume;
 use edges::established;
+use tracer_recording::resume::Resume;
 /// The record's one codec is the ROS-free `tracer_recording::endpoint` (docs/rmw-mapping.md
 /// documents the format), which `tracer record` reads peers' registries with as well.
 pub use tracer_recording::{EntityKind, Record};
@@ -68,7 +68,7 @@ pub struct SubscriptionLink {
     /// The subscription's resolved QoS: publishers whose offer does not meet it are not wired.
     pub qos: Qos,
     /// A reliable subscription with the network on: an edge made again to a peer replays the
-    /// publisher's history, and the ring admits only what it had not got (`crate::resume`).
+    /// publisher's history, and the ring admits only what it had not got (`tracer_recording::resume`).
     pub resume: Option<Arc<Resume>>,
     /// One edge per peer that has a matching publisher; `None` once the subscription is going
     /// away, so that the worker, which may still hold the link, wires nothing more into it.
