@@ -10,6 +10,8 @@
 
 #define STRING_TYPE "std_msgs/msg/String"
 #define STRING_HASH "RIHS01_df668c740482bbd48fb39d76a70dfd4bd59db1288021743503259e948f6b1a18"
+/* The type's ros2msg definition (tracer_publisher_set_definition): what recorders decode with. */
+#define STRING_DEFINITION "string data\n"
 #define IMAGE_TYPE "sensor_msgs/msg/Image"
 #define IMAGE_HASH "RIHS01_d31d41a9a4c4bc8eae9be757b0beed306564f7526c88ea6a4588fb9582527d47"
 

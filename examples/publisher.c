@@ -24,6 +24,8 @@ int main(int argc, char **argv) {
   tracer_publisher_t *pub = NULL;
   if (check(tracer_publisher_create(ctx, topic, STRING_TYPE, STRING_HASH, &qos, &pub), "publisher"))
     return 1;
+  /* Optional: recorders (RMW_TRACER_RECORD, tracer record) and tools decode with it. */
+  if (check(tracer_publisher_set_definition(pub, STRING_DEFINITION), "definition")) return 1;
   if (wait_subscribers > 0 &&
       check(tracer_publisher_wait_for_subscriptions(pub, (size_t)wait_subscribers, 30000000000LL),
             "wait for subscribers"))

@@ -114,6 +114,33 @@ def test_rclpy_publisher_to_c_subscriber(tracer_env, programs):
     assert [int(g.split(" seq=")[1]) for g in got] == list(range(1, 21))
 
 
+def test_c_programs_record_what_they_publish_and_take(tracer_env, tmp_path, programs):
+    """RMW_TRACER_RECORD in a C program (docs/capi.md, "Recording"): the publisher's file holds
+    what it published, with the definition it gave (tracer_publisher_set_definition); the
+    subscriber's holds what it took, from the C publisher and from an rclpy talker, each
+    decoded with the definition the publisher's :schema carried."""
+    from test_record import _decoded
+
+    env = capi_env(tracer_env)
+    sub_file, pub_file = tmp_path / "sub.mcap", tmp_path / "pub.mcap"
+    sub = harness.spawn([programs["subscriber"], "/capi_rec", "40", "60"],
+                        dict(env, RMW_TRACER_RECORD=str(sub_file)), timeout=90)
+    assert sub.wait_for_output("ready", 30), sub.join(1).describe()
+    pub = harness.spawn([programs["publisher"], "/capi_rec", "20", "20", "1"],
+                        dict(env, RMW_TRACER_RECORD=str(pub_file)), timeout=60)
+    pub.join().check()
+    talker = harness.spawn_python(PUBSUB, ["talk", "--topic", "/capi_rec", "--count", "20",
+                                           "--period", "0.02", "--linger", "5"],
+                                  env=tracer_env, timeout=60)
+    r = sub.join().check()
+    talker.join().check()
+    assert len(lines(r.stdout, "msg: ")) == 40, r.describe()
+    hello = [f"hello {i}" for i in range(20)]
+    assert [m.data for m in _decoded(pub_file)["/capi_rec"]] == hello
+    assert [m.data for m in _decoded(sub_file)["/capi_rec"]] == hello + hello
+    assert "[libtracer] recorded 40 messages to" in r.stderr, r.stderr
+
+
 def test_c_publisher_is_a_ros_node_with_type_and_qos(tracer_env, programs):
     # `ros2 node list` / `ros2 topic info -v` read this through rcl's graph API.
     pub = harness.spawn([programs["publisher"], "/capi_graph", "200", "50"], capi_env(tracer_env),

@@ -2,9 +2,12 @@
 //!
 //! An `extern "C"` entry point is one call into a safe Rust function through [`run`]; the API
 //! turns the [`Outcome`] into its own code (an `rmw_ret_t`, a `tracer_result_t`, a null pointer)
-//! with its own error map: the catching is here once, the mapping in each API once.
+//! with its own error map: the catching is here once, the mapping in each API once. Also the
+//! process-exit hook both register (`atexit`), the one place here that calls C.
 
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
+
+pub mod atexit;
 
 use std::panic::{catch_unwind, AssertUnwindSafe, Location};
 

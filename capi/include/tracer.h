@@ -311,6 +311,19 @@ enum tracer_result_t tracer_publisher_create(struct tracer_context_t *context,
                                              const struct tracer_qos_t *qos,
                                              struct tracer_publisher_t **out_publisher);
 
+// Give the topic's type its `ros2msg` definition (the `.msg` text, with the definitions of
+// the types it uses after it, as `ros2 bag` stores them). It goes into the topic's `:schema`:
+// recorders (`RMW_TRACER_RECORD`, `tracer record`) and tools (`tracer echo`) decode the
+// messages with it. Call it before the first publish for this process's own recording to have
+// it. Optional: without it the messages are carried and recorded as bytes.
+//
+// Thread-safe.
+//
+// # Safety
+// `definition` is NUL-terminated or NULL.
+enum tracer_result_t tracer_publisher_set_definition(const struct tracer_publisher_t *publisher,
+                                                     const char *definition);
+
 // Destroy a publisher: its record is retracted (ROS tools no longer show it) once the loans
 // still out of it are published or returned (a loan keeps its publisher alive). The handle is
 // dead after the call, whatever its result.

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use libtracer_core::{Graph, Rights};
 use tracer_recording::delivery::Retained;
 use tracer_recording::gid::GidSource;
+use tracer_recording::record;
 use tracer_recording::registry::{self, ENDPOINTS};
 use tracer_recording::security::{self, Access, Action, WriterCheck};
 use tracer_recording::{EntityKind, Gid, Record};
@@ -48,6 +49,17 @@ pub struct Context {
 impl Context {
     /// Join the graph of `domain_id` (negative: `ROS_DOMAIN_ID`) as node `namespace`/`name`.
     pub fn new(name: &str, namespace: &str, domain_id: i32) -> CapiResult<Context> {
+        // `RMW_TRACER_RECORD`: the first context opens the file (before the watch starts, which
+        // learns the peers' definitions while recording), the last one finishes it.
+        record::context_started(&env::RECORD_HOST);
+        let made = Context::join(name, namespace, domain_id);
+        if made.is_err() {
+            record::context_shutdown();
+        }
+        made
+    }
+
+    fn join(name: &str, namespace: &str, domain_id: i32) -> CapiResult<Context> {
         check_node_name(name)?;
         check_namespace(namespace)?;
         let domain_id = env::domain_id(domain_id)?;
@@ -163,6 +175,7 @@ impl Context {
 
 impl Drop for Context {
     fn drop(&mut self) {
+        record::context_shutdown();
         self.watch.stop();
         registry::retract(&self.graph, EntityKind::Node, self.node_gid);
         registry::retract(&self.graph, EntityKind::Context, self.gids.context_gid());

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use libtracer_core::link::quic::NetLog;
 use libtracer_core::GraphConfig;
 use tracer_recording::network::{self, EnvError};
+use tracer_recording::record;
 use tracer_recording::security::{self, Secure, SecurityOptions, DEFAULT_ENCLAVE};
 
 use crate::error::{CapiError, CapiResult};
@@ -41,6 +42,12 @@ pub fn domain_id(requested: i32) -> CapiResult<u32> {
 pub fn log() -> NetLog {
     Arc::new(|m: &str| eprintln!("[libtracer] {m}"))
 }
+
+/// What the recording (`RMW_TRACER_RECORD`) reports to, and its process-exit hook.
+pub static RECORD_HOST: record::Host = record::Host {
+    log: |_, m| eprintln!("[libtracer] {m}"),
+    at_exit: tracer_boundary::atexit::register,
+};
 
 /// The graph of a context on `domain_id`: discovery, rendezvous directory and network as
 /// rmw_tracer's (`tracer_recording::network::graph_config`), and SROS2 as rcl and rmw_tracer

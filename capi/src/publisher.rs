@@ -3,12 +3,13 @@
 //! every rmw_tracer process answers by wiring its matching subscriptions to
 //! `/net/<us>/<topic>`: what an rmw_tracer publisher is (docs/rmw-mapping.md).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use libtracer_core::buffer::BufMut;
 use libtracer_core::{Meta, Payload, Rights, Schema, Vertex};
 use parking_lot::Mutex;
 use tracer_recording::delivery::PUBLISH_MAX_BLOCKING;
+use tracer_recording::record::{self, PubTap};
 use tracer_recording::security::{dds_topic, Action};
 use tracer_recording::{EntityKind, Gid, Record};
 use tracer_shm::SlotMut;
@@ -29,6 +30,9 @@ pub struct Publisher {
     /// The last sequence number written; held while a sample is written so that samples enter
     /// the topic in sequence order.
     seq: Mutex<u64>,
+    qos: Qos,
+    /// `RMW_TRACER_RECORD`: made at the first publish (`None` inside: not recorded).
+    tap: OnceLock<Option<PubTap>>,
 }
 
 /// Memory lent for one message: a shared-memory slot (published as a reference, no copy),
@@ -130,6 +134,8 @@ impl Publisher {
             vertex,
             rec,
             seq: Mutex::new(0),
+            qos,
+            tap: OnceLock::new(),
             ctx,
         })
     }
@@ -181,7 +187,52 @@ impl Publisher {
         self.write(payload)
     }
 
+    /// The type's `ros2msg` definition, in the topic's `:schema`: what recorders and tools
+    /// decode the messages with. Before the first publish, to be in this process's recording.
+    pub fn set_definition(&self, definition: &str) -> CapiResult<()> {
+        let mut schema = self
+            .ctx
+            .graph
+            .schema(&self.path)
+            .ok_or_else(|| CapiError::internal(format!("{}: no :schema", self.topic)))?;
+        schema.definition = definition.to_owned();
+        self.ctx.graph.set_schema(&self.path, schema)?;
+        Ok(())
+    }
+
+    /// The recording's tap (`RMW_TRACER_RECORD`), made at the first publish with the
+    /// definition known then.
+    fn tap(&self) -> Option<&PubTap> {
+        self.tap
+            .get_or_init(|| {
+                let definition = self
+                    .ctx
+                    .graph
+                    .schema(&self.path)
+                    .map(|s| s.definition)
+                    .unwrap_or_default();
+                if definition.is_empty() && record::recording() {
+                    crate::env::log()(&format!(
+                        "recording {} without the definition of {} (tracer_publisher_set_definition): its fields cannot be decoded from the file",
+                        self.topic, self.type_name
+                    ));
+                }
+                let offered = self.qos.numbers().offered();
+                record::publisher_tap(
+                    &self.topic,
+                    &self.path,
+                    &self.type_name,
+                    &definition,
+                    offered,
+                    self.gid.0,
+                )
+            })
+            .as_ref()
+    }
+
     fn write(&self, payload: Payload) -> CapiResult<()> {
+        let tap = self.tap();
+        let recorded = tap.map(|_| payload.clone());
         let mut seq = self.seq.lock();
         let meta = Meta {
             source_timestamp_ns: now_ns(),
@@ -204,6 +255,9 @@ impl Publisher {
             r => r?,
         }
         *seq += 1;
+        if let (Some(t), Some(p)) = (tap, recorded) {
+            t.published(&p, &meta);
+        }
         Ok(())
     }
 

@@ -6,6 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use libtracer_core::{LandFn, Sample, Vertex};
+use tracer_mcap::ros2::OfferedQos;
+use tracer_recording::record::{self, SubTap, TapSource};
 use tracer_recording::resume::Resume;
 use tracer_recording::security::{dds_topic, Action, WriterCheck};
 use tracer_recording::{EntityKind, Record};
@@ -27,6 +29,50 @@ pub struct Subscription {
     link: Arc<Link>,
     rec: Option<Record>,
     spin: crate::wait::Spin,
+    /// `RMW_TRACER_RECORD`: what it takes is recorded (a topic subscription).
+    tap: Option<SubTap>,
+}
+
+/// What a C subscription's recording tap asks: the definition from the publishers' `:schema`
+/// (this context's own topic vertex, else the peer's the first message came from), and the
+/// publishers' QoS from the watch's records.
+struct TapFrom {
+    ctx: Arc<Context>,
+    topic: String,
+    type_name: String,
+    path: String,
+}
+
+impl TapSource for TapFrom {
+    fn definition(&self, origin: Option<&str>) -> String {
+        let local = self.ctx.graph.schema(&self.path).map(|s| s.definition);
+        let found = match (local.filter(|d| !d.is_empty()), origin) {
+            (Some(d), _) => Some(d),
+            (None, Some(peer)) => self.ctx.watch.definition(peer, &self.path),
+            (None, None) => None,
+        };
+        found.unwrap_or_else(|| {
+            crate::env::log()(&format!(
+                "recording {} without the definition of {}: no publisher gave it in its :schema",
+                self.topic, self.type_name
+            ));
+            String::new()
+        })
+    }
+
+    fn publishers_qos(&self) -> Vec<OfferedQos> {
+        self.ctx
+            .watch
+            .records()
+            .into_iter()
+            .filter(|(_, r)| {
+                r.kind == EntityKind::Publisher
+                    && r.topic == self.topic
+                    && r.type_name == self.type_name
+            })
+            .filter_map(|(_, r)| r.qos.map(|n| n.offered()))
+            .collect()
+    }
 }
 
 impl Subscription {
@@ -51,7 +97,16 @@ impl Subscription {
             qos: qos.numbers(),
         };
         let writers = ctx.writer_check(&dds);
-        Subscription::new(ctx, topic, path, wants, qos, Some((rec, writers)))
+        let source = TapFrom {
+            ctx: ctx.clone(),
+            topic: topic.to_owned(),
+            type_name: type_name.to_owned(),
+            path: path.clone(),
+        };
+        let mut sub =
+            Subscription::new(ctx, topic, path.clone(), wants, qos, Some((rec, writers)))?;
+        sub.tap = record::subscription_tap(topic, &path, type_name, Box::new(source));
+        Ok(sub)
     }
 
     /// A subscription to every topic below `namespace` (`/` = everything).
@@ -132,6 +187,7 @@ impl Subscription {
             link,
             rec,
             spin: Default::default(),
+            tap: None,
             ctx,
         })
     }
@@ -143,9 +199,13 @@ impl Subscription {
         self.vertex.take_dropped() + self.link.resume.as_ref().map_or(0, |r| r.take_gaps())
     }
 
-    /// The oldest sample, if any.
+    /// The oldest sample, if any (recorded as taken, with `RMW_TRACER_RECORD`).
     pub fn take(&self) -> Option<Sample> {
-        self.vertex.pop()
+        let s = self.vertex.pop()?;
+        if let Some(t) = &self.tap {
+            t.received(&s);
+        }
+        Some(s)
     }
 
     /// Wait until a sample is there (`None`: forever); Err(Timeout) when none came.

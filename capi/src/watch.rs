@@ -162,6 +162,8 @@ struct State {
     local: BTreeMap<Gid, Record>,
     /// Peer -> the edge on its registry.
     registry_edges: BTreeMap<String, Edge>,
+    /// Peer -> the edge on its structural feed, while this process records (its `:schema`s).
+    schema_edges: BTreeMap<String, Edge>,
     links: Vec<Weak<Link>>,
 }
 
@@ -172,6 +174,10 @@ pub struct Watch {
     state: Arc<Mutex<State>>,
     tx: Mutex<Sender<Msg>>,
     worker: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// (peer, vertex path) -> the `ros2msg` definition in the vertex's `:schema`, learned from
+    /// the peers' structural feeds while this process records (`RMW_TRACER_RECORD`): what a
+    /// subscription's recorded channel is decoded with.
+    definitions: Arc<Mutex<HashMap<(String, String), String>>>,
 }
 
 impl Watch {
@@ -195,6 +201,7 @@ impl Watch {
             state: Arc::default(),
             tx: Mutex::new(tx),
             worker: Mutex::new(None),
+            definitions: Arc::default(),
         });
         let weak = Arc::downgrade(&w);
         let worker = std::thread::Builder::new()
@@ -227,6 +234,14 @@ impl Watch {
         st.links.retain(|l| l.strong_count() > 0);
         st.links.push(Arc::downgrade(link));
         self.reconcile(&st, link);
+    }
+
+    /// The definition in the `:schema` of `peer`'s vertex `path`, if its feed gave one.
+    pub fn definition(&self, peer: &str, path: &str) -> Option<String> {
+        self.definitions
+            .lock()
+            .get(&(peer.to_owned(), path.to_owned()))
+            .cloned()
     }
 
     /// Every record known: the peers' and this context's own, with the peer each came from.
@@ -334,6 +349,41 @@ impl Watch {
             st.registry_edges.insert(peer.to_owned(), e);
         }
         st.peers.entry(peer.to_owned()).or_default();
+        if tracer_recording::record::recording() {
+            self.watch_schemas(st, peer);
+        }
+    }
+
+    /// Learn the `:schema` of `peer`'s vertices from its structural feed (what `tracer record`
+    /// does), for the definitions a recording needs.
+    fn watch_schemas(&self, st: &mut State, peer: &str) {
+        let sink = format!("{}/schemas/{peer}", self.prefix);
+        let (defs, p) = (self.definitions.clone(), peer.to_owned());
+        let made = self.graph.create_sink(
+            &sink,
+            Arc::new(move |s: &Sample| {
+                let (path, schema) = match StructEvent::decode(s.payload.as_ref()) {
+                    Ok(StructEvent::Created {
+                        path,
+                        schema: Some(schema),
+                        ..
+                    })
+                    | Ok(StructEvent::SchemaSet { path, schema }) => (path, schema),
+                    _ => return,
+                };
+                if !schema.definition.is_empty() {
+                    defs.lock()
+                        .insert((p.clone(), format!("/{path}")), schema.definition);
+                }
+            }),
+        );
+        if made.is_err() {
+            return;
+        }
+        let feed = format!("/net/{peer}/:children[]");
+        if let Ok(e) = self.graph.subscribe(&feed, &sink, DeliveryPolicy::RELIABLE) {
+            st.schema_edges.insert(peer.to_owned(), e);
+        }
     }
 
     fn peer_down(&self, st: &mut State, peer: &str) {
@@ -342,6 +392,13 @@ impl Watch {
         }
         let _ = self.graph.remove(&format!("{}/peers/{peer}", self.prefix));
         st.peers.remove(peer);
+        if let Some(e) = st.schema_edges.remove(peer) {
+            let _ = self.graph.unsubscribe(&e);
+        }
+        let _ = self
+            .graph
+            .remove(&format!("{}/schemas/{peer}", self.prefix));
+        self.definitions.lock().retain(|(p, _), _| p != peer);
     }
 
     /// A registry edge that failed (the peer had no registry yet) is made again.

@@ -15,6 +15,7 @@ pub mod fields;
 pub mod gid;
 pub mod network;
 pub mod qos_match;
+pub mod record;
 pub mod registry;
 pub mod resume;
 pub mod security;

@@ -41,6 +41,7 @@ int main(void) {
   CASE("context_destroy_null", tracer_context_destroy(NULL));
   CASE("publisher_create_null_ctx", tracer_publisher_create(NULL, "/t", "std_msgs/msg/String", "", NULL, &pub));
   CASE("publish_null_pub", tracer_publish(NULL, msg, sizeof msg));
+  CASE("set_definition_null_pub", tracer_publisher_set_definition(NULL, "string data"));
   CASE("subscription_create_null_ctx", tracer_subscription_create(NULL, "/t", "std_msgs/msg/String", NULL, &sub));
   CASE("take_null_sub", tracer_take(NULL, buf, sizeof buf, &n, &info));
   CASE("wait_null_sub", tracer_subscription_wait(NULL, 0));
@@ -80,6 +81,8 @@ int main(void) {
   CASE("publisher_create_bad_topic", tracer_publisher_create(ctx, "t//x", "std_msgs/msg/String", "", NULL, &pub));
   CASE("publisher_create_ok", tracer_publisher_create(ctx, "/t", "std_msgs/msg/String", "", NULL, &pub));
   CASE("publish_null_data", tracer_publish(pub, NULL, 4));
+  CASE("set_definition_null_text", tracer_publisher_set_definition(pub, NULL));
+  CASE("set_definition_ok", tracer_publisher_set_definition(pub, "string data"));
   CASE("publish_not_cdr", tracer_publish(pub, (const uint8_t *)"xy", 2));
   CASE("subscription_create_ok", tracer_subscription_create(ctx, "/t", "std_msgs/msg/String", NULL, &sub));
   CASE("take_null_buffer", tracer_take(sub, NULL, 0, &n, NULL));
@@ -109,6 +112,7 @@ int main(void) {
   CASE("graph_count_destroyed", tracer_graph_count(graph, &n));
   CASE("publisher_destroy_ok", tracer_publisher_destroy(pub));
   CASE("publish_destroyed", tracer_publish(pub, msg, sizeof msg));
+  CASE("set_definition_destroyed", tracer_publisher_set_definition(pub, "string data"));
   CASE("publisher_destroy_twice", tracer_publisher_destroy(pub));
   CASE("loan_borrow_destroyed", tracer_loan_borrow(pub, 16, &loan, &mem));
   CASE("subscription_destroy_ok", tracer_subscription_destroy(sub));

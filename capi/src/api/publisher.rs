@@ -72,6 +72,28 @@ pub unsafe extern "C" fn tracer_publisher_create(
     })
 }
 
+/// Give the topic's type its `ros2msg` definition (the `.msg` text, with the definitions of
+/// the types it uses after it, as `ros2 bag` stores them). It goes into the topic's `:schema`:
+/// recorders (`RMW_TRACER_RECORD`, `tracer record`) and tools (`tracer echo`) decode the
+/// messages with it. Call it before the first publish for this process's own recording to have
+/// it. Optional: without it the messages are carried and recorded as bytes.
+///
+/// Thread-safe.
+///
+/// # Safety
+/// `definition` is NUL-terminated or NULL.
+#[no_mangle]
+pub unsafe extern "C" fn tracer_publisher_set_definition(
+    publisher: *const tracer_publisher_t,
+    definition: *const c_char,
+) -> tracer_result_t {
+    call("tracer_publisher_set_definition", || {
+        // SAFETY: a C string valid for the call (this function's contract).
+        let definition = unsafe { arg_str(definition, "definition") }?;
+        PUBLISHERS.get(publisher)?.set_definition(definition)
+    })
+}
+
 /// Destroy a publisher: its record is retracted (ROS tools no longer show it) once the loans
 /// still out of it are published or returned (a loan keeps its publisher alive). The handle is
 /// dead after the call, whatever its result.

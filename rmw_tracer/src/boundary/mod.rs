@@ -4,7 +4,6 @@
 //! Raw pointers become references only in [`handle`] (rmw handles) and [`cstr`] (C strings);
 //! errors become `rmw_ret_t` plus the rmw error string only in [`error`].
 
-pub mod atexit;
 pub mod clib;
 pub mod cstr;
 pub mod error;

@@ -1,25 +1,99 @@
 //! Recording straight from the middleware: `RMW_TRACER_RECORD=out.mcap` (docs/mcap.md,
-//! "Recording").
-//!
-//! A process running on rmw_tracer writes what it publishes and what its subscriptions
-//! receive into one MCAP file, from the CDR bytes it already holds: the published `Payload`
-//! (the buffer the topic vertex is written with) and the taken `Sample`'s payload are handed
-//! to `tracer_mcap::Recorder` by reference count, with no second serialization and no copy.
-//! The recorder's bounded queue sits between the publishing thread and the disk, so a publish
-//! never waits for the disk; what does not fit is dropped and counted (reported at shutdown on
-//! the rmw log and in the file's `tracer.recorder` metadata).
-//!
-//! - [`session`]: the process-wide recording (configuration from the environment, channels,
-//!   finishing at the last context's shutdown and at process exit).
-//! - [`tap`]: what a publisher or subscription holds to record its messages.
-//! - [`handoff`]: the batch between the data path and the recorder (no wake-up per message).
+//! "Recording"). The recording itself is `tracer_recording::record`, shared with the C API;
+//! here it gets the rmw log, the exit hook, and what a publisher or subscription of rmw_tracer
+//! knows of its type and of the other publishers (the registry).
 
-mod handoff;
-mod session;
-mod tap;
+use std::sync::Arc;
 
-pub use session::{context_shutdown, context_started};
-pub use tap::{publisher_tap, subscription_tap, PubTap, SubTap};
+use tracer_mcap::ros2::OfferedQos;
+use tracer_recording::record::{self, Host, Level, TapSource};
+pub use tracer_recording::record::{PubTap, SubTap};
+
+use crate::context::Shared;
+use crate::gid::Gid;
+use crate::qos::Qos;
+use crate::registry::EntityKind;
+use crate::topic::TopicType;
+
+fn log(level: Level, text: &str) {
+    match level {
+        Level::Info => crate::log::log!(RMW_LOG_SEVERITY_INFO, "{text}"),
+        Level::Warn => crate::log::log!(RMW_LOG_SEVERITY_WARN, "{text}"),
+        Level::Error => crate::log::log!(RMW_LOG_SEVERITY_ERROR, "{text}"),
+    }
+}
+
+static HOST: Host = Host {
+    log,
+    at_exit: tracer_boundary::atexit::register,
+};
+
+/// `rmw_init`: opens the file on the first call when `RMW_TRACER_RECORD` is set.
+pub fn context_started() {
+    record::context_started(&HOST);
+}
+
+/// `rmw_shutdown`: the last live context finishes the file.
+pub fn context_shutdown() {
+    record::context_shutdown();
+}
+
+/// The tap of a new publisher, when this process records `topic`.
+pub fn publisher_tap(
+    topic: &str,
+    path: &str,
+    ty: &TopicType,
+    qos: &Qos,
+    gid: Gid,
+) -> Option<PubTap> {
+    let offered = qos.numbers().offered();
+    record::publisher_tap(topic, path, &ty.type_name, &ty.definition, offered, gid.0)
+}
+
+/// What a subscription's tap asks: the type's definition (from its type support) and the
+/// registry's publishers of the topic.
+struct Source {
+    ctx: Arc<Shared>,
+    topic: String,
+    type_name: String,
+    definition: String,
+}
+
+impl TapSource for Source {
+    fn definition(&self, _origin: Option<&str>) -> String {
+        self.definition.clone()
+    }
+
+    fn publishers_qos(&self) -> Vec<OfferedQos> {
+        self.ctx
+            .registry
+            .snapshot()
+            .into_iter()
+            .filter(|(_, r)| {
+                r.kind == EntityKind::Publisher
+                    && r.topic == self.topic
+                    && r.type_name == self.type_name
+            })
+            .filter_map(|(_, r)| r.qos.map(|n| n.offered()))
+            .collect()
+    }
+}
+
+/// The tap of a new subscription, when this process records `topic`.
+pub fn subscription_tap(
+    ctx: &Arc<Shared>,
+    topic: &str,
+    path: &str,
+    ty: &TopicType,
+) -> Option<SubTap> {
+    let source = Source {
+        ctx: ctx.clone(),
+        topic: topic.to_owned(),
+        type_name: ty.type_name.clone(),
+        definition: ty.definition.clone(),
+    };
+    record::subscription_tap(topic, path, &ty.type_name, Box::new(source))
+}
 
 #[cfg(test)]
 mod tests;

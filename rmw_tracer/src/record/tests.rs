@@ -1,29 +1,10 @@
-//! Unit tests of the recording's pieces that need no ROS process (the end-to-end checks are
+//! Unit tests of rmw_tracer's side of the recording that need no ROS process (the end-to-end checks are
 //! `ros_tests/test_record.py`).
 
-use super::session::Window;
 use crate::gid::GidSource;
 use crate::qos::Qos;
 use crate::registry::{EntityKind, Record};
 use tracer_recording::{decode, Announcement};
-
-/// Ruling (issue 4, item 3): a message several subscriptions of one process take is recorded
-/// once; every new sequence number of a writer is recorded.
-#[test]
-fn window_records_each_sequence_once() {
-    let mut w = Window::default();
-    assert!((1..=100).all(|s| w.first_time(s)));
-    assert!((1..=100).all(|s| !w.first_time(s)));
-    // Out of order within the window.
-    assert!(w.first_time(105));
-    assert!(w.first_time(103));
-    assert!(!w.first_time(103));
-    assert!(w.first_time(101));
-    // A jump larger than the window forgets the old bits, and older numbers count as seen.
-    assert!(w.first_time(100 + 3 * Window::SPAN));
-    assert!(!w.first_time(105));
-    assert!(w.first_time(100 + 3 * Window::SPAN - 1));
-}
 
 /// rmw_tracer and `tracer record` share one codec of the registry record
 /// (`tracer_recording::endpoint`): a record made the way a node makes it, from a resolved rmw

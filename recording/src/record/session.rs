@@ -1,6 +1,7 @@
 //! The process-wide recording session.
 //!
-//! Environment (read once, at the first `rmw_init` of the process):
+//! Environment (read once, at the first context of the process: `rmw_init`, or
+//! `tracer_context_create` in the C API):
 //! - `RMW_TRACER_RECORD=<file>`: record to that file (created or truncated). Unset or empty:
 //!   no recording, and nothing on the data path but one `Option` test.
 //! - `RMW_TRACER_RECORD_TOPICS=<name|glob>,...`: only these topics (default: all).
@@ -11,7 +12,8 @@
 //!   the counted drops.
 //!
 //! One file per process, whatever the number of contexts: it is finished when the last live
-//! context shuts down (`rmw_shutdown`), or at process exit (`atexit`) if none ever does. A
+//! context shuts down (`rmw_shutdown`, `tracer_context_destroy`), or at process exit
+//! (`atexit`) if none ever does. A
 //! context created after the file was finished records nothing (a warning says so). A crash
 //! leaves the chunks written so far readable (`tracer recover` rebuilds the summary).
 
@@ -21,15 +23,13 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use super::handoff::Handoff;
+use super::{Host, Level};
+use crate::Selection;
 use parking_lot::{Mutex, RwLock};
 use tracer_mcap::recorder::ChannelId;
 use tracer_mcap::ros2::{channel_metadata, OfferedQos};
 use tracer_mcap::{Compression, Recorder};
-use tracer_recording::Selection;
-
-use super::handoff::Handoff;
-
-use crate::log::log;
 
 pub const RECORD_ENV: &str = "RMW_TRACER_RECORD";
 pub const TOPICS_ENV: &str = "RMW_TRACER_RECORD_TOPICS";
@@ -51,27 +51,33 @@ pub struct Session {
     /// Per writer, the sequence numbers already recorded as received (see [`Window`]).
     seen: Mutex<HashMap<[u8; 16], Window>>,
     finished: AtomicBool,
+    /// The library's log.
+    host: &'static Host,
 }
 
 static SESSION: OnceLock<Option<Arc<Session>>> = OnceLock::new();
 static LIVE_CONTEXTS: AtomicUsize = AtomicUsize::new(0);
 
-/// The session, if this process records and the file is not finished yet.
+/// The session, if this process records and the file is not finished yet (opened by the
+/// first context, [`context_started`]).
 pub fn session() -> Option<&'static Arc<Session>> {
     SESSION
-        .get_or_init(open_from_env)
+        .get()?
         .as_ref()
         .filter(|s| !s.finished.load(Ordering::Acquire))
 }
 
-/// `rmw_init`: opens the file on the first call when `RMW_TRACER_RECORD` is set.
-pub fn context_started() {
-    let opened = SESSION.get_or_init(open_from_env);
+/// A context starts (`rmw_init`, `tracer_context_create`): opens the file on the first call
+/// when `RMW_TRACER_RECORD` is set; `host` is the library's log and exit hook.
+pub fn context_started(host: &'static Host) {
+    let opened = SESSION.get_or_init(|| open_from_env(host));
     match opened {
-        Some(s) if s.finished.load(Ordering::Acquire) => log!(
-            RMW_LOG_SEVERITY_WARN,
-            "recording to {} already finished; this context is not recorded",
-            s.path.display()
+        Some(s) if s.finished.load(Ordering::Acquire) => (host.log)(
+            Level::Warn,
+            &format!(
+                "recording to {} already finished; this context is not recorded",
+                s.path.display()
+            ),
         ),
         Some(_) => {
             LIVE_CONTEXTS.fetch_add(1, Ordering::AcqRel);
@@ -80,7 +86,8 @@ pub fn context_started() {
     }
 }
 
-/// `rmw_shutdown`: the last live context finishes the file.
+/// A context shuts down (`rmw_shutdown`, `tracer_context_destroy`): the last live one
+/// finishes the file.
 pub fn context_shutdown() {
     let Some(Some(s)) = SESSION.get() else {
         return;
@@ -100,20 +107,19 @@ pub fn at_exit() {
     }
 }
 
-fn open_from_env() -> Option<Arc<Session>> {
+fn open_from_env(host: &'static Host) -> Option<Arc<Session>> {
     let path = std::env::var_os(RECORD_ENV).filter(|p| !p.is_empty())?;
     let path = PathBuf::from(path);
-    match Session::open(path.clone()) {
+    match Session::open(path.clone(), host) {
         Ok(s) => {
-            crate::boundary::atexit::register(at_exit);
-            log!(RMW_LOG_SEVERITY_INFO, "recording to {}", path.display());
+            (host.at_exit)(at_exit);
+            (host.log)(Level::Info, &format!("recording to {}", path.display()));
             Some(Arc::new(s))
         }
         Err(e) => {
-            log!(
-                RMW_LOG_SEVERITY_ERROR,
-                "{RECORD_ENV}={}: cannot record: {e}",
-                path.display()
+            (host.log)(
+                Level::Error,
+                &format!("{RECORD_ENV}={}: cannot record: {e}", path.display()),
             );
             None
         }
@@ -121,12 +127,11 @@ fn open_from_env() -> Option<Arc<Session>> {
 }
 
 impl Session {
-    pub fn open(path: PathBuf) -> Result<Session, String> {
-        let plain = tracer_recording::fields::parse_fields_switch(
-            &std::env::var(FIELDS_ENV).unwrap_or_default(),
-        )
-        .map_err(|e| format!("{FIELDS_ENV}={e}"))?;
-        let mut opts = tracer_recording::fields::recorder_options(plain);
+    pub fn open(path: PathBuf, host: &'static Host) -> Result<Session, String> {
+        let plain =
+            crate::fields::parse_fields_switch(&std::env::var(FIELDS_ENV).unwrap_or_default())
+                .map_err(|e| format!("{FIELDS_ENV}={e}"))?;
+        let mut opts = crate::fields::recorder_options(plain);
         if let Some(c) = std::env::var(COMPRESSION_ENV)
             .ok()
             .filter(|c| !c.is_empty())
@@ -158,8 +163,7 @@ impl Session {
         }
         let (max_messages, max_bytes) = (opts.max_queued_messages, opts.max_queued_bytes);
         let rec = Arc::new(Recorder::create(&path, opts).map_err(|e| e.to_string())?);
-        let fields =
-            tracer_recording::fields::fields_for(&rec, plain).map_err(|e| e.to_string())?;
+        let fields = crate::fields::fields_for(&rec, plain).map_err(|e| e.to_string())?;
         let handoff = Handoff::start(rec.clone(), fields, max_messages, max_bytes)
             .map_err(|e| format!("cannot start the record thread: {e}"))?;
         let select = Selection::parse(&std::env::var(TOPICS_ENV).unwrap_or_default());
@@ -172,6 +176,7 @@ impl Session {
             published: RwLock::new(HashSet::new()),
             seen: Mutex::new(HashMap::new()),
             finished: AtomicBool::new(false),
+            host,
         })
     }
 
@@ -202,9 +207,9 @@ impl Session {
                 Some(id)
             }
             Err(e) => {
-                log!(
-                    RMW_LOG_SEVERITY_WARN,
-                    "recording {topic} ({type_name}): cannot add the channel: {e}"
+                (self.host.log)(
+                    Level::Warn,
+                    &format!("recording {topic} ({type_name}): cannot add the channel: {e}"),
                 );
                 None
             }
@@ -228,27 +233,28 @@ impl Session {
         }
         self.handoff.stop();
         let r = self.rec.finish();
-        match (&r.error, r.dropped) {
-            (Some(e), _) => log!(
-                RMW_LOG_SEVERITY_ERROR,
-                "recording to {} failed: {e} ({} messages written, {} dropped)",
-                self.path.display(),
-                r.written,
-                r.dropped
+        let path = self.path.display();
+        let (level, text) = match (&r.error, r.dropped) {
+            (Some(e), _) => (
+                Level::Error,
+                format!(
+                    "recording to {path} failed: {e} ({} messages written, {} dropped)",
+                    r.written, r.dropped
+                ),
             ),
-            (None, 0) => log!(
-                RMW_LOG_SEVERITY_INFO,
-                "recorded {} messages to {}",
-                r.written,
-                self.path.display()
+            (None, 0) => (
+                Level::Info,
+                format!("recorded {} messages to {path}", r.written),
             ),
-            (None, d) => log!(
-                RMW_LOG_SEVERITY_WARN,
-                "recorded {} messages to {}; {d} dropped (recorder queue full)",
-                r.written,
-                self.path.display()
+            (None, d) => (
+                Level::Warn,
+                format!(
+                    "recorded {} messages to {path}; {d} dropped (recorder queue full)",
+                    r.written
+                ),
             ),
-        }
+        };
+        (self.host.log)(level, &text);
     }
 }
 

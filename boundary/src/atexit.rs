@@ -1,5 +1,8 @@
-//! Process exit hooks (`atexit`): the recording (`crate::record`) finishes its file when a
-//! program exits without shutting its contexts down.
+//! Process exit hooks (`atexit`): the recording (`tracer_recording::record`) finishes its file
+//! when a program exits without shutting its contexts down (rmw_tracer's or the C API's).
+
+// The one call into libc, with its SAFETY comment below.
+#![allow(unsafe_code)]
 
 use std::sync::Mutex;
 
@@ -23,8 +26,8 @@ pub fn register(f: fn()) {
     };
     if h.is_empty() {
         // SAFETY: `run_hooks` is a plain `extern "C" fn()` that lives as long as the library;
-        // the library is never unloaded while the process runs (rmw implementations are loaded
-        // for the process's lifetime), so libc may call it at exit.
+        // the library is never unloaded while the process runs (rmw implementations and
+        // libtracer are loaded for the process's lifetime), so libc may call it at exit.
         if unsafe { libc::atexit(run_hooks) } != 0 {
             return;
         }

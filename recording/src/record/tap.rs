@@ -1,22 +1,18 @@
 //! What a publisher or a subscription holds to record its messages: the session, the channel
-//! and everything else resolved once at creation, so the data path does no lookup but the
-//! duplicate check of a reception.
+//! and everything else resolved once, so the data path does no lookup but the duplicate check
+//! of a reception. A subscription's channel is made at its first reception, when the library
+//! knows the publishers' QoS (and, in the C API, the type's definition: [`TapSource`]).
 
 use std::sync::{Arc, OnceLock};
 
 use libtracer_core::{Meta, Payload, Sample};
 use tracer_mcap::recorder::ChannelId;
 use tracer_mcap::ros2::OfferedQos;
-use tracer_recording::fields::mcap_time;
-use tracer_recording::StampLocator;
 
 use super::handoff::Pending;
 use super::session::{session, Session};
-use crate::context::Shared;
-use crate::gid::Gid;
-use crate::qos::Qos;
-use crate::registry::EntityKind;
-use crate::topic::TopicType;
+use crate::fields::mcap_time;
+use crate::StampLocator;
 
 /// A publisher's tap: its messages are recorded as they are written.
 pub struct PubTap {
@@ -27,52 +23,57 @@ pub struct PubTap {
     route: Arc<str>,
 }
 
+/// What a subscription's tap asks of its library when the first message is taken.
+pub trait TapSource: Send + Sync {
+    /// The type's `ros2msg` definition ("" when not known), the first message having come
+    /// from `origin` (a peer; `None`: this process).
+    fn definition(&self, origin: Option<&str>) -> String;
+    /// The offered QoS of every publisher of the topic and type the library knows.
+    fn publishers_qos(&self) -> Vec<OfferedQos>;
+}
+
 /// A subscription's tap: each message it takes is recorded, once per process.
 pub struct SubTap {
     session: Arc<Session>,
-    ctx: Arc<Shared>,
+    source: Box<dyn TapSource>,
     topic: String,
     type_name: String,
-    definition: String,
     path: String,
     local_route: Arc<str>,
-    /// Made at the first reception, when the registry knows the publishers' QoS.
-    channel: OnceLock<Option<ChannelId>>,
-    stamp: Option<StampLocator>,
+    /// Made at the first reception.
+    resolved: OnceLock<Option<(ChannelId, Option<StampLocator>)>>,
 }
 
-fn offered(q: &Qos) -> OfferedQos {
-    q.numbers().offered()
-}
-
-/// The tap of a new publisher, when this process records `topic`.
+/// The tap of a new publisher of `topic` (at the vertex `path`; `gid` its writer id), when this
+/// process records it.
 pub fn publisher_tap(
     topic: &str,
     path: &str,
-    ty: &TopicType,
-    qos: &Qos,
-    gid: Gid,
+    type_name: &str,
+    definition: &str,
+    offered: OfferedQos,
+    gid: [u8; 16],
 ) -> Option<PubTap> {
     let session = session()?;
     if !session.select.matches(topic) {
         return None;
     }
-    let channel = session.channel(topic, &ty.type_name, &ty.definition, || vec![offered(qos)])?;
-    session.published.write().insert(gid.0);
+    let channel = session.channel(topic, type_name, definition, || vec![offered])?;
+    session.published.write().insert(gid);
     Some(PubTap {
         session: session.clone(),
         channel,
-        stamp: StampLocator::for_type(&ty.type_name, &ty.definition),
+        stamp: StampLocator::for_type(type_name, definition),
         route: Arc::from(path),
     })
 }
 
-/// The tap of a new subscription, when this process records `topic`.
+/// The tap of a new subscription of `topic` (its vertex `path`), when this process records it.
 pub fn subscription_tap(
-    ctx: &Arc<Shared>,
     topic: &str,
     path: &str,
-    ty: &TopicType,
+    type_name: &str,
+    source: Box<dyn TapSource>,
 ) -> Option<SubTap> {
     let session = session()?;
     if !session.select.matches(topic) {
@@ -80,14 +81,12 @@ pub fn subscription_tap(
     }
     Some(SubTap {
         session: session.clone(),
-        ctx: ctx.clone(),
+        source,
         topic: topic.to_owned(),
-        type_name: ty.type_name.clone(),
-        definition: ty.definition.clone(),
+        type_name: type_name.to_owned(),
         path: path.to_owned(),
         local_route: Arc::from(path),
-        channel: OnceLock::new(),
-        stamp: StampLocator::for_type(&ty.type_name, &ty.definition),
+        resolved: OnceLock::new(),
     })
 }
 
@@ -119,11 +118,17 @@ impl SubTap {
         if !self.session.first_reception(w, s.meta.sequence) {
             return;
         }
-        let Some(channel) = *self.channel.get_or_init(|| {
-            self.session
-                .channel(&self.topic, &self.type_name, &self.definition, || {
-                    self.publishers_qos()
-                })
+        let Some((channel, stamp)) = *self.resolved.get_or_init(|| {
+            let definition = self.source.definition(s.origin.as_deref());
+            let channel =
+                self.session
+                    .channel(&self.topic, &self.type_name, &definition, || {
+                        self.source.publishers_qos()
+                    })?;
+            Some((
+                channel,
+                StampLocator::for_type(&self.type_name, &definition),
+            ))
         }) else {
             return;
         };
@@ -136,25 +141,10 @@ impl SubTap {
             log_time: mcap_time(s.received_timestamp_ns),
             publish_time: mcap_time(s.meta.source_timestamp_ns),
             sequence: s.meta.sequence,
-            sensor_time: self.stamp.and_then(|st| st.read(s.payload.as_ref())),
+            sensor_time: stamp.and_then(|st| st.read(s.payload.as_ref())),
             payload: s.payload.clone(),
             gid: *w,
             route,
         });
-    }
-
-    /// The offered QoS of every publisher of the topic and type the registry knows.
-    fn publishers_qos(&self) -> Vec<OfferedQos> {
-        self.ctx
-            .registry
-            .snapshot()
-            .into_iter()
-            .filter(|(_, r)| {
-                r.kind == EntityKind::Publisher
-                    && r.topic == self.topic
-                    && r.type_name == self.type_name
-            })
-            .filter_map(|(_, r)| r.qos.map(|n| n.offered()))
-            .collect()
     }
 }

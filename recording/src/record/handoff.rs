@@ -5,7 +5,7 @@
 //! as a 10x slower `rmw_publish` of a 64-byte message (ros_tests/record_bench.py). So the data
 //! path only sends the message into a crossbeam channel that nobody waits on (no lock, no
 //! wake-up; the payload is shared by reference count), and a flusher thread
-//! (`rmw_tracer-record`) drains it into the recorder every 2 ms while messages flow, backing
+//! (`tracer-record`) drains it into the recorder every 2 ms while messages flow, backing
 //! off to 64 ms when idle. Fields are built on the flusher thread too.
 //!
 //! Bounds: the channel holds at most the recorder's own queue bounds (messages and payload
@@ -18,12 +18,12 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use crate::{Fields, MessageFields};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use libtracer_core::Payload;
 use parking_lot::Mutex;
 use tracer_mcap::recorder::ChannelId;
 use tracer_mcap::Recorder;
-use tracer_recording::{Fields, MessageFields};
 
 const BUSY_INTERVAL: Duration = Duration::from_millis(2);
 const IDLE_INTERVAL: Duration = Duration::from_millis(64);
@@ -110,7 +110,7 @@ impl Handoff {
         let (stop_tx, stop_rx) = crossbeam_channel::bounded::<()>(0);
         let (i2, r2) = (inner.clone(), rx.clone());
         let thread = std::thread::Builder::new()
-            .name("rmw_tracer-record".into())
+            .name("tracer-record".into())
             .spawn(move || flusher(&i2, &r2, &stop_rx))?;
         Ok(Handoff {
             inner,
