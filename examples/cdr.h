@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #define STRING_TYPE "std_msgs/msg/String"
@@ -75,6 +76,16 @@ static inline void cdr_string(cdr_writer *w, const char *s) {
 
 /* sensor_msgs/Image up to its data: header, height, width, encoding, is_bigendian, step, and
  * the data's length; the caller writes `data_len` bytes of pixels at w->buf + w->pos. */
+/* std_msgs/msg/String "hello <i>" into buf (cap bytes); its CDR length (0: did not fit). */
+static inline size_t cdr_hello(uint8_t *buf, size_t cap, int i) {
+  char text[32];
+  snprintf(text, sizeof text, "hello %d", i);
+  cdr_writer w;
+  cdr_begin(&w, buf, cap);
+  cdr_string(&w, text);
+  return w.overflow ? 0 : w.pos;
+}
+
 static inline void cdr_image_head(cdr_writer *w, int32_t sec, uint32_t nanosec, const char *frame,
                                   uint32_t height, uint32_t width, const char *encoding,
                                   uint32_t step, uint32_t data_len) {

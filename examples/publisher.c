@@ -35,12 +35,7 @@ int main(int argc, char **argv) {
 
   uint8_t buf[256];
   for (int i = 0; i < count; i++) {
-    char text[64];
-    snprintf(text, sizeof text, "hello %d", i);
-    cdr_writer w;
-    cdr_begin(&w, buf, sizeof buf);
-    cdr_string(&w, text);
-    if (check(tracer_publish(pub, buf, w.pos), "publish")) return 1;
+    if (check(tracer_publish(pub, buf, cdr_hello(buf, sizeof buf, i)), "publish")) return 1;
     if (period_ms > 0) {
       struct timespec t = {period_ms / 1000, (long)(period_ms % 1000) * 1000000L};
       nanosleep(&t, NULL);

@@ -61,17 +61,8 @@ impl TapSource for TapFrom {
     }
 
     fn publishers_qos(&self) -> Vec<OfferedQos> {
-        self.ctx
-            .watch
-            .records()
-            .into_iter()
-            .filter(|(_, r)| {
-                r.kind == EntityKind::Publisher
-                    && r.topic == self.topic
-                    && r.type_name == self.type_name
-            })
-            .filter_map(|(_, r)| r.qos.map(|n| n.offered()))
-            .collect()
+        let records = self.ctx.watch.records();
+        record::publishers_qos(records.iter().map(|(_, r)| r), &self.topic, &self.type_name)
     }
 }
 

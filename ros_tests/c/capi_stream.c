@@ -89,12 +89,7 @@ static int pub(tracer_context_t *ctx, const char *topic, int count, long period_
   fflush(stdout);
   uint8_t buf[256];
   for (int i = 0; i < count; i++) {
-    char text[64];
-    snprintf(text, sizeof text, "hello %d", i);
-    cdr_writer w;
-    cdr_begin(&w, buf, sizeof buf);
-    cdr_string(&w, text);
-    if (check(tracer_publish(p, buf, w.pos), "publish")) return 1;
+    if (check(tracer_publish(p, buf, cdr_hello(buf, sizeof buf, i)), "publish")) return 1;
     nap_ms(period_ms);
   }
   printf("published\n");

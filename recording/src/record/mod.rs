@@ -19,7 +19,7 @@ mod session;
 mod tap;
 
 pub use session::{context_shutdown, context_started};
-pub use tap::{publisher_tap, subscription_tap, PubTap, SubTap, TapSource};
+pub use tap::{publisher_tap, publishers_qos, subscription_tap, PubTap, SubTap, TapSource};
 
 /// Whether this process records (a context opened the file and it is not finished).
 pub fn recording() -> bool {

@@ -12,7 +12,7 @@ use tracer_mcap::ros2::OfferedQos;
 use super::handoff::Pending;
 use super::session::{session, Session};
 use crate::fields::mcap_time;
-use crate::StampLocator;
+use crate::{EntityKind, Record, StampLocator};
 
 /// A publisher's tap: its messages are recorded as they are written.
 pub struct PubTap {
@@ -30,6 +30,20 @@ pub trait TapSource: Send + Sync {
     fn definition(&self, origin: Option<&str>) -> String;
     /// The offered QoS of every publisher of the topic and type the library knows.
     fn publishers_qos(&self) -> Vec<OfferedQos>;
+}
+
+/// The offered QoS of every publisher of `topic` and `type_name` among `records` (what a
+/// [`TapSource`] answers from its registry).
+pub fn publishers_qos<'a>(
+    records: impl IntoIterator<Item = &'a Record>,
+    topic: &str,
+    type_name: &str,
+) -> Vec<OfferedQos> {
+    records
+        .into_iter()
+        .filter(|r| r.kind == EntityKind::Publisher && r.topic == topic && r.type_name == type_name)
+        .filter_map(|r| r.qos.map(|n| n.offered()))
+        .collect()
 }
 
 /// A subscription's tap: each message it takes is recorded, once per process.

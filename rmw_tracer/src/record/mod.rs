@@ -12,7 +12,6 @@ pub use tracer_recording::record::{PubTap, SubTap};
 use crate::context::Shared;
 use crate::gid::Gid;
 use crate::qos::Qos;
-use crate::registry::EntityKind;
 use crate::topic::TopicType;
 
 fn log(level: Level, text: &str) {
@@ -65,17 +64,8 @@ impl TapSource for Source {
     }
 
     fn publishers_qos(&self) -> Vec<OfferedQos> {
-        self.ctx
-            .registry
-            .snapshot()
-            .into_iter()
-            .filter(|(_, r)| {
-                r.kind == EntityKind::Publisher
-                    && r.topic == self.topic
-                    && r.type_name == self.type_name
-            })
-            .filter_map(|(_, r)| r.qos.map(|n| n.offered()))
-            .collect()
+        let records = self.ctx.registry.snapshot();
+        record::publishers_qos(records.iter().map(|(_, r)| r), &self.topic, &self.type_name)
     }
 }
 
