@@ -4,13 +4,19 @@ one frame now goes in parts (DELIVERY_PART, docs/wire.md "Messages of any size")
 link. rclpy, reliable, in separate processes: 100 MB and 300 MB messages arrive whole, their
 content checked byte for byte, on one host and across two hosts (network namespaces, QUIC); a
 KEEP_LAST(1) subscriber of a stream of them ends with the newest, and the link stays up for
-the small messages that follow."""
+the small messages that follow. The same through libtracer's C API (``ros_tests/c/capi_big.c``,
+the C subscriber taking each as a view, no copy): C to rclpy and rclpy to C on one host, C to
+C across two hosts."""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
+
+import pytest
 
 import harness
+from test_capi import HERE, capi_env, compile_capi
 from two_hosts import hosts, tracer_envs  # noqa: F401  (hosts: fixture)
 
 MB = 1_000_000
@@ -137,3 +143,56 @@ def test_100_mb_and_300_mb_messages_arrive_whole_across_hosts(tmp_path, hosts, p
     heard = run([envs["a"], envs["b"]], [hosts.host("a"), hosts.host("b")],
                 [100 * MB, 300 * MB], 50, procs, smalls=20)
     assert heard == [(100 * MB, 1, True), (300 * MB, 2, True)]
+
+
+@pytest.fixture(scope="module")
+def big_program(tmp_path_factory) -> Path:
+    return compile_capi(HERE / "c" / "capi_big.c", tmp_path_factory.mktemp("capi_big") / "capi_big")
+
+
+def heard_in(out: str) -> list[tuple[int, int, bool]]:
+    return [(int(n), int(s), ok == "True")
+            for n, s, ok in re.findall(r"^heard (\d+) seed=(\d+) intact=(\w+)$", out, re.M)]
+
+
+def c_to(listener: harness.Proc, program: Path, env, net, procs) -> harness.Result:
+    """The C publisher on `net` sends 100 MB then 300 MB to `listener` (started, listening);
+    the listener's result once it has them."""
+    assert listener.wait_for_output("listening", timeout=30), listener.join(timeout=0).describe()
+    pub = harness.spawn([program, "pub", "/big", f"{100 * MB},{300 * MB}"], capi_env(env),
+                        netns=net, timeout=200)
+    procs.append(pub)
+    r = listener.join(150)
+    p = pub.join(60)
+    assert p.returncode == 0, p.describe()
+    assert f"published {300 * MB} seed=2" in p.stdout, p.describe()
+    return r
+
+
+def test_100_mb_and_300_mb_messages_through_the_c_api_on_one_host(tmp_path, procs, big_program):
+    env = harness.tracer_env(tmp_path)
+    # C to rclpy: the listener checks every byte, until the second (last) big one.
+    listener = harness.spawn_python(LISTENER, ["50", "0", "2"], env=env, timeout=150)
+    procs.append(listener)
+    r = c_to(listener, big_program, env, None, procs)
+    assert heard_in(r.stdout) == [(100 * MB, 1, True), (300 * MB, 2, True)], r.describe()
+    # rclpy to C: the C subscriber takes each as a view and checks every byte.
+    sub = harness.spawn([big_program, "sub", "/big", "2", "120"], capi_env(env), timeout=150)
+    procs.append(sub)
+    assert sub.wait_for_output("listening", timeout=30), sub.join(timeout=0).describe()
+    talker = harness.spawn_python(TALKER, [f"{100 * MB},{300 * MB}", "0"], env=env, timeout=150)
+    procs.append(talker)
+    r = sub.join(150)
+    talker.kill()
+    assert r.returncode == 0, r.describe()
+    assert heard_in(r.stdout) == [(100 * MB, 1, True), (300 * MB, 2, True)], r.describe()
+
+
+def test_100_mb_and_300_mb_messages_from_c_to_c_across_hosts(tmp_path, hosts, procs, big_program):
+    envs = tracer_envs(tmp_path)
+    sub = harness.spawn([big_program, "sub", "/big", "2", "120"], capi_env(envs["b"]),
+                        netns=hosts.host("b"), timeout=150)
+    procs.append(sub)
+    r = c_to(sub, big_program, envs["a"], hosts.host("a"), procs)
+    assert r.returncode == 0, r.describe()
+    assert heard_in(r.stdout) == [(100 * MB, 1, True), (300 * MB, 2, True)], r.describe()
