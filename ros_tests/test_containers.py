@@ -195,8 +195,8 @@ def user_envs(tmp_path, extra=None):
     root = harness.tracer_env(tmp_path / "root", domain, extra)
     other = harness.tracer_env(tmp_path / "other", domain, extra)
     for env in (root, other):
-        env.pop("RMW_TRACER_RENDEZVOUS_DIR", None)
-        env.pop("XDG_RUNTIME_DIR", None)
+        for var in containers.DEFAULT_RENDEZVOUS:
+            env.pop(var, None)
     prefix, other = as_nobody(tmp_path, other)
     return root, other, prefix
 
