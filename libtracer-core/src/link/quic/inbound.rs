@@ -6,10 +6,9 @@
 //! as the reader tasks of `receive.rs`: a barrier parks the control stream until the named
 //! streams have handed up its marker; a full sink stops the reading (the bytes stay in
 //! quinn-proto, no credit goes back, QUIC holds the peer) until the link's strand has drained
-//! ([`Inbound::resume`], then [`Conn::poke`]). Not used by the transport yet.
+//! ([`Inbound::resume`], then [`Conn::poke`]).
 //!
 //! [`Conn::poke`]: super::engine::Conn::poke
-#![allow(dead_code, reason = "the transport's links use it from stage 2")]
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};

@@ -75,8 +75,6 @@ impl Udp {
         &self.sock
     }
 
-    // The links will name their port by it (stage 2); until then only the tests do.
-    #[cfg(test)]
     pub(super) fn local_addr(&self) -> io::Result<SocketAddr> {
         self.sock.local_addr()
     }
