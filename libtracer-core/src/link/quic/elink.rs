@@ -9,8 +9,8 @@
 //!
 //! **Close and linger.** `close` stops the link for its handler at once (`on_down` follows)
 //! but not for the wire: what was queued is still written, the streams are finished, and the
-//! connection closes once the peer has acknowledged all of it, or after `LINGER` (a deadline
-//! of the watcher's), as a link on quinn's tasks does. A link lost to the network
+//! peer, once it has read them to their ends (all it was sent handed up), ends its link and
+//! closes the connection; or ours closes it after `LINGER` (a deadline of the watcher's). A link lost to the network
 //! (`EngineLink::lost`) or whose credentials ran out closes at once.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -53,8 +53,11 @@ pub(crate) struct EngineLink {
     /// The link ended because the connection did (the peer closed it, it was lost, or a
     /// credential ran out), not because we closed it: the peer may be linked again at once.
     peer_ended: AtomicBool,
-    /// Closing: the connection closes once what was written is acknowledged, or by then.
+    /// Closing: the connection closes once the peer has read what was written (it closes
+    /// the connection then), or by then.
     linger: Mutex<Option<Instant>>,
+    /// The peer closed its link and we have read all it wrote: the connection closes now.
+    peer_closed: AtomicBool,
     /// When the first credential the link stands on runs out (`expiry.rs`).
     expiry: Option<Expiry>,
     /// Where the link's diagnostics go (the transport's log).
@@ -105,6 +108,7 @@ impl EngineLink {
             parts: Mutex::new(()),
             peer_ended: AtomicBool::new(false),
             linger: Mutex::new(None),
+            peer_closed: AtomicBool::new(false),
             expiry: m.expiry,
             log: m.log,
             drops: Mutex::default(),
@@ -311,14 +315,20 @@ impl EngineLink {
                 }
             }
         }
+        // Lingering, the peer closes the connection once it has read everything (its link
+        // ends there, `Inbound`'s `Sink::ended`): an acknowledgement says the peer's QUIC has
+        // the bytes, not that its link read them (a full strand holds them back).
         let lingering = *self.linger.lock();
         if let (None, Some(until)) = (why, lingering) {
-            let written = self.sending.finish(conn);
-            if written && conn.streams().send_streams() == 0 || Instant::now() >= until {
+            self.sending.finish(conn);
+            if Instant::now() >= until {
                 why = Some(b"link closed");
             } else {
                 wake = Some(until);
             }
+        }
+        if self.peer_closed.swap(false, Ordering::AcqRel) {
+            why = why.or(Some(b"link closed"));
         }
         if let Some(why) = why {
             self.closed.store(true, Ordering::Release);
@@ -380,6 +390,10 @@ impl Sink for StrandSink<'_> {
             self.link.peer_ended.store(true, Ordering::Release);
         }
         self.link.down();
+    }
+    fn ended(&self) {
+        self.lost();
+        self.link.peer_closed.store(true, Ordering::Release);
     }
 }
 

@@ -422,16 +422,13 @@ impl Sending {
         }
     }
 
-    /// After `close`: finish every ordered stream whose queue is written out. True once all
-    /// are (the best-effort streams finish each sample's stream as they go).
-    pub(crate) fn finish(&self, conn: &mut Connection) -> bool {
-        let mut all = true;
-        for lane in
-            std::iter::once(&self.control).chain(self.reliable.iter().filter_map(OnceLock::get))
-        {
+    /// After `close`: finish every ordered stream whose queue is written out (the best-effort
+    /// streams finish each sample's stream as they go).
+    pub(crate) fn finish(&self, conn: &mut Connection) {
+        let lanes = self.reliable.iter().filter_map(OnceLock::get);
+        for lane in std::iter::once(&self.control).chain(lanes) {
             let mut io = lane.io.lock();
             if !io.chunks.is_empty() || !lane.queue.try_peek_empty() {
-                all = false;
                 continue;
             }
             if let (Some(id), false) = (io.id, io.finished) {
@@ -439,7 +436,6 @@ impl Sending {
                 io.finished = true;
             }
         }
-        all
     }
 
     /// Hand every stream what is queued for it, as far as the peer's credit goes: from a
