@@ -177,6 +177,14 @@ impl Greeting {
     }
 }
 
+impl Drop for Greeting {
+    /// A greeting let go before it ended (its connection drained, its engine gone) ended all
+    /// the same: whoever counts greetings is told.
+    fn drop(&mut self) {
+        self.end(Ended::Failed(None));
+    }
+}
+
 impl Watcher for Greeting {
     fn progress(&self, conn: &mut Connection) {
         if self.link.0.get().is_some() {
