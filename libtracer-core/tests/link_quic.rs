@@ -364,7 +364,27 @@ fn unauthenticated_peers_are_let_in_as_anonymous_only_when_allowed(mode: QuicMod
     assert!(!lines.lock().iter().any(|l| l.contains("admitted")));
 }
 
+/// Endpoints bound to every address (`[::]`, dual stack, as rmw_tracer binds them) reach a
+/// peer named by its IPv4 address: on the engine, quinn-proto and quinn-udp take an address as
+/// given, and an IPv4 one on an IPv6 socket must be sent to as IPv4-mapped (quinn's own
+/// endpoint maps it).
+fn a_dual_stack_bind_reaches_peers_by_their_ipv4_address(mode: QuicMode) {
+    let dir = TempDir::new("quic-dual");
+    let port = free_udp_port();
+    let every = |port| {
+        let mut c = loopback_quic_on(port, mode);
+        c.bind = libtracer_core::link::quic::every_address();
+        c
+    };
+    let (ra, rb) = (Recorder::new(), Recorder::new());
+    let _a = QuicTransport::start(dir.path(), "a", ra.clone(), every(port)).unwrap();
+    let _b = QuicTransport::start(dir.path(), "b", rb.clone(), every(port)).unwrap();
+    let to_b = ra.wait_up("b", T);
+    ok_arrives(&to_b, &rb, 21);
+}
+
 crate::on_both_modes!(
+    a_dual_stack_bind_reaches_peers_by_their_ipv4_address,
     garbage_datagrams_are_dropped_and_links_go_on,
     a_connection_flood_costs_bounded_work_and_is_closed,
     a_member_its_directory_no_longer_lists_loses_its_link_and_gets_it_back_when_listed,

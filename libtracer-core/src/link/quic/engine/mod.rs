@@ -126,6 +126,7 @@ impl Engine {
         server_name: &str,
         watcher: Arc<dyn Watcher>,
     ) -> Result<Arc<Conn>, String> {
+        let addr = self.shared.wire.udp.destination(addr)?;
         let (handle, conn) = self
             .shared
             .wire
