@@ -135,7 +135,8 @@ impl Inner {
         let hs = self.cfg.handshake_timeout;
         let deadline = Instant::now() + hs;
         let connecting = self
-            .endpoint
+            .client_endpoint()
+            .map_err(|_| None)?
             .connect_with(self.link_client.clone(), addr, tls::SERVER_NAME)
             .map_err(|_| None)?;
         let conn = match tokio::time::timeout(hs, connecting).await {
@@ -227,10 +228,14 @@ impl Inner {
     }
 
     pub(super) async fn accept_loop(self: Arc<Self>) {
+        // Without the engine, made at start.
+        let Some(endpoint) = self.endpoint.get() else {
+            return;
+        };
         let mut stop = self.stop.clone();
         loop {
             let incoming = tokio::select! {
-                i = self.endpoint.accept() => i,
+                i = endpoint.accept() => i,
                 _ = stop.wait_for(|s| *s) => None,
             };
             let Some(incoming) = incoming else { break };

@@ -113,8 +113,9 @@ pub(crate) struct Inner {
     handler: Arc<dyn LinkHandler>,
     cfg: QuicConfig,
     rt: Handle,
-    /// quinn's endpoint: the links' (without the engine) and the directory clients'.
-    endpoint: quinn::Endpoint,
+    /// quinn's endpoint: the links' and the directory clients' (without the engine); with the
+    /// engine, the directory clients' only, made when the first is (`client_endpoint`).
+    endpoint: std::sync::OnceLock<quinn::Endpoint>,
     /// The links' engine (`QuicConfig::engine`), until shutdown.
     engine: Mutex<Option<Arc<engine::Engine>>>,
     /// The UDP port the directory lists for this process's links.
@@ -181,20 +182,22 @@ impl QuicTransport {
             tls::client_config(&identity, tls::ALPN_LINK, transport.clone()).map_err(io_err)?;
         let dir_client =
             tls::client_config(&identity, tls::ALPN_DIR, dir_transport.clone()).map_err(io_err)?;
-        let sock = tuning::bind(SocketAddr::new(cfg.bind, 0))?;
         // On the engine, its socket takes the links (its port the one the directory lists)
-        // and quinn's endpoint only the directory clients' connections.
-        let (engine, accepts) = match cfg.engine {
+        // and quinn's endpoint, made when a directory client needs it, only their connections.
+        let endpoint = std::sync::OnceLock::new();
+        let (engine, port) = match cfg.engine {
             true => {
                 let e = elinks::bind(SocketAddr::new(cfg.bind, 0), server)?;
-                (Some(e), None)
+                let port = e.0.local_addr()?.port();
+                (Some(e), port)
             }
-            false => (None, Some(server)),
-        };
-        let endpoint = new_endpoint(&rt, accepts, sock)?;
-        let port = match &engine {
-            Some((e, _)) => e.local_addr()?.port(),
-            None => endpoint.local_addr()?.port(),
+            false => {
+                let sock = tuning::bind(SocketAddr::new(cfg.bind, 0))?;
+                let ep = new_endpoint(&rt, Some(server), sock)?;
+                let port = ep.local_addr()?.port();
+                let _ = endpoint.set(ep);
+                (None, port)
+            }
         };
         let member = directory::register(dir, cfg.host_scope.as_ref(), local_name, port)?;
         let host_id = match cfg.subnet {
@@ -362,7 +365,9 @@ impl QuicTransport {
                 }
             }
         }
-        self.inner.endpoint.close(0u32.into(), b"shutdown");
+        if let Some(ep) = self.inner.endpoint.get() {
+            ep.close(0u32.into(), b"shutdown");
+        }
         // Its connections (closed or lingered by now) go with it.
         drop(self.inner.engine.lock().take());
         if let Some(h) = self.inner.role.lock().take() {
@@ -423,6 +428,19 @@ fn new_endpoint(
 }
 
 impl Inner {
+    /// quinn's endpoint for the directory clients (and, without the engine, the links): on
+    /// the engine made at first use, so that a process that asks no other host's directory
+    /// has no socket for it.
+    pub(crate) fn client_endpoint(&self) -> Result<&quinn::Endpoint, LinkError> {
+        if let Some(ep) = self.endpoint.get() {
+            return Ok(ep);
+        }
+        let sock = tuning::bind(SocketAddr::new(self.cfg.bind, 0))?;
+        let ep = new_endpoint(&self.rt, None, sock)?;
+        // Two first users at once: one endpoint is kept, the other dropped unused.
+        Ok(self.endpoint.get_or_init(|| ep))
+    }
+
     /// Whether `name` is a graph of this host linked over a Unix socket (its socket in our
     /// rendezvous directory, or its name in our scope of the abstract namespace): never
     /// linked over QUIC as well.
