@@ -20,7 +20,9 @@ use libtracer_core::link::quic::{exercise_flood, NetLog};
 use libtracer_core::link::{Link, QuicSecurity, QuicTransport};
 use libtracer_core::wire::Frame;
 use libtracer_core::Subject;
-use link_support::{free_udp_port, loopback_quic, Ev, Recorder, TempDir, T};
+use link_support::{
+    free_udp_port, loopback_quic, loopback_quic_on, Ev, QuicMode, Recorder, TempDir, T,
+};
 use parking_lot::Mutex;
 use poll::eventually;
 
@@ -31,13 +33,14 @@ fn ok_arrives(from: &Arc<dyn Link>, to: &Recorder, req: u64) {
         .any(|e| matches!(e, Ev::Frame(_, Frame::Ok { req: r }) if *r == req))));
 }
 
-#[test]
-fn garbage_datagrams_are_dropped_and_links_go_on() {
+fn garbage_datagrams_are_dropped_and_links_go_on(mode: QuicMode) {
     let dir = TempDir::new("quic-garbage");
     let port = free_udp_port();
     let (ra, rb) = (Recorder::new(), Recorder::new());
-    let a = QuicTransport::start(dir.path(), "a", ra.clone(), loopback_quic(port)).unwrap();
-    let _b = QuicTransport::start(dir.path(), "b", rb.clone(), loopback_quic(port)).unwrap();
+    let a =
+        QuicTransport::start(dir.path(), "a", ra.clone(), loopback_quic_on(port, mode)).unwrap();
+    let _b =
+        QuicTransport::start(dir.path(), "b", rb.clone(), loopback_quic_on(port, mode)).unwrap();
     let to_b = ra.wait_up("b", T);
     let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
     let mut x: u32 = 12345;
@@ -57,12 +60,12 @@ fn garbage_datagrams_are_dropped_and_links_go_on() {
     assert!(ra.violations().is_empty() && rb.violations().is_empty());
 }
 
-#[test]
-fn a_connection_flood_costs_bounded_work_and_is_closed() {
+fn a_connection_flood_costs_bounded_work_and_is_closed(mode: QuicMode) {
     let dir = TempDir::new("quic-flood");
     let port = free_udp_port();
     let (ra, rb) = (Recorder::new(), Recorder::new());
-    let a = QuicTransport::start(dir.path(), "a", ra.clone(), loopback_quic(port)).unwrap();
+    let a =
+        QuicTransport::start(dir.path(), "a", ra.clone(), loopback_quic_on(port, mode)).unwrap();
     let addr = SocketAddr::from(([127, 0, 0, 1], a.port()));
     // Silent connections: never a HELLO. Closed by the handshake timeout (2 s).
     let r = exercise_flood(addr, 150, false, Duration::from_secs(4));
@@ -77,7 +80,8 @@ fn a_connection_flood_costs_bounded_work_and_is_closed() {
     assert_eq!(g.closed_by_target, g.established, "{g:?}");
     assert!(g.established > 0, "{g:?}");
     // The node still links.
-    let _b = QuicTransport::start(dir.path(), "b", rb.clone(), loopback_quic(port)).unwrap();
+    let _b =
+        QuicTransport::start(dir.path(), "b", rb.clone(), loopback_quic_on(port, mode)).unwrap();
     let to_b = ra.wait_up("b", T);
     ok_arrives(&to_b, &rb, 5);
     assert!(
@@ -153,8 +157,9 @@ fn an_unreachable_static_peer_is_logged_once_then_reached() {
     .is_some());
 }
 
-#[test]
-fn a_member_its_directory_no_longer_lists_loses_its_link_and_gets_it_back_when_listed() {
+fn a_member_its_directory_no_longer_lists_loses_its_link_and_gets_it_back_when_listed(
+    mode: QuicMode,
+) {
     // Host A: a1 (the holder) and a2; host B: b, which asks A's directory. Links carry no
     // keep-alive of their own to speak of (docs/network.md section 4): a remote process that
     // died is told by its host's directory leaving it out, here by removing a2's entry while
@@ -164,9 +169,21 @@ fn a_member_its_directory_no_longer_lists_loses_its_link_and_gets_it_back_when_l
     let dir_b = TempDir::new("quic-unlisted-b");
     let (port_a, port_b) = (free_udp_port(), free_udp_port());
     let (ra1, ra2, rb) = (Recorder::new(), Recorder::new(), Recorder::new());
-    let _a1 = QuicTransport::start(dir_a.path(), "a1", ra1.clone(), loopback_quic(port_a)).unwrap();
-    let _a2 = QuicTransport::start(dir_a.path(), "a2", ra2.clone(), loopback_quic(port_a)).unwrap();
-    let mut cb = loopback_quic(port_b);
+    let _a1 = QuicTransport::start(
+        dir_a.path(),
+        "a1",
+        ra1.clone(),
+        loopback_quic_on(port_a, mode),
+    )
+    .unwrap();
+    let _a2 = QuicTransport::start(
+        dir_a.path(),
+        "a2",
+        ra2.clone(),
+        loopback_quic_on(port_a, mode),
+    )
+    .unwrap();
+    let mut cb = loopback_quic_on(port_b, mode);
     cb.static_peers = vec![format!("127.0.0.1:{port_a}")];
     let b = QuicTransport::start(dir_b.path(), "b", rb.clone(), cb).unwrap();
     rb.wait_up("a1", T);
@@ -187,8 +204,7 @@ fn a_member_its_directory_no_longer_lists_loses_its_link_and_gets_it_back_when_l
     assert_eq!(peers, vec!["a1", "a2"]);
 }
 
-#[test]
-fn a_host_that_lists_us_is_watched_at_the_directory_port_its_hello_names() {
+fn a_host_that_lists_us_is_watched_at_the_directory_port_its_hello_names(mode: QuicMode) {
     // Host A (a1, the holder, and a2) and host B (b) with directories on different ports, as
     // with another RMW_TRACER_PORT_BASE; only A lists B. b learns A's directory port from the
     // HELLOs and watches that directory: when it no longer lists a2, b's link to a2 goes down
@@ -199,13 +215,19 @@ fn a_host_that_lists_us_is_watched_at_the_directory_port_its_hello_names() {
     let (port_a, port_b) = (free_udp_port(), free_udp_port());
     let (ra1, ra2, rb) = (Recorder::new(), Recorder::new(), Recorder::new());
     let listing_b = || {
-        let mut c = loopback_quic(port_a);
+        let mut c = loopback_quic_on(port_a, mode);
         c.static_peers.push(format!("127.0.0.1:{port_b}"));
         c
     };
     let _a1 = QuicTransport::start(dir_a.path(), "a1", ra1.clone(), listing_b()).unwrap();
     let _a2 = QuicTransport::start(dir_a.path(), "a2", ra2.clone(), listing_b()).unwrap();
-    let _b = QuicTransport::start(dir_b.path(), "b", rb.clone(), loopback_quic(port_b)).unwrap();
+    let _b = QuicTransport::start(
+        dir_b.path(),
+        "b",
+        rb.clone(),
+        loopback_quic_on(port_b, mode),
+    )
+    .unwrap();
     rb.wait_up("a1", T);
     rb.wait_up("a2", T);
     std::fs::remove_file(dir_a.path().join("a2.quic")).expect("a2's directory entry");
@@ -216,13 +238,14 @@ fn a_host_that_lists_us_is_watched_at_the_directory_port_its_hello_names() {
     assert!(!rb.events().contains(&Ev::Down("a1".into())));
 }
 
-#[test]
-fn a_peer_is_named_by_its_certificate_subject_or_is_anonymous() {
+fn a_peer_is_named_by_its_certificate_subject_or_is_anonymous(mode: QuicMode) {
     let dir = TempDir::new("quic-subject");
     let port = free_udp_port();
     let (ra, rb) = (Recorder::new(), Recorder::new());
-    let a = QuicTransport::start(dir.path(), "a", ra.clone(), loopback_quic(port)).unwrap();
-    let b = QuicTransport::start(dir.path(), "b", rb.clone(), loopback_quic(port)).unwrap();
+    let a =
+        QuicTransport::start(dir.path(), "a", ra.clone(), loopback_quic_on(port, mode)).unwrap();
+    let b =
+        QuicTransport::start(dir.path(), "b", rb.clone(), loopback_quic_on(port, mode)).unwrap();
     assert_eq!(ra.wait_up("b", T).peer().remote, Some(Subject::Anonymous));
     assert_eq!(rb.wait_up("a", T).peer().remote, Some(Subject::Anonymous));
     drop((a, b));
@@ -232,7 +255,7 @@ fn a_peer_is_named_by_its_certificate_subject_or_is_anonymous() {
     let dir = TempDir::new("quic-subject-secure");
     let port = free_udp_port();
     let secured = |sec: &QuicSecurity| {
-        let mut c = loopback_quic(port);
+        let mut c = loopback_quic_on(port, mode);
         c.security = Some(sec.clone());
         c
     };
@@ -255,8 +278,7 @@ fn a_peer_is_named_by_its_certificate_subject_or_is_anonymous() {
 /// self-signed server one) and with one of another CA, both named anonymous on both ends; a
 /// peer of its own CA is authenticated as without the setting; each anonymous peer is logged
 /// once. Without the setting the unauthenticated peer is refused, as before.
-#[test]
-fn unauthenticated_peers_are_let_in_as_anonymous_only_when_allowed() {
+fn unauthenticated_peers_are_let_in_as_anonymous_only_when_allowed(mode: QuicMode) {
     let keys = TempDir::new("quic-unauth-keys");
     let ca1 = enclaves(keys.path(), &["/net/a", "/net/c"]);
     let other = TempDir::new("quic-unauth-keys2");
@@ -265,11 +287,11 @@ fn unauthenticated_peers_are_let_in_as_anonymous_only_when_allowed() {
     let port = free_udp_port();
     let lines: Arc<Mutex<Vec<String>>> = Arc::default();
     let l2 = lines.clone();
-    let mut cfg_a = loopback_quic(port);
+    let mut cfg_a = loopback_quic_on(port, mode);
     cfg_a.security = Some(ca1[0].allow_unauthenticated(true));
     cfg_a.log = Some(Arc::new(move |m: &str| l2.lock().push(m.to_owned())));
     let with = |sec: Option<QuicSecurity>| {
-        let mut c = loopback_quic(port);
+        let mut c = loopback_quic_on(port, mode);
         c.security = sec;
         c
     };
@@ -325,12 +347,12 @@ fn unauthenticated_peers_are_let_in_as_anonymous_only_when_allowed() {
     let port = free_udp_port();
     let lines: Arc<Mutex<Vec<String>>> = Arc::default();
     let l2 = lines.clone();
-    let mut cfg_e = loopback_quic(port);
+    let mut cfg_e = loopback_quic_on(port, mode);
     cfg_e.security = Some(ca1[0].allow_unauthenticated(false));
     cfg_e.log = Some(Arc::new(move |m: &str| l2.lock().push(m.to_owned())));
     let (re, rf) = (Recorder::new(), Recorder::new());
     let e = QuicTransport::start(dir.path(), "e", re.clone(), cfg_e).unwrap();
-    let mut cfg_f = loopback_quic(port);
+    let mut cfg_f = loopback_quic_on(port, mode);
     cfg_f.security = None;
     let _f = QuicTransport::start(dir.path(), "f", rf.clone(), cfg_f).unwrap();
     assert!(eventually(T, || lines
@@ -341,3 +363,32 @@ fn unauthenticated_peers_are_let_in_as_anonymous_only_when_allowed() {
     assert!(e.peers().is_empty());
     assert!(!lines.lock().iter().any(|l| l.contains("admitted")));
 }
+
+/// Endpoints bound to every address (`[::]`, dual stack, as rmw_tracer binds them) reach a
+/// peer named by its IPv4 address: on the engine, quinn-proto and quinn-udp take an address as
+/// given, and an IPv4 one on an IPv6 socket must be sent to as IPv4-mapped (quinn's own
+/// endpoint maps it).
+fn a_dual_stack_bind_reaches_peers_by_their_ipv4_address(mode: QuicMode) {
+    let dir = TempDir::new("quic-dual");
+    let port = free_udp_port();
+    let every = |port| {
+        let mut c = loopback_quic_on(port, mode);
+        c.bind = libtracer_core::link::quic::every_address();
+        c
+    };
+    let (ra, rb) = (Recorder::new(), Recorder::new());
+    let _a = QuicTransport::start(dir.path(), "a", ra.clone(), every(port)).unwrap();
+    let _b = QuicTransport::start(dir.path(), "b", rb.clone(), every(port)).unwrap();
+    let to_b = ra.wait_up("b", T);
+    ok_arrives(&to_b, &rb, 21);
+}
+
+crate::on_both_modes!(
+    a_dual_stack_bind_reaches_peers_by_their_ipv4_address,
+    garbage_datagrams_are_dropped_and_links_go_on,
+    a_connection_flood_costs_bounded_work_and_is_closed,
+    a_member_its_directory_no_longer_lists_loses_its_link_and_gets_it_back_when_listed,
+    a_host_that_lists_us_is_watched_at_the_directory_port_its_hello_names,
+    a_peer_is_named_by_its_certificate_subject_or_is_anonymous,
+    unauthenticated_peers_are_let_in_as_anonymous_only_when_allowed,
+);

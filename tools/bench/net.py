@@ -92,6 +92,7 @@ def host_sides(key, hosts, base_env, workdir, tracer_lib, tag, args):
         os.makedirs(home, mode=0o700)
         env["ROS_HOME"] = os.path.join(home, "ros_home")
         env["ROS_LOG_DIR"] = os.path.join(home, "ros_log")
+        env.update(getattr(args, "env_for", {}).get(key, {}))
         if key in TRACER_KEYS:
             env["LD_PRELOAD"] = tracer_lib[key]
             rendezvous = os.path.join(home, "rendezvous")
@@ -334,8 +335,15 @@ def run_setup(args):
         base_env.pop(k, None)
     base_env["LD_LIBRARY_PATH"] = runner.library_path(runner.venv_dir())
     base_env["ROS_DOMAIN_ID"] = str(random.randint(100, 200))
+    env_for = {}
+    for spec in getattr(args, "env_for", None) or []:
+        key, _, assign = spec.partition(":")
+        var, eq, value = assign.partition("=")
+        if not key or not var or not eq:
+            raise SystemExit(f"--env-for {spec!r}: want KEY:VAR=VALUE")
+        env_for.setdefault(key, {})[var] = value
     pair_args = types.SimpleNamespace(timeout=args.timeout, match_timeout=args.match_timeout,
-                                      pair_timeout=args.pair_timeout, cpus=args.cpus)
+                                      pair_timeout=args.pair_timeout, cpus=args.cpus, env_for=env_for)
 
     def stop(signum, _frame):
         raise KeyboardInterrupt(f"signal {signum}")
@@ -366,6 +374,10 @@ def main():
                     "`taskset -c CPUS`, or host A's under CPUS and host B's under CPUS_B with "
                     "CPUS:CPUS_B: 0 puts all on one CPU, 0:1 gives each host a CPU of its own "
                     "(a diagnostic: the default leaves placement to the kernel)")
+    ap.add_argument("--env-for", action="append", metavar="KEY:VAR=VALUE",
+                    help="set VAR=VALUE in both hosts' environment for rmw KEY only (repeatable), e.g. "
+                    "baseline:RMW_TRACER_QUIC_ENGINE=1 with --baseline-lib the same library: the QUIC "
+                    "links on the engine against quinn's tasks in one run")
     ap.add_argument("--no-build", action="store_true")
     args = ap.parse_args()
     keys = [k.strip() for k in args.rmw.split(",") if k.strip()]
@@ -442,6 +454,7 @@ def main():
                   "lossy_link": {"loss": LOSS, "delay_s_each_way": DELAY, "shaper": "ros_tests/link_shaper.py"},
                   "fastdds": "FASTDDS_BUILTIN_TRANSPORTS=UDPv4, ROS_STATIC_PEERS, ROS_AUTOMATIC_DISCOVERY_RANGE=SUBNET",
                   "tracer": "QUIC, ROS_STATIC_PEERS", "cpus": args.cpus or "any",
+                  "env_for": pair_args.env_for,
                   "message_type": "std_msgs/msg/UInt8MultiArray", "burst_qos": "reliable, volatile, keep_all"},
         "tracer_lib": tracer_info.get("tracer"),
         "baseline_lib": tracer_info.get("baseline"),

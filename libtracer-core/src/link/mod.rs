@@ -60,7 +60,8 @@ pub use abstract_names::HostScope;
 pub use memory::{MemoryFabric, MemoryNode};
 #[cfg(feature = "quic")]
 pub use quic::{
-    subject_of, GrantTurn, PermissionsExchange, QuicConfig, QuicLink, QuicSecurity, QuicTransport,
+    subject_of, GrantTurn, PermissionsExchange, QuicConfig, QuicLink, QuicLinkHandle, QuicSecurity,
+    QuicTransport,
 };
 pub use rendezvous::{default_rendezvous_dir, rendezvous_dir_in};
 pub use transport::{HostTransport, HostUsers, TransportConfig};

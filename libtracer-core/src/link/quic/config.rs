@@ -68,6 +68,11 @@ pub struct QuicConfig {
     /// namespace share one role and one directory whatever their rendezvous directories.
     /// `None`: the rendezvous directory only (an `flock` and `<name>.quic` files).
     pub host_scope: Option<crate::link::HostScope>,
+    /// Run the links on the runtime-free engine (docs/network.md section 4a, stage 2): quinn-proto
+    /// on quinn-udp driven by one loop thread and by the publishing threads, the callbacks on
+    /// the Unix links' workers. Off by default (`RMW_TRACER_QUIC_ENGINE=1` turns it on in
+    /// rmw_tracer); the directory and its clients stay on the runtime either way.
+    pub engine: bool,
 }
 
 /// Called with a peer's proven subject and the permissions document it sent (`None`: none);
@@ -126,6 +131,7 @@ impl QuicConfig {
             security: None,
             permissions: None,
             host_scope: None,
+            engine: false,
         }
     }
 }
@@ -141,6 +147,7 @@ impl std::fmt::Debug for QuicConfig {
             .field("host_idle_timeout", &self.host_idle_timeout)
             .field("subnet", &self.subnet)
             .field("authenticated", &self.security.is_some())
+            .field("engine", &self.engine)
             .finish_non_exhaustive()
     }
 }

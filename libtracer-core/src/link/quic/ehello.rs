@@ -3,20 +3,21 @@
 //! and says HELLO; the acceptor reads it and answers HELLO, or ERROR when the transport
 //! refuses the peer (a name taken, the connect race lost); all within the handshake's bound,
 //! a deadline the engine wakes the watcher for. Then the link is made and takes the
-//! connection over. The transport's table, bounds and race are the caller's (`Admit`).
-#![allow(dead_code, reason = "the transport greets on the engine from stage 2")]
+//! connection over. The transport's table, bounds and race are the caller's (`Admit`,
+//! `MakeLink`, `elinks.rs`); how the greeting ended is told once (`Ended`).
 
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use bytes::Bytes;
 use parking_lot::Mutex;
-use quinn_proto::{Connection, Dir, StreamId, VarInt};
+use quinn_proto::{Connection, ConnectionError, Dir, Event, StreamId, VarInt};
 
 use super::elink::{EngineLink, Forward};
 use super::engine::{Conn, Watcher};
 use super::hello::{HelloOutcome, HelloRx, PeerHello, HANDSHAKE_FRAME};
-use crate::wire::{encode_parts, Frame, FrameDecoder, MAX_FRAME};
+use super::link::LINGER;
+use crate::wire::{encode_parts, ErrorCode, Frame, FrameDecoder, MAX_FRAME};
 
 /// Which side of the connection we are.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -25,15 +26,43 @@ pub(crate) enum Side {
     Acceptor,
 }
 
-/// The transport's word on a peer's HELLO: `Err` refuses the peer with that reason.
-pub(crate) type Admit = Box<dyn Fn(&PeerHello) -> Result<(), String> + Send + Sync>;
-/// Makes the link once the HELLOs are exchanged, from the connection, the peer's HELLO, the
-/// control stream, its decoder and what was read past the HELLO.
+/// The transport's word on a peer's HELLO: `Err` refuses the peer with that code and reason
+/// (the acceptor answers ERROR with them; the initiator closes).
+pub(crate) type Admit = Box<dyn Fn(&PeerHello) -> Result<(), (ErrorCode, String)> + Send + Sync>;
+/// Makes the link once the HELLOs are exchanged, from the connection (the handle and, held,
+/// the state: its peer's certificates), the peer's HELLO, the control stream, its decoder and
+/// what was read past the HELLO. `None`: no link after all (the connection closes).
 pub(crate) type MakeLink = Box<
-    dyn Fn(Arc<Conn>, PeerHello, StreamId, FrameDecoder, Bytes) -> Option<Arc<EngineLink>>
+    dyn Fn(
+            Arc<Conn>,
+            &mut Connection,
+            PeerHello,
+            StreamId,
+            FrameDecoder,
+            Bytes,
+        ) -> Option<Arc<EngineLink>>
         + Send
         + Sync,
 >;
+
+/// How a greeting ended (told once, to `Greeting::on_end`'s hook).
+#[derive(Debug)]
+pub(crate) enum Ended {
+    /// The link is made.
+    Linked,
+    /// `MakeLink` made none.
+    NoLink,
+    /// The peer answered ERROR: it refused us.
+    Refused(String),
+    /// `Admit` refused the peer.
+    WeRefused,
+    /// No HELLO in time, not a HELLO, or the connection failed (with its error when it was
+    /// lost: a TLS alert is a peer refused by its certificate).
+    Failed(Option<ConnectionError>),
+}
+
+/// Told how a greeting ended.
+pub(crate) type OnEnd = Box<dyn FnOnce(Ended) + Send>;
 
 /// A connection's watcher from its start to its link.
 pub(crate) struct Greeting {
@@ -47,6 +76,7 @@ pub(crate) struct Greeting {
     make: MakeLink,
     state: Mutex<State>,
     link: Forward,
+    on_end: Mutex<Option<OnEnd>>,
 }
 
 struct State {
@@ -58,6 +88,10 @@ struct State {
     rx: HelloRx,
     /// The link is made, or the greeting failed (the connection closes).
     over: bool,
+    /// We refused the peer: the connection closes once it has our ERROR, or by then.
+    linger: Option<Instant>,
+    /// Why the connection was lost, if it was.
+    lost: Option<ConnectionError>,
 }
 
 fn encode(frame: &Frame) -> Bytes {
@@ -91,20 +125,63 @@ impl Greeting {
                 written: 0,
                 rx: HelloRx::default(),
                 over: false,
+                linger: None,
+                lost: None,
             }),
             ours,
             link: Forward::default(),
+            on_end: Mutex::new(None),
+        }
+    }
+
+    /// Tell `f` how the greeting ended (once; set it before the connection starts).
+    pub(crate) fn on_end(self, f: OnEnd) -> Greeting {
+        *self.on_end.lock() = Some(f);
+        self
+    }
+
+    fn end(&self, how: Ended) {
+        if let Some(f) = self.on_end.lock().take() {
+            f(how);
         }
     }
 
     /// The link, once made.
+    #[cfg(test)]
     pub(crate) fn link(&self) -> Option<&Arc<EngineLink>> {
         self.link.0.get()
     }
 
-    fn fail(st: &mut State, conn: &mut Connection, why: &'static [u8]) {
+    fn fail(&self, st: &mut State, conn: &mut Connection, why: &'static [u8], how: Ended) {
         st.over = true;
         conn.close(Instant::now(), VarInt::from_u32(0), Bytes::from_static(why));
+        self.end(how);
+    }
+
+    /// After our ERROR: close once the peer has it (nothing of ours unacknowledged), or at
+    /// the linger's end.
+    fn linger(st: &mut State, c: &Conn, conn: &mut Connection) {
+        let Some(until) = st.linger else {
+            return;
+        };
+        if conn.streams().send_streams() == 0 || Instant::now() >= until {
+            st.linger = None;
+            conn.close(
+                Instant::now(),
+                VarInt::from_u32(0),
+                Bytes::from_static(b"refused"),
+            );
+        } else {
+            c.wake_at(until);
+        }
+    }
+}
+
+impl Drop for Greeting {
+    /// A greeting let go before it ended (its connection drained, its engine gone) ended all
+    /// the same: whoever counts greetings is told.
+    fn drop(&mut self) {
+        self.end(Ended::Failed(None));
     }
 }
 
@@ -118,18 +195,25 @@ impl Watcher for Greeting {
         };
         let mut st = self.state.lock();
         if st.over {
-            return;
+            while conn.poll().is_some() {}
+            return Self::linger(&mut st, c, conn);
         }
         if Instant::now() >= self.deadline {
-            return Self::fail(&mut st, conn, b"no HELLO in time");
+            return self.fail(&mut st, conn, b"no HELLO in time", Ended::Failed(None));
         }
         // The engine wakes us by the deadline whatever happens.
         c.wake_at(self.deadline);
         // Events are the link's business: a greeting looks at the connection itself.
-        while conn.poll().is_some() {}
+        while let Some(ev) = conn.poll() {
+            if let Event::ConnectionLost { reason } = ev {
+                st.lost = Some(reason);
+            }
+        }
         if conn.is_closed() {
             st.over = true;
-            return;
+            let lost = st.lost.take();
+            drop(st);
+            return self.end(Ended::Failed(lost));
         }
         if conn.is_handshaking() {
             return;
@@ -165,28 +249,29 @@ impl Watcher for Greeting {
         }
         let made = match outcome {
             None => None,
-            Some(Err(_)) => return Self::fail(&mut st, conn, b"not a HELLO"),
-            Some(Ok(HelloOutcome::Refused(_))) => return Self::fail(&mut st, conn, b"refused"),
+            Some(Err(_)) => {
+                return self.fail(&mut st, conn, b"not a HELLO", Ended::Failed(None));
+            }
+            Some(Ok(HelloOutcome::Refused(why))) => {
+                return self.fail(&mut st, conn, b"refused", Ended::Refused(why));
+            }
             Some(Ok(HelloOutcome::Hello(h, dec, rest))) => {
                 if self.side == Side::Acceptor {
                     match (self.admit)(&h) {
                         Ok(()) => st.say = Some(self.ours.clone()),
-                        Err(why) => {
-                            let no = crate::link::refusal(
-                                crate::wire::ErrorCode::PermissionDenied,
-                                &why,
-                            );
-                            st.say = Some(encode(&no));
-                            let _ = conn
-                                .send_stream(id)
-                                .write(st.say.as_deref().unwrap_or_default());
+                        Err((code, why)) => {
+                            let no = encode(&crate::link::refusal(code, &why));
+                            let _ = conn.send_stream(id).write(&no);
                             let _ = conn.send_stream(id).finish();
                             st.over = true;
-                            return;
+                            st.linger = Some(Instant::now() + LINGER);
+                            Self::linger(&mut st, c, conn);
+                            drop(st);
+                            return self.end(Ended::WeRefused);
                         }
                     }
-                } else if let Err(_why) = (self.admit)(&h) {
-                    return Self::fail(&mut st, conn, b"refused");
+                } else if (self.admit)(&h).is_err() {
+                    return self.fail(&mut st, conn, b"refused", Ended::Failed(None));
                 }
                 Some((h, dec, rest))
             }
@@ -195,28 +280,32 @@ impl Watcher for Greeting {
             if st.written < say.len() {
                 match conn.send_stream(id).write(&say[st.written..]) {
                     Ok(n) => st.written += n,
-                    Err(_) => return Self::fail(&mut st, conn, b"control stream gone"),
+                    Err(_) => {
+                        let how = Ended::Failed(None);
+                        return self.fail(&mut st, conn, b"control stream gone", how);
+                    }
                 }
             }
         }
         if let Some((h, dec, rest)) = made {
             st.over = true;
             drop(st);
-            let link = self
-                .conn
-                .get()
-                .and_then(|c| (self.make)(c.clone(), h, id, dec, rest));
+            let link = (self.make)(c.clone(), conn, h, id, dec, rest);
             match link {
                 Some(link) => {
                     let _ = self.link.0.set(link);
+                    self.end(Ended::Linked);
                     // What came with the HELLO is read now.
                     self.link.progress(conn);
                 }
-                None => conn.close(
-                    Instant::now(),
-                    VarInt::from_u32(0),
-                    Bytes::from_static(b"no link"),
-                ),
+                None => {
+                    conn.close(
+                        Instant::now(),
+                        VarInt::from_u32(0),
+                        Bytes::from_static(b"no link"),
+                    );
+                    self.end(Ended::NoLink);
+                }
             }
         }
     }

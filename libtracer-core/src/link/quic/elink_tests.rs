@@ -1,5 +1,5 @@
-//! Two links on engines, made without the HELLO exchange (which is not on the engine yet):
-//! the seam's promises the conformance suite checks of every transport, in small.
+//! Two links on engines, made without the transport (and in the first test without the HELLO
+//! exchange): the seam's promises the conformance suite checks of every transport, in small.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
@@ -86,6 +86,8 @@ fn made(peer: &str, conn: Arc<Conn>, control: quinn_proto::StreamId) -> Made {
         rest: Bytes::new(),
         write_timeout: Duration::from_secs(5),
         queue_bytes: 64 << 20,
+        expiry: None,
+        log: None,
     }
 }
 
@@ -210,10 +212,13 @@ fn greeting(
         &hello,
         Instant::now() + Duration::from_secs(5),
         Box::new(move |h| match refuse {
-            Some(n) if h.node == n => Err(format!("{n} is not welcome")),
+            Some(n) if h.node == n => Err((
+                crate::wire::ErrorCode::PermissionDenied,
+                format!("{n} is not welcome"),
+            )),
             _ => Ok(()),
         }),
-        Box::new(move |conn, h, control, dec, rest| {
+        Box::new(move |conn, _state, h, control, dec, rest| {
             let mut m = made(&h.node, conn, control);
             (m.dec, m.rest, m.peer_max) = (dec, rest, h.max_frame);
             Some(EngineLink::start(m, handler.clone(), no_hooks()))

@@ -8,7 +8,7 @@
 //! no grant. A grant not valid yet when the link was made is no grant until it starts; the
 //! link is closed when it does, and the next handshake takes it.
 //!
-//! One task per such link on the runtime, asleep until the moment or until the connection
+//! One task per such link on the runtime (on the engine, the link's own watcher), asleep until the moment or until the connection
 //! ends, whichever is first: no thread, nothing for links without authentication.
 
 use std::sync::Weak;
@@ -75,30 +75,42 @@ pub(crate) fn first(ends: impl IntoIterator<Item = Option<Expiry>>) -> Option<Ex
 /// set meanwhile, and tokio's timer takes no deadline years away.
 const LOOK_AGAIN: Duration = Duration::from_secs(60);
 
+impl Expiry {
+    /// How long to wait before looking at the clock again; `None`: it has come.
+    pub(crate) fn look_in(&self) -> Option<Duration> {
+        match self.at.duration_since(SystemTime::now()) {
+            Ok(left) if !left.is_zero() => Some(left.min(LOOK_AGAIN)),
+            _ => None,
+        }
+    }
+
+    /// What the log says when the link to `peer` is closed for it.
+    pub(crate) fn closed_line(&self, peer: &str) -> String {
+        format!(
+            "security: closed the link to {peer}: {}",
+            self.what.why(&utc(self.at))
+        )
+    }
+}
+
 /// Close the link's connection `conn` to `peer` when `end` comes, unless it has ended first.
 /// The reader then sees a connection that died (no cool-down), so the peer is linked again as
-/// soon as its directory lists it, and that handshake decides afresh.
+/// soon as its directory lists it, and that handshake decides afresh. (A link on the engine
+/// looks at `end` from its watcher instead: `EngineLink`.)
 pub(crate) async fn close_when_due(
     inner: Weak<Inner>,
     conn: quinn::Connection,
     peer: String,
     end: Expiry,
 ) {
-    loop {
-        let left = match end.at.duration_since(SystemTime::now()) {
-            Ok(left) if !left.is_zero() => left,
-            _ => break,
-        };
+    while let Some(wait) = end.look_in() {
         tokio::select! {
             _ = conn.closed() => return,
-            _ = tokio::time::sleep(left.min(LOOK_AGAIN)) => {}
+            _ = tokio::time::sleep(wait) => {}
         }
     }
     if let Some(inner) = inner.upgrade() {
-        inner.log(&format!(
-            "security: closed the link to {peer}: {}",
-            end.what.why(&utc(end.at))
-        ));
+        inner.log(&end.closed_line(&peer));
     }
     conn.close(0u32.into(), b"credentials expired");
 }

@@ -1,6 +1,8 @@
 //! Making links: connecting to a member of a peer host, accepting a connection, and the HELLO
 //! exchange either way, with the connect-race rule (the smaller name's connection wins), the
-//! bounds on handshakes in progress, and the log line of a peer refused by TLS.
+//! bounds on handshakes in progress, and the log line of a peer refused by TLS. The rules are
+//! shared with the links on the engine (`elinks.rs`), which exchange HELLO through their own
+//! watcher (`ehello.rs`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -12,17 +14,20 @@ use super::expiry::{self, first, Expiry};
 use super::hello::{HelloOutcome, PeerHello};
 use super::link::{self, hello, read_hello, refuse, write_frame, QuicLink};
 use super::peer_cert::PeerCerts;
-use super::{peer_address, runtime, tls, Inner, Table, AUTH_LOGGED_MAX, MAX_CONNECTIONS};
+use super::{peer_address, runtime, tls, AnyLink, Inner, Table, AUTH_LOGGED_MAX, MAX_CONNECTIONS};
 use crate::acl::Subject;
 use crate::link::{valid_node_name, PeerIdentity};
 use crate::wire::{ErrorCode, FrameDecoder};
+
+/// Why a peer's HELLO is refused: the ERROR's code and reason.
+pub(crate) type Refusal = (ErrorCode, &'static str);
 
 /// At most this many incoming handshakes at once; more are refused at once (a flood).
 const MAX_HANDSHAKES: usize = 64;
 
 /// A handshake that ended in a TLS alert (a QUIC CRYPTO_ERROR, codes 0x100-0x1ff) sent by
 /// either end: a certificate refused, or none given; not a timeout nor a closed endpoint.
-fn is_tls_failure(e: &quinn::ConnectionError) -> bool {
+fn is_tls_failure(e: &quinn_proto::ConnectionError) -> bool {
     let code = match e {
         quinn::ConnectionError::TransportError(t) => u64::from(t.code),
         quinn::ConnectionError::ConnectionClosed(c) => u64::from(c.error_code),
@@ -42,7 +47,7 @@ impl Inner {
     /// certificate of our keystore's CA (or one whose CA we are not of): say so once per
     /// address, since the peer will keep trying. Without, the handshake failing is a network
     /// matter the directory poll reports.
-    pub(super) fn auth_failed(&self, addr: SocketAddr, e: &quinn::ConnectionError) {
+    pub(super) fn auth_failed(&self, addr: SocketAddr, e: &quinn_proto::ConnectionError) {
         if !self.identity.authenticated() || !is_tls_failure(e) {
             return;
         }
@@ -106,7 +111,11 @@ impl Inner {
             if self.stopped() || self.table.lock().links.contains_key(&peer) {
                 break;
             }
-            match self.handshake_out(&peer, addr).await {
+            let tried = match self.cfg.engine {
+                true => self.engine_handshake_out(&peer, addr).await,
+                false => self.handshake_out(&peer, addr).await,
+            };
+            match tried {
                 Ok(()) => break,
                 Err(Some(_refused)) if attempt < 4 => {
                     tokio::time::sleep(Duration::from_millis(100)).await
@@ -126,7 +135,8 @@ impl Inner {
         let hs = self.cfg.handshake_timeout;
         let deadline = Instant::now() + hs;
         let connecting = self
-            .endpoint
+            .client_endpoint()
+            .map_err(|_| None)?
             .connect_with(self.link_client.clone(), addr, tls::SERVER_NAME)
             .map_err(|_| None)?;
         let conn = match tokio::time::timeout(hs, connecting).await {
@@ -160,19 +170,13 @@ impl Inner {
                 return Err(None);
             }
         };
-        if h.node != peer {
-            refuse(
-                &conn,
-                &mut send,
-                ErrorCode::Malformed,
-                "HELLO names a node other than the directory's",
-            )
-            .await;
+        if let Err((code, why)) = expected_peer(peer, &h) {
+            refuse(&conn, &mut send, code, why).await;
             return Err(None);
         }
-        let grant = self.learn_permissions(&conn, h.permissions.as_deref());
+        let grant = self.learn_permissions(&PeerCerts::of(&conn), h.permissions.as_deref());
         let mut t = self.table.lock();
-        if t.stopped || t.links.contains_key(peer) {
+        if !may_install_ours(&t, peer) {
             drop(t);
             conn.close(0u32.into(), b"duplicate link");
             return Ok(());
@@ -181,32 +185,68 @@ impl Inner {
         Ok(())
     }
 
+    /// Whether an incoming connection may start its handshake (the bounds on handshakes and
+    /// connections): if so, it is counted until `handshake_over`.
+    pub(super) fn handshake_begins(&self) -> bool {
+        let mut t = self.table.lock();
+        let ok = !t.stopped
+            && t.handshakes < MAX_HANDSHAKES
+            && t.links.len() + t.handshakes < MAX_CONNECTIONS;
+        if ok {
+            t.handshakes += 1;
+        }
+        ok
+    }
+
+    /// An incoming handshake counted by `handshake_begins` is over, either way.
+    pub(super) fn handshake_over(&self) {
+        let mut t = self.table.lock();
+        t.handshakes = t.handshakes.saturating_sub(1);
+    }
+
+    /// The acceptor's word on a peer's HELLO: refused (a name that is not one or is ours, a
+    /// link up or being accepted, the cooldown, the connect race lost), or admitted, and then
+    /// marked as being accepted until `accepted`.
+    pub(super) fn admit_peer(&self, node: &str) -> Result<(), Refusal> {
+        if !valid_node_name(node) || node == self.name {
+            return Err((ErrorCode::PermissionDenied, "invalid or clashing node name"));
+        }
+        let mut t = self.table.lock();
+        let why = if t.stopped {
+            "shutting down"
+        } else if t.links.contains_key(node) || t.accepting.contains(node) {
+            "duplicate link: a link to you is already up"
+        } else if cooling(&t, node) {
+            "our link to you was closed a moment ago"
+        } else if t.pending.contains(node) && self.name.as_str() < node {
+            "duplicate link: my connection to you wins (smaller name)"
+        } else {
+            t.accepting.insert(node.to_owned());
+            return Ok(());
+        };
+        Err((ErrorCode::Internal, why))
+    }
+
     pub(super) async fn accept_loop(self: Arc<Self>) {
+        // Without the engine, made at start.
+        let Some(endpoint) = self.endpoint.get() else {
+            return;
+        };
         let mut stop = self.stop.clone();
         loop {
             let incoming = tokio::select! {
-                i = self.endpoint.accept() => i,
+                i = endpoint.accept() => i,
                 _ = stop.wait_for(|s| *s) => None,
             };
             let Some(incoming) = incoming else { break };
-            let admit = {
-                let mut t = self.table.lock();
-                let ok = !t.stopped
-                    && t.handshakes < MAX_HANDSHAKES
-                    && t.links.len() + t.handshakes < MAX_CONNECTIONS;
-                if ok {
-                    t.handshakes += 1;
-                }
-                ok
-            };
-            if !admit {
+            if !self.handshake_begins() {
                 incoming.refuse();
                 continue;
             }
             let me = self.clone();
             self.rt.spawn(async move {
                 me.handshake_in(incoming).await;
-                me.table.lock().handshakes -= 1;
+                me.handshake_over();
             });
         }
     }
@@ -239,36 +279,11 @@ impl Inner {
                 return;
             }
         };
-        if !valid_node_name(&h.node) || h.node == self.name {
-            refuse(
-                &conn,
-                &mut send,
-                ErrorCode::PermissionDenied,
-                "invalid or clashing node name",
-            )
-            .await;
+        if let Err((code, why)) = self.admit_peer(&h.node) {
+            refuse(&conn, &mut send, code, why).await;
             return;
         }
-        let refusal = {
-            let mut t = self.table.lock();
-            if t.stopped {
-                Some("shutting down")
-            } else if t.links.contains_key(&h.node) || t.accepting.contains(&h.node) {
-                Some("duplicate link: a link to you is already up")
-            } else if cooling(&t, &h.node) {
-                Some("our link to you was closed a moment ago")
-            } else if t.pending.contains(&h.node) && self.name.as_str() < h.node.as_str() {
-                Some("duplicate link: my connection to you wins (smaller name)")
-            } else {
-                t.accepting.insert(h.node.clone());
-                None
-            }
-        };
-        if let Some(why) = refusal {
-            refuse(&conn, &mut send, ErrorCode::Internal, why).await;
-            return;
-        }
-        let grant = self.learn_permissions(&conn, h.permissions.as_deref());
+        let grant = self.learn_permissions(&PeerCerts::of(&conn), h.permissions.as_deref());
         let replied = write_frame(&mut send, &self.hello()).await;
         let mut t = self.table.lock();
         t.accepting.remove(&h.node);
@@ -284,7 +299,7 @@ impl Inner {
     }
 
     /// Our HELLO, with our permissions document when SROS2 is on.
-    fn hello(&self) -> crate::wire::Frame {
+    pub(super) fn hello(&self) -> crate::wire::Frame {
         let doc = (self.cfg.permissions.as_ref()).map(|p| Bytes::copy_from_slice(&p.document));
         hello(&self.name, doc, self.cfg.directory_port)
     }
@@ -292,9 +307,13 @@ impl Inner {
     /// Hand an authenticated peer's permissions document (or its absence) to `learn`, before
     /// its link exists (docs/network.md section 5), and say when what it learned ends. Nothing
     /// without SROS2 or for a peer the handshake did not authenticate.
-    fn learn_permissions(&self, conn: &quinn::Connection, doc: Option<&[u8]>) -> Option<Expiry> {
+    pub(super) fn learn_permissions(
+        &self,
+        certs: &PeerCerts,
+        doc: Option<&[u8]>,
+    ) -> Option<Expiry> {
         let p = self.cfg.permissions.as_ref()?;
-        match self.identity.peer_subject(&PeerCerts::of(conn)) {
+        match self.identity.peer_subject(certs) {
             Subject::Authenticated(s) => (p.learn)(&s, doc).map(Expiry::from),
             Subject::Anonymous => None,
         }
@@ -318,32 +337,12 @@ impl Inner {
             return;
         };
         let certs = PeerCerts::of(&conn);
-        let subject = self.identity.peer_subject(&certs);
-        if subject == Subject::Anonymous && self.identity.authenticated() {
-            let addr = peer_address(conn.remote_address());
-            self.log_once(
-                format!("anonymous {addr}"),
-                &format!(
-                    "security: admitted the peer at {addr} unauthenticated (no certificate of \
-                     our identity CA; the governance allows unauthenticated participants): it \
-                     may use only topics without access control"
-                ),
-            );
-        }
-        if let Some(end) = first([self.identity.certificates_end(&certs, &subject), grant]) {
+        let (id, end) = self.identify(&certs, conn.remote_address(), &name, grant);
+        if let Some(end) = end {
             let task =
                 expiry::close_when_due(Arc::downgrade(self), conn.clone(), name.clone(), end);
             self.rt.spawn(task);
         }
-        let id = PeerIdentity {
-            name: name.clone(),
-            // Not attested across hosts and not used by the ACL: a remote peer is the
-            // principal its handshake proved (docs/network.md section 5).
-            uid: nix::unistd::getuid().as_raw(),
-            gid: nix::unistd::getgid().as_raw(),
-            pid: 0,
-            remote: Some(subject),
-        };
         let link = Arc::new(QuicLink::new(
             id,
             conn,
@@ -355,8 +354,60 @@ impl Inner {
             self.handler.clone(),
             Arc::downgrade(self),
         ));
-        t.links.insert(name, link.clone());
+        t.links.insert(name, AnyLink::Task(link.clone()));
         t.live += 1;
         self.rt.spawn(link::read_loop(link, recv, dec, rest, tx));
     }
+
+    /// Who an authenticated (or admitted anonymous) peer at `remote` named `name` is, said
+    /// once when it is anonymous, and when the first credential its link stands on runs out
+    /// (`grant`: what `learn_permissions` answered).
+    pub(super) fn identify(
+        &self,
+        certs: &PeerCerts,
+        remote: SocketAddr,
+        name: &str,
+        grant: Option<Expiry>,
+    ) -> (PeerIdentity, Option<Expiry>) {
+        let subject = self.identity.peer_subject(certs);
+        if subject == Subject::Anonymous && self.identity.authenticated() {
+            let addr = peer_address(remote);
+            self.log_once(
+                format!("anonymous {addr}"),
+                &format!(
+                    "security: admitted the peer at {addr} unauthenticated (no certificate of \
+                     our identity CA; the governance allows unauthenticated participants): it \
+                     may use only topics without access control"
+                ),
+            );
+        }
+        let end = first([self.identity.certificates_end(certs, &subject), grant]);
+        let id = PeerIdentity {
+            name: name.to_owned(),
+            // Not attested across hosts and not used by the ACL: a remote peer is the
+            // principal its handshake proved (docs/network.md section 5).
+            uid: nix::unistd::getuid().as_raw(),
+            gid: nix::unistd::getgid().as_raw(),
+            pid: 0,
+            remote: Some(subject),
+        };
+        (id, end)
+    }
+}
+
+/// The initiator's check of the peer's HELLO: it must be the member the directory named.
+pub(super) fn expected_peer(peer: &str, h: &PeerHello) -> Result<(), Refusal> {
+    if h.node != peer {
+        return Err((
+            ErrorCode::Malformed,
+            "HELLO names a node other than the directory's",
+        ));
+    }
+    Ok(())
+}
+
+/// Whether the initiator's link to `peer` may go in the table once its HELLO exchange is
+/// over: not after shutdown, nor beside a link that came up the other way meanwhile.
+pub(super) fn may_install_ours(t: &Table, peer: &str) -> bool {
+    !t.stopped && !t.links.contains_key(peer)
 }

@@ -6,10 +6,9 @@
 //! as the reader tasks of `receive.rs`: a barrier parks the control stream until the named
 //! streams have handed up its marker; a full sink stops the reading (the bytes stay in
 //! quinn-proto, no credit goes back, QUIC holds the peer) until the link's strand has drained
-//! ([`Inbound::resume`], then [`Conn::poke`]). Not used by the transport yet.
+//! ([`Inbound::resume`], then [`Conn::poke`]).
 //!
 //! [`Conn::poke`]: super::engine::Conn::poke
-#![allow(dead_code, reason = "the transport's links use it from stage 2")]
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -35,6 +34,11 @@ pub(crate) trait Sink: Send + Sync {
     fn malformed(&self, why: String);
     /// The connection is gone (closed by either side, or lost).
     fn lost(&self);
+    /// The peer closed its link: its control stream and every edge stream it opened have
+    /// ended, and everything on them was handed up.
+    fn ended(&self) {
+        self.lost();
+    }
 }
 
 pub(crate) struct Inbound {
@@ -54,6 +58,8 @@ struct State {
     left: HashMap<StreamId, Bytes>,
     paused: bool,
     done: bool,
+    /// The peer finished the control stream (it closed its link).
+    control_fin: bool,
 }
 
 impl Inbound {
@@ -79,6 +85,7 @@ impl Inbound {
                 left,
                 paused: false,
                 done: false,
+                control_fin: false,
             }),
             barrier_wait,
         }
@@ -134,6 +141,12 @@ impl Inbound {
                 return self.fail(&mut st, sink, why);
             }
         }
+        // The peer closed its link and all it wrote is handed up: the link ends here (the
+        // peer's close lingers until then, `elink.rs`).
+        if st.control_fin && st.edges.is_empty() && st.left.is_empty() && st.parked.is_none() {
+            st.done = true;
+            sink.ended();
+        }
     }
 
     /// The sink has room again: reading resumes at the connection's next progress (the
@@ -177,9 +190,16 @@ impl Inbound {
             st.edges.remove(&id);
             return Ok(());
         };
-        let mut r = Ok(());
-        while let Ok(Some(c)) = chunks.next(super::link::READ_CHUNK) {
-            let mut bytes = c.bytes;
+        let (mut r, mut fin) = (Ok(()), false);
+        loop {
+            let mut bytes = match chunks.next(super::link::READ_CHUNK) {
+                Ok(Some(c)) => c.bytes,
+                Ok(None) => {
+                    fin = true;
+                    break;
+                }
+                Err(_) => break,
+            };
             r = self.feed(st, id, &mut bytes, sink);
             if r.is_err() {
                 break;
@@ -192,6 +212,12 @@ impl Inbound {
         // Credit goes back for what was read (handed up or kept in `left`, which is bounded
         // by one read chunk per stream).
         let _ = chunks.finalize();
+        if fin && id == st.control {
+            st.control_fin = true;
+        } else if fin {
+            // Read to its end: the peer is done with it.
+            st.edges.remove(&id);
+        }
         r
     }
 

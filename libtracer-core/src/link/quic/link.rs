@@ -26,7 +26,7 @@ use crate::wire::{
 pub(super) const READ_CHUNK: usize = 256 * 1024;
 /// How long a closing link waits for the peer to acknowledge what was written (an ERROR that
 /// explains the close) before it drops the connection.
-const LINGER: Duration = Duration::from_millis(500);
+pub(super) const LINGER: Duration = Duration::from_millis(500);
 /// At most one line per link this often about reliable deliveries its queues dropped.
 const DROPS_SAID_EVERY: Duration = Duration::from_secs(10);
 
@@ -116,13 +116,43 @@ pub struct QuicLink {
     parts: parking_lot::Mutex<()>,
 }
 
-/// What `QuicLink::said_dropped` has said so far.
+/// What a link has said so far about the reliable deliveries its queues dropped (either kind
+/// of link: `QuicLink::said_dropped`, `EngineLink`'s sends).
 #[derive(Default)]
-struct DropReport {
+pub(crate) struct DropReport {
     /// Dropped since the last line.
     unsaid: u64,
     /// When the last line was logged; `None` before the first.
     said_at: Option<Instant>,
+}
+
+impl DropReport {
+    /// `dropped` more: the line to log now, if one is due (the first drops of a link at once,
+    /// then at most a line every `DROPS_SAID_EVERY`, with the count since the last line), so
+    /// that whoever runs the publisher sees why its peer misses samples.
+    pub(crate) fn note(&mut self, dropped: u64, peer: &str, queue_bytes: usize) -> Option<String> {
+        self.unsaid += dropped;
+        let now = Instant::now();
+        if self
+            .said_at
+            .is_some_and(|at| now.duration_since(at) < DROPS_SAID_EVERY)
+        {
+            return None;
+        }
+        let first = self.said_at.replace(now).is_none();
+        let count = std::mem::take(&mut self.unsaid);
+        let since = if first {
+            ""
+        } else {
+            " since the last line about them"
+        };
+        Some(format!(
+            "link to {peer}: {count} reliable deliveries dropped{since}, oldest first: the path \
+             or the peer takes them slower than they are published, and at most {} MiB waits \
+             per stream (the subscriber counts them as lost messages)",
+            queue_bytes >> 20
+        ))
+    }
 }
 
 impl QuicLink {
@@ -242,37 +272,12 @@ impl QuicLink {
 
 impl QuicLink {
     /// The publisher's side of reliable overflow: the subscriber counts the drops as lost
-    /// messages, and the sending process says so too (the first drops of a link at once, then
-    /// at most a line every `DROPS_SAID_EVERY`, with the count since the last line), so that
-    /// whoever runs the publisher sees why its peer misses samples.
+    /// messages, and the sending process says so too (`DropReport`).
     fn said_dropped(&self, dropped: u64) {
-        let (count, first) = {
-            let mut d = self.drops.lock();
-            d.unsaid += dropped;
-            let now = Instant::now();
-            if d.said_at
-                .is_some_and(|at| now.duration_since(at) < DROPS_SAID_EVERY)
-            {
-                return;
-            }
-            let first = d.said_at.replace(now).is_none();
-            (std::mem::take(&mut d.unsaid), first)
-        };
-        let Some(owner) = self.owner.upgrade() else {
-            return;
-        };
-        let since = if first {
-            ""
-        } else {
-            " since the last line about them"
-        };
-        owner.log(&format!(
-            "link to {}: {count} reliable deliveries dropped{since}, oldest first: the path or \
-             the peer takes them slower than they are published, and at most {} MiB waits per \
-             stream (the subscriber counts them as lost messages)",
-            self.peer.name,
-            self.out.queue_bytes() >> 20
-        ));
+        let line = (self.drops.lock()).note(dropped, &self.peer.name, self.out.queue_bytes());
+        if let (Some(line), Some(owner)) = (line, self.owner.upgrade()) {
+            owner.log(&line);
+        }
     }
 }
 
@@ -521,7 +526,8 @@ pub(crate) fn dispatch(ev: Event) {
             l.down.store(true, Ordering::Release);
             l.close();
             if let Some(inner) = l.owner.upgrade() {
-                inner.forget(&l, !l.peer_ended.load(Ordering::Acquire));
+                let it = super::AnyLink::Task(l.clone());
+                inner.forget(&it, !l.peer_ended.load(Ordering::Acquire));
             }
             let d: Arc<dyn Link> = l.clone();
             let _ = run_callback(|| l.handler.on_down(&d));

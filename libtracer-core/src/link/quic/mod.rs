@@ -15,12 +15,16 @@
 //!
 //! Threads: every endpoint and connection of the process runs on one small tokio runtime, and
 //! handler callbacks on two dispatcher threads (`runtime.rs`), whatever the number of links.
+//! With `QuicConfig::engine` (`RMW_TRACER_QUIC_ENGINE=1`) the links run on the runtime-free
+//! engine instead (docs/network.md section 4a, stage 2: `elinks.rs`): its one loop thread, the
+//! callbacks on the Unix links' workers; the directory and its clients stay on the runtime.
 
 mod announce;
 mod config;
 mod directory;
 mod ehello;
 mod elink;
+mod elinks;
 mod engine;
 mod exercise;
 mod expiry;
@@ -62,6 +66,8 @@ pub use announce::{
 pub use config::{
     GrantTurn, LearnPermissions, NetLog, PermissionsExchange, QuicConfig, DIRECTORY_PORT_BASE,
 };
+use elinks::AnyLink;
+pub use elinks::QuicLinkHandle;
 pub use exercise::{exercise_datagram, exercise_directory_answer, exercise_flood, FloodReport};
 pub use link::{QuicLink, ShedCounts};
 pub use peer_cert::subject_of;
@@ -82,7 +88,7 @@ const COOLDOWN: Duration = Duration::from_secs(2);
 
 #[derive(Default)]
 struct Table {
-    links: HashMap<String, Arc<QuicLink>>,
+    links: HashMap<String, AnyLink>,
     /// Peers we are connecting to.
     pending: HashSet<String>,
     /// Peers whose incoming connection we are accepting (HELLO reply in flight).
@@ -107,7 +113,13 @@ pub(crate) struct Inner {
     handler: Arc<dyn LinkHandler>,
     cfg: QuicConfig,
     rt: Handle,
-    endpoint: quinn::Endpoint,
+    /// quinn's endpoint: the links' and the directory clients' (without the engine); with the
+    /// engine, the directory clients' only, made when the first is (`client_endpoint`).
+    endpoint: std::sync::OnceLock<quinn::Endpoint>,
+    /// The links' engine (`QuicConfig::engine`), until shutdown.
+    engine: Mutex<Option<Arc<engine::Engine>>>,
+    /// The UDP port the directory lists for this process's links.
+    link_port: u16,
     link_client: quinn::ClientConfig,
     dir_client: quinn::ClientConfig,
     identity: tls::Identity,
@@ -170,9 +182,23 @@ impl QuicTransport {
             tls::client_config(&identity, tls::ALPN_LINK, transport.clone()).map_err(io_err)?;
         let dir_client =
             tls::client_config(&identity, tls::ALPN_DIR, dir_transport.clone()).map_err(io_err)?;
-        let sock = tuning::bind(SocketAddr::new(cfg.bind, 0))?;
-        let endpoint = new_endpoint(&rt, Some(server), sock)?;
-        let port = endpoint.local_addr()?.port();
+        // On the engine, its socket takes the links (its port the one the directory lists)
+        // and quinn's endpoint, made when a directory client needs it, only their connections.
+        let endpoint = std::sync::OnceLock::new();
+        let (engine, port) = match cfg.engine {
+            true => {
+                let e = elinks::bind(SocketAddr::new(cfg.bind, 0), server)?;
+                let port = e.0.local_addr()?.port();
+                (Some(e), port)
+            }
+            false => {
+                let sock = tuning::bind(SocketAddr::new(cfg.bind, 0))?;
+                let ep = new_endpoint(&rt, Some(server), sock)?;
+                let port = ep.local_addr()?.port();
+                let _ = endpoint.set(ep);
+                (None, port)
+            }
+        };
         let member = directory::register(dir, cfg.host_scope.as_ref(), local_name, port)?;
         let host_id = match cfg.subnet {
             Some(_) => subnet::host_id(dir)?,
@@ -186,6 +212,8 @@ impl QuicTransport {
             cfg,
             rt: rt.clone(),
             endpoint,
+            engine: Mutex::new(engine.as_ref().map(|(e, _)| e.clone())),
+            link_port: port,
             link_client,
             dir_client,
             identity,
@@ -206,9 +234,16 @@ impl QuicTransport {
             inner: inner.clone(),
             stop: stop_tx,
         };
+        match engine {
+            Some((_, slot)) => {
+                let _ = slot.set(Arc::downgrade(&inner));
+            }
+            None => {
+                rt.spawn(inner.clone().accept_loop());
+            }
+        }
         // The role first, so that a host's first process answers its own directory at once.
         directory::take_role_now(&inner);
-        rt.spawn(inner.clone().accept_loop());
         rt.spawn(directory::role_loop(inner.clone()));
         if let Some(sub) = &inner.cfg.subnet {
             match subnet::listen_sockets(inner.cfg.bind, sub) {
@@ -252,9 +287,14 @@ impl QuicTransport {
         &self.inner.name
     }
 
-    /// The UDP port of this process's link endpoint.
+    /// The UDP port of this process's link endpoint (the engine's, with `QuicConfig::engine`).
     pub fn port(&self) -> u16 {
-        self.inner.endpoint.local_addr().map_or(0, |a| a.port())
+        self.inner.link_port
+    }
+
+    /// Whether the links run on the engine (`QuicConfig::engine`).
+    pub fn on_engine(&self) -> bool {
+        self.inner.cfg.engine
     }
 
     /// Whether this process holds its host's role (serves the directory).
@@ -281,14 +321,15 @@ impl QuicTransport {
     }
 
     /// The live link to `peer`.
-    pub fn link_to(&self, peer: &str) -> Option<Arc<QuicLink>> {
-        self.inner.table.lock().links.get(peer).cloned()
+    pub fn link_to(&self, peer: &str) -> Option<QuicLinkHandle> {
+        let l = self.inner.table.lock().links.get(peer).cloned();
+        l.map(QuicLinkHandle)
     }
 
     /// Close everything. Waits (up to 3 s) for every link's `on_down`, except when called from
-    /// a callback (a dispatcher thread). Idempotent.
+    /// a callback (a dispatcher thread or worker). Idempotent.
     pub fn shutdown(&self) {
-        let links: Vec<Arc<QuicLink>> = {
+        let links: Vec<AnyLink> = {
             let mut t = self.inner.table.lock();
             if t.stopped {
                 return;
@@ -298,18 +339,24 @@ impl QuicTransport {
         };
         self.stop.send_replace(true);
         for l in &links {
-            use super::Link;
             l.close();
         }
         // What each link had written reaches its peer before the endpoint goes (the close
         // tasks are bounded by their linger): a sample whose publish returned is not lost.
-        let lingering: Vec<_> = links.iter().filter_map(|l| l.take_linger()).collect();
+        let lingering: Vec<_> = links
+            .iter()
+            .filter_map(|l| match l {
+                AnyLink::Task(l) => l.take_linger(),
+                AnyLink::Engine(_) => None,
+            })
+            .collect();
         let _ = runtime::block_on(&self.inner.rt, async move {
             for t in lingering {
                 let _ = t.await;
             }
         });
-        if !runtime::on_dispatcher() {
+        elinks::wait_lingered(&links);
+        if !runtime::on_dispatcher() && !super::dispatch::on_worker() {
             let deadline = Instant::now() + Duration::from_secs(3);
             let mut t = self.inner.table.lock();
             while t.live > 0 {
@@ -318,7 +365,11 @@ impl QuicTransport {
                 }
             }
         }
-        self.inner.endpoint.close(0u32.into(), b"shutdown");
+        if let Some(ep) = self.inner.endpoint.get() {
+            ep.close(0u32.into(), b"shutdown");
+        }
+        // Its connections (closed or lingered by now) go with it.
+        drop(self.inner.engine.lock().take());
         if let Some(h) = self.inner.role.lock().take() {
             h.close();
         }
@@ -377,6 +428,19 @@ fn new_endpoint(
 }
 
 impl Inner {
+    /// quinn's endpoint for the directory clients (and, without the engine, the links): on
+    /// the engine made at first use, so that a process that asks no other host's directory
+    /// has no socket for it.
+    pub(crate) fn client_endpoint(&self) -> Result<&quinn::Endpoint, LinkError> {
+        if let Some(ep) = self.endpoint.get() {
+            return Ok(ep);
+        }
+        let sock = tuning::bind(SocketAddr::new(self.cfg.bind, 0))?;
+        let ep = new_endpoint(&self.rt, None, sock)?;
+        // Two first users at once: one endpoint is kept, the other dropped unused.
+        Ok(self.endpoint.get_or_init(|| ep))
+    }
+
     /// Whether `name` is a graph of this host linked over a Unix socket (its socket in our
     /// rendezvous directory, or its name in our scope of the abstract namespace): never
     /// linked over QUIC as well.
@@ -424,17 +488,16 @@ impl Inner {
 
     /// The reader of `l` ended: drop it from the table (if it is still the one there); a link
     /// we closed on purpose puts its peer on the cooldown list.
-    pub(crate) fn forget(&self, l: &Arc<QuicLink>, deliberate: bool) {
-        use super::Link;
+    pub(crate) fn forget(&self, l: &AnyLink, deliberate: bool) {
         let mut t = self.table.lock();
-        let name = &l.peer().name;
-        if t.links.get(name).is_some_and(|x| Arc::ptr_eq(x, l)) {
+        let name = l.name();
+        if t.links.get(name).is_some_and(|x| x.same(l)) {
             t.links.remove(name);
         }
         if deliberate && !t.stopped {
             let now = Instant::now();
             t.cooldown.retain(|_, until| *until > now);
-            t.cooldown.insert(name.clone(), now + COOLDOWN);
+            t.cooldown.insert(name.to_owned(), now + COOLDOWN);
         }
     }
 

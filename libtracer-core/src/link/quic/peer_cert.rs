@@ -1,5 +1,5 @@
 //! What a connection's peer proved with its certificates, whichever drives the connection
-//! (quinn's task today, the runtime-free engine of docs/network.md section 4a in stage 2):
+//! (quinn's task, or the runtime-free engine of docs/network.md section 4a):
 //! the chain it presented and the role we had, and the parsing and checking of certificates
 //! that the trust models of `tls.rs` need.
 
@@ -31,7 +31,6 @@ impl PeerCerts {
     }
 
     /// The peer of a connection the engine drives (what quinn's `peer_identity` reads).
-    #[allow(dead_code, reason = "the engine's links use it from stage 2")]
     pub(crate) fn of_engine(conn: &quinn_proto::Connection) -> PeerCerts {
         PeerCerts {
             side: conn.side(),

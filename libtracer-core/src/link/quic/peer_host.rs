@@ -28,7 +28,8 @@ async fn dial(
     bound: Duration,
 ) -> Result<quinn::Connection, String> {
     let connecting = inner
-        .endpoint
+        .client_endpoint()
+        .map_err(|e| e.to_string())?
         .connect_with(inner.dir_client.clone(), addr, tls::SERVER_NAME)
         .map_err(|e| e.to_string())?;
     match tokio::time::timeout(bound, connecting).await {

@@ -20,7 +20,7 @@
 
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, MutexGuard};
@@ -53,7 +53,9 @@ pub(crate) struct Conn {
     wire: Arc<Wire>,
     engine: Weak<EngineShared>,
     core: Mutex<Core>,
-    watcher: OnceLock<Arc<dyn Watcher>>,
+    /// Its owner (set once; let go when the connection is drained, so that a watcher that
+    /// holds the connection does not keep both alive for ever).
+    watcher: Mutex<Option<Arc<dyn Watcher>>>,
     /// Datagrams' events the loop left for the lock's holder (module docs).
     inbox: Mutex<Vec<ConnectionEvent>>,
     /// The connection's timers are due (set by the loop, taken by the lock's holder).
@@ -97,7 +99,7 @@ impl Conn {
                 sent_inline: None,
                 corked: None,
             }),
-            watcher: OnceLock::new(),
+            watcher: Mutex::new(None),
             inbox: Mutex::new(Vec::new()),
             due: AtomicBool::new(false),
             wake: Mutex::new(None),
@@ -107,7 +109,6 @@ impl Conn {
     /// Let the watcher look again by `at` even if nothing happens on the connection (a
     /// barrier's or a handshake's deadline, a close's linger). Call it with the connection
     /// held (from the watcher, or under `lock`): the deadline is recorded when it is let go.
-    #[allow(dead_code, reason = "the transport's links use it from stage 2")]
     pub(crate) fn wake_at(&self, at: Instant) {
         let mut w = self.wake.lock();
         *w = Some(w.map_or(at, |t| t.min(at)));
@@ -121,9 +122,15 @@ impl Conn {
             .min()
     }
 
+    /// The connection is over (drained, or its engine gone): let go of its watcher.
+    pub(super) fn unwatch(&self) {
+        let w = self.watcher.lock().take();
+        drop(w);
+    }
+
     /// Who takes this connection's progress (set once, before the first datagram reaches it).
     pub(super) fn watch(&self, w: Arc<dyn Watcher>) {
-        let _ = self.watcher.set(w);
+        self.watcher.lock().get_or_insert(w);
     }
 
     /// The connection, locked; what is written through it goes out when the guard drops (or
@@ -159,7 +166,6 @@ impl Conn {
     /// Let the watcher look at the connection again soon (from any thread): a link whose
     /// reading paused for a full strand resumes this way. Taken in now unless someone holds
     /// the connection, who then takes it in before letting go.
-    #[allow(dead_code, reason = "the transport's links use it from stage 2")]
     pub(crate) fn poke(&self) {
         self.progress(true);
     }
@@ -221,7 +227,8 @@ impl ConnGuard<'_> {
                 *w = None;
             }
         }
-        if let Some(w) = owner.watcher.get() {
+        let w = owner.watcher.lock().clone();
+        if let Some(w) = w {
             w.progress(&mut core.conn);
         }
         true
@@ -322,6 +329,7 @@ impl Drop for ConnGuard<'_> {
                 if let Some(e) = owner.engine.upgrade() {
                     e.forget(owner);
                 }
+                owner.unwatch();
                 return;
             }
             if !owner.waiting() {

@@ -108,8 +108,7 @@ impl Engine {
         Ok(Engine { shared })
     }
 
-    // The links will name their port by it (stage 2); until then only the tests do.
-    #[cfg(test)]
+    /// The address of the engine's socket (the links' port is the one the directory lists).
     pub(crate) fn local_addr(&self) -> io::Result<SocketAddr> {
         self.shared.wire.udp.local_addr()
     }
@@ -127,6 +126,7 @@ impl Engine {
         server_name: &str,
         watcher: Arc<dyn Watcher>,
     ) -> Result<Arc<Conn>, String> {
+        let addr = self.shared.wire.udp.destination(addr)?;
         let (handle, conn) = self
             .shared
             .wire
@@ -154,6 +154,8 @@ impl Drop for Engine {
             );
             // Now, not corked: the loop will not see this engine again.
             g.flush();
+            drop(g);
+            c.unwatch();
         }
         driver::remove(&self.shared);
     }

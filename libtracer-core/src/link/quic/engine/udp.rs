@@ -75,10 +75,26 @@ impl Udp {
         &self.sock
     }
 
-    // The links will name their port by it (stage 2); until then only the tests do.
-    #[cfg(test)]
     pub(super) fn local_addr(&self) -> io::Result<SocketAddr> {
         self.sock.local_addr()
+    }
+
+    /// `to` as this socket sends to it: an IPv4 peer of a dual-stack `[::]` socket as its
+    /// IPv4-mapped IPv6 address (quinn's endpoint does the same; quinn-proto and quinn-udp
+    /// take the address as given, and an IPv4 one on an IPv6 socket is refused by the
+    /// kernel); an IPv6 peer of an IPv4 socket cannot be reached.
+    pub(super) fn destination(&self, to: SocketAddr) -> Result<SocketAddr, String> {
+        let v6 = self.local_addr().map_err(|e| e.to_string())?.is_ipv6();
+        match (v6, to) {
+            (true, SocketAddr::V4(a)) => {
+                Ok(SocketAddr::new(a.ip().to_ipv6_mapped().into(), a.port()))
+            }
+            (false, SocketAddr::V6(a)) => match a.ip().to_ipv4_mapped() {
+                Some(ip) => Ok(SocketAddr::new(ip.into(), a.port())),
+                None => Err(format!("{to}: an IPv6 peer of an IPv4 socket")),
+            },
+            _ => Ok(to),
+        }
     }
 
     /// Packets per GSO send ([`gso_segments`]).

@@ -6,8 +6,8 @@
 //! under the connection's lock, pumps the queues into quinn-proto's streams and sends the
 //! packets itself; a corked sender (`engine/conn.rs`) leaves the pumping to the loop's flush,
 //! and what flow control held back is pumped when the peer's credit comes (the link's
-//! watcher calls [`Sending::pump`] on every progress). Not used by the transport yet.
-#![allow(dead_code, reason = "the transport's links use it from stage 2")]
+//! watcher calls [`Sending::pump`] on every progress). A closing link stops taking frames,
+//! writes what is queued and finishes its streams (`Sending::close`, `Sending::finish`).
 
 use std::cell::Cell;
 use std::collections::VecDeque;
@@ -60,6 +60,8 @@ struct LaneIo {
     stuck: Option<Instant>,
     /// The stream's priority class is set.
     prioritized: bool,
+    /// The stream is finished (the link closes).
+    finished: bool,
 }
 
 impl Lane {
@@ -395,6 +397,45 @@ impl Sending {
     /// Whether a stream has taken no byte for the write timeout.
     pub(crate) fn stalled(&self) -> bool {
         self.stall_deadline().is_some_and(|at| at <= Instant::now())
+    }
+
+    /// The most bytes any reliable stream's queue of this link held.
+    pub(crate) fn queued_peak(&self) -> usize {
+        self.reliable
+            .iter()
+            .filter_map(|l| l.get().map(|l| l.queue.peak()))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Each reliable stream's queue bound.
+    pub(crate) fn queue_bytes(&self) -> usize {
+        self.queue_bytes
+    }
+
+    /// The link closes: take no more frames (a sender waiting for room fails at once); what
+    /// is queued is still written (`pump`), then the streams are finished (`finish`).
+    pub(crate) fn close(&self) {
+        self.control.queue.close();
+        for lane in self.reliable.iter().filter_map(OnceLock::get) {
+            lane.queue.close();
+        }
+    }
+
+    /// After `close`: finish every ordered stream whose queue is written out (the best-effort
+    /// streams finish each sample's stream as they go).
+    pub(crate) fn finish(&self, conn: &mut Connection) {
+        let lanes = self.reliable.iter().filter_map(OnceLock::get);
+        for lane in std::iter::once(&self.control).chain(lanes) {
+            let mut io = lane.io.lock();
+            if !io.chunks.is_empty() || !lane.queue.try_peek_empty() {
+                continue;
+            }
+            if let (Some(id), false) = (io.id, io.finished) {
+                let _ = conn.send_stream(id).finish();
+                io.finished = true;
+            }
+        }
     }
 
     /// Hand every stream what is queued for it, as far as the peer's credit goes: from a
