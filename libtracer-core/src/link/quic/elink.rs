@@ -60,6 +60,8 @@ pub(crate) struct EngineLink {
     peer_closed: AtomicBool,
     /// When the first credential the link stands on runs out (`expiry.rs`).
     expiry: Option<Expiry>,
+    /// The line about the credential that ran out was logged (once, whichever end closed).
+    expiry_said: AtomicBool,
     /// Where the link's diagnostics go (the transport's log).
     log: Option<NetLog>,
     /// Reliable deliveries dropped and not reported yet.
@@ -110,6 +112,7 @@ impl EngineLink {
             linger: Mutex::new(None),
             peer_closed: AtomicBool::new(false),
             expiry: m.expiry,
+            expiry_said: AtomicBool::new(false),
             log: m.log,
             drops: Mutex::default(),
             inline: handler.deliveries_never_block(),
@@ -133,6 +136,16 @@ impl EngineLink {
 
     pub(crate) fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
+    }
+
+    /// Log why the link closed when a credential ran out: once, whether our timer closed it or
+    /// the peer's did first (the same credential ends both links at the same moment).
+    fn say_expired(&self, end: &Expiry) {
+        if !self.expiry_said.swap(true, Ordering::AcqRel) {
+            if let Some(log) = &self.log {
+                log(&end.closed_line(&self.peer.name));
+            }
+        }
     }
 
     /// Whether the link ended with its connection (not closed by us): no cooldown.
@@ -305,9 +318,7 @@ impl EngineLink {
             match end.look_in() {
                 Some(wait) => wake = Some(Instant::now() + wait),
                 None => {
-                    if let Some(log) = &self.log {
-                        log(&end.closed_line(&self.peer.name));
-                    }
+                    self.say_expired(&end);
                     // As a connection that died: linked again as soon as the directory
                     // lists the peer, and that handshake decides afresh.
                     self.peer_ended.store(true, Ordering::Release);
@@ -388,6 +399,10 @@ impl Sink for StrandSink<'_> {
     fn lost(&self) {
         if !self.link.closed.swap(true, Ordering::AcqRel) {
             self.link.peer_ended.store(true, Ordering::Release);
+        }
+        // The peer closed at the moment a credential ran out: ours to say too.
+        if let Some(end) = self.link.expiry.filter(|e| e.look_in().is_none()) {
+            self.link.say_expired(&end);
         }
         self.link.down();
     }

@@ -105,7 +105,12 @@ pub(crate) async fn close_when_due(
 ) {
     while let Some(wait) = end.look_in() {
         tokio::select! {
-            _ = conn.closed() => return,
+            // Closed by the peer at the moment (its timer fired first: the same credential
+            // ends both links), the reason is ours to say all the same; before it, none.
+            _ = conn.closed() => match end.look_in() {
+                Some(_) => return,
+                None => break,
+            },
             _ = tokio::time::sleep(wait) => {}
         }
     }
