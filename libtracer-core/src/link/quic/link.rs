@@ -114,6 +114,9 @@ pub struct QuicLink {
     /// Held while the parts of one message are queued: parts of two messages never interleave
     /// on an edge (docs/wire.md, "Messages of any size").
     parts: parking_lot::Mutex<()>,
+    /// Edge streams being read (`receive::read_stream`): a peer that closed its link is let go
+    /// once they have all been read to their ends.
+    pub(super) edge_readers: watch::Sender<usize>,
 }
 
 /// What a link has said so far about the reliable deliveries its queues dropped (either kind
@@ -189,6 +192,7 @@ impl QuicLink {
             handler,
             drops: parking_lot::Mutex::default(),
             parts: parking_lot::Mutex::default(),
+            edge_readers: watch::Sender::new(0),
         }
     }
 
@@ -363,10 +367,18 @@ impl Link for QuicLink {
         self.closing.send_replace(true);
         let writers = self.out.close();
         let conn = self.conn.clone();
+        // Closing first, we wait for the peer to have read what we wrote: it closes the
+        // connection once its link has read every stream to its end (`read_loop`), since an
+        // acknowledgement says its QUIC has the bytes, not that its link read them. Closing
+        // after the peer did, nothing is owed.
+        let wait_for_peer = !self.peer_ended.load(Ordering::Acquire);
         let task = self.rt.spawn(async move {
             let linger = async {
                 for w in writers {
                     let _ = w.await;
+                }
+                if wait_for_peer {
+                    conn.closed().await;
                 }
             };
             let _ = tokio::time::timeout(LINGER, linger).await;
@@ -453,6 +465,8 @@ pub(crate) async fn read_loop(
     link.rt.spawn(accept_streams(link.clone(), tx.clone()));
     link.rt.spawn(read_datagrams(link.clone(), tx.clone()));
     let mut rx = ControlRx::new(dec);
+    // The peer closed its link: its edge streams are read to their ends before `Down`.
+    let mut drain = false;
     'outer: loop {
         loop {
             match rx.next(&mut pending) {
@@ -494,14 +508,26 @@ pub(crate) async fn read_loop(
             biased;
             r = recv.read_chunk(READ_CHUNK, true) => match r {
                 Ok(Some(c)) => pending = c.bytes,
-                // End of stream (the peer closed the link) or a connection error.
-                Ok(None) | Err(_) => {
+                // End of stream: the peer closed the link. What it wrote on its edge streams
+                // before is read to their ends first (bounded by LINGER, as its close is).
+                Ok(None) => {
+                    link.peer_ended.store(true, Ordering::Release);
+                    drain = true;
+                    break;
+                }
+                // The connection died: nothing more will come.
+                Err(_) => {
                     link.peer_ended.store(true, Ordering::Release);
                     break;
                 }
             },
             _ = closing.wait_for(|c| *c) => break,
         }
+    }
+    if drain {
+        let mut readers = link.edge_readers.subscribe();
+        let drained = async move { readers.wait_for(|n| *n == 0).await.is_ok() };
+        let _ = tokio::time::timeout(LINGER, drained).await;
     }
     // The dispatcher closes the link when it takes `Down` (after a `Malformed` it sent the
     // ERROR first).

@@ -133,7 +133,12 @@ pub(super) async fn accept_streams(link: Arc<QuicLink>, tx: ToDispatcher) {
             _ = closing.wait_for(|c| *c) => break,
         };
         let Ok(recv) = r else { break };
-        link.rt.spawn(read_stream(link.clone(), recv, tx.clone()));
+        link.edge_readers.send_modify(|n| *n += 1);
+        let (l, tx) = (link.clone(), tx.clone());
+        link.rt.spawn(async move {
+            read_stream(l.clone(), recv, tx).await;
+            l.edge_readers.send_modify(|n| *n -= 1);
+        });
     }
 }
 
