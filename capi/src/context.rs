@@ -121,12 +121,11 @@ impl Context {
         Ok(())
     }
 
-    /// With SROS2: which peers a subscription to the DDS `topic` takes data from.
-    pub fn writer_check(&self, topic: &str) -> Option<WriterCheck> {
-        self.access.as_ref().map(|a| WriterCheck {
-            access: a.clone(),
-            dds: topic.to_owned(),
-        })
+    /// With SROS2: which peers a subscription to `topic` (DDS topic `dds`) takes data from.
+    pub fn writer_check(&self, topic: &str, dds: &str) -> Option<WriterCheck> {
+        self.access
+            .as_ref()
+            .map(|a| WriterCheck::new(a.clone(), topic, dds.to_owned()))
     }
 
     /// Whether SROS2 is on.

@@ -87,7 +87,7 @@ impl Subscription {
             type_name: type_name.to_owned(),
             qos: qos.numbers(),
         };
-        let writers = ctx.writer_check(&dds);
+        let writers = ctx.writer_check(topic, &dds);
         let source = TapFrom {
             ctx: ctx.clone(),
             topic: topic.to_owned(),

@@ -13,7 +13,7 @@
 //! Sinks only queue what arrived; one worker thread per context applies it, rewires, and
 //! retries edges that failed (a peer's vertex not made yet) every 250 ms while there are any.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -91,8 +91,6 @@ pub struct Link {
     edges: Mutex<Option<HashMap<String, Edge>>>,
     /// SROS2: the peers whose publishers it may take from (the writer's publish permission).
     writers: Option<WriterCheck>,
-    /// Peers it does not take from, each logged once.
-    refused: Mutex<BTreeSet<String>>,
     /// With the network on, a reliable subscription's memory of what it admitted from each
     /// writer, so that the edges made again after a cut replay only what it had not got.
     pub resume: Option<Arc<Resume>>,
@@ -114,7 +112,6 @@ impl Link {
             tag,
             edges: Mutex::new(Some(HashMap::new())),
             writers,
-            refused: Mutex::new(BTreeSet::new()),
             resume,
         }
     }
@@ -123,20 +120,11 @@ impl Link {
     /// ignores a remote DataWriter whose permissions do not allow it to publish the topic (and
     /// rmw_tracer's registry), no edge is made to such a peer (logged once).
     fn writer_allowed(&self, graph: &Graph, peer: &str) -> bool {
-        let Some(check) = &self.writers else {
-            return true;
-        };
-        let Some(why) = check.refuses(graph.peer_subject(peer).as_ref()) else {
-            return true;
-        };
-        if self.refused.lock().insert(peer.to_owned()) {
-            let topic = match &self.wants {
-                Wants::Topic { topic, .. } => topic,
-                Wants::Namespace { namespace, .. } => namespace,
-            };
-            crate::env::log()(&format!("security: not taking {topic} from {peer}: {why}"));
-        }
-        false
+        self.writers.as_ref().is_none_or(|check| {
+            check.allows(peer, graph.peer_subject(peer).as_ref(), |line| {
+                crate::env::log()(line)
+            })
+        })
     }
 
     /// Remove every edge (the subscription is going).
@@ -362,14 +350,11 @@ impl Watch {
         let made = self.graph.create_sink(
             &sink,
             Arc::new(move |s: &Sample| {
-                let (path, schema) = match StructEvent::decode(s.payload.as_ref()) {
-                    Ok(StructEvent::Created {
-                        path,
-                        schema: Some(schema),
-                        ..
-                    })
-                    | Ok(StructEvent::SchemaSet { path, schema }) => (path, schema),
-                    _ => return,
+                let Some((path, schema)) = StructEvent::decode(s.payload.as_ref())
+                    .ok()
+                    .and_then(StructEvent::into_schema_set)
+                else {
+                    return;
                 };
                 if !schema.definition.is_empty() {
                     defs.lock()

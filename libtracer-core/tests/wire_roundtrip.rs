@@ -446,3 +446,29 @@ fn ruling8_direct_read_windows_assemble_a_large_frame() {
     assert!(windows > 1);
     assert_eq!(dec.pop().unwrap(), Some(f));
 }
+
+#[test]
+fn a_struct_event_gives_its_schema_with_the_path() {
+    let schema = SchemaInfo {
+        type_name: "std_msgs/msg/String".into(),
+        definition: "string data".into(),
+        ..SchemaInfo::default()
+    };
+    let created = |schema| StructEvent::Created {
+        path: "chatter".into(),
+        role: Role::Stream,
+        schema,
+    };
+    let want = Some(("chatter".to_owned(), schema.clone()));
+    assert_eq!(created(Some(schema.clone())).into_schema_set(), want);
+    let set = StructEvent::SchemaSet {
+        path: "chatter".into(),
+        schema,
+    };
+    assert_eq!(set.into_schema_set(), want);
+    assert_eq!(created(None).into_schema_set(), None);
+    let removed = StructEvent::Removed {
+        path: "chatter".into(),
+    };
+    assert_eq!(removed.into_schema_set(), None);
+}

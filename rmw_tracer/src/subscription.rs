@@ -109,13 +109,12 @@ impl Subscription {
             policy,
             qos,
             resume,
-            writers: ctx.access.as_ref().map(|a| crate::security::WriterCheck {
-                access: a.clone(),
-                dds: dds.clone(),
-            }),
+            writers: ctx
+                .access
+                .as_ref()
+                .map(|a| crate::security::WriterCheck::new(a.clone(), topic, dds.clone())),
             remote: Mutex::new(Some(BTreeMap::new())),
             refused_by: Mutex::new(Default::default()),
-            refused_writers: Mutex::new(Default::default()),
             verdicts: Default::default(),
         });
         let admission = Arc::new(Admission {

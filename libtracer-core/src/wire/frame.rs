@@ -55,6 +55,23 @@ pub enum StructEvent {
     },
 }
 
+impl StructEvent {
+    /// The schema this event gives a vertex, with the vertex's relative path: what a tool that
+    /// keeps the peers' `:schema`s (a recorder, `tracer`, the C API) learns from a `:children[]`
+    /// feed. `None` for a removal or a creation without a schema.
+    pub fn into_schema_set(self) -> Option<(String, SchemaInfo)> {
+        match self {
+            StructEvent::Created {
+                path,
+                schema: Some(schema),
+                ..
+            }
+            | StructEvent::SchemaSet { path, schema } => Some((path, schema)),
+            _ => None,
+        }
+    }
+}
+
 /// What a vertex stores.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Role {

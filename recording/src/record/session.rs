@@ -126,6 +126,17 @@ fn open_from_env(host: &'static Host) -> Option<Arc<Session>> {
     }
 }
 
+/// The variable `var` as a positive number: `None` when unset, an error naming it otherwise.
+fn positive_env(var: &str) -> Result<Option<usize>, String> {
+    let Ok(v) = std::env::var(var) else {
+        return Ok(None);
+    };
+    match v.parse::<usize>() {
+        Ok(n) if n > 0 => Ok(Some(n)),
+        _ => Err(format!("{var}={v}: expected a positive number")),
+    }
+}
+
 impl Session {
     pub fn open(path: PathBuf, host: &'static Host) -> Result<Session, String> {
         let plain =
@@ -147,19 +158,11 @@ impl Session {
                 }
             };
         }
-        if let Ok(q) = std::env::var(QUEUE_ENV) {
-            opts.max_queued_messages = q
-                .parse::<usize>()
-                .ok()
-                .filter(|n| *n > 0)
-                .ok_or_else(|| format!("{QUEUE_ENV}={q}: expected a positive number"))?;
+        if let Some(n) = positive_env(QUEUE_ENV)? {
+            opts.max_queued_messages = n;
         }
-        if let Ok(q) = std::env::var(QUEUE_BYTES_ENV) {
-            opts.max_queued_bytes = q
-                .parse::<usize>()
-                .ok()
-                .filter(|n| *n > 0)
-                .ok_or_else(|| format!("{QUEUE_BYTES_ENV}={q}: expected a positive number"))?;
+        if let Some(n) = positive_env(QUEUE_BYTES_ENV)? {
+            opts.max_queued_bytes = n;
         }
         let (max_messages, max_bytes) = (opts.max_queued_messages, opts.max_queued_bytes);
         let rec = Arc::new(Recorder::create(&path, opts).map_err(|e| e.to_string())?);

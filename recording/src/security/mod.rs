@@ -19,13 +19,14 @@
 //! this process's own permissions apply whatever the range. Warnings go to the caller's log
 //! (`NetLog`: the rmw log for rmw_tracer, stderr for the C API).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::sync::Arc;
 
 use libtracer_core::link::quic::NetLog;
 use libtracer_core::link::{GrantTurn, HostUsers, PermissionsExchange, QuicSecurity};
 use libtracer_core::{Acl, Graph, Principal, Rights, Subject, SubjectCheck};
+use parking_lot::Mutex;
 pub use tracer_sros2::Action;
 
 mod options;
@@ -376,14 +377,46 @@ impl Access {
 }
 
 /// Which peers a subscription takes a topic's data from (SROS2: the writer's publish permission),
-/// checked before the registry wires the subscription to a peer's publishers.
+/// checked before the subscription is wired to a peer's publishers. Each refused peer is told
+/// once, however often the wiring is reconsidered.
 pub struct WriterCheck {
     pub access: Arc<Access>,
+    /// The ROS topic, for the log line.
+    topic: String,
     /// The DDS topic (`rt/<name>`).
     pub dds: String,
+    /// Peers refused so far (each logged once).
+    refused: Mutex<BTreeSet<String>>,
 }
 
 impl WriterCheck {
+    /// The check of a subscription to the ROS `topic` whose DDS topic is `dds`.
+    pub fn new(access: Arc<Access>, topic: &str, dds: String) -> WriterCheck {
+        WriterCheck {
+            access,
+            topic: topic.to_owned(),
+            dds,
+            refused: Mutex::new(BTreeSet::new()),
+        }
+    }
+
+    /// Whether the publishers of `peer`, whose link proved `subject`, may feed this
+    /// subscription: as a DDS DataReader ignores a remote DataWriter whose permissions do not
+    /// allow it to publish the topic, the caller makes no edge to such a peer. The first
+    /// refusal of each peer goes to `log`, with the reason.
+    pub fn allows(&self, peer: &str, subject: Option<&Subject>, log: impl FnOnce(&str)) -> bool {
+        let Some(why) = self.refuses(subject) else {
+            return true;
+        };
+        if self.refused.lock().insert(peer.to_owned()) {
+            log(&format!(
+                "security: not taking {} from {peer}: {why}",
+                self.topic
+            ));
+        }
+        false
+    }
+
     /// Why the publishers of the peer whose link proved `subject` may not feed this subscription
     /// (`None`: they may). A peer of this host (`None`) is the kernel's and the local ACL's.
     pub fn refuses(&self, subject: Option<&Subject>) -> Option<String> {

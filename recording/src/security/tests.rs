@@ -208,10 +208,7 @@ fn an_own_grant_that_ran_out_allows_nothing_access_control_covers() {
 
 #[test]
 fn a_subscription_takes_an_anonymous_peers_data_only_without_write_access_control() {
-    let check = |allow: bool, dds: &str| WriterCheck {
-        access: access(allow, false),
-        dds: dds.into(),
-    };
+    let check = |allow: bool, dds: &str| WriterCheck::new(access(allow, false), "/t", dds.into());
     let anon = Subject::Anonymous;
     assert_eq!(check(true, "rt/open").refuses(Some(&anon)), None);
     let why = check(true, "rt/ro").refuses(Some(&anon)).unwrap();
@@ -227,4 +224,26 @@ fn a_subscription_takes_an_anonymous_peers_data_only_without_write_access_contro
     let b = Subject::Authenticated("CN=/b".into());
     assert_eq!(check(true, "rt/secret").refuses(Some(&b)), None);
     assert_eq!(check(true, "rt/open").refuses(None), None);
+}
+
+#[test]
+fn a_refused_writer_is_told_once_per_peer() {
+    let check = WriterCheck::new(access(false, false), "/ro", "rt/ro".into());
+    let told = std::cell::RefCell::new(Vec::new());
+    let log = |line: &str| told.borrow_mut().push(line.to_owned());
+    let anon = Subject::Anonymous;
+    assert!(!check.allows("p1", Some(&anon), log));
+    assert!(!check.allows("p1", Some(&anon), log));
+    assert!(!check.allows("p2", Some(&anon), log));
+    assert!(check.allows("local", None, log));
+    let told = told.into_inner();
+    assert_eq!(told.len(), 2, "{told:?}");
+    assert!(
+        told[0].starts_with("security: not taking /ro from p1: "),
+        "{told:?}"
+    );
+    assert!(
+        told[1].starts_with("security: not taking /ro from p2: "),
+        "{told:?}"
+    );
 }

@@ -17,20 +17,11 @@ impl Inner {
     /// remote DataWriter whose permissions do not allow it to publish the topic, no edge is
     /// made to such a peer, so neither its data nor a match is counted (logged once).
     fn writer_allowed(&self, sub: &SubscriptionLink, peer: &str) -> bool {
-        let Some(check) = &sub.writers else {
-            return true;
-        };
-        let Some(why) = check.refuses(self.graph.peer_subject(peer).as_ref()) else {
-            return true;
-        };
-        if sub.refused_writers.lock().insert(peer.to_owned()) {
-            log!(
-                RMW_LOG_SEVERITY_WARN,
-                "security: not taking {} from {peer}: {why}",
-                sub.topic
-            );
-        }
-        false
+        sub.writers.as_ref().is_none_or(|check| {
+            check.allows(peer, self.graph.peer_subject(peer).as_ref(), |line| {
+                log!(RMW_LOG_SEVERITY_WARN, "{line}")
+            })
+        })
     }
 
     /// Make `sub`'s remote edges those its matching peers call for. True when each of them is

@@ -77,8 +77,6 @@ pub struct SubscriptionLink {
     pub refused_by: Mutex<std::collections::BTreeSet<String>>,
     /// With SROS2: which peers' publishers may feed it (their publish permission).
     pub writers: Option<crate::security::WriterCheck>,
-    /// Peers whose publishers it does not take from (`writers`), each logged once.
-    pub refused_writers: Mutex<std::collections::BTreeSet<String>>,
     /// The registry's verdict on each known writer of the topic (`verdicts`).
     pub verdicts: Verdicts,
 }

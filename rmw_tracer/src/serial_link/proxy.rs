@@ -192,7 +192,6 @@ impl Proxy {
                 remote: Mutex::new(Some(BTreeMap::new())),
                 refused_by: Mutex::new(Default::default()),
                 writers: None,
-                refused_writers: Mutex::new(Default::default()),
                 verdicts: Default::default(),
             });
             // Wired like an rmw subscription: an edge from every peer with a matching

@@ -251,14 +251,11 @@ impl Participant {
             .create_sink(
                 &feed_sink,
                 Arc::new(move |s: &Sample| {
-                    let (path, schema) = match StructEvent::decode(s.payload.as_ref()) {
-                        Ok(StructEvent::Created {
-                            path,
-                            schema: Some(schema),
-                            ..
-                        }) => (path, schema),
-                        Ok(StructEvent::SchemaSet { path, schema }) => (path, schema),
-                        _ => return,
+                    let Some((path, schema)) = StructEvent::decode(s.payload.as_ref())
+                        .ok()
+                        .and_then(StructEvent::into_schema_set)
+                    else {
+                        return;
                     };
                     schemas
                         .lock()
