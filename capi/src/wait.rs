@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use libtracer_core::{Vertex, Waiter};
+use libtracer_core::{Readiness, Vertex, Waiter};
 
 use crate::error::{CapiError, CapiResult};
 
@@ -51,8 +51,27 @@ fn spin_budget() -> Duration {
     })
 }
 
-/// Wait until `ring` holds a sample (`None`: forever); Err(Timeout) when none came. A waiter
-/// per call (one per blocking thread, as the core wants it): several threads may wait.
+thread_local! {
+    /// The waiter a thread sleeps on: one per blocking thread, as the core wants it (several
+    /// threads may wait on one ring), made once and reused, as a wait set reuses its own, so
+    /// a wait that sleeps allocates nothing. Attached for the sleep and cleared after.
+    static WAITER: Waiter = Waiter::new();
+}
+
+/// Sleep on the calling thread's waiter, attached to `sources`, until one is ready or
+/// `timeout` passes; the waiter is cleared after.
+fn sleep_on(sources: &[Readiness], timeout: Option<Duration>) {
+    WAITER.with(|waiter| {
+        for r in sources {
+            waiter.attach(r);
+        }
+        waiter.wait(timeout);
+        waiter.clear();
+    })
+}
+
+/// Wait until `ring` holds a sample (`None`: forever); Err(Timeout) when none came. Several
+/// threads may wait on one ring.
 pub fn until_ready(ring: &Vertex, spin_state: &Spin, timeout: Option<Duration>) -> CapiResult<()> {
     // The readiness level is one atomic load: the spin never takes the ring's lock, which the
     // delivering thread needs.
@@ -80,9 +99,8 @@ pub fn until_ready(ring: &Vertex, spin_state: &Spin, timeout: Option<Duration>) 
         }
     }
     let left = timeout.map(|t| t.saturating_sub(start.elapsed()));
-    let waiter = Waiter::new();
-    waiter.attach(&ready);
-    if waiter.wait(left) || ready.is_ready() {
+    sleep_on(std::slice::from_ref(&ready), left);
+    if ready.is_ready() {
         Ok(())
     } else {
         Err(CapiError::Timeout)
@@ -91,8 +109,8 @@ pub fn until_ready(ring: &Vertex, spin_state: &Spin, timeout: Option<Duration>) 
 
 /// Wait until one of several rings holds a sample (`None`: forever), as `rmw_wait` does for a
 /// wait set: which are ready, or Err(Timeout). `pending[i]`: ring `i` already has something the
-/// caller holds for it (a sample kept back for a larger buffer), so it counts as ready. One
-/// waiter is attached to every ring's readiness for the sleep, and detached after; no spin (a
+/// caller holds for it (a sample kept back for a larger buffer), so it counts as ready. The
+/// thread's waiter is attached to every ring's readiness for the sleep, and detached after; no spin (a
 /// program waiting on many entities is rarely waiting for a reply within microseconds).
 pub fn any_ready(
     rings: &[&Vertex],
@@ -111,12 +129,7 @@ pub fn any_ready(
     if ready.iter().any(|r| *r) {
         return Ok(ready);
     }
-    let waiter = Waiter::new();
-    for r in &readiness {
-        waiter.attach(r);
-    }
-    waiter.wait(timeout);
-    waiter.clear();
+    sleep_on(&readiness, timeout);
     let ready = look();
     if ready.iter().any(|r| *r) {
         Ok(ready)
