@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include <rcl/error_handling.h>
@@ -40,6 +41,26 @@ int64_t bench_now_ns(void)
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int64_t bench_cpu_ns(void)
+{
+  struct rusage u;
+  if (getrusage(RUSAGE_SELF, &u) != 0) return 0;
+  return ((int64_t)u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1000000000LL +
+         ((int64_t)u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1000LL;
+}
+
+uint64_t bench_threads(void)
+{
+  FILE *f = fopen("/proc/self/status", "r");
+  if (f == NULL) return 0;
+  char line[256];
+  unsigned long long n = 0;
+  while (fgets(line, sizeof line, f) != NULL)
+    if (sscanf(line, "Threads: %llu", &n) == 1) break;
+  fclose(f);
+  return (uint64_t)n;
 }
 
 void bench_sleep_ns(int64_t ns)

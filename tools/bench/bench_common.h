@@ -52,6 +52,8 @@ typedef struct bench_ack {
   int64_t first_rx_ns; /* CLOCK_MONOTONIC, comparable with ping's clock: same host */
   int64_t last_rx_ns;
   uint64_t complete;   /* 1 when received == expected, 0 for an answer to BENCH_STATUS */
+  int64_t cpu_ns;      /* pong's CPU time (every thread, user and system) since its last ack */
+  uint64_t threads;    /* pong's thread count when it acknowledged */
 } bench_ack;
 
 #define BENCH_MIN_PAYLOAD (sizeof(bench_hdr) + sizeof(uint64_t))
@@ -64,6 +66,11 @@ void bench_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 
 void bench_set_name(const char *who);
 
 int64_t bench_now_ns(void);
+/* CPU time of the whole process (every thread, user plus system), in ns: what a message costs
+ * the host, the middleware's own threads included. */
+int64_t bench_cpu_ns(void);
+/* Threads of the process now (/proc/self/status), 0 if unknown. */
+uint64_t bench_threads(void);
 void bench_sleep_ns(int64_t ns);
 
 typedef struct bench_rcl {

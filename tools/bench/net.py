@@ -273,6 +273,22 @@ def print_tables(rows, sizes, repeat, keys):
             mbs = [val(next((r for r in pick(rows, "clean", w, size) if r["repeat"] == rep), None),
                        "throughput", "mb_per_s") for w in ("quic", "quicthr", "quicinl", "quiceng")]
             print(f"{runner.human_size(size):>8} {rep:>2} | {'':>38} " + " ".join(f"{cell(m):>8}" for m in mbs))
+    print()
+    print("cost of a reliable keep_all message on the clean veth: CPU time per message of the publisher "
+          "(host A) and the subscriber (host B), every thread, user + system; threads of each process")
+    rmws = ["fastdds"] + tracers
+    print(f"{'payload':>8} {'#':>2} | " + " | ".join(f"{k + ' us/msg A':>18} {'B':>6} {'thr A':>5} {'B':>3}"
+                                                     for k in rmws))
+    for size in sizes:
+        for rep in range(1, repeat + 1):
+            cells = []
+            for k in rmws:
+                r = next((r for r in pick(rows, "clean", k, size) if r["repeat"] == rep), None)
+                cells.append(f"{cell(val(r, 'throughput', 'ping_cpu_us_per_msg'), 2):>18} "
+                             f"{cell(val(r, 'throughput', 'pong_cpu_us_per_msg'), 2):>6} "
+                             f"{cell(val(r, 'throughput', 'ping_threads'), 0):>5} "
+                             f"{cell(val(r, 'throughput', 'pong_threads'), 0):>3}")
+            print(f"{runner.human_size(size):>8} {rep:>2} | " + " | ".join(cells))
     lossy = [r for r in rows if r.get("phase") == "lossy" and "rmw" in r]
     if lossy:
         print()

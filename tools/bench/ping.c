@@ -37,6 +37,9 @@ typedef struct thr_result {
   uint64_t messages, bytes;
   double seconds, msgs_per_s, mb_per_s, pub_msgs_per_s;
   double *round_seconds; /* per measured round, first publish to last receipt */
+  /* CPU per message of each process (every thread), over the measured rounds; threads at the end */
+  double ping_cpu_us_per_msg, pong_cpu_us_per_msg;
+  uint64_t ping_threads, pong_threads;
 } thr_result;
 
 typedef struct case_result {
@@ -256,11 +259,15 @@ static void run_throughput(ping_ctx *p, rcl_publisher_t *pub, const bench_case *
   int64_t t0, tp;
   /* warm-up: allocations, fragment buffers, caches */
   if (c->lat_iters > 0) (void)run_round(p, pub, &m, c, &t0, &tp);
-  int64_t total_ns = 0, pub_ns = 0;
+  int64_t total_ns = 0, pub_ns = 0, ping_cpu = 0, pong_cpu = 0;
   r->round_seconds = malloc(c->burst_rounds * sizeof *r->round_seconds);
   if (r->round_seconds == NULL) bench_die("out of memory");
   for (uint64_t k = 0; k < c->burst_rounds; k++) {
+    int64_t cpu0 = bench_cpu_ns();
     bench_ack a = run_round(p, pub, &m, c, &t0, &tp);
+    ping_cpu += bench_cpu_ns() - cpu0;
+    pong_cpu += a.cpu_ns;
+    r->pong_threads = a.threads;
     int64_t end = a.last_rx_ns > tp ? a.last_rx_ns : tp;
     total_ns += end - t0;
     r->round_seconds[k] = (end - t0) / 1e9;
@@ -272,6 +279,9 @@ static void run_throughput(ping_ctx *p, rcl_publisher_t *pub, const bench_case *
   r->msgs_per_s = r->messages / r->seconds;
   r->mb_per_s = r->bytes / r->seconds / 1e6;
   r->pub_msgs_per_s = pub_ns > 0 ? r->messages / (pub_ns / 1e9) : 0;
+  r->ping_cpu_us_per_msg = ping_cpu / 1e3 / (double)r->messages;
+  r->pong_cpu_us_per_msg = pong_cpu / 1e3 / (double)r->messages;
+  r->ping_threads = bench_threads();
   bench_msg_fini(&m);
 }
 
@@ -280,9 +290,10 @@ static void write_thr(FILE *f, const char *name, const bench_case *c, const thr_
   fprintf(f,
           "     \"%s\": {\"burst\": %" PRIu64 ", \"rounds\": %" PRIu64 ", \"messages\": %" PRIu64
           ", \"bytes\": %" PRIu64 ", \"lost\": 0, \"seconds\": %.6f, \"msgs_per_s\": %.1f, \"mb_per_s\": %.3f"
-          ", \"publish_msgs_per_s\": %.1f, \"round_seconds\": [",
+          ", \"publish_msgs_per_s\": %.1f, \"ping_cpu_us_per_msg\": %.3f, \"pong_cpu_us_per_msg\": %.3f"
+          ", \"ping_threads\": %" PRIu64 ", \"pong_threads\": %" PRIu64 ", \"round_seconds\": [",
           name, c->burst_count, c->burst_rounds, t->messages, t->bytes, t->seconds, t->msgs_per_s, t->mb_per_s,
-          t->pub_msgs_per_s);
+          t->pub_msgs_per_s, t->ping_cpu_us_per_msg, t->pong_cpu_us_per_msg, t->ping_threads, t->pong_threads);
   for (uint64_t k = 0; k < c->burst_rounds; k++) fprintf(f, "%s%.6f", k ? ", " : "", t->round_seconds[k]);
   fprintf(f, "]}");
 }
@@ -381,9 +392,11 @@ int main(int argc, char **argv)
     run_throughput(&p, &p.burst_all_pub, &res[i].c, &res[i].keep_all);
     fprintf(stderr,
             "bench_ping: %s: %8" PRIu64 " B  rtt p50 %9.1f us  p99 %9.1f us  |  %10.0f msg/s %9.1f MB/s"
-            "  |  keep_all %10.0f msg/s  (%.1f s)\n",
+            "  |  keep_all %10.0f msg/s, cpu us/msg %.2f + %.2f, threads %" PRIu64 " + %" PRIu64 "  (%.1f s)\n",
             rmw, res[i].c.size, res[i].lat_p50_us, res[i].lat_p99_us, res[i].keep_last.msgs_per_s,
-            res[i].keep_last.mb_per_s, res[i].keep_all.msgs_per_s, (bench_now_ns() - t) / 1e9);
+            res[i].keep_last.mb_per_s, res[i].keep_all.msgs_per_s, res[i].keep_all.ping_cpu_us_per_msg,
+            res[i].keep_all.pong_cpu_us_per_msg, res[i].keep_all.ping_threads, res[i].keep_all.pong_threads,
+            (bench_now_ns() - t) / 1e9);
   }
 
   std_msgs__msg__UInt8MultiArray q;

@@ -22,6 +22,7 @@ typedef struct burst_state {
   uint64_t next_seq;
   uint64_t lost_total; /* over all rounds, found when a round ends incomplete */
   uint64_t bad_total;
+  int64_t cpu_at_ack; /* bench_cpu_ns() when the last round was acknowledged */
 } burst_state;
 
 static void usage(void)
@@ -83,6 +84,10 @@ static void on_burst(burst_state *st, const std_msgs__msg__UInt8MultiArray *msg,
   st->ack.last_rx_ns = now;
   if (st->ack.received == st->ack.expected) {
     st->ack.complete = 1;
+    int64_t cpu = bench_cpu_ns();
+    st->ack.cpu_ns = cpu - st->cpu_at_ack;
+    st->cpu_at_ack = cpu;
+    st->ack.threads = bench_threads();
     send_ack(pong_pub, ack_msg, &st->ack);
     st->active = false;
   }
@@ -123,6 +128,7 @@ int main(int argc, char **argv)
 
   burst_state st;
   memset(&st, 0, sizeof st);
+  st.cpu_at_ack = bench_cpu_ns();
   int64_t last_activity = bench_now_ns();
   bool quit = false;
   while (!quit) {

@@ -370,7 +370,7 @@ def print_table(sizes, results, keys, title, cols):
 
     def get(key, size, section, field):
         case = results.get(key, {}).get(size)
-        return None if case is None else case[section][field]
+        return None if case is None or case[section] is None else case[section].get(field)
 
     bases = [k for k in RATIO_LABELS if k in keys] if "tracer" in keys else []
     names = list(keys) + [RATIO_LABELS[b] for b in bases]
@@ -387,7 +387,7 @@ def print_table(sizes, results, keys, title, cols):
     for size in sizes:
         line = f"{human_size(size):>9} |"
         for _, section, field in cols:
-            digits = 0 if field == "msgs_per_s" else 1
+            digits = 0 if field in ("msgs_per_s", "ping_threads", "pong_threads") else 1
             for key in keys:
                 line += f" {fmt(get(key, size, section, field), 10, digits)}"
             tr = get("tracer", size, section, field)
@@ -407,6 +407,13 @@ def print_tables(sizes, results, keys):
                     [("MB/s, all rounds", section, "mb_per_s"), ("msg/s, all rounds", section, "msgs_per_s"),
                      ("MB/s, median round", section, "median_round_mb_per_s")])
         print()
+    print_table(sizes, results, keys,
+                "cost, reliable keep_all: CPU time per message of each process (every thread, user + system) "
+                "over the measured rounds, and its threads",
+                [("CPU us/msg, publisher", "throughput_keep_all", "ping_cpu_us_per_msg"),
+                 ("CPU us/msg, subscriber", "throughput_keep_all", "pong_cpu_us_per_msg"),
+                 ("threads, subscriber", "throughput_keep_all", "pong_threads")])
+    print()
     print("tr/fdds = tracer / Fast DDS default, tr/shm = tracer / Fast DDS SHM-only (fastdds_shm.xml): below 1 is")
     print("better for latency, above 1 for throughput; nothing was lost. 'all rounds' = total bytes / total time,")
     print("so a stall (e.g. a reliability repair waiting for a heartbeat) counts in full; 'median round' shows the")
