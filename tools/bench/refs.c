@@ -5,10 +5,16 @@
  * - raw Unix-socket ping-pong: two processes (fork) on a socketpair; the parent writes SIZE bytes,
  *   the child reads them all and writes them back, the parent reads them all: one round trip,
  *   like bench_ping's (no framing, no serialization, no wake-up machinery beyond the socket).
+ * - raw Unix-socket stream: the parent writes messages of SIZE bytes back to back, one send each,
+ *   the child reads each with its own reads and answers one byte after the last; messages per
+ *   second from the first send to that answer. What the kernel alone costs per message, one way,
+ *   a send and a receive each: the limit a keep_all subscriber's take path is compared with.
  * - memcpy: SIZE bytes from one warmed buffer to another (what one copy of a sample costs).
  *
- * Prints one JSON line: {"size":..,"socket_rtt_us":{"p50":..,"p99":..},"memcpy_us":{"p50":..,"p99":..}}.
- * Each measurement is ITERS samples after ITERS/10 unmeasured ones. */
+ * Prints one JSON line: {"size":..,"socket_rtt_us":{"p50":..,"p99":..},"socket_stream_msgs_per_s":..,
+ * "memcpy_us":{"p50":..,"p99":..}}. The round trip and memcpy are ITERS samples after ITERS/10
+ * unmeasured ones; the stream sends 512 MiB or 200,000 messages, whichever is fewer (at least
+ * 50), after a tenth of that unmeasured. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdint.h>
@@ -51,6 +57,39 @@ static int read_all(int fd, uint8_t *p, size_t n) {
     n -= (size_t)r;
   }
   return 1;
+}
+
+/* Messages per second of a one-way stream of `count` messages of `size` bytes (see above). */
+static double stream_rate(uint8_t *a, uint8_t *b, size_t size, long count) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) die("socketpair");
+  pid_t child = fork();
+  if (child < 0) die("fork");
+  long warm = count / 10 + 1;
+  if (child == 0) {
+    close(sv[0]);
+    for (int phase = 0; phase < 2; phase++) {
+      long n = phase == 0 ? warm : count;
+      for (long i = 0; i < n; i++)
+        if (!read_all(sv[1], b, size)) _exit(1);
+      uint8_t done = 1;
+      write_all(sv[1], &done, 1);
+    }
+    _exit(0);
+  }
+  close(sv[1]);
+  double rate = 0;
+  for (int phase = 0; phase < 2; phase++) {
+    long n = phase == 0 ? warm : count;
+    double t0 = now_us();
+    for (long i = 0; i < n; i++) write_all(sv[0], a, size);
+    uint8_t done;
+    if (!read_all(sv[0], &done, 1)) die("stream reader ended");
+    if (phase == 1) rate = count / ((now_us() - t0) / 1e6);
+  }
+  close(sv[0]);
+  waitpid(child, NULL, 0);
+  return rate;
 }
 
 static int cmp(const void *a, const void *b) {
@@ -100,6 +139,11 @@ int main(int argc, char **argv) {
   double s50, s99;
   stats(t, iters, &s50, &s99);
 
+  long count = (long)((512ull << 20) / size);
+  if (count > 200000) count = 200000;
+  if (count < 50) count = 50;
+  double stream = stream_rate(a, b, size, count);
+
   for (int i = 0; i < warm + iters; i++) {
     a[i % size] = (uint8_t)i;
     double t0 = now_us();
@@ -109,7 +153,8 @@ int main(int argc, char **argv) {
   }
   double m50, m99;
   stats(t, iters, &m50, &m99);
-  printf("{\"size\":%zu,\"socket_rtt_us\":{\"p50\":%.2f,\"p99\":%.2f},\"memcpy_us\":{\"p50\":%.2f,\"p99\":%.2f}}\n",
-         size, s50, s99, m50, m99);
+  printf("{\"size\":%zu,\"socket_rtt_us\":{\"p50\":%.2f,\"p99\":%.2f},\"socket_stream_msgs_per_s\":%.1f,"
+         "\"memcpy_us\":{\"p50\":%.2f,\"p99\":%.2f}}\n",
+         size, s50, s99, stream, m50, m99);
   return 0;
 }

@@ -334,20 +334,30 @@ def run_refs(size, iters):
 
 
 def print_refs(sizes, results, refs, keys):
-    print("references: raw Unix-socket ping-pong (two processes, no framing) and one memcpy, same run")
-    head = f"{'payload':>9} | {'socket rtt p50':>14} {'p99':>9} | {'memcpy p50':>10} |"
+    print("references: raw Unix-socket ping-pong (two processes, no framing), a raw Unix-socket stream "
+          "(one send and one read per message) and one memcpy, same run; each rmw's round trip over the "
+          "socket's, and its keep_all messages/s over the stream's (how near the take path is to the kernel's limit)")
+    head = f"{'payload':>9} | {'socket rtt p50':>14} {'p99':>9} | {'stream msg/s':>12} | {'memcpy p50':>10} |"
     for key in keys:
         head += f" {key + '/socket':>17}"
+    for key in keys:
+        head += f" {key + ' ka/stream':>17}"
     print(head)
     for size in sizes:
         r = refs.get(size)
         if r is None:
             continue
         s50 = r["socket_rtt_us"]["p50"]
-        line = f"{human_size(size):>9} | {s50:>14.1f} {r['socket_rtt_us']['p99']:>9.1f} | {r['memcpy_us']['p50']:>10.1f} |"
+        stream = r.get("socket_stream_msgs_per_s")
+        line = (f"{human_size(size):>9} | {s50:>14.1f} {r['socket_rtt_us']['p99']:>9.1f} | {fmt(stream, 12, 0)} | "
+                f"{r['memcpy_us']['p50']:>10.1f} |")
         for key in keys:
             case = results.get(key, {}).get(size)
             line += f" {fmt(ratio(case['latency_rtt_us']['p50'], s50) if case else None, 17, 2)}"
+        for key in keys:
+            case = results.get(key, {}).get(size)
+            ka = case["throughput_keep_all"]["msgs_per_s"] if case else None
+            line += f" {fmt(ratio(ka, stream), 17, 2)}"
         print(line)
 
 
