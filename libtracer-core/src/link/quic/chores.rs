@@ -309,12 +309,17 @@ type Lookup = (String, u16, oneshot::Sender<io::Result<Vec<SocketAddr>>>);
 static RESOLVER: OnceLock<Result<Mutex<mpsc::Sender<Lookup>>, String>> = OnceLock::new();
 
 /// `host`'s addresses with `port`, from the system resolver: on the resolver thread from the
-/// chores' thread (it blocks), through tokio's blocking pool elsewhere.
+/// chores' thread (it blocks; an address is taken as it is, without the thread), through
+/// tokio's blocking pool elsewhere.
 pub(crate) async fn lookup_host(host: &str, port: u16) -> io::Result<Vec<SocketAddr>> {
     if !on_chores() {
         return tokio::net::lookup_host((host, port))
             .await
             .map(Iterator::collect);
+    }
+    // An address is no name: no thread for it (as tokio's lookup, which parses it first).
+    if let Ok(ip) = host.parse::<std::net::IpAddr>() {
+        return Ok(vec![SocketAddr::new(ip, port)]);
     }
     let resolver = RESOLVER
         .get_or_init(|| {
