@@ -70,8 +70,9 @@ struct ServeState {
     begun: Instant,
     /// The last answer (or the handshake): the idle bound counts from it.
     last: Instant,
-    /// A question being read: its stream and what came so far.
-    req: Option<(StreamId, Vec<u8>)>,
+    /// A question being read: its stream, what came so far, and when it was opened (the
+    /// question and its answer are bounded together, as on quinn's tasks).
+    req: Option<(StreamId, Vec<u8>, Instant)>,
     /// An answer being written: its stream, what is left of it, and when it was asked.
     answering: Option<(StreamId, Option<Bytes>, Instant)>,
 }
@@ -159,10 +160,10 @@ impl Watcher for Serving {
         }
         if st.req.is_none() && st.answering.is_none() {
             if let Some(id) = conn.streams().accept(Dir::Bi) {
-                st.req = Some((id, Vec::new()));
+                st.req = Some((id, Vec::new(), now));
             }
         }
-        if let Some((id, mut got)) = st.req.take() {
+        if let Some((id, mut got, opened)) = st.req.take() {
             let mut ended = false;
             let mut bad = false;
             if let Ok(mut chunks) = conn.recv_stream(id).read(true) {
@@ -192,13 +193,17 @@ impl Watcher for Serving {
                 return Self::close(conn, 1, b"bad directory request");
             }
             if ended {
-                st.answering = Some((id, None, now));
+                st.answering = Some((id, None, opened));
                 if let Some(serving) = self.me.upgrade() {
                     let owner = c.clone();
                     chores::spawn(async move { serving.answer(owner, id) });
                 }
             } else {
-                st.req = Some((id, got));
+                if now >= opened + hs {
+                    return Self::close(conn, 0, b"too slow");
+                }
+                c.wake_at(opened + hs);
+                st.req = Some((id, got, opened));
             }
         }
         Self::pump(conn, &mut st);
