@@ -412,3 +412,7 @@ impl Drop for DirClient {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "edir_tests.rs"]
+mod tests;
