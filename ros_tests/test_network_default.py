@@ -81,6 +81,22 @@ def test_subnet_set_by_the_user_opens_the_network(tracer_env):
     assert len(ports) == 5, ports
 
 
+@pytest.mark.skipif(not harness.NetNamespace.available(), reason="needs network namespaces")
+def test_a_static_peer_costs_no_socket_of_its_own(tracer_env):
+    # The static peer is this host (its own directory, which this process holds): the process
+    # asks that directory every second over a kept connection. Two ports, whatever the
+    # switch: the directory port and the link endpoint, from which the directory client
+    # connects too. With RMW_TRACER_QUIC_ENGINE=1 the directory clients had a quinn endpoint
+    # of their own (a third port) until stage 3 of docs/network.md section 4a.
+    env = {**tracer_env, "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
+           "ROS_STATIC_PEERS": "127.0.0.1"}
+    with harness.NetNamespace() as ns:
+        ports = run_and_look(env, ns)
+    domain = int(env["ROS_DOMAIN_ID"])
+    assert DIRECTORY_PORT_BASE + domain in ports, ports
+    assert len(ports) == 2, ports
+
+
 def test_localhost_opens_no_udp_socket(tracer_env):
     env = {**tracer_env, "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
     assert run_and_look(env) == set()

@@ -20,9 +20,7 @@ use libtracer_core::link::quic::{exercise_flood, NetLog};
 use libtracer_core::link::{Link, QuicSecurity, QuicTransport};
 use libtracer_core::wire::Frame;
 use libtracer_core::Subject;
-use link_support::{
-    free_udp_port, loopback_quic, loopback_quic_on, Ev, QuicMode, Recorder, TempDir, T,
-};
+use link_support::{free_udp_port, loopback_quic_on, Ev, QuicMode, Recorder, TempDir, T};
 use parking_lot::Mutex;
 use poll::eventually;
 
@@ -90,8 +88,7 @@ fn a_connection_flood_costs_bounded_work_and_is_closed(mode: QuicMode) {
     );
 }
 
-#[test]
-fn the_host_role_moves_when_its_holder_goes() {
+fn the_host_role_moves_when_its_holder_goes(mode: QuicMode) {
     let dir = TempDir::new("quic-role");
     let port = free_udp_port();
     let (ra, rb, rc, rd) = (
@@ -100,9 +97,12 @@ fn the_host_role_moves_when_its_holder_goes() {
         Recorder::new(),
         Recorder::new(),
     );
-    let a = QuicTransport::start(dir.path(), "a", ra.clone(), loopback_quic(port)).unwrap();
-    let b = QuicTransport::start(dir.path(), "b", rb.clone(), loopback_quic(port)).unwrap();
-    let c = QuicTransport::start(dir.path(), "c", rc.clone(), loopback_quic(port)).unwrap();
+    let a =
+        QuicTransport::start(dir.path(), "a", ra.clone(), loopback_quic_on(port, mode)).unwrap();
+    let b =
+        QuicTransport::start(dir.path(), "b", rb.clone(), loopback_quic_on(port, mode)).unwrap();
+    let c =
+        QuicTransport::start(dir.path(), "c", rc.clone(), loopback_quic_on(port, mode)).unwrap();
     rb.wait_up("c", T);
     assert!(a.holds_role() && !b.holds_role() && !c.holds_role());
     let gone = Instant::now();
@@ -115,21 +115,21 @@ fn the_host_role_moves_when_its_holder_goes() {
     assert!(!(b.holds_role() && c.holds_role()), "one holder");
     // b and c kept their link; a newcomer finds both through the new holder.
     assert_eq!(b.peers(), vec!["c"]);
-    let _d = QuicTransport::start(dir.path(), "d", rd.clone(), loopback_quic(port)).unwrap();
+    let _d =
+        QuicTransport::start(dir.path(), "d", rd.clone(), loopback_quic_on(port, mode)).unwrap();
     rd.wait_up("b", T);
     rd.wait_up("c", T);
     eprintln!("role taken over {took:?} after its holder went");
 }
 
-#[test]
-fn an_unreachable_static_peer_is_logged_once_then_reached() {
+fn an_unreachable_static_peer_is_logged_once_then_reached(mode: QuicMode) {
     let dir_a = TempDir::new("quic-unreach-a");
     let dir_b = TempDir::new("quic-unreach-b");
     let (port_a, port_b) = (free_udp_port(), free_udp_port());
     let lines: Arc<Mutex<Vec<String>>> = Arc::default();
     let l2 = lines.clone();
     let log: NetLog = Arc::new(move |m: &str| l2.lock().push(m.to_owned()));
-    let mut cfg = loopback_quic(port_a);
+    let mut cfg = loopback_quic_on(port_a, mode);
     // b by name (resolved through /etc/hosts: nothing leaves the machine), nobody there yet.
     cfg.static_peers = vec![format!("localhost:{port_b}")];
     cfg.handshake_timeout = Duration::from_millis(300);
@@ -146,7 +146,7 @@ fn an_unreachable_static_peer_is_logged_once_then_reached() {
         .collect();
     assert_eq!(about_b.len(), 1, "reported once while retried: {about_b:?}");
     // b comes up (its own host, its own directory): a reaches it and says so once.
-    let mut cb = loopback_quic(port_b);
+    let mut cb = loopback_quic_on(port_b, mode);
     cb.static_peers.clear();
     let _b = QuicTransport::start(dir_b.path(), "b", rb.clone(), cb).unwrap();
     ra.wait_up("b", T);
@@ -384,6 +384,8 @@ fn a_dual_stack_bind_reaches_peers_by_their_ipv4_address(mode: QuicMode) {
 }
 
 crate::on_both_modes!(
+    the_host_role_moves_when_its_holder_goes,
+    an_unreachable_static_peer_is_logged_once_then_reached,
     a_dual_stack_bind_reaches_peers_by_their_ipv4_address,
     garbage_datagrams_are_dropped_and_links_go_on,
     a_connection_flood_costs_bounded_work_and_is_closed,

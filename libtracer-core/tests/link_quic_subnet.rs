@@ -17,15 +17,19 @@ use std::time::{Duration, Instant};
 use corpus::Rng;
 use libtracer_core::link::quic::{exercise_announce, Announcement, SubnetConfig, ANNOUNCE_GROUP};
 use libtracer_core::link::QuicTransport;
-use link_support::{free_udp_port, loopback_quic, TempDir};
+use link_support::{free_udp_port, loopback_quic_on, QuicMode, TempDir};
 use poll::eventually;
 
 /// Bound of every wait here: generous, for a loaded machine (each wait ends when its condition
 /// holds).
 const LONG: Duration = Duration::from_secs(30);
 
-fn subnet_host(dir_port: u16, announce_port: u16) -> libtracer_core::link::QuicConfig {
-    let mut c = loopback_quic(dir_port);
+fn subnet_host(
+    dir_port: u16,
+    announce_port: u16,
+    mode: QuicMode,
+) -> libtracer_core::link::QuicConfig {
+    let mut c = loopback_quic_on(dir_port, mode);
     c.static_peers.clear();
     let mut s = SubnetConfig::for_domain(9);
     s.port = announce_port;
@@ -38,12 +42,17 @@ fn to_group(sock: &UdpSocket, port: u16, bytes: &[u8]) {
     let _ = sock.send_to(bytes, (ANNOUNCE_GROUP, port));
 }
 
-#[test]
-fn two_hosts_find_each_other_by_announcement_alone_and_garbage_is_dropped() {
+fn two_hosts_find_each_other_by_announcement_alone_and_garbage_is_dropped(mode: QuicMode) {
     let (dir_a, dir_b) = (TempDir::new("subnet-a"), TempDir::new("subnet-b"));
     let (pa, pb, announce) = (free_udp_port(), free_udp_port(), free_udp_port());
     let (ra, rb) = (link_support::Recorder::new(), link_support::Recorder::new());
-    let a = QuicTransport::start(dir_a.path(), "a", ra.clone(), subnet_host(pa, announce)).unwrap();
+    let a = QuicTransport::start(
+        dir_a.path(),
+        "a",
+        ra.clone(),
+        subnet_host(pa, announce, mode),
+    )
+    .unwrap();
     let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
     socket2::SockRef::from(&sock)
         .set_multicast_if_v4(&Ipv4Addr::LOCALHOST)
@@ -55,8 +64,13 @@ fn two_hosts_find_each_other_by_announcement_alone_and_garbage_is_dropped() {
         host: 42,
         authenticated: false,
     });
-    let _b =
-        QuicTransport::start(dir_b.path(), "b", rb.clone(), subnet_host(pb, announce)).unwrap();
+    let _b = QuicTransport::start(
+        dir_b.path(),
+        "b",
+        rb.clone(),
+        subnet_host(pb, announce, mode),
+    )
+    .unwrap();
     ra.wait_up("b", LONG);
     rb.wait_up("a", LONG);
     let b_host = vec![SocketAddr::from(([127, 0, 0, 1], pb))];
@@ -105,17 +119,32 @@ fn two_hosts_find_each_other_by_announcement_alone_and_garbage_is_dropped() {
     assert!(a.peers() == vec!["b"]);
 }
 
-#[test]
-fn a_host_found_by_announcement_is_found_again_through_its_new_holder() {
+fn a_host_found_by_announcement_is_found_again_through_its_new_holder(mode: QuicMode) {
     let (dir_a, dir_b) = (TempDir::new("subnet-ta"), TempDir::new("subnet-tb"));
     let (pa, pb, announce) = (free_udp_port(), free_udp_port(), free_udp_port());
     let rec = || link_support::Recorder::new();
     let (ra, rb1, rb2, rb3) = (rec(), rec(), rec(), rec());
-    let a = QuicTransport::start(dir_a.path(), "a", ra.clone(), subnet_host(pa, announce)).unwrap();
-    let b1 =
-        QuicTransport::start(dir_b.path(), "b1", rb1.clone(), subnet_host(pb, announce)).unwrap();
-    let b2 =
-        QuicTransport::start(dir_b.path(), "b2", rb2.clone(), subnet_host(pb, announce)).unwrap();
+    let a = QuicTransport::start(
+        dir_a.path(),
+        "a",
+        ra.clone(),
+        subnet_host(pa, announce, mode),
+    )
+    .unwrap();
+    let b1 = QuicTransport::start(
+        dir_b.path(),
+        "b1",
+        rb1.clone(),
+        subnet_host(pb, announce, mode),
+    )
+    .unwrap();
+    let b2 = QuicTransport::start(
+        dir_b.path(),
+        "b2",
+        rb2.clone(),
+        subnet_host(pb, announce, mode),
+    )
+    .unwrap();
     ra.wait_up("b1", LONG);
     ra.wait_up("b2", LONG);
     assert!(b1.holds_role());
@@ -128,8 +157,13 @@ fn a_host_found_by_announcement_is_found_again_through_its_new_holder() {
     let took = gone.elapsed();
     // The host keeps its id: a still reaches one host, and a newcomer of host b is linked
     // through the new holder's directory.
-    let _b3 =
-        QuicTransport::start(dir_b.path(), "b3", rb3.clone(), subnet_host(pb, announce)).unwrap();
+    let _b3 = QuicTransport::start(
+        dir_b.path(),
+        "b3",
+        rb3.clone(),
+        subnet_host(pb, announce, mode),
+    )
+    .unwrap();
     rb3.wait_up("a", LONG);
     assert!(eventually(LONG, || a.announced_hosts() == b).is_some());
     eprintln!("role taken over {took:?} after its holder went");
@@ -162,3 +196,8 @@ fn announcement_decoding_survives_a_random_corpus() {
     // Both outcomes were reached, so the corpus was not vacuous.
     assert!((1000..20_000).contains(&accepted), "{accepted}");
 }
+
+crate::on_both_modes!(
+    two_hosts_find_each_other_by_announcement_alone_and_garbage_is_dropped,
+    a_host_found_by_announcement_is_found_again_through_its_new_holder,
+);

@@ -223,8 +223,8 @@ pub enum QuicMode {
     Engine,
 }
 
-/// `test(mode)` as two tests, `test::task` and `test::engine`, for the tests whose subject is
-/// the links (a test of the directory or of SUBNET runs once).
+/// `test(mode)` as two tests, `test::task` and `test::engine`: the links' tests, and since
+/// stage 3 of docs/network.md section 4a those of the directory and of SUBNET too.
 #[macro_export]
 macro_rules! on_both_modes {
     ($($name:ident),* $(,)?) => {

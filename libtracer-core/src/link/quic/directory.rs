@@ -40,15 +40,26 @@ enum RoleLock {
     Name(#[allow(dead_code)] OwnedFd),
 }
 
-/// The host role, while held: the lock and the directory's endpoint.
+/// The host role, while held: the lock and the directory's server.
 pub(crate) struct Holder {
     _lock: RoleLock,
-    endpoint: quinn::Endpoint,
+    server: Server,
+}
+
+/// Who serves the directory: quinn's endpoint (its `serve` task), or an engine of its own
+/// with the links on the engine (`edir.rs`).
+enum Server {
+    Quinn(quinn::Endpoint),
+    Engine(super::engine::Engine),
 }
 
 impl Holder {
     pub(crate) fn close(self) {
-        self.endpoint.close(0u32.into(), b"role given up");
+        match self.server {
+            Server::Quinn(endpoint) => endpoint.close(0u32.into(), b"role given up"),
+            // Dropping the engine closes its connections.
+            Server::Engine(e) => drop(e),
+        }
     }
 }
 
@@ -189,7 +200,7 @@ impl From<String> for RoleRefused {
 }
 
 /// Take the host role if nobody holds it: the lock, then the directory port.
-fn try_take_role(inner: &Inner) -> Result<Option<Holder>, RoleRefused> {
+fn try_take_role(inner: &Arc<Inner>) -> Result<Option<Holder>, RoleRefused> {
     let Some(lock) = try_lock_role(inner)? else {
         return Ok(None);
     };
@@ -203,11 +214,17 @@ fn try_take_role(inner: &Inner) -> Result<Option<Holder>, RoleRefused> {
             )))
         }
     };
-    let sc = tls::server_config(&inner.identity, tls::ALPN_DIR, inner.dir_transport.clone())?;
-    let endpoint = new_endpoint(&inner.rt, Some(sc), sock).map_err(|e| e.to_string())?;
+    let server = match inner.cfg.engine {
+        true => Server::Engine(super::edir::serve(inner, sock, MAX_CLIENTS)?),
+        false => {
+            let sc =
+                tls::server_config(&inner.identity, tls::ALPN_DIR, inner.dir_transport.clone())?;
+            Server::Quinn(new_endpoint(inner.rt(), Some(sc), sock).map_err(|e| e.to_string())?)
+        }
+    };
     Ok(Some(Holder {
         _lock: lock,
-        endpoint,
+        server,
     }))
 }
 
@@ -217,16 +234,16 @@ fn take_role(inner: &Arc<Inner>) -> Result<(), RoleRefused> {
         return Ok(());
     }
     if let Some(h) = try_take_role(inner)? {
-        inner.rt.spawn(serve(inner.clone(), h.endpoint.clone()));
+        if let Server::Quinn(endpoint) = &h.server {
+            inner.rt().spawn(serve(inner.clone(), endpoint.clone()));
+        }
         if inner.cfg.subnet.is_some() {
             match super::subnet::send_sockets(inner.cfg.bind) {
                 Ok((socks, failed)) => {
                     for e in failed {
                         inner.log(&format!("network: SUBNET announcements over {e}"));
                     }
-                    inner
-                        .rt
-                        .spawn(super::subnet::announce_loop(inner.clone(), socks));
+                    inner.detach(super::subnet::announce_loop(inner.clone(), socks));
                 }
                 Err(e) => inner.log(&format!(
                     "network: SUBNET announcements: {e}; not announced"
@@ -272,7 +289,7 @@ pub(crate) async fn role_loop(inner: Arc<Inner>) {
                      through it at {at}. Give every process the same setting to share one \
                      directory."
                 ));
-                inner.rt.spawn(super::peer_host::peer_loop(
+                inner.detach(super::peer_host::peer_loop(
                     inner.clone(),
                     super::peer_host::PeerHost::Static(at.to_string()),
                     None,
@@ -289,7 +306,7 @@ pub(crate) async fn role_loop(inner: Arc<Inner>) {
             }
         }
         tokio::select! {
-            _ = tokio::time::sleep(inner.cfg.role_retry) => {}
+            _ = super::chores::sleep(inner.cfg.role_retry) => {}
             _ = stop.wait_for(|s| *s) => break,
         }
     }
@@ -309,7 +326,7 @@ async fn serve(inner: Arc<Inner>, endpoint: quinn::Endpoint) {
             continue;
         };
         let me = inner.clone();
-        inner.rt.spawn(async move {
+        inner.rt().spawn(async move {
             let _slot = slot;
             let _ = answer(&me, incoming).await;
         });

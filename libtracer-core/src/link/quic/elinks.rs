@@ -4,8 +4,8 @@
 //! transport's rules of `handshake.rs` (the bounds on handshakes and connections, the table,
 //! the connect race, the cooldown, SROS2's permissions and the credentials' end, the log of a
 //! peer refused by TLS), and its link is an `EngineLink` whose callbacks run on the Unix
-//! links' workers. The connect attempts and their retries stay the peer loops' (on the
-//! runtime, with the directory clients, until stage 3); nothing here starts a runtime.
+//! links' workers. The connect attempts and their retries are the peer loops', run on the
+//! chores' thread (`chores.rs`) with the directory clients; nothing here starts a runtime.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock, Weak};
@@ -183,7 +183,7 @@ impl Inner {
         let _ = g.conn.set(c.clone());
         c.poke();
         // The greeting ends by its deadline; the margin is for a loop that is late.
-        match tokio::time::timeout(hs + Duration::from_secs(1), rx).await {
+        match super::chores::timeout(hs + Duration::from_secs(1), rx).await {
             Ok(Ok(Ended::Linked | Ended::NoLink)) => Ok(()),
             Ok(Ok(Ended::Refused(why))) => Err(Some(why)),
             Ok(Ok(Ended::Failed(lost))) => {

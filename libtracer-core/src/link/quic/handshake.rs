@@ -76,7 +76,7 @@ impl Inner {
         self: &Arc<Self>,
         name: &str,
         addr: SocketAddr,
-    ) -> Option<tokio::task::JoinHandle<()>> {
+    ) -> Option<super::chores::Joined<()>> {
         if name == self.name || !valid_node_name(name) {
             return None;
         }
@@ -98,10 +98,7 @@ impl Inner {
             }
             t.pending.insert(name.to_owned());
         }
-        Some(
-            self.rt
-                .spawn(self.clone().connect_link(name.to_owned(), addr)),
-        )
+        Some(self.spawn(self.clone().connect_link(name.to_owned(), addr)))
     }
 
     /// Connect to `peer` at `addr`; a refusal (the other direction is winning, or an old link
@@ -118,7 +115,7 @@ impl Inner {
             match tried {
                 Ok(()) => break,
                 Err(Some(_refused)) if attempt < 4 => {
-                    tokio::time::sleep(Duration::from_millis(100)).await
+                    super::chores::sleep(Duration::from_millis(100)).await
                 }
                 Err(_) => break,
             }
@@ -244,7 +241,7 @@ impl Inner {
                 continue;
             }
             let me = self.clone();
-            self.rt.spawn(async move {
+            self.rt().spawn(async move {
                 me.handshake_in(incoming).await;
                 me.handshake_over();
             });
@@ -341,14 +338,14 @@ impl Inner {
         if let Some(end) = end {
             let task =
                 expiry::close_when_due(Arc::downgrade(self), conn.clone(), name.clone(), end);
-            self.rt.spawn(task);
+            self.rt().spawn(task);
         }
         let link = Arc::new(QuicLink::new(
             id,
             conn,
             send,
             peer_max,
-            self.rt.clone(),
+            self.rt().clone(),
             self.cfg.write_timeout,
             self.cfg.queue_bytes,
             self.handler.clone(),
@@ -356,7 +353,7 @@ impl Inner {
         ));
         t.links.insert(name, AnyLink::Task(link.clone()));
         t.live += 1;
-        self.rt.spawn(link::read_loop(link, recv, dec, rest, tx));
+        self.rt().spawn(link::read_loop(link, recv, dec, rest, tx));
     }
 
     /// Who an authenticated (or admitted anonymous) peer at `remote` named `name` is, said

@@ -17,11 +17,16 @@
 //! handler callbacks on two dispatcher threads (`runtime.rs`), whatever the number of links.
 //! With `QuicConfig::engine` (`RMW_TRACER_QUIC_ENGINE=1`) the links run on the runtime-free
 //! engine instead (docs/network.md section 4a, stage 2: `elinks.rs`): its one loop thread, the
-//! callbacks on the Unix links' workers; the directory and its clients stay on the runtime.
+//! callbacks on the Unix links' workers; and so do the directory (`edir.rs`: its server on an
+//! engine of its own, its clients on the links' engine), SUBNET and the peer hosts' and
+//! connect attempts' loops, on one thread of chores (`chores.rs`, stage 3): no tokio runtime
+//! and no quinn endpoint is made.
 
 mod announce;
+mod chores;
 mod config;
 mod directory;
+mod edir;
 mod ehello;
 mod elink;
 mod elinks;
@@ -112,7 +117,9 @@ pub(crate) struct Inner {
     dir: PathBuf,
     handler: Arc<dyn LinkHandler>,
     cfg: QuicConfig,
-    rt: Handle,
+    /// The tokio runtime of quinn's tasks: started with the transport without the engine,
+    /// never on the engine (`rt`).
+    rt: std::sync::OnceLock<Handle>,
     /// quinn's endpoint: the links' and the directory clients' (without the engine); with the
     /// engine, the directory clients' only, made when the first is (`client_endpoint`).
     endpoint: std::sync::OnceLock<quinn::Endpoint>,
@@ -172,7 +179,15 @@ impl QuicTransport {
             return Err(LinkError::InvalidName(local_name.to_owned()));
         }
         prepare_dir(dir)?;
-        let rt = runtime::handle().map_err(io_err)?;
+        // On the engine, the chores' thread instead of a runtime (stage 3 of docs/network.md
+        // section 4a).
+        let rt = std::sync::OnceLock::new();
+        if !cfg.engine {
+            let _ = rt.set(runtime::handle().map_err(io_err)?);
+        }
+        if cfg.engine {
+            chores::start()?;
+        }
         let identity = tls::Identity::new(cfg.security.as_ref()).map_err(io_err)?;
         let transport = tls::transport(cfg.idle_timeout, cfg.keep_alive);
         let dir_transport = tls::transport(cfg.host_idle_timeout, cfg.host_keep_alive);
@@ -193,7 +208,8 @@ impl QuicTransport {
             }
             false => {
                 let sock = tuning::bind(SocketAddr::new(cfg.bind, 0))?;
-                let ep = new_endpoint(&rt, Some(server), sock)?;
+                let rt = rt.get().expect("started without the engine");
+                let ep = new_endpoint(rt, Some(server), sock)?;
                 let port = ep.local_addr()?.port();
                 let _ = endpoint.set(ep);
                 (None, port)
@@ -210,7 +226,7 @@ impl QuicTransport {
             dir: dir.to_owned(),
             handler,
             cfg,
-            rt: rt.clone(),
+            rt,
             endpoint,
             engine: Mutex::new(engine.as_ref().map(|(e, _)| e.clone())),
             link_port: port,
@@ -239,12 +255,12 @@ impl QuicTransport {
                 let _ = slot.set(Arc::downgrade(&inner));
             }
             None => {
-                rt.spawn(inner.clone().accept_loop());
+                inner.rt().spawn(inner.clone().accept_loop());
             }
         }
         // The role first, so that a host's first process answers its own directory at once.
         directory::take_role_now(&inner);
-        rt.spawn(directory::role_loop(inner.clone()));
+        inner.detach(directory::role_loop(inner.clone()));
         if let Some(sub) = &inner.cfg.subnet {
             match subnet::listen_sockets(inner.cfg.bind, sub) {
                 Ok((socks, failed)) => {
@@ -254,7 +270,7 @@ impl QuicTransport {
                             sub.port
                         ));
                     }
-                    rt.spawn(subnet::listen_loop(inner.clone(), socks));
+                    inner.detach(subnet::listen_loop(inner.clone(), socks));
                 }
                 Err(e) => inner.log(&format!(
                     "network: SUBNET: cannot listen for announcements on port {}: {e}",
@@ -265,7 +281,7 @@ impl QuicTransport {
         let (first_tx, first_rx) = std::sync::mpsc::channel();
         let n = inner.cfg.static_peers.len();
         for entry in inner.cfg.static_peers.clone() {
-            rt.spawn(peer_host::peer_loop(
+            inner.detach(peer_host::peer_loop(
                 inner.clone(),
                 peer_host::PeerHost::Static(entry),
                 Some(first_tx.clone()),
@@ -350,11 +366,13 @@ impl QuicTransport {
                 AnyLink::Engine(_) => None,
             })
             .collect();
-        let _ = runtime::block_on(&self.inner.rt, async move {
-            for t in lingering {
-                let _ = t.await;
-            }
-        });
+        if let Some(rt) = self.inner.rt.get() {
+            let _ = runtime::block_on(rt, async move {
+                for t in lingering {
+                    let _ = t.await;
+                }
+            });
+        }
         elinks::wait_lingered(&links);
         if !runtime::on_dispatcher() && !super::dispatch::on_worker() {
             let deadline = Instant::now() + Duration::from_secs(3);
@@ -383,6 +401,14 @@ impl Drop for QuicTransport {
     fn drop(&mut self) {
         self.shutdown();
     }
+}
+
+/// Whether this process started quinn's tokio runtime (its worker and the two dispatcher
+/// threads): a transport without the engine does; one on the engine never does (its
+/// directory, peer hosts, SUBNET and connect attempts run on the engine and the chores'
+/// thread, docs/network.md section 4a, stage 3).
+pub fn quinn_runtime_started() -> bool {
+    runtime::started()
 }
 
 /// The address that binds every address of this host: `[::]` as one dual-stack socket (IPv4
@@ -428,6 +454,39 @@ fn new_endpoint(
 }
 
 impl Inner {
+    /// The runtime of quinn's tasks, started with a transport without the engine; nothing on
+    /// the engine's side asks for it.
+    pub(crate) fn rt(&self) -> &Handle {
+        self.rt
+            .get()
+            .expect("the QUIC runtime is started with every transport that uses it")
+    }
+
+    /// Run one of the transport's chores (a peer loop, the role loop, a connect attempt): on
+    /// the chores' thread with the engine, on quinn's runtime without.
+    pub(crate) fn spawn<F>(&self, fut: F) -> chores::Joined<F::Output>
+    where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        if self.cfg.engine {
+            return chores::spawn(fut);
+        }
+        let (tx, joined) = chores::Joined::pair();
+        self.rt().spawn(async move {
+            let _ = tx.send(fut.await);
+        });
+        joined
+    }
+
+    /// [`Inner::spawn`] a chore whose end nobody waits for.
+    pub(crate) fn detach<F>(&self, fut: F)
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        drop(self.spawn(fut));
+    }
+
     /// quinn's endpoint for the directory clients (and, without the engine, the links): on
     /// the engine made at first use, so that a process that asks no other host's directory
     /// has no socket for it.
@@ -436,7 +495,7 @@ impl Inner {
             return Ok(ep);
         }
         let sock = tuning::bind(SocketAddr::new(self.cfg.bind, 0))?;
-        let ep = new_endpoint(&self.rt, None, sock)?;
+        let ep = new_endpoint(self.rt(), None, sock)?;
         // Two first users at once: one endpoint is kept, the other dropped unused.
         Ok(self.endpoint.get_or_init(|| ep))
     }
@@ -541,7 +600,7 @@ impl Inner {
             }
             p.insert(key, 1);
         }
-        self.rt.spawn(peer_host::peer_loop(
+        self.detach(peer_host::peer_loop(
             self.clone(),
             peer_host::PeerHost::Learned(dir),
             None,

@@ -5,6 +5,10 @@
 //! the members it listed go down; a member no longer listed (its process died) loses its link
 //! at once. So a process pays liveness per peer host, not per remote process
 //! (docs/network.md sections 3 and 8).
+//!
+//! With the links on the engine the same loop runs on the chores' thread (`chores.rs`) and its
+//! connection is an engine one (`edir.rs`): the code below is the same for both, only the
+//! connection (`DirConn`) and the clock differ.
 
 use std::collections::HashSet;
 use std::net::{IpAddr, SocketAddr};
@@ -13,7 +17,9 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+use super::chores::{self, Racing};
 use super::directory::{parse_answer, parse_peer, reachable_from, MAX_ANSWER, REQUEST};
+use super::edir::DirClient;
 use super::{tls, Inner};
 
 /// How often a probe (`probe`) starts one more attempt.
@@ -21,19 +27,66 @@ const PROBE_ATTEMPT: Duration = Duration::from_millis(100);
 /// Backoff of a static peer that cannot be reached: from the first value, doubling, to the last.
 const BACKOFF: (Duration, Duration) = (Duration::from_millis(250), Duration::from_secs(2));
 
+/// A kept connection to a host's directory: quinn's, or on the links' engine.
+enum DirConn {
+    Quinn(quinn::Connection),
+    Engine(DirClient),
+}
+
+impl DirConn {
+    async fn ask(&self) -> Result<Vec<(String, u16)>, String> {
+        match self {
+            DirConn::Quinn(c) => ask(c).await,
+            DirConn::Engine(c) => parse_answer(&c.ask().await?),
+        }
+    }
+
+    fn is_closed(&self) -> bool {
+        match self {
+            DirConn::Quinn(c) => c.close_reason().is_some(),
+            DirConn::Engine(c) => c.is_closed(),
+        }
+    }
+
+    /// Whether it died by its idle timeout (not closed by the holder).
+    fn timed_out(&self) -> bool {
+        match self {
+            DirConn::Quinn(c) => matches!(c.close_reason(), Some(quinn::ConnectionError::TimedOut)),
+            DirConn::Engine(c) => c.timed_out(),
+        }
+    }
+
+    async fn closed(&self) {
+        match self {
+            DirConn::Quinn(c) => {
+                c.closed().await;
+            }
+            DirConn::Engine(c) => c.closed().await,
+        }
+    }
+
+    fn close(&self, why: &'static [u8]) {
+        match self {
+            DirConn::Quinn(c) => c.close(0u32.into(), why),
+            DirConn::Engine(c) => c.close(why),
+        }
+    }
+}
+
 /// A connection to the directory at `addr`, made within `bound`.
-async fn dial(
-    inner: &Inner,
-    addr: SocketAddr,
-    bound: Duration,
-) -> Result<quinn::Connection, String> {
+async fn dial(inner: &Inner, addr: SocketAddr, bound: Duration) -> Result<DirConn, String> {
+    if inner.cfg.engine {
+        return DirClient::dial(inner, addr, bound)
+            .await
+            .map(DirConn::Engine);
+    }
     let connecting = inner
         .client_endpoint()
         .map_err(|e| e.to_string())?
         .connect_with(inner.dir_client.clone(), addr, tls::SERVER_NAME)
         .map_err(|e| e.to_string())?;
     match tokio::time::timeout(bound, connecting).await {
-        Ok(Ok(c)) => Ok(c),
+        Ok(Ok(c)) => Ok(DirConn::Quinn(c)),
         Ok(Err(e)) => Err(format!("{addr}: {e}")),
         Err(_) => Err(format!("{addr}: no answer from the host directory")),
     }
@@ -54,7 +107,7 @@ async fn ask(conn: &quinn::Connection) -> Result<Vec<(String, u16)>, String> {
 /// Resolve `host` to an address we can reach from `bind` (each time: names may move): any,
 /// in the resolver's order, from the dual-stack `[::]`; otherwise one of `bind`'s family.
 async fn resolve(host: &str, port: u16, bind: IpAddr) -> Result<SocketAddr, String> {
-    let addrs = tokio::net::lookup_host((host, port))
+    let addrs = chores::lookup_host(host, port)
         .await
         .map_err(|e| format!("cannot resolve {host}: {e}"))?;
     addrs
@@ -102,15 +155,13 @@ enum Where {
 /// The kept connection to one peer host's directory.
 struct HostConn {
     addr: SocketAddr,
-    conn: quinn::Connection,
+    conn: DirConn,
 }
 
 /// Resolves when the host's directory connection is gone (never without one).
 async fn lost(host: &Option<HostConn>) {
     match host {
-        Some(h) => {
-            h.conn.closed().await;
-        }
+        Some(h) => h.conn.closed().await,
         None => std::future::pending().await,
     }
 }
@@ -129,20 +180,14 @@ async fn round(
     };
     if let Some(h) = host.take_if(|h| h.addr != addr) {
         // The name moved: another host's directory from now on.
-        h.conn.close(0u32.into(), b"moved");
+        h.conn.close(b"moved");
     }
-    let conn = match host {
-        Some(h) => h.conn.clone(),
-        None => {
-            let conn = dial(inner, addr, hs).await?;
-            *host = Some(HostConn {
-                addr,
-                conn: conn.clone(),
-            });
-            conn
-        }
-    };
-    let members = tokio::time::timeout(hs, ask(&conn))
+    if host.is_none() {
+        let conn = dial(inner, addr, hs).await?;
+        *host = Some(HostConn { addr, conn });
+    }
+    let conn = &host.as_ref().expect("made above").conn;
+    let members = chores::timeout(hs, conn.ask())
         .await
         .map_err(|_| format!("{addr}: no answer from the host directory"))??;
     Ok((addr, members))
@@ -152,10 +197,7 @@ async fn round(
 /// holder closed, as when it exits, also waits for another member to take the role). `None`:
 /// the host did not answer, it vanished.
 async fn probe(inner: &Arc<Inner>, h: &HostConn) -> Option<HostConn> {
-    let timed_out = matches!(
-        h.conn.close_reason(),
-        Some(quinn::ConnectionError::TimedOut)
-    );
+    let timed_out = h.conn.timed_out();
     let mut bound = inner.cfg.host_probe;
     if !timed_out {
         bound += inner.cfg.role_retry * 2;
@@ -163,24 +205,25 @@ async fn probe(inner: &Arc<Inner>, h: &HostConn) -> Option<HostConn> {
     // A new attempt every PROBE_ATTEMPT, the earlier ones still running: an Initial sent
     // before a new holder bound the port is lost (and QUIC would resend it only after about a
     // second), while a slow but live host still completes its first handshake.
-    let start = tokio::time::Instant::now();
+    let start = std::time::Instant::now();
     let deadline = start + bound;
     let mut next = start;
-    let mut tries = tokio::task::JoinSet::new();
+    // Dropped with the probe: the attempts still running end with it.
+    let mut tries = Racing::default();
     loop {
         tokio::select! {
-            _ = tokio::time::sleep_until(next), if next < deadline => {
+            _ = chores::sleep_until(next), if next < deadline => {
                 let (me, addr) = (inner.clone(), h.addr);
-                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-                tries.spawn(async move { dial(&me, addr, left).await });
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                tries.push(async move { dial(&me, addr, left).await });
                 next += PROBE_ATTEMPT;
             }
-            Some(r) = tries.join_next() => {
-                if let Ok(Ok(conn)) = r {
+            r = tries.next() => {
+                if let Ok(conn) = r {
                     return Some(HostConn { addr: h.addr, conn });
                 }
             }
-            _ = tokio::time::sleep_until(deadline) => return None,
+            _ = chores::sleep_until(deadline) => return None,
         }
     }
 }
@@ -287,10 +330,7 @@ pub(crate) async fn peer_loop(
         // Until the next round: the host's connection may die meanwhile (or have died in the
         // round), which is the host's liveness.
         loop {
-            if conn
-                .as_ref()
-                .is_some_and(|h| h.conn.close_reason().is_some())
-            {
+            if conn.as_ref().is_some_and(|h| h.conn.is_closed()) {
                 let dead = conn.take().expect("checked");
                 conn = probe(&inner, &dead).await;
                 if conn.is_none() && !listed.is_empty() {
@@ -307,7 +347,7 @@ pub(crate) async fn peer_loop(
                 }
             }
             tokio::select! {
-                _ = tokio::time::sleep(wait) => continue 'rounds,
+                _ = chores::sleep(wait) => continue 'rounds,
                 _ = stop.wait_for(|s| *s) => break 'rounds,
                 _ = ended(&mut gone) => break 'rounds,
                 _ = lost(&conn) => {}
@@ -315,7 +355,7 @@ pub(crate) async fn peer_loop(
         }
     }
     if let Some(h) = conn {
-        h.conn.close(0u32.into(), b"done");
+        h.conn.close(b"done");
     }
     if let Some(a) = polling {
         inner.poll_end(a);

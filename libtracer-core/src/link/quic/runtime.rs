@@ -71,6 +71,12 @@ fn threads() -> Result<&'static Threads, String> {
         .map_err(Clone::clone)
 }
 
+/// Whether the runtime (and its dispatchers) was started in this process: never, with every
+/// transport on the engine and no SUBNET (docs/network.md section 4a, stage 3).
+pub(crate) fn started() -> bool {
+    THREADS.get().is_some()
+}
+
 /// The runtime's handle (starting the threads on first use).
 pub(crate) fn handle() -> Result<Handle, String> {
     threads().map(|t| t.rt.handle().clone())

@@ -5,6 +5,10 @@
 //! directory is asked every `poll_interval` and its members are linked. An announcement is
 //! only ever a hint of where to ask: the query it leads to is an ordinary directory query, over
 //! TLS, authenticated as every other exchange with SROS2 on.
+//!
+//! Its two loops run on quinn's runtime, or with the links on the engine on the chores'
+//! thread (`chores.rs`, stage 3 of docs/network.md section 4a): the same code, its sockets
+//! (`Sock`) and its clock each mode's own.
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher, Hasher};
@@ -15,10 +19,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
-use tokio::net::UdpSocket;
 use tokio::sync::watch;
 
 use super::announce::{self, Announcement};
+use super::chores;
 use super::ifaces;
 use super::peer_host::{peer_loop, PeerHost};
 use super::Inner;
@@ -204,10 +208,43 @@ pub(crate) fn listen_sockets(
     per_family(bind, v4, v6)
 }
 
-/// `sock` registered with the runtime the task runs on (fails only without one); logged.
-fn on_runtime(inner: &Inner, sock: std::net::UdpSocket) -> Option<UdpSocket> {
-    UdpSocket::from_std(sock)
-        .map_err(|e| inner.log(&format!("network: SUBNET: {e}; not announced nor heard")))
+/// One of SUBNET's sockets: tokio's on quinn's runtime, the chores' on the engine.
+enum Sock {
+    Tokio(tokio::net::UdpSocket),
+    Chores(chores::Udp),
+}
+
+impl Sock {
+    async fn send_to(&self, bytes: &[u8], to: SocketAddr) -> std::io::Result<usize> {
+        match self {
+            Sock::Tokio(s) => s.send_to(bytes, to).await,
+            Sock::Chores(s) => s.send_to(bytes, to).await,
+        }
+    }
+
+    async fn recv_from(&self, buf: &mut [u8]) -> std::io::Result<(usize, SocketAddr)> {
+        match self {
+            Sock::Tokio(s) => s.recv_from(buf).await,
+            Sock::Chores(s) => s.recv_from(buf).await,
+        }
+    }
+
+    fn sock_ref(&self) -> SockRef<'_> {
+        match self {
+            Sock::Tokio(s) => SockRef::from(s),
+            Sock::Chores(s) => SockRef::from(s.socket()),
+        }
+    }
+}
+
+/// `sock` registered with what the loop runs on: the runtime of its task, or the chores'
+/// thread with the engine (fails only without either); logged.
+fn on_runtime(inner: &Inner, sock: std::net::UdpSocket) -> Option<Sock> {
+    let s = match inner.cfg.engine {
+        true => chores::Udp::new(sock).map(Sock::Chores),
+        false => tokio::net::UdpSocket::from_std(sock).map(Sock::Tokio),
+    };
+    s.map_err(|e| inner.log(&format!("network: SUBNET: {e}; not announced nor heard")))
         .ok()
 }
 
@@ -245,7 +282,7 @@ pub(crate) async fn announce_loop(inner: Arc<Inner>, socks: Sockets) {
         if let Some(sock) = &v4 {
             let dest = SocketAddr::V4(SocketAddrV4::new(cfg.group, cfg.port));
             for i in &ifs.v4 {
-                let r = match SockRef::from(sock).set_multicast_if_v4(&i.addr) {
+                let r = match sock.sock_ref().set_multicast_if_v4(&i.addr) {
                     Ok(()) => sock.send_to(&bytes, dest).await.map(|_| ()),
                     Err(e) => Err(e),
                 };
@@ -255,7 +292,7 @@ pub(crate) async fn announce_loop(inner: Arc<Inner>, socks: Sockets) {
         if let Some(sock) = &v6 {
             for index in ifs.v6_indices() {
                 let dest = SocketAddr::V6(SocketAddrV6::new(cfg.group6, cfg.port, 0, index));
-                let r = match SockRef::from(sock).set_multicast_if_v6(index) {
+                let r = match sock.sock_ref().set_multicast_if_v6(index) {
                     Ok(()) => sock.send_to(&bytes, dest).await.map(|_| ()),
                     Err(e) => Err(e),
                 };
@@ -277,14 +314,14 @@ pub(crate) async fn announce_loop(inner: Arc<Inner>, socks: Sockets) {
             }
         }
         tokio::select! {
-            _ = tokio::time::sleep(interval) => {}
+            _ = chores::sleep(interval) => {}
             _ = stop.wait_for(|s| *s) => break,
         }
     }
 }
 
 /// A datagram from `sock`, or never when there is no socket (a family SUBNET does not use).
-async fn recv(sock: &Option<UdpSocket>, buf: &mut [u8]) -> std::io::Result<(usize, SocketAddr)> {
+async fn recv(sock: &Option<Sock>, buf: &mut [u8]) -> std::io::Result<(usize, SocketAddr)> {
     match sock {
         Some(s) => s.recv_from(buf).await,
         None => std::future::pending().await,
@@ -313,7 +350,7 @@ impl std::fmt::Display for Joined {
 fn join(
     inner: &Inner,
     cfg: &SubnetConfig,
-    (v4, v6): (&Option<UdpSocket>, &Option<UdpSocket>),
+    (v4, v6): (&Option<Sock>, &Option<Sock>),
     ifs: &ifaces::Ifaces,
     joined: &mut HashSet<Joined>,
 ) {
@@ -330,10 +367,8 @@ fn join(
             continue;
         }
         let r = match (j, v4, v6) {
-            (Joined::V4(addr), Some(s), _) => s.join_multicast_v4(cfg.group, addr),
-            (Joined::V6(index), _, Some(s)) => {
-                SockRef::from(s).join_multicast_v6(&cfg.group6, index)
-            }
+            (Joined::V4(addr), Some(s), _) => s.sock_ref().join_multicast_v4(&cfg.group, &addr),
+            (Joined::V6(index), _, Some(s)) => s.sock_ref().join_multicast_v6(&cfg.group6, index),
             _ => continue,
         };
         match r {
@@ -363,7 +398,8 @@ pub(crate) async fn listen_loop(inner: Arc<Inner>, socks: Sockets) {
     let mut ifs = ifaces::Ifaces::default();
     let mut joined: HashSet<Joined> = HashSet::new();
     let mut rescan = Instant::now();
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    // Every second, the first at once (as tokio's `interval`, which the tasks had).
+    let mut tick = Instant::now();
     // One more byte than an announcement, so a longer datagram is seen as longer.
     let mut buf4 = [0u8; announce::LEN + 1];
     let mut buf6 = [0u8; announce::LEN + 1];
@@ -384,7 +420,10 @@ pub(crate) async fn listen_loop(inner: Arc<Inner>, socks: Sockets) {
                     heard(&inner, &cfg, &buf6[..n], from, &ifs);
                 }
             }
-            _ = tick.tick() => expire(&inner),
+            _ = chores::sleep_until(tick) => {
+                expire(&inner);
+                tick += Duration::from_secs(1);
+            }
             _ = stop.wait_for(|s| *s) => break,
         }
     }
@@ -467,7 +506,7 @@ fn heard(
         },
     );
     drop(found);
-    inner.rt.spawn(peer_loop(
+    inner.detach(peer_loop(
         inner.clone(),
         PeerHost::Announced(addr),
         None,

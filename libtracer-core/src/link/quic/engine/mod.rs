@@ -82,8 +82,26 @@ impl Engine {
         max_conns: usize,
         on_accept: OnAccept,
     ) -> io::Result<Engine> {
+        Engine::on(Udp::bind(addr)?, server, max_conns, on_accept)
+    }
+
+    /// [`Engine::bind`] on a socket bound already.
+    pub(crate) fn on_socket(
+        sock: std::net::UdpSocket,
+        server: Option<ServerConfig>,
+        max_conns: usize,
+        on_accept: OnAccept,
+    ) -> io::Result<Engine> {
+        Engine::on(Udp::on(sock)?, server, max_conns, on_accept)
+    }
+
+    fn on(
+        udp: Udp,
+        server: Option<ServerConfig>,
+        max_conns: usize,
+        on_accept: OnAccept,
+    ) -> io::Result<Engine> {
         let clock = driver::clock()?;
-        let udp = Udp::bind(addr)?;
         let server = server.map(Arc::new);
         let endpoint = Endpoint::new(
             Arc::new(EndpointConfig::default()),

@@ -64,7 +64,11 @@ pub(in crate::link::quic) enum Sent {
 
 impl Udp {
     pub(super) fn bind(addr: SocketAddr) -> io::Result<Udp> {
-        let sock = tuning::bind(addr)?;
+        Udp::on(tuning::bind(addr)?)
+    }
+
+    /// On a socket bound already (the directory's port, bound to learn whether it is free).
+    pub(super) fn on(sock: UdpSocket) -> io::Result<Udp> {
         // Also makes the socket non-blocking: the loop reads until it would block, and a
         // publisher never waits in `sendmsg`.
         let state = UdpSocketState::new((&sock).into())?;
