@@ -11,6 +11,8 @@ import os
 import re
 import signal
 
+import pytest
+
 import harness
 
 N = 20_000
@@ -21,10 +23,11 @@ import time
 import rclpy
 from rclpy.qos import QoSProfile, ReliabilityPolicy, HistoryPolicy
 from rclpy.qos_event import SubscriptionEventCallbacks
-from std_msgs.msg import UInt32
+from std_msgs.msg import String, UInt32
 
 n = int(sys.argv[1])
 slow = float(sys.argv[2])
+pad = int(sys.argv[3])
 rclpy.init()
 node = rclpy.create_node("flow_listener")
 qos = QoSProfile(depth=1, history=HistoryPolicy.KEEP_ALL, reliability=ReliabilityPolicy.RELIABLE)
@@ -35,13 +38,13 @@ def lost_cb(ev):
     lost[0] = ev.total_count
 
 def heard(m):
-    got.append(m.data)
+    got.append(int(m.data[:10]) if pad else m.data)
     if len(got) == 1:
         print("first", flush=True)
     if slow and len(got) % 100 == 0:
         time.sleep(slow)
 
-node.create_subscription(UInt32, "/flow", heard, qos,
+node.create_subscription(String if pad else UInt32, "/flow", heard, qos,
                          event_callbacks=SubscriptionEventCallbacks(message_lost=lost_cb))
 print("listening", flush=True)
 end = time.monotonic() + 120
@@ -56,13 +59,14 @@ import sys
 import time
 import rclpy
 from rclpy.qos import QoSProfile, ReliabilityPolicy, HistoryPolicy
-from std_msgs.msg import UInt32
+from std_msgs.msg import String, UInt32
 
 n = int(sys.argv[1])
+pad = int(sys.argv[2])
 rclpy.init()
 node = rclpy.create_node("flow_talker")
 qos = QoSProfile(depth=1, history=HistoryPolicy.KEEP_ALL, reliability=ReliabilityPolicy.RELIABLE)
-pub = node.create_publisher(UInt32, "/flow", qos)
+pub = node.create_publisher(String if pad else UInt32, "/flow", qos)
 end = time.monotonic() + 30
 while pub.get_subscription_count() < 1 and time.monotonic() < end:
     time.sleep(0.05)
@@ -72,7 +76,7 @@ i = 1
 t0 = time.monotonic()
 while i <= n and time.monotonic() < t0 + 120:
     try:
-        pub.publish(UInt32(data=i))
+        pub.publish(String(data=f"{i:010d}" + "x" * pad) if pad else UInt32(data=i))
         i += 1
     except Exception as e:
         failed += 1
@@ -84,12 +88,12 @@ print(f"published {i - 1} failed={failed}", flush=True)
 """
 
 
-def _run(tmp_path, procs, n: int, slow: str, stop_listener: bool = False):
+def _run(tmp_path, procs, n: int, slow: str, stop_listener: bool = False, pad: int = 0):
     env = harness.tracer_env(tmp_path)
-    listener = harness.spawn_python(LISTENER, [str(n), slow], env=env, timeout=180)
+    listener = harness.spawn_python(LISTENER, [str(n), slow, str(pad)], env=env, timeout=180)
     procs.append(listener)
     assert listener.wait_for_output("listening", timeout=30), listener.join(timeout=0).describe()
-    talker = harness.spawn_python(TALKER, [str(n)], env=env, timeout=180)
+    talker = harness.spawn_python(TALKER, [str(n), str(pad)], env=env, timeout=180)
     procs.append(talker)
     if stop_listener:
         # Stopped as soon as the stream flows: the publisher has a window's worth to go.
@@ -110,10 +114,14 @@ def test_a_slow_keep_all_subscriber_gets_every_message_in_order(tmp_path, procs)
     assert f"received {N} in_order=True lost=0" in r.stdout, (t.describe(), r.describe())
 
 
-def test_a_stopped_subscriber_fails_publish_after_the_bound_and_resumes(tmp_path, procs):
+# A 4-byte message, and one whose frame is about 700 bytes: the largest frame of which a
+# window's worth (256) still fits in the link's socket buffer (docs/wire.md section 5), so the
+# publisher runs out of credit before its write into the socket could block.
+@pytest.mark.parametrize("pad", [0, 600], ids=["UInt32", "String600"])
+def test_a_stopped_subscriber_fails_publish_after_the_bound_and_resumes(tmp_path, procs, pad):
     # Long enough that the stop comes while the publisher still has much to write.
     n = 5 * N
-    t, r = _run(tmp_path, procs, n, slow="0", stop_listener=True)
+    t, r = _run(tmp_path, procs, n, slow="0", stop_listener=True, pad=pad)
     # The documented outcome: publish fails (an error naming the cause), never a silent drop.
     first = re.search(r"^first failure: (.*)$", t.stdout, re.M)
     assert first and "timed out after 500 ms" in first.group(1), t.describe()

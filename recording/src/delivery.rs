@@ -22,13 +22,12 @@ pub const KEEP_ALL_BYTE_BUDGET: usize = 256 * 1024 * 1024;
 /// The credit a RELIABLE + KEEP_ALL subscription grants each of its edges (docs/wire.md section
 /// 2, "Flow control"): what a publisher may have sent it beyond what it has taken. Small
 /// enough that a publisher ahead of its reader runs out of credit, and so waits at most
-/// [`PUBLISH_MAX_BLOCKING`], before a Unix socket's buffer (208 KiB by default, each small
-/// frame taking most of a kilobyte of it) blocks its write; the credit comes back every 2 ms
-/// or quarter window while the reader takes, so on one host it does not limit the rate.
-/// Across hosts it bounds a small-message stream to 128 messages per round trip (a
-/// measured choice for later: docs/rmw-mapping.md, "Flow control").
+/// [`PUBLISH_MAX_BLOCKING`], before a Unix link's socket buffer (about 416 KiB, each frame of
+/// up to 700 bytes taking a kilobyte and more of it: docs/wire.md section 5) blocks its write;
+/// as large as that allows, since on one host the window bounds the rate of small messages
+/// (the time a CREDIT takes to reach the writer: docs/rmw-mapping.md, "Flow control").
 pub const PACED_WINDOW: Window = Window {
-    messages: 128,
+    messages: 256,
     bytes: 4 * 1024 * 1024,
 };
 

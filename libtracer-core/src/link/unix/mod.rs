@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
 use nix::errno::Errno;
-use nix::sys::socket::{sendmsg, MsgFlags};
+use nix::sys::socket::{sendmsg, setsockopt, sockopt, MsgFlags};
 use parking_lot::Mutex;
 
 use super::{Link, LinkError, PeerIdentity};
@@ -94,6 +94,12 @@ pub struct UnixLink {
     paused: AtomicBool,
 }
 
+/// The send buffer a link asks for: the kernel doubles it (for its own overhead) and caps the
+/// request at `net.core.wmem_max` (208 KiB by default), so a link's socket holds about twice
+/// the default (208 KiB) of frames before a write into it blocks. A KEEP_ALL window of 256
+/// small messages fits in it (docs/rmw-mapping.md, "Flow control").
+const SEND_BUFFER: usize = 212_992;
+
 impl UnixLink {
     pub(crate) fn new(
         peer: PeerIdentity,
@@ -103,6 +109,8 @@ impl UnixLink {
         shm: ShmSend,
     ) -> Self {
         let now = epoch.elapsed().as_millis() as u64;
+        // Best effort: a socket keeps the buffer it has when the kernel refuses.
+        let _ = setsockopt(&stream, sockopt::SndBuf, &SEND_BUFFER);
         UnixLink {
             peer,
             stream,
