@@ -1,7 +1,6 @@
 //! Two links on engines, made without the transport (and in the first test without the HELLO
 //! exchange): the seam's promises the conformance suite checks of every transport, in small.
 
-use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -9,8 +8,8 @@ use bytes::Bytes;
 use parking_lot::{Condvar, Mutex};
 use quinn_proto::{Connection, Dir};
 
-use super::super::engine::{Conn, Engine, Watcher};
-use super::super::tls;
+use super::super::engine::test_pair::TestEngines;
+use super::super::engine::{Conn, Watcher};
 use super::{EngineLink, Forward, Made};
 use crate::link::strand::Hooks;
 use crate::link::{Link, LinkHandler, PeerIdentity};
@@ -122,9 +121,6 @@ impl Watcher for Acceptor {
 
 #[test]
 fn links_on_engines_carry_frames_both_ways_and_go_down_once() {
-    let transport = tls::transport(Duration::from_secs(5), Duration::from_secs(1));
-    let id = tls::Identity::self_signed().unwrap();
-    let sc = tls::server_config(&id, tls::ALPN_LINK, transport.clone()).unwrap();
     let on_b = Arc::new(Recorder::default());
     let acceptor = Arc::new(Acceptor {
         conn: OnceLock::new(),
@@ -132,28 +128,16 @@ fn links_on_engines_carry_frames_both_ways_and_go_down_once() {
         handler: on_b.clone(),
     });
     let acc = acceptor.clone();
-    let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
-    let b = Engine::bind(
-        loopback,
-        Some(sc),
+    // b is the server, a the client.
+    let engines = TestEngines::new(
         4,
         Box::new(move |c| {
             let _ = acc.conn.set(c.clone());
             Some(acc.clone() as Arc<dyn Watcher>)
         }),
-    )
-    .unwrap();
-    let a = Engine::bind(loopback, None, 4, Box::new(|_| None)).unwrap();
+    );
     let forward = Arc::new(Forward::default());
-    let cc = tls::client_config(&id, tls::ALPN_LINK, transport).unwrap();
-    let conn = a
-        .connect(
-            cc,
-            b.local_addr().unwrap(),
-            tls::SERVER_NAME,
-            forward.clone(),
-        )
-        .unwrap();
+    let conn = engines.connect(forward.clone());
     let deadline = Instant::now() + Duration::from_secs(10);
     while conn.lock().is_handshaking() {
         assert!(Instant::now() < deadline, "no handshake");
@@ -229,16 +213,11 @@ fn greeting(
 #[test]
 fn links_on_engines_are_made_by_the_hello_exchange_or_refused() {
     use super::super::ehello::Side;
-    let transport = tls::transport(Duration::from_secs(5), Duration::from_secs(1));
-    let id = tls::Identity::self_signed().unwrap();
-    let sc = tls::server_config(&id, tls::ALPN_LINK, transport.clone()).unwrap();
     let on_b = Arc::new(Recorder::default());
     let accepted: Arc<Mutex<Vec<Arc<super::super::ehello::Greeting>>>> = Arc::default();
     let (acc, hb) = (accepted.clone(), on_b.clone());
-    let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
-    let b = Engine::bind(
-        loopback,
-        Some(sc),
+    // b is the server, a the client.
+    let engines = TestEngines::new(
         4,
         Box::new(move |c| {
             let g = greeting(Side::Acceptor, "b", Some("stranger"), hb.clone());
@@ -246,15 +225,10 @@ fn links_on_engines_are_made_by_the_hello_exchange_or_refused() {
             acc.lock().push(g.clone());
             Some(g as Arc<dyn Watcher>)
         }),
-    )
-    .unwrap();
-    let a = Engine::bind(loopback, None, 4, Box::new(|_| None)).unwrap();
+    );
     let on_a = Arc::new(Recorder::default());
     let ga = greeting(Side::Initiator, "a", None, on_a.clone());
-    let cc = tls::client_config(&id, tls::ALPN_LINK, transport.clone()).unwrap();
-    let conn = a
-        .connect(cc, b.local_addr().unwrap(), tls::SERVER_NAME, ga.clone())
-        .unwrap();
+    let conn = engines.connect(ga.clone());
     let _ = ga.conn.set(conn.clone());
     conn.poke();
     on_a.wait("a's on_up", |s| s.first().is_some_and(|f| f == "up"));
@@ -282,10 +256,7 @@ fn links_on_engines_are_made_by_the_hello_exchange_or_refused() {
     // A peer b refuses: no link on either side, and the initiator's connection goes.
     let on_c = Arc::new(Recorder::default());
     let gc = greeting(Side::Initiator, "stranger", None, on_c.clone());
-    let cc = tls::client_config(&id, tls::ALPN_LINK, transport).unwrap();
-    let conn_c = a
-        .connect(cc, b.local_addr().unwrap(), tls::SERVER_NAME, gc.clone())
-        .unwrap();
+    let conn_c = engines.connect(gc.clone());
     let _ = gc.conn.set(conn_c.clone());
     conn_c.poke();
     let deadline = Instant::now() + Duration::from_secs(10);

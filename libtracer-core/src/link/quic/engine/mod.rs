@@ -17,6 +17,8 @@ mod udp;
 pub(super) use udp::{gso_segments, send_transmit, Sent, RECEIPT};
 
 #[cfg(test)]
+pub(crate) mod test_pair;
+#[cfg(test)]
 mod tests;
 
 use std::collections::{HashMap, HashSet};

@@ -3,17 +3,16 @@
 //! a barrier's markers reached before the READ, datagrams.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 use quinn_proto::{Connection, Dir, Event, StreamEvent, StreamId};
 
-use super::super::engine::{Engine, Watcher};
+use super::super::engine::test_pair::TestEngines;
+use super::super::engine::Watcher;
 use super::super::receive::{decode_datagram, Control, ControlRx, EdgeRx, Markers};
 use super::super::routes::Route;
-use super::super::tls;
 use super::Sending;
 use crate::wire::{encode_parts, Frame, FrameDecoder, MAX_FRAME};
 use crate::{Meta, Payload};
@@ -36,6 +35,17 @@ impl Watcher for Pumper {
         }
         if let Some(s) = self.sending.get() {
             let _ = s.pump(conn);
+        }
+    }
+}
+
+impl Pumper {
+    /// Wait (at most 10 s) for the handshake to complete.
+    fn wait_connected(&self) {
+        let mut c = self.connected.lock();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !*c {
+            assert!(!self.changed.wait_until(&mut c, deadline).timed_out());
         }
     }
 }
@@ -145,37 +155,12 @@ fn delivery(seq: u64, len: usize) -> Frame {
 
 #[test]
 fn frames_arrive_in_order_per_stream_with_barriers_and_datagrams() {
-    let transport = tls::transport(Duration::from_secs(5), Duration::from_secs(1));
-    let id = tls::Identity::self_signed().unwrap();
-    let sc = tls::server_config(&id, tls::ALPN_LINK, transport.clone()).unwrap();
     let rx = Arc::new(Receiver::default());
     let r2 = rx.clone();
-    let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
-    let srv = Engine::bind(
-        loopback,
-        Some(sc),
-        4,
-        Box::new(move |_| Some(r2.clone() as Arc<dyn Watcher>)),
-    )
-    .unwrap();
-    let cli = Engine::bind(loopback, None, 4, Box::new(|_| None)).unwrap();
+    let engines = TestEngines::new(4, Box::new(move |_| Some(r2.clone() as Arc<dyn Watcher>)));
     let pumper = Arc::new(Pumper::default());
-    let cc = tls::client_config(&id, tls::ALPN_LINK, transport).unwrap();
-    let conn = cli
-        .connect(
-            cc,
-            srv.local_addr().unwrap(),
-            tls::SERVER_NAME,
-            pumper.clone(),
-        )
-        .unwrap();
-    {
-        let mut c = pumper.connected.lock();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !*c {
-            assert!(!pumper.changed.wait_until(&mut c, deadline).timed_out());
-        }
-    }
+    let conn = engines.connect(pumper.clone());
+    pumper.wait_connected();
     let control = conn.lock().streams().open(Dir::Bi).unwrap();
     let s = Arc::new(Sending::new(
         conn.clone(),
@@ -282,48 +267,26 @@ impl Watcher for LinkEnd {
 
 /// A sending end (client) linked to a receiving end (server) on two engines.
 struct Pair {
-    _engines: (Engine, Engine),
+    _engines: TestEngines,
     end: Arc<LinkEnd>,
     accepted: Arc<OnceLock<Arc<super::super::engine::Conn>>>,
     s: Arc<Sending>,
 }
 
 fn pair() -> Pair {
-    let transport = tls::transport(Duration::from_secs(5), Duration::from_secs(1));
-    let id = tls::Identity::self_signed().unwrap();
-    let sc = tls::server_config(&id, tls::ALPN_LINK, transport.clone()).unwrap();
     let end = Arc::new(LinkEnd::default());
     let accepted: Arc<OnceLock<Arc<super::super::engine::Conn>>> = Arc::default();
     let (e2, a2) = (end.clone(), accepted.clone());
-    let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
-    let srv = Engine::bind(
-        loopback,
-        Some(sc),
+    let engines = TestEngines::new(
         4,
         Box::new(move |c| {
             let _ = a2.set(c.clone());
             Some(e2.clone() as Arc<dyn Watcher>)
         }),
-    )
-    .unwrap();
-    let cli = Engine::bind(loopback, None, 4, Box::new(|_| None)).unwrap();
+    );
     let pumper = Arc::new(Pumper::default());
-    let cc = tls::client_config(&id, tls::ALPN_LINK, transport).unwrap();
-    let conn = cli
-        .connect(
-            cc,
-            srv.local_addr().unwrap(),
-            tls::SERVER_NAME,
-            pumper.clone(),
-        )
-        .unwrap();
-    {
-        let mut c = pumper.connected.lock();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !*c {
-            assert!(!pumper.changed.wait_until(&mut c, deadline).timed_out());
-        }
-    }
+    let conn = engines.connect(pumper.clone());
+    pumper.wait_connected();
     let control = conn.lock().streams().open(Dir::Bi).unwrap();
     let s = Arc::new(Sending::new(
         conn.clone(),
@@ -333,7 +296,7 @@ fn pair() -> Pair {
     ));
     let _ = pumper.sending.set(s.clone());
     Pair {
-        _engines: (srv, cli),
+        _engines: engines,
         end,
         accepted,
         s,
