@@ -12,6 +12,7 @@ mod link_support;
 mod poll;
 
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use corpus::Rng;
@@ -124,27 +125,19 @@ fn a_host_found_by_announcement_is_found_again_through_its_new_holder(mode: Quic
     let (pa, pb, announce) = (free_udp_port(), free_udp_port(), free_udp_port());
     let rec = || link_support::Recorder::new();
     let (ra, rb1, rb2, rb3) = (rec(), rec(), rec(), rec());
-    let a = QuicTransport::start(
-        dir_a.path(),
-        "a",
-        ra.clone(),
-        subnet_host(pa, announce, mode),
-    )
-    .unwrap();
-    let b1 = QuicTransport::start(
-        dir_b.path(),
-        "b1",
-        rb1.clone(),
-        subnet_host(pb, announce, mode),
-    )
-    .unwrap();
-    let b2 = QuicTransport::start(
-        dir_b.path(),
-        "b2",
-        rb2.clone(),
-        subnet_host(pb, announce, mode),
-    )
-    .unwrap();
+    // A transport of host a or b: its directory and its host's directory port.
+    let start = |dir: &TempDir, port, name: &str, r: &Arc<link_support::Recorder>| {
+        QuicTransport::start(
+            dir.path(),
+            name,
+            r.clone(),
+            subnet_host(port, announce, mode),
+        )
+        .unwrap()
+    };
+    let a = start(&dir_a, pa, "a", &ra);
+    let b1 = start(&dir_b, pb, "b1", &rb1);
+    let b2 = start(&dir_b, pb, "b2", &rb2);
     ra.wait_up("b1", LONG);
     ra.wait_up("b2", LONG);
     assert!(b1.holds_role());
@@ -157,13 +150,7 @@ fn a_host_found_by_announcement_is_found_again_through_its_new_holder(mode: Quic
     let took = gone.elapsed();
     // The host keeps its id: a still reaches one host, and a newcomer of host b is linked
     // through the new holder's directory.
-    let _b3 = QuicTransport::start(
-        dir_b.path(),
-        "b3",
-        rb3.clone(),
-        subnet_host(pb, announce, mode),
-    )
-    .unwrap();
+    let _b3 = start(&dir_b, pb, "b3", &rb3);
     rb3.wait_up("a", LONG);
     assert!(eventually(LONG, || a.announced_hosts() == b).is_some());
     eprintln!("role taken over {took:?} after its holder went");
