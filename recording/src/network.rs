@@ -27,8 +27,8 @@ pub const RENDEZVOUS_ENV: &str = "RMW_TRACER_RENDEZVOUS_DIR";
 pub const PORT_BASE_ENV: &str = "RMW_TRACER_PORT_BASE";
 /// Binds the network endpoints to one address instead of every interface.
 pub const BIND_ENV: &str = "RMW_TRACER_BIND";
-/// `1` runs the QUIC links on the runtime-free engine (docs/network.md section 4a, stage 2;
-/// `0` or unset: on quinn's tasks, the default).
+/// `1` or unset: the QUIC links on the runtime-free engine, the default (docs/network.md
+/// section 4a); `0`: on quinn's tasks, the fallback until that mode is removed.
 pub const QUIC_ENGINE_ENV: &str = "RMW_TRACER_QUIC_ENGINE";
 /// `all` (the default: graphs of every user of this host link, docs/host.md) or `self` (only
 /// graphs of this process's own uid).
@@ -207,8 +207,8 @@ pub fn network_in(
         cfg.bind = v.parse().map_err(|_| EnvError::Bind(v))?;
     }
     cfg.engine = match var(QUIC_ENGINE_ENV).as_deref() {
-        None | Some("0") => false,
-        Some("1") => true,
+        None | Some("1") => true,
+        Some("0") => false,
         Some(v) => return Err(EnvError::QuicEngine(v.to_owned())),
     };
     if range == Range::Subnet {

@@ -392,8 +392,8 @@ def main():
                     "(a diagnostic: the default leaves placement to the kernel)")
     ap.add_argument("--env-for", action="append", metavar="KEY:VAR=VALUE",
                     help="set VAR=VALUE in both hosts' environment for rmw KEY only (repeatable), e.g. "
-                    "baseline:RMW_TRACER_QUIC_ENGINE=1 with --baseline-lib the same library: the QUIC "
-                    "links on the engine against quinn's tasks in one run")
+                    "baseline:RMW_TRACER_QUIC_ENGINE=0 with --baseline-lib the same library: the QUIC "
+                    "links on quinn's tasks against the engine (the default) in one run")
     ap.add_argument("--no-build", action="store_true")
     args = ap.parse_args()
     keys = [k.strip() for k in args.rmw.split(",") if k.strip()]

@@ -68,10 +68,11 @@ pub struct QuicConfig {
     /// namespace share one role and one directory whatever their rendezvous directories.
     /// `None`: the rendezvous directory only (an `flock` and `<name>.quic` files).
     pub host_scope: Option<crate::link::HostScope>,
-    /// Run the links on the runtime-free engine (docs/network.md section 4a, stage 2): quinn-proto
-    /// on quinn-udp driven by one loop thread and by the publishing threads, the callbacks on
-    /// the Unix links' workers. Off by default (`RMW_TRACER_QUIC_ENGINE=1` turns it on in
-    /// rmw_tracer); the directory and its clients stay on the runtime either way.
+    /// Run the links on the runtime-free engine (docs/network.md section 4a): quinn-proto on
+    /// quinn-udp driven by one loop thread and by the publishing threads, the callbacks on the
+    /// Unix links' workers, the directory, SUBNET and the peer hosts on the chores' thread; no
+    /// tokio runtime. On by default; off (`RMW_TRACER_QUIC_ENGINE=0` in rmw_tracer) runs
+    /// everything on quinn's tasks, the fallback until the task mode is removed.
     pub engine: bool,
 }
 
@@ -131,7 +132,7 @@ impl QuicConfig {
             security: None,
             permissions: None,
             host_scope: None,
-            engine: false,
+            engine: true,
         }
     }
 }

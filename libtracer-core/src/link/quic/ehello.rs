@@ -158,6 +158,26 @@ impl Greeting {
         self.end(how);
     }
 
+    /// Refuse the peer: ERROR{code, why} on the control stream, then close once the peer has
+    /// it (`linger`). The initiator's HELLO is written already; the acceptor never says its own.
+    fn refuse(
+        &self,
+        st: &mut State,
+        c: &Conn,
+        conn: &mut Connection,
+        id: StreamId,
+        code: ErrorCode,
+        why: &str,
+    ) {
+        let no = encode(&crate::link::refusal(code, why));
+        let _ = conn.send_stream(id).write(&no);
+        let _ = conn.send_stream(id).finish();
+        st.over = true;
+        st.linger = Some(Instant::now() + LINGER);
+        Self::linger(st, c, conn);
+        self.end(Ended::WeRefused);
+    }
+
     /// After our ERROR: close once the peer has it (nothing of ours unacknowledged), or at
     /// the linger's end.
     fn linger(st: &mut State, c: &Conn, conn: &mut Connection) {
@@ -256,22 +276,14 @@ impl Watcher for Greeting {
                 return self.fail(&mut st, conn, b"refused", Ended::Refused(why));
             }
             Some(Ok(HelloOutcome::Hello(h, dec, rest))) => {
+                // Either side may refuse the other's HELLO, and says why with ERROR, as on
+                // quinn's tasks (`link::refuse`): the peer logs the reason instead of a bare
+                // close.
+                if let Err((code, why)) = (self.admit)(&h) {
+                    return self.refuse(&mut st, c, conn, id, code, &why);
+                }
                 if self.side == Side::Acceptor {
-                    match (self.admit)(&h) {
-                        Ok(()) => st.say = Some(self.ours.clone()),
-                        Err((code, why)) => {
-                            let no = encode(&crate::link::refusal(code, &why));
-                            let _ = conn.send_stream(id).write(&no);
-                            let _ = conn.send_stream(id).finish();
-                            st.over = true;
-                            st.linger = Some(Instant::now() + LINGER);
-                            Self::linger(&mut st, c, conn);
-                            drop(st);
-                            return self.end(Ended::WeRefused);
-                        }
-                    }
-                } else if (self.admit)(&h).is_err() {
-                    return self.fail(&mut st, conn, b"refused", Ended::Failed(None));
+                    st.say = Some(self.ours.clone());
                 }
                 Some((h, dec, rest))
             }

@@ -275,3 +275,35 @@ fn links_on_engines_are_made_by_the_hello_exchange_or_refused() {
         1
     );
 }
+
+/// The initiator refuses the acceptor's HELLO (not the peer it dialled): it says why with
+/// ERROR, as on quinn's tasks, and the acceptor's link hears it before the connection goes.
+#[test]
+fn an_initiator_refusing_the_acceptor_says_why() {
+    use super::super::ehello::Side;
+    let on_b = Arc::new(Recorder::default());
+    let hb = on_b.clone();
+    let engines = TestEngines::new(
+        2,
+        Box::new(move |c| {
+            let g = greeting(Side::Acceptor, "b", None, hb.clone());
+            let _ = g.conn.set(c.clone());
+            Some(g as Arc<dyn Watcher>)
+        }),
+    );
+    let on_a = Arc::new(Recorder::default());
+    let ga = greeting(Side::Initiator, "a", Some("b"), on_a.clone());
+    let conn = engines.connect(ga.clone());
+    let _ = ga.conn.set(conn.clone());
+    conn.poke();
+    on_b.wait("b's link hearing a's ERROR", |s| {
+        s.iter().any(|f| f.contains("Error") && f.contains("b is not welcome"))
+    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !conn.lock().is_closed() {
+        assert!(Instant::now() < deadline, "the refusing side's connection stayed");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(ga.link().is_none());
+    assert!(on_a.seen.lock().is_empty());
+}

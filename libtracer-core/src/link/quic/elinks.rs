@@ -192,7 +192,9 @@ impl Inner {
                 }
                 Err(None)
             }
-            Ok(Ok(Ended::WeRefused)) | Ok(Err(_)) | Err(_) => {
+            // Our ERROR is on its way: the greeting closes once the peer has it.
+            Ok(Ok(Ended::WeRefused)) => Err(None),
+            Ok(Err(_)) | Err(_) => {
                 c.lock().close(
                     Instant::now(),
                     0u32.into(),

@@ -13,14 +13,14 @@
 //! announces the directory on the local network and every process reaches each host it hears
 //! as a static peer (`subnet.rs`, `announce.rs`).
 //!
-//! Threads: every endpoint and connection of the process runs on one small tokio runtime, and
-//! handler callbacks on two dispatcher threads (`runtime.rs`), whatever the number of links.
-//! With `QuicConfig::engine` (`RMW_TRACER_QUIC_ENGINE=1`) the links run on the runtime-free
-//! engine instead (docs/network.md section 4a, stage 2: `elinks.rs`): its one loop thread, the
-//! callbacks on the Unix links' workers; and so do the directory (`edir.rs`: its server on an
-//! engine of its own, its clients on the links' engine), SUBNET and the peer hosts' and
-//! connect attempts' loops, on one thread of chores (`chores.rs`, stage 3): no tokio runtime
-//! and no quinn endpoint is made.
+//! Threads: by default (`QuicConfig::engine`) the links run on the runtime-free engine
+//! (docs/network.md section 4a: `elinks.rs`): its one loop thread, the callbacks on the Unix
+//! links' workers; and so do the directory (`edir.rs`: its server on an engine of its own, its
+//! clients on the links' engine), SUBNET and the peer hosts' and connect attempts' loops, on
+//! one thread of chores (`chores.rs`): no tokio runtime and no quinn endpoint is made. The
+//! fallback (`RMW_TRACER_QUIC_ENGINE=0`, until it is removed) runs every endpoint and
+//! connection on one small tokio runtime and the handler callbacks on two dispatcher threads
+//! (`runtime.rs`), whatever the number of links.
 
 mod announce;
 mod chores;
