@@ -297,11 +297,15 @@ fn an_initiator_refusing_the_acceptor_says_why() {
     let _ = ga.conn.set(conn.clone());
     conn.poke();
     on_b.wait("b's link hearing a's ERROR", |s| {
-        s.iter().any(|f| f.contains("Error") && f.contains("b is not welcome"))
+        s.iter()
+            .any(|f| f.contains("Error") && f.contains("b is not welcome"))
     });
     let deadline = Instant::now() + Duration::from_secs(10);
     while !conn.lock().is_closed() {
-        assert!(Instant::now() < deadline, "the refusing side's connection stayed");
+        assert!(
+            Instant::now() < deadline,
+            "the refusing side's connection stayed"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
     assert!(ga.link().is_none());
