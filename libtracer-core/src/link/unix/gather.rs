@@ -10,8 +10,8 @@
 //! The rules (`UnixLink::send_frame`; the unit tests in `unix/tests.rs` check each):
 //! - **A lone frame goes at once.** A frame is gathered only while a gathering is on, while
 //!   another thread writes to the socket, or when the peer has not read all we wrote
-//!   (`SIOCOUTQ`; asked only when we wrote in the last two milliseconds, so a frame after a
-//!   pause costs no extra system call).
+//!   (`SIOCOUTQ`; asked only when we wrote within `RECENT_US`, so a frame after a pause, a
+//!   round trip's for one, costs no extra system call).
 //! - **A flush always comes.** The frame that starts a gathering schedules this link's `Flush`
 //!   on a link worker (`dispatch.rs`), which writes what is gathered, again and again until it
 //!   finds nothing; the writer that fills the gathering to `GATHER_MAX` writes it itself.
@@ -31,6 +31,9 @@ use crate::link::dispatch::Job;
 /// Frames larger than this are written as they are: gathering would only copy them once more
 /// (the QUIC stage's bound).
 pub(super) const GATHER_FRAME: usize = 16 << 10;
+/// A frame written within this many microseconds of our last write asks whether the peer is
+/// behind: a flood writes every few microseconds, a round trip on one host takes 30 us and more.
+pub(super) const RECENT_US: u64 = 20;
 /// How long the flush lets frames gather between two writes while the peer is still reading
 /// the last (the kernel may add its timer slack, 50 us by default): the bound on how long a
 /// gathered frame waits beyond the peer's own backlog.

@@ -35,7 +35,7 @@ use super::{Link, LinkError, PeerIdentity};
 use crate::payload::Payload;
 use crate::wire::{encode_head, parts, EncodeError, Frame, Tokens};
 
-use gather::{Flush, Gathered, GATHER_FRAME, GATHER_PAUSE};
+use gather::{Flush, Gathered, GATHER_FRAME, GATHER_PAUSE, RECENT_US};
 pub(crate) use handshake::{
     check_hello, hello, read_hello, refuse, write_frame, HelloOutcome, Leftover, PeerHello,
 };
@@ -96,6 +96,8 @@ pub struct UnixLink {
     epoch: Instant,
     last_rx_ms: AtomicU64,
     last_tx_ms: AtomicU64,
+    /// The same in microseconds, for the gathering (`peer_behind`).
+    last_tx_us: AtomicU64,
     /// When our last PING was written.
     last_ping_ms: AtomicU64,
     /// 0: the peer has answered for every frame we wrote (a PONG to a PING written after
@@ -140,6 +142,7 @@ impl UnixLink {
             epoch,
             last_rx_ms: AtomicU64::new(now),
             last_tx_ms: AtomicU64::new(now),
+            last_tx_us: AtomicU64::new(now * 1000),
             last_ping_ms: AtomicU64::new(now),
             // Our HELLO is out: the first PING checks that the peer reads us.
             owed_ms: AtomicU64::new(now + 1),
@@ -211,9 +214,12 @@ impl UnixLink {
         if what == Wrote::Pong {
             return;
         }
-        let now = self.now_ms();
+        let elapsed = self.epoch.elapsed();
+        let now = elapsed.as_millis() as u64;
         ws.sent += 1;
         self.last_tx_ms.store(now, Ordering::Relaxed);
+        self.last_tx_us
+            .store(elapsed.as_micros() as u64, Ordering::Relaxed);
         if what == Wrote::Ping {
             ws.probed = ws.sent;
             self.last_ping_ms.store(now, Ordering::Relaxed);
@@ -422,10 +428,12 @@ impl UnixLink {
         self.after_write(r)
     }
 
-    /// Whether the peer has bytes of ours still to read. Asked only when we wrote in the last
-    /// two milliseconds: a frame after a pause goes at once without the extra system call.
+    /// Whether the peer has bytes of ours still to read. Asked only when we wrote within
+    /// `RECENT_US`: a frame after a pause (a round trip's, say) goes at once without the extra
+    /// system call.
     fn peer_behind(&self) -> bool {
-        self.ms_since_tx() <= 1
+        let now = self.epoch.elapsed().as_micros() as u64;
+        now.saturating_sub(self.last_tx_us.load(Ordering::Relaxed)) <= RECENT_US
             && tracer_shm::fdpass::unread_by_peer(self.stream.as_fd()).is_ok_and(|n| n > 0)
     }
 
