@@ -171,6 +171,38 @@ fn frames_arrive_in_order_and_intact<F: Fabric>(f: F) {
     assert!(rb.violations().is_empty());
 }
 
+/// A flood of small frames, faster than the peer takes them, with frames too large to gather
+/// among them (a Unix link gathers small frames while its peer is behind: wire.md section 5,
+/// "Gathered writes"): every frame arrives, in order, whole, the last one with no send after it
+/// to push it out; then a lone frame arrives on its own.
+fn a_flood_of_small_frames_arrives_in_order_and_the_last_is_flushed<F: Fabric>(f: F) {
+    let (ra, rb) = (Recorder::new(), Recorder::new());
+    let _a = f.join("a", ra.clone());
+    let _b = f.join("b", rb.clone());
+    let to_b = ra.wait_up("b", T);
+    let n = 5000u64;
+    let mut sent = Vec::new();
+    for i in 0..n {
+        let len = if i % 500 == 250 {
+            40_000
+        } else {
+            (i % 90) as usize
+        };
+        let fr = write(i, Payload::from(vec![i as u8; len]));
+        to_b.send(&fr).expect("send");
+        sent.push(fr);
+    }
+    let count = |e: &[Ev]| e.iter().filter(|e| matches!(e, Ev::Frame(..))).count();
+    assert!(rb.wait_for(T, |e| count(e) == n as usize));
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let lone = write(n, Payload::from(vec![1u8; 64]));
+    to_b.send(&lone).expect("send");
+    sent.push(lone);
+    assert!(rb.wait_for(T, |e| count(e) == n as usize + 1));
+    assert_eq!(rb.frames_from("a"), sent);
+    assert!(rb.violations().is_empty());
+}
+
 /// A transient-local replay (`send_owed`) and the live deliveries after it arrive on the edge
 /// as one sequence, in order, whole, big ones too.
 fn replayed_and_live_deliveries_arrive_in_order<F: Fabric>(f: F) {
@@ -459,6 +491,10 @@ macro_rules! conformance {
             #[test]
             fn ruling9_frames_arrive_in_order_and_intact() {
                 frames_arrive_in_order_and_intact($make)
+            }
+            #[test]
+            fn a_flood_of_small_frames_arrives_in_order_and_the_last_is_flushed() {
+                super::a_flood_of_small_frames_arrives_in_order_and_the_last_is_flushed($make)
             }
             #[test]
             fn owed_replay_then_live_deliveries_arrive_in_order() {

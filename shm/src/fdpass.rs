@@ -29,6 +29,22 @@ pub fn send_with_fd(
     )
 }
 
+/// Bytes written to the stream socket `sock` that its peer has not read yet (`SIOCOUTQ`: the
+/// kernel's accounting of them, a little more than the bytes themselves; 0 when the peer has
+/// read everything). A Unix link's writer asks it to know whether its peer is behind
+/// (libtracer-core `link/unix/gather.rs`). Here because the core forbids unsafe code and nix
+/// has no safe call for it.
+pub fn unread_by_peer(sock: BorrowedFd<'_>) -> io::Result<usize> {
+    let mut n: nix::libc::c_int = 0;
+    // SAFETY: SIOCOUTQ (TIOCOUTQ's number on sockets) writes one int through its pointer
+    // argument, which points at `n`, live for the call; the descriptor is borrowed, so open.
+    let r = unsafe { nix::libc::ioctl(sock.as_raw_fd(), nix::libc::TIOCOUTQ, &mut n) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(usize::try_from(n).unwrap_or(0))
+}
+
 /// Reads from a socket, collecting the descriptors that arrive with the bytes. Keeps its
 /// control-message buffer between reads.
 pub struct FdReceiver {
@@ -113,6 +129,18 @@ mod tests {
     use std::io::Write;
     use std::os::fd::AsFd;
     use std::os::unix::net::UnixStream;
+
+    #[test]
+    fn unread_bytes_are_counted_until_the_peer_reads_them() {
+        let (a, b) = UnixStream::pair().unwrap();
+        assert_eq!(unread_by_peer(a.as_fd()).unwrap(), 0);
+        (&a).write_all(b"hello").unwrap();
+        assert!(unread_by_peer(a.as_fd()).unwrap() >= 5);
+        let mut buf = [0u8; 8];
+        let n = std::io::Read::read(&mut &b, &mut buf).unwrap();
+        assert_eq!(n, 5);
+        assert_eq!(unread_by_peer(a.as_fd()).unwrap(), 0);
+    }
 
     #[test]
     fn a_descriptor_arrives_with_its_bytes() {

@@ -159,13 +159,7 @@ impl Inner {
             enabled: hello.shm && id.uid == nix::unistd::geteuid().as_raw(),
             max_out: self.cfg.shm_refs_per_link,
         };
-        let link = Arc::new(UnixLink::new(
-            id,
-            stream,
-            hello.max_frame,
-            Instant::now(),
-            shm,
-        ));
+        let link = UnixLink::new(id, stream, hello.max_frame, Instant::now(), shm);
         table.links.insert(name, link.clone());
         table.live += 1;
         let weak = Arc::downgrade(self);

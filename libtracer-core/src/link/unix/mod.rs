@@ -1,6 +1,7 @@
 //! A link over a Unix-domain stream socket: the HELLO handshake and the writer (caller's thread,
-//! one vectored write per frame under a per-link lock). The reading side of every link of the
-//! process is the event loop of `unix_loop.rs`.
+//! one vectored write per frame under a per-link lock, small frames gathered into one write
+//! while the peer is behind: `gather.rs`). The reading side of every link of the process is the
+//! event loop of `unix_loop.rs`.
 //!
 //! Shared memory (docs/wire.md, SEGMENT / SHM_DELIVERY / RELEASE) is this link's own business:
 //! a DELIVERY whose payload is a slot of our pool goes as a reference when the peer maps
@@ -8,26 +9,33 @@
 //! becomes an ordinary DELIVERY whose payload is a read-only view, released when dropped.
 //!
 //! Here: the link, its writer and what the liveness check reads of it. The HELLO exchange is
-//! `handshake.rs`'s, the sending of shared-memory references `shm.rs`'s.
+//! `handshake.rs`'s, the sending of shared-memory references `shm.rs`'s, the gathering of small
+//! frames `gather.rs`'s.
 
+mod gather;
 mod handshake;
 mod shm;
+#[cfg(test)]
+mod tests;
 
 use std::collections::{HashMap, HashSet};
 use std::io::{self, IoSlice};
 use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 use nix::errno::Errno;
 use nix::sys::socket::{sendmsg, setsockopt, sockopt, MsgFlags};
 use parking_lot::Mutex;
 
+use super::dispatch::{self, Job};
 use super::{Link, LinkError, PeerIdentity};
 use crate::payload::Payload;
 use crate::wire::{encode_head, parts, EncodeError, Frame, Tokens};
 
+use gather::{Flush, Gathered, GATHER_FRAME, GATHER_PAUSE, RECENT_US};
 pub(crate) use handshake::{
     check_hello, hello, read_hello, refuse, write_frame, HelloOutcome, Leftover, PeerHello,
 };
@@ -41,12 +49,14 @@ pub(crate) const HANDSHAKE_FRAME: u32 = 8 * 1024;
 static NONCE: AtomicU64 = AtomicU64::new(1);
 
 /// What the write lock guards: the socket's byte stream, which segments it announced, the
-/// buffer frame heads are encoded into (kept, so a send allocates nothing), and what the
-/// liveness check needs to know of it.
+/// buffer frame heads are encoded into (kept, so a send allocates nothing), the gathered frames
+/// being written, and what the liveness check needs to know of it.
 #[derive(Default)]
 struct WriteState {
     announced: HashSet<u32>,
     head: Vec<u8>,
+    /// Gathered frames taken for one write (`gather.rs`; kept for its capacity).
+    out: Vec<u8>,
     /// Frames written that want the peer to read them (all but PONG).
     sent: u64,
     /// `sent` when our last PING was written (the PING included): its PONG proves that the
@@ -70,6 +80,9 @@ pub struct UnixLink {
     peer: PeerIdentity,
     stream: UnixStream,
     write_lock: Mutex<WriteState>,
+    /// Small frames waiting for one write while the peer is behind (`gather.rs`). Taken after
+    /// the write lock, never before it.
+    gather: Mutex<Gathered>,
     /// Held while the parts of one message are written (each under the write lock, so that
     /// PINGs and PONGs still pass between them): parts of two messages never interleave.
     parts: Mutex<()>,
@@ -83,6 +96,8 @@ pub struct UnixLink {
     epoch: Instant,
     last_rx_ms: AtomicU64,
     last_tx_ms: AtomicU64,
+    /// The same in microseconds, for the gathering (`peer_behind`).
+    last_tx_us: AtomicU64,
     /// When our last PING was written.
     last_ping_ms: AtomicU64,
     /// 0: the peer has answered for every frame we wrote (a PONG to a PING written after
@@ -92,6 +107,8 @@ pub struct UnixLink {
     /// The event loop is not reading this link (its strand is full): silence then is ours,
     /// not the peer's.
     paused: AtomicBool,
+    /// This link's `gather::Flush`, scheduled when a gathering starts.
+    flush: Arc<dyn Job>,
 }
 
 /// The send buffer a link asks for: the kernel doubles it (for its own overhead) and caps the
@@ -107,14 +124,15 @@ impl UnixLink {
         peer_max: u32,
         epoch: Instant,
         shm: ShmSend,
-    ) -> Self {
+    ) -> Arc<Self> {
         let now = epoch.elapsed().as_millis() as u64;
         // Best effort: a socket keeps the buffer it has when the kernel refuses.
         let _ = setsockopt(&stream, sockopt::SndBuf, &SEND_BUFFER);
-        UnixLink {
+        Arc::new_cyclic(|me| UnixLink {
             peer,
             stream,
             write_lock: Mutex::new(WriteState::default()),
+            gather: Mutex::new(Gathered::default()),
             parts: Mutex::new(()),
             shm,
             out: Mutex::new(HashMap::new()),
@@ -124,11 +142,13 @@ impl UnixLink {
             epoch,
             last_rx_ms: AtomicU64::new(now),
             last_tx_ms: AtomicU64::new(now),
+            last_tx_us: AtomicU64::new(now * 1000),
             last_ping_ms: AtomicU64::new(now),
             // Our HELLO is out: the first PING checks that the peer reads us.
             owed_ms: AtomicU64::new(now + 1),
             paused: AtomicBool::new(false),
-        }
+            flush: Arc::new(Flush(me.clone())),
+        })
     }
 
     /// Write `bytes` as they are (conformance tests use it to send malformed input).
@@ -194,9 +214,12 @@ impl UnixLink {
         if what == Wrote::Pong {
             return;
         }
-        let now = self.now_ms();
+        let elapsed = self.epoch.elapsed();
+        let now = elapsed.as_millis() as u64;
         ws.sent += 1;
         self.last_tx_ms.store(now, Ordering::Relaxed);
+        self.last_tx_us
+            .store(elapsed.as_micros() as u64, Ordering::Relaxed);
         if what == Wrote::Ping {
             ws.probed = ws.sent;
             self.last_ping_ms.store(now, Ordering::Relaxed);
@@ -271,6 +294,8 @@ impl UnixLink {
         if encode_head(frame, self.peer_max, &mut ws.head).is_err() {
             return true;
         }
+        // Written ahead of anything gathered: a PING, PONG or RELEASE carries no order (the
+        // PING's PONG then answers for what was written before it, not for what is gathered).
         let head: &[u8] = &ws.head;
         let flags = MsgFlags::MSG_NOSIGNAL | MsgFlags::MSG_DONTWAIT;
         let r = loop {
@@ -338,11 +363,127 @@ impl UnixLink {
             return Err(LinkError::Closed(self.peer.name.clone()));
         }
         let encoded = encode(&mut guard)?;
-        let r = write(&mut guard, encoded);
+        let r = self
+            .write_gathered(&mut guard)
+            .and_then(|()| write(&mut guard, encoded));
         if r.is_ok() {
             self.wrote(&mut guard, Wrote::Frame);
         }
         drop(guard);
+        self.after_write(r)
+    }
+
+    /// A frame that is neither in parts nor a reference: gathered while the peer is behind
+    /// (the rules: `gather.rs`), else written at once, behind whatever is gathered.
+    fn send_frame(&self, frame: &Frame) -> Result<(), LinkError> {
+        if self.is_closed() {
+            return Err(LinkError::Closed(self.peer.name.clone()));
+        }
+        let mut g = self.gather.lock();
+        let payload = encode_head(frame, self.peer_max, &mut g.head)?;
+        let body: &[u8] = payload.map_or(&[], |p| p.as_ref());
+        if g.head.len() + body.len() > GATHER_FRAME {
+            drop(g);
+            return self.locked_write(
+                |ws| encode_head(frame, self.peer_max, &mut ws.head),
+                |ws, p| write_all2(&self.stream, &ws.head, p.map_or(&[], |p| p.as_ref())),
+            );
+        }
+        if g.is_on() {
+            g.append(body);
+            if !g.is_full() {
+                return Ok(());
+            }
+            // A write's worth: written now by the writer, not left to grow.
+            drop(g);
+            let mut ws = self.write_lock.lock();
+            let r = self.write_gathered(&mut ws);
+            drop(ws);
+            return self.after_write(r);
+        }
+        // Lock order is write lock, then gathering: so only a try here. Another thread is
+        // writing: gather behind it.
+        let Some(mut ws) = self.write_lock.try_lock() else {
+            if g.append(body) {
+                drop(g);
+                dispatch::schedule(self.flush.clone());
+            }
+            return Ok(());
+        };
+        if self.peer_behind() {
+            g.append(body);
+            drop(g);
+            drop(ws);
+            dispatch::schedule(self.flush.clone());
+            return Ok(());
+        }
+        // Written at once (nothing is gathered: no gathering is on).
+        std::mem::swap(&mut ws.head, &mut g.head);
+        drop(g);
+        let r = write_all2(&self.stream, &ws.head, body);
+        if r.is_ok() {
+            self.wrote(&mut ws, Wrote::Frame);
+        }
+        drop(ws);
+        self.after_write(r)
+    }
+
+    /// Whether the peer has bytes of ours still to read. Asked only when we wrote within
+    /// `RECENT_US`: a frame after a pause (a round trip's, say) goes at once without the extra
+    /// system call.
+    fn peer_behind(&self) -> bool {
+        let now = self.epoch.elapsed().as_micros() as u64;
+        now.saturating_sub(self.last_tx_us.load(Ordering::Relaxed)) <= RECENT_US
+            && tracer_shm::fdpass::unread_by_peer(self.stream.as_fd()).is_ok_and(|n| n > 0)
+    }
+
+    /// Under the write lock: write what is gathered now. A gathering that is on stays on (its
+    /// flush is scheduled, and ends it).
+    fn write_gathered(&self, ws: &mut WriteState) -> io::Result<()> {
+        if !self.gather.lock().take(&mut ws.out, false) {
+            return Ok(());
+        }
+        let r = write_all2(&self.stream, &ws.out, &[]);
+        if r.is_ok() {
+            self.wrote(ws, Wrote::Frame);
+        }
+        r
+    }
+
+    /// The scheduled flush (`gather::Flush`, on a worker): write what is gathered until none
+    /// is, which ends the gathering. Between two writes, while the peer still has bytes of ours
+    /// to read, it lets frames gather for `GATHER_PAUSE` first (a sleep, not a poll): written
+    /// as soon as they come, a flood's frames went two or three to a write.
+    fn flush_gathered(&self) {
+        let mut ws = self.write_lock.lock();
+        let mut first = true;
+        loop {
+            if self.is_closed() {
+                self.gather.lock().clear();
+                return;
+            }
+            if !first && self.gather.lock().is_on() && self.peer_behind() {
+                drop(ws);
+                std::thread::sleep(GATHER_PAUSE);
+                ws = self.write_lock.lock();
+            }
+            first = false;
+            if !self.gather.lock().take(&mut ws.out, true) {
+                return;
+            }
+            let r = write_all2(&self.stream, &ws.out, &[]);
+            if r.is_err() {
+                drop(ws);
+                let _ = self.after_write(r);
+                self.gather.lock().clear();
+                return;
+            }
+            self.wrote(&mut ws, Wrote::Frame);
+        }
+    }
+
+    /// A write's outcome: its failure closes the link.
+    fn after_write(&self, r: io::Result<()>) -> Result<(), LinkError> {
         match r {
             Ok(()) => Ok(()),
             Err(e) => {
@@ -412,16 +553,30 @@ impl Link for UnixLink {
                 return self.send_in_parts(&parts);
             }
         }
-        self.locked_write(
-            |ws| encode_head(frame, self.peer_max, &mut ws.head),
-            |ws, payload| write_all2(&self.stream, &ws.head, payload.map_or(&[], |p| p.as_ref())),
-        )
+        self.send_frame(frame)
     }
     fn peer(&self) -> &PeerIdentity {
         &self.peer
     }
     fn close(&self) {
         if !self.closed.swap(true, Ordering::AcqRel) {
+            // What is gathered was sent as far as its writers know (a node that publishes,
+            // then shuts down): one try to write it, which never blocks (the event loop closes
+            // links too) and may leave a frame cut short, which the peer's reader drops at EOF.
+            if let (Some(_ws), Some(mut g)) = (self.write_lock.try_lock(), self.gather.try_lock()) {
+                let bytes = g.bytes();
+                if !bytes.is_empty() {
+                    let flags = MsgFlags::MSG_NOSIGNAL | MsgFlags::MSG_DONTWAIT;
+                    let _ = sendmsg::<()>(
+                        self.stream.as_raw_fd(),
+                        &[IoSlice::new(bytes)],
+                        &[],
+                        flags,
+                        None,
+                    );
+                }
+                g.clear();
+            }
             // Wakes our reader (EOF) and any writer blocked on a full socket.
             let _ = self.stream.shutdown(std::net::Shutdown::Both);
             // The peer holds nothing of ours any more (it may be dead): every slot it had goes

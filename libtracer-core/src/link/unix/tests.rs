@@ -1,0 +1,171 @@
+//! The gathering of small frames on a real socket pair (`gather.rs`): a lone frame goes at once,
+//! frames wait only while the peer is behind or another thread writes, a flush always comes, and
+//! order holds across gathered and direct writes.
+
+use std::io::Read;
+use std::os::unix::net::UnixStream;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::gather::GATHER_FRAME;
+use super::{ShmSend, UnixLink};
+use crate::link::{Link, PeerIdentity};
+use crate::payload::{Meta, Payload};
+use crate::wire::frame::MAX_FRAME;
+use crate::wire::stream::FrameDecoder;
+use crate::wire::Frame;
+
+const T: Duration = Duration::from_secs(10);
+
+fn pair() -> (Arc<UnixLink>, UnixStream) {
+    crate::link::dispatch::start().expect("workers");
+    let (a, b) = UnixStream::pair().unwrap();
+    let peer = PeerIdentity {
+        name: "peer".into(),
+        uid: 0,
+        gid: 0,
+        pid: 0,
+        remote: None,
+    };
+    let shm = ShmSend {
+        enabled: false,
+        max_out: 0,
+    };
+    (UnixLink::new(peer, a, MAX_FRAME, Instant::now(), shm), b)
+}
+
+fn delivery(seq: u64, len: usize) -> Frame {
+    Frame::Delivery {
+        edge: 1,
+        meta: Meta {
+            sequence: seq,
+            ..Meta::default()
+        },
+        suffix: None,
+        payload: Payload::from(vec![seq as u8; len]),
+    }
+}
+
+/// Read frames from `peer` until `n` have come (or `T` passes), without blocking past `T`.
+fn read_frames(peer: &mut UnixStream, n: usize) -> Vec<Frame> {
+    peer.set_read_timeout(Some(T)).unwrap();
+    let mut dec = FrameDecoder::new(MAX_FRAME);
+    let mut frames = Vec::new();
+    let mut buf = vec![0u8; 64 << 10];
+    while frames.len() < n {
+        let got = peer.read(&mut buf).expect("the frames come");
+        assert!(got > 0, "end of stream after {} frames", frames.len());
+        let mut input = &buf[..got];
+        while let Some(f) = dec.feed(&mut input).expect("well formed") {
+            frames.push(f);
+        }
+    }
+    frames
+}
+
+fn sequences(frames: &[Frame]) -> Vec<u64> {
+    frames
+        .iter()
+        .map(|f| match f {
+            Frame::Delivery { meta, .. } => meta.sequence,
+            other => panic!("not a delivery: {other:?}"),
+        })
+        .collect()
+}
+
+#[test]
+fn a_lone_frame_is_written_at_once() {
+    let (link, mut peer) = pair();
+    let f = delivery(7, 64);
+    link.send(&f).unwrap();
+    assert!(!link.gather.lock().is_on());
+    // Already in the socket: a read that does not wait finds it whole.
+    peer.set_nonblocking(true).unwrap();
+    let mut buf = vec![0u8; 4096];
+    let n = peer.read(&mut buf).expect("written before send returned");
+    let mut dec = FrameDecoder::new(MAX_FRAME);
+    assert_eq!(dec.feed(&mut &buf[..n]).unwrap(), Some(f));
+}
+
+#[test]
+fn the_peer_is_behind_while_it_has_bytes_of_ours_to_read() {
+    let (link, mut peer) = pair();
+    link.send(&delivery(1, 64)).unwrap();
+    assert!(tracer_shm::fdpass::unread_by_peer(link.socket()).unwrap() > 0);
+    // The next frame is gathered; its flush comes without another send.
+    link.send(&delivery(2, 64)).unwrap();
+    assert_eq!(sequences(&read_frames(&mut peer, 2)), vec![1, 2]);
+    assert!(!link.peer_behind());
+    let t0 = Instant::now();
+    while link.gather.lock().is_on() {
+        assert!(t0.elapsed() < T, "the gathering never ended");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn frames_gathered_behind_a_writer_are_flushed_after_it_in_order() {
+    let (link, mut peer) = pair();
+    link.send(&delivery(0, 10)).unwrap();
+    // Another writer holds the socket: small frames gather behind it, none is written.
+    let held = link.write_lock.lock();
+    for seq in 1..=50 {
+        link.send(&delivery(seq, (seq % 70) as usize)).unwrap();
+    }
+    assert!(link.gather.lock().is_on());
+    assert!(link.gather.lock().bytes().len() > 50 * 20);
+    assert_eq!(sequences(&read_frames(&mut peer, 1)), vec![0]);
+    // A frame too large to gather waits for the socket and goes after the gathered ones.
+    let big = {
+        let link = link.clone();
+        std::thread::spawn(move || link.send(&delivery(51, GATHER_FRAME + 1)).unwrap())
+    };
+    std::thread::sleep(Duration::from_millis(20));
+    drop(held);
+    big.join().unwrap();
+    for seq in 52..=60 {
+        link.send(&delivery(seq, 100)).unwrap();
+    }
+    assert_eq!(
+        sequences(&read_frames(&mut peer, 60)),
+        (1..=60).collect::<Vec<_>>()
+    );
+    let t0 = Instant::now();
+    while link.gather.lock().is_on() {
+        assert!(t0.elapsed() < T, "the gathering never ended");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn a_flood_arrives_whole_and_in_order() {
+    let (link, mut peer) = pair();
+    let sender = {
+        let link = link.clone();
+        std::thread::spawn(move || {
+            for seq in 0..20_000u64 {
+                let len = if seq % 1000 == 999 {
+                    40_000
+                } else {
+                    (seq % 300) as usize
+                };
+                link.send(&delivery(seq, len)).unwrap();
+            }
+        })
+    };
+    let frames = read_frames(&mut peer, 20_000);
+    sender.join().unwrap();
+    assert_eq!(sequences(&frames), (0..20_000).collect::<Vec<_>>());
+    for f in &frames {
+        let Frame::Delivery { meta, payload, .. } = f else {
+            unreachable!()
+        };
+        let seq = meta.sequence;
+        let len = if seq % 1000 == 999 {
+            40_000
+        } else {
+            (seq % 300) as usize
+        };
+        assert_eq!(payload.as_ref(), vec![seq as u8; len].as_slice());
+    }
+}
