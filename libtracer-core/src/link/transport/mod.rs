@@ -57,6 +57,10 @@ use socket::{bind_listening, claim_name};
 /// Threads `start` connects from at most (each handshake is bounded by the handshake timeout,
 /// so this many silent peers cost one timeout, not one each).
 const CONNECTORS: usize = 8;
+/// How long a shutdown waits, over all its links, for room to write what they gathered: a
+/// peer that keeps reading takes it well within, one that reads nothing is not waited for
+/// longer (a Unix link takes a peer silent for 0.9 s for hung anyway, docs/wire.md "Liveness").
+const DRAIN_AT_SHUTDOWN: Duration = Duration::from_millis(500);
 
 /// Timing of a transport. The defaults find a hung peer within one second.
 #[derive(Clone, Debug)]
@@ -315,6 +319,14 @@ impl HostTransport {
         // socket path: the directory may be gone, or the path another graph's by now.
         for l in std::iter::once(&self.listener).chain(&self.abstract_listener) {
             let _ = nix::sys::socket::shutdown(l.as_raw_fd(), nix::sys::socket::Shutdown::Both);
+        }
+        // What the links gathered goes out first (`UnixLink::drain_gathered`), within one
+        // bound for all of them; never from the event loop, which must not wait.
+        if !super::unix_loop::on_loop() {
+            let until = std::time::Instant::now() + DRAIN_AT_SHUTDOWN;
+            for l in &links {
+                l.drain_gathered(until);
+            }
         }
         for l in links {
             l.close();

@@ -14,7 +14,9 @@
 //!   round trip's for one, costs no extra system call).
 //! - **A flush always comes.** The frame that starts a gathering schedules this link's `Flush`
 //!   on a link worker (`dispatch.rs`), which writes what is gathered, again and again until it
-//!   finds nothing; the writer that fills the gathering to `GATHER_MAX` writes it itself.
+//!   finds nothing, in batches of `FLUSH_BATCH` writes (between them the job waits its turn
+//!   behind the other links' callbacks); the writer that fills the gathering to `GATHER_MAX`
+//!   writes it itself.
 //! - **Order holds.** Whoever writes to the socket holds the write lock and first writes what
 //!   is gathered (a frame too large to gather, a part, a reference with its descriptor). Only
 //!   the event loop's PINGs, PONGs and RELEASEs, which carry no order, may pass gathered frames.
@@ -38,6 +40,10 @@ pub(super) const RECENT_US: u64 = 20;
 /// the last (the kernel may add its timer slack, 50 us by default): the bound on how long a
 /// gathered frame waits beyond the peer's own backlog.
 pub(super) const GATHER_PAUSE: std::time::Duration = std::time::Duration::from_micros(20);
+/// Writes of one run of the flush before it goes to the back of the workers' queue (a job runs
+/// a bounded batch, `dispatch.rs`): 16 writes of up to `GATHER_MAX` with their pauses, about
+/// half a millisecond of a flood.
+pub(super) const FLUSH_BATCH: usize = 16;
 /// A writer that gathers this much writes it itself instead of waiting for the flush: one
 /// write the size of the reader's buffer (`READ_BUF`).
 pub(super) const GATHER_MAX: usize = 64 << 10;
@@ -105,10 +111,7 @@ pub(super) struct Flush(pub(super) Weak<UnixLink>);
 
 impl Job for Flush {
     fn run(&self) -> bool {
-        if let Some(link) = self.0.upgrade() {
-            link.flush_gathered();
-        }
-        false
+        self.0.upgrade().is_some_and(|link| link.flush_gathered())
     }
 }
 

@@ -169,3 +169,53 @@ fn a_flood_arrives_whole_and_in_order() {
         assert_eq!(payload.as_ref(), vec![seq as u8; len].as_slice());
     }
 }
+
+/// Fill the socket (the peer reads nothing), then gather `n` more small frames behind a held
+/// write lock, so nothing but a drain writes them. Returns the sequence after the last.
+fn fill_then_gather(link: &UnixLink, n: u64) -> u64 {
+    let mut seq = 0;
+    while tracer_shm::fdpass::unread_by_peer(link.socket()).unwrap() < 300_000 {
+        link.send(&delivery(seq, 8_000)).unwrap();
+        seq += 1;
+    }
+    let held = link.write_lock.lock();
+    for _ in 0..n {
+        link.send(&delivery(seq, 100)).unwrap();
+        seq += 1;
+    }
+    drop(held);
+    seq
+}
+
+#[test]
+fn a_drain_writes_what_is_gathered_while_the_peer_reads_and_gives_up_on_one_that_does_not() {
+    // A peer that reads late: the drain waits for room and everything arrives.
+    let (link, mut peer) = pair();
+    let end = fill_then_gather(&link, 200);
+    let reader = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(50));
+        sequences(&read_frames(&mut peer, end as usize))
+    });
+    link.drain_gathered(Instant::now() + T);
+    link.close();
+    assert_eq!(reader.join().unwrap(), (0..end).collect::<Vec<_>>());
+
+    // A peer that reads nothing: the drain ends at its bound, whether a writer holds the
+    // link (a flush blocked in a write) or the socket has no room.
+    let (link, _peer) = pair();
+    let held = link.write_lock.lock();
+    link.send(&delivery(0, 100)).unwrap();
+    let t0 = Instant::now();
+    link.drain_gathered(t0 + Duration::from_millis(100));
+    assert!(t0.elapsed() < Duration::from_secs(5));
+    drop(held);
+    let (a, _b) = UnixStream::pair().unwrap();
+    a.set_nonblocking(true).unwrap();
+    while std::io::Write::write(&mut &a, &[0u8; 4096]).is_ok() {}
+    a.set_nonblocking(false).unwrap();
+    let t0 = Instant::now();
+    let r = super::write_all_until(&a, &[1u8; 100], t0 + Duration::from_millis(100));
+    assert_eq!(r.unwrap_err().kind(), std::io::ErrorKind::TimedOut);
+    assert!(t0.elapsed() >= Duration::from_millis(100));
+    assert!(t0.elapsed() < Duration::from_secs(5));
+}
