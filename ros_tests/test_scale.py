@@ -82,7 +82,7 @@ def test_threads_of_a_process_do_not_grow_with_its_peers(tracer_env):
         assert unix_sockets(pid) >= base + 12
         assert counts[2] == counts[12], f"2 peers: {dict(counts[2])}\n12 peers: {dict(counts[12])}"
         # The link threads are the loop and its workers, not one per link.
-        assert counts[12]["tracer-unix"] == 1, dict(counts[12])
+        assert counts[12]["tracer-io"] == 1, dict(counts[12])
         assert sum(n for name, n in counts[12].items() if name.startswith("tracer-link")) == 0
     finally:
         for p in procs:

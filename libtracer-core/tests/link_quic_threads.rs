@@ -1,8 +1,9 @@
 #![cfg(feature = "quic")]
 //! A process whose transports run on the engine (`QuicConfig::engine`, docs/network.md section
 //! 4a, stage 3) starts no tokio runtime and no quinn endpoint: its links, its host directory
-//! (server and clients), its peer hosts, SUBNET and its connect attempts run on the engine loop
-//! and the chores' thread, and its threads are as many with eight peers as with two. One test in its
+//! (server and clients), its peer hosts, SUBNET and its connect attempts run on the links' one
+//! event loop (`tracer-io`, the Unix links' too) and the chores' thread, and its threads are as
+//! many with eight peers as with two. One test in its
 //! own binary (its own process): a test of task mode beside it would start the runtime.
 
 mod link_support;
@@ -111,6 +112,10 @@ fn a_process_on_the_engine_starts_no_runtime_and_its_threads_do_not_grow_with_it
     eprintln!("threads with two peers: {two:?}; with eight: {eight:?}");
     assert!(!quinn_runtime_started(), "a tokio runtime was started");
     assert_eq!(two, eight, "the network's threads grew with its peers");
+    // One event loop for every link: the engines' sockets and timers are on the links' loop,
+    // which has no QUIC twin (docs/network.md section 4a, stage 3).
+    assert_eq!(eight.get("tracer-io"), Some(&1), "{eight:?}");
+    assert!(!eight.contains_key("tracer-quic-io"), "{eight:?}");
     for name in eight.keys() {
         assert!(
             !name.starts_with("tokio")

@@ -45,6 +45,7 @@ use crate::wire::{EncodeError, Frame};
 
 pub mod abstract_names;
 mod dispatch;
+mod foreign;
 pub mod memory;
 #[cfg(feature = "quic")]
 pub mod quic;

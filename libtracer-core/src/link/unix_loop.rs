@@ -1,9 +1,11 @@
-//! The event loop of the Unix-socket links: one thread per process (`tracer-unix`) waits, with
-//! epoll (through `mio`), on every listening socket, incoming handshake and link of every
-//! `HostTransport` of the process, so a process has the same threads with one peer or two
-//! hundred. It also runs the liveness check of every link (docs/wire.md, "Liveness"): only
-//! links whose peer owes us a sign of life are watched, so with every link idle the loop sleeps
-//! until a socket or a command wakes it, and an idle process costs nothing per peer.
+//! The event loop of the links: one thread per process (`tracer-io`) waits, with epoll (through
+//! `mio`), on every listening socket, incoming handshake and link of every `HostTransport` of the
+//! process, and beside them on the sources of other modules (`foreign.rs`): the QUIC engine's
+//! UDP sockets and its `timerfd` (`quic/engine/driver.rs`). So a process has one loop thread for
+//! every link, Unix or QUIC, and the same threads with one peer or two hundred. It also runs the
+//! liveness check of every Unix link (docs/wire.md, "Liveness"): only links whose peer owes us a
+//! sign of life are watched, so with every link idle the loop sleeps until a socket, a QUIC
+//! timer or a command wakes it, and an idle process costs nothing per peer.
 //!
 //! The loop never blocks: it reads with `MSG_DONTWAIT` (the sockets stay in blocking mode for the
 //! writers, which write from their own threads), decodes, does the link's own business itself
@@ -14,16 +16,21 @@
 //! ruling `Graph::sync_peers` builds on), while a callback that blocks holds up only its own
 //! link. The one callback the loop runs itself is a DELIVERY to a link whose strand is idle
 //! (nothing queued, no worker on it): landing a sample in its target does not block, and the hop
-//! to a worker would cost every message a thread wake-up.
+//! to a worker would cost every message a thread wake-up. A QUIC link's deliveries are landed
+//! the same way, by the engine's watcher on this thread; `on_loop` is true for both, so what
+//! such a landing sets off (a Unix view evicted from a ring, whose RELEASE must not wait for the
+//! socket: `unix_rx::Releaser`) knows it must not block, whichever link brought the sample.
 //!
 //! Back-pressure (`strand.rs`): when a link's strand is full the loop stops reading that link
 //! until a worker has drained it; a link the loop does not read is not taken for silent by the
-//! liveness check. Reading itself is `unix_rx.rs`.
+//! liveness check. Reading itself is `unix_rx.rs`. Fairness: a Unix link and a foreign source
+//! each stop after a bounded share of a turn (a read buffer, 64 QUIC receipts) and get the rest
+//! at the next turn, which then does not sleep.
 
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
@@ -34,6 +41,7 @@ use mio::{Events, Interest, Poll, Token, Waker};
 use parking_lot::Mutex;
 use tracer_shm::fdpass::FdReceiver;
 
+use super::foreign::{Foreign, ForeignSource};
 use super::strand::Event;
 use super::transport::Inner;
 use super::unix::{check_hello, HelloOutcome, Leftover, HANDSHAKE_FRAME, READ_BUF};
@@ -77,6 +85,8 @@ struct Shared {
     /// The loop ticks (some link is owed, a handshake or an accept is pending); when it is
     /// false the loop sleeps until woken, and the first link to become owed wakes it.
     watching: AtomicBool,
+    /// The other modules' sources (the QUIC engine's).
+    foreign: Foreign,
 }
 
 static LOOP: OnceLock<Result<Arc<Shared>, String>> = OnceLock::new();
@@ -95,16 +105,23 @@ fn shared() -> Result<&'static Arc<Shared>, String> {
         let poll = Poll::new().map_err(|e| format!("cannot create the link event loop: {e}"))?;
         let waker = Waker::new(poll.registry(), WAKER)
             .map_err(|e| format!("cannot create the link event loop: {e}"))?;
+        let registry = poll
+            .registry()
+            .try_clone()
+            .map_err(|e| format!("cannot create the link event loop: {e}"))?;
         let shared = Arc::new(Shared {
             cmds: Mutex::new(Vec::new()),
             waker,
             next_token: AtomicUsize::new(1),
             tick_ms: AtomicU64::new(DEFAULT_TICK_MS),
             watching: AtomicBool::new(true),
+            foreign: Foreign::new(registry),
         });
         let s = shared.clone();
+        // Started by the first transport of either kind, or the first QUIC engine (a process
+        // may have only QUIC links); named for what it serves, every link of the process.
         std::thread::Builder::new()
-            .name("tracer-unix".into())
+            .name("tracer-io".into())
             .spawn(move || {
                 ON_LOOP.with(|l| l.set(true));
                 LoopThread {
@@ -112,6 +129,7 @@ fn shared() -> Result<&'static Arc<Shared>, String> {
                     sources: HashMap::new(),
                     hellos: 0,
                     again: Vec::with_capacity(64),
+                    again_foreign: Vec::new(),
                     check: Vec::with_capacity(64),
                     accept_retry: false,
                 }
@@ -167,6 +185,29 @@ pub(crate) fn new_token() -> Token {
     }
 }
 
+/// Wait on `fd` for `interest` and call `source` when it is ready, on the loop thread (starting
+/// the loop if need be); the token is for `remove_foreign`. The caller keeps `source` alive and
+/// removes it before `fd` closes.
+#[cfg_attr(not(feature = "quic"), allow(dead_code))]
+pub(crate) fn add_foreign(
+    fd: RawFd,
+    interest: Interest,
+    source: Weak<dyn ForeignSource>,
+) -> io::Result<Token> {
+    let s = shared().map_err(io::Error::other)?;
+    let t = Token(s.next_token.fetch_add(1, Ordering::Relaxed));
+    s.foreign.add(t, fd, interest, source)?;
+    Ok(t)
+}
+
+/// Stop waiting on `fd` (from `add_foreign`'s token `t`).
+#[cfg_attr(not(feature = "quic"), allow(dead_code))]
+pub(crate) fn remove_foreign(t: Token, fd: RawFd) {
+    if let Some(Ok(s)) = LOOP.get() {
+        s.foreign.remove(t, fd);
+    }
+}
+
 /// A link has become owed (`UnixLink::wrote`): make sure the loop ticks. One atomic swap; the
 /// loop is woken only when it had stopped ticking.
 pub(crate) fn watch() {
@@ -199,6 +240,8 @@ struct LoopThread {
     hellos: usize,
     /// Links that still had bytes when their turn ended.
     again: Vec<Token>,
+    /// Foreign sources that still had datagrams when their turn ended.
+    again_foreign: Vec<Token>,
     /// The tick's list of sources to look at (kept, so a tick allocates nothing).
     check: Vec<Token>,
     /// An accept failed for lack of descriptors or memory: the next tick tries again.
@@ -210,6 +253,8 @@ impl LoopThread {
         let mut events = Events::with_capacity(256);
         // The sources to service this turn; kept across turns, so a turn allocates nothing.
         let mut ready: Vec<Token> = Vec::with_capacity(256);
+        // The foreign sources to call this turn, with their readiness (readable, writable).
+        let mut foreign: Vec<(Token, bool, bool)> = Vec::with_capacity(64);
         // None: nothing to watch, no tick until something is.
         let mut next_tick = Some(Instant::now());
         loop {
@@ -218,7 +263,7 @@ impl LoopThread {
                 next_tick =
                     Some(now + Duration::from_millis(shared.tick_ms.load(Ordering::Relaxed)));
             }
-            let timeout = if !self.again.is_empty() {
+            let timeout = if !self.again.is_empty() || !self.again_foreign.is_empty() {
                 Some(Duration::ZERO)
             } else {
                 next_tick.map(|t| t.saturating_duration_since(now))
@@ -231,8 +276,17 @@ impl LoopThread {
                 continue;
             }
             ready.clear();
-            ready.extend(events.iter().map(|e| e.token()).filter(|t| *t != WAKER));
+            foreign.clear();
+            for e in events.iter() {
+                let t = e.token();
+                if self.sources.contains_key(&t) {
+                    ready.push(t);
+                } else if t != WAKER {
+                    foreign.push((t, e.is_readable(), e.is_writable()));
+                }
+            }
             ready.append(&mut self.again);
+            foreign.extend(self.again_foreign.drain(..).map(|t| (t, true, false)));
             for c in std::mem::take(&mut *shared.cmds.lock()) {
                 match c {
                     Cmd::Add(t, s) => {
@@ -253,6 +307,12 @@ impl LoopThread {
             ready.dedup();
             for &t in &ready {
                 self.service(t);
+            }
+            for &(t, readable, writable) in &foreign {
+                let more = shared.foreign.run(t, readable, writable) == Some(true);
+                if more && !self.again_foreign.contains(&t) {
+                    self.again_foreign.push(t);
+                }
             }
             if next_tick.is_some_and(|t| Instant::now() >= t) {
                 next_tick = None;

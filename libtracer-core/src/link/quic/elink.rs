@@ -1,7 +1,7 @@
 //! A link on the runtime-free engine (stage 2 of docs/network.md section 4a): the `Link` seam
 //! over an engine connection, its sending side (`send/`), its receiving side (`inbound.rs`)
 //! and a strand of `strand.rs` for its callbacks, run by the Unix links' workers (a DELIVERY
-//! to an idle strand landed by the engine loop itself). The link is the connection's watcher:
+//! to an idle strand landed by the engine loop itself: the links' one loop, `tracer-io`). The link is the connection's watcher:
 //! each time the connection moves it reads, hands frames to the strand, sends what it can,
 //! and asks to be woken for its own deadlines (a parked barrier, the write timeout, the
 //! credentials' end, the linger of a close). The HELLO exchange that makes it is `ehello.rs`,
@@ -67,7 +67,8 @@ pub(crate) struct EngineLink {
     /// Reliable deliveries dropped and not reported yet.
     drops: Mutex<DropReport>,
     /// The handler's deliveries never block: the engine loop may land them itself (one that
-    /// may block, such as a test's gated one, would hold every connection of the process).
+    /// may block, such as a test's gated one, would hold every link of the process, the Unix
+    /// ones too: they share the loop).
     inline: bool,
 }
 

@@ -163,6 +163,22 @@ impl Conn {
         }
     }
 
+    /// The loop: the socket has room again: send what waited for it now, unless someone holds
+    /// the connection, who then sends it before letting go (marked due, as `progress` does; the
+    /// loop, which serves every link of the process, never waits for a writer). The watcher is
+    /// not run for this when the lock is free: room in a socket is no news to it.
+    pub(super) fn unstall(&self) {
+        match self.core.try_lock() {
+            // Sent as the guard drops (no cork: not a writer).
+            Some(core) => drop(ConnGuard {
+                owner: self,
+                core: Some(core),
+                writer: false,
+            }),
+            None => self.progress(true),
+        }
+    }
+
     /// Let the watcher look at the connection again soon (from any thread): a link whose
     /// reading paused for a full strand resumes this way. Taken in now unless someone holds
     /// the connection, who then takes it in before letting go.

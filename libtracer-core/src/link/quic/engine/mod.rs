@@ -1,8 +1,8 @@
 //! The QUIC engine without a runtime (docs/network.md section 4a): one UDP socket
 //! (`quinn-udp`: GSO, GRO, ECN) and one `quinn_proto::Endpoint` with its connections, driven by
 //! whoever uses them. A thread that writes to a connection sends the packets itself
-//! (`Conn::lock`, `conn.rs`); the process's one engine loop (`driver.rs`) reads the sockets and
-//! fires the timers (`clock.rs`). The engine is quinn's protocol state machine; what is ours is
+//! (`Conn::lock`, `conn.rs`); the process's one event loop, the links' (`driver.rs`), reads the
+//! sockets and fires the timers (`clock.rs`). The engine is quinn's protocol state machine; what is ours is
 //! only who drives it, and when.
 //!
 //! Locks: a connection's, then the endpoint's, then the engine's table, never the other way:
@@ -24,7 +24,7 @@ mod tests;
 use std::collections::{HashMap, HashSet};
 use std::io;
 use std::net::SocketAddr;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::BytesMut;
@@ -66,13 +66,14 @@ pub(super) struct EngineShared {
     server: Option<Arc<ServerConfig>>,
     on_accept: OnAccept,
     max_conns: usize,
-    token: mio::Token,
 }
 
-/// One endpoint on one socket, driven by the engine loop. Dropping it closes every connection
-/// (a CONNECTION_CLOSE sent at once) and takes its socket out of the loop.
+/// One endpoint on one socket, driven by the links' event loop. Dropping it closes every
+/// connection (a CONNECTION_CLOSE sent at once) and takes its socket out of the loop.
 pub(crate) struct Engine {
     shared: Arc<EngineShared>,
+    /// Its socket's in the loop.
+    token: mio::Token,
 }
 
 impl Engine {
@@ -122,10 +123,9 @@ impl Engine {
             server,
             on_accept,
             max_conns,
-            token: driver::new_token(),
         });
-        driver::add(&shared)?;
-        Ok(Engine { shared })
+        let token = driver::add(&shared)?;
+        Ok(Engine { shared, token })
     }
 
     /// The address of the engine's socket (the links' port is the one the directory lists).
@@ -177,7 +177,7 @@ impl Drop for Engine {
             drop(g);
             c.unwatch();
         }
-        driver::remove(&self.shared);
+        driver::remove(&self.shared, self.token);
     }
 }
 
@@ -299,7 +299,8 @@ impl EngineShared {
         }
     }
 
-    /// The loop: the socket has room again; send what waited for it.
+    /// The loop: the socket has room again; send what waited for it (`Conn::unstall`: not by
+    /// waiting for a connection a writer holds).
     fn writable(&self) {
         let ids: Vec<u64> = self.wire.stalled.lock().drain().collect();
         let conns: Vec<Arc<Conn>> = {
@@ -310,10 +311,7 @@ impl EngineShared {
                 .collect()
         };
         for c in conns {
-            c.lock().flush();
+            c.unstall();
         }
     }
 }
-
-/// A weak reference to an engine, for the loop's table.
-type WeakEngine = Weak<EngineShared>;
