@@ -63,6 +63,15 @@ fn read_frames(peer: &mut UnixStream, n: usize) -> Vec<Frame> {
     frames
 }
 
+/// Wait (at most `T`) for the flush to find the gathering empty and end it.
+fn wait_gathering_over(link: &UnixLink) {
+    let t0 = Instant::now();
+    while link.gather.lock().is_on() {
+        assert!(t0.elapsed() < T, "the gathering never ended");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 fn sequences(frames: &[Frame]) -> Vec<u64> {
     frames
         .iter()
@@ -96,11 +105,7 @@ fn the_peer_is_behind_while_it_has_bytes_of_ours_to_read() {
     link.send(&delivery(2, 64)).unwrap();
     assert_eq!(sequences(&read_frames(&mut peer, 2)), vec![1, 2]);
     assert!(!link.peer_behind());
-    let t0 = Instant::now();
-    while link.gather.lock().is_on() {
-        assert!(t0.elapsed() < T, "the gathering never ended");
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    wait_gathering_over(&link);
 }
 
 #[test]
@@ -130,11 +135,7 @@ fn frames_gathered_behind_a_writer_are_flushed_after_it_in_order() {
         sequences(&read_frames(&mut peer, 60)),
         (1..=60).collect::<Vec<_>>()
     );
-    let t0 = Instant::now();
-    while link.gather.lock().is_on() {
-        assert!(t0.elapsed() < T, "the gathering never ended");
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    wait_gathering_over(&link);
 }
 
 #[test]
