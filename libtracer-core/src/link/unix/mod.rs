@@ -30,12 +30,12 @@ use nix::errno::Errno;
 use nix::sys::socket::{sendmsg, setsockopt, sockopt, MsgFlags};
 use parking_lot::Mutex;
 
-use super::dispatch::{self, Job};
+use super::dispatch::Job;
 use super::{Link, LinkError, PeerIdentity};
 use crate::payload::Payload;
 use crate::wire::{encode_head, parts, EncodeError, Frame, Tokens};
 
-use gather::{Flush, Gathered, FLUSH_BATCH, GATHER_FRAME, GATHER_PAUSE, RECENT_US};
+use gather::{Flush, Gathered};
 pub(crate) use handshake::{
     check_hello, hello, read_hello, refuse, write_frame, HelloOutcome, Leftover, PeerHello,
 };
@@ -373,142 +373,6 @@ impl UnixLink {
         self.after_write(r)
     }
 
-    /// A frame that is neither in parts nor a reference: gathered while the peer is behind
-    /// (the rules: `gather.rs`), else written at once, behind whatever is gathered.
-    fn send_frame(&self, frame: &Frame) -> Result<(), LinkError> {
-        if self.is_closed() {
-            return Err(LinkError::Closed(self.peer.name.clone()));
-        }
-        let mut g = self.gather.lock();
-        let payload = encode_head(frame, self.peer_max, &mut g.head)?;
-        let body: &[u8] = payload.map_or(&[], |p| p.as_ref());
-        if g.head.len() + body.len() > GATHER_FRAME {
-            drop(g);
-            return self.locked_write(
-                |ws| encode_head(frame, self.peer_max, &mut ws.head),
-                |ws, p| write_all2(&self.stream, &ws.head, p.map_or(&[], |p| p.as_ref())),
-            );
-        }
-        if g.is_on() {
-            g.append(body);
-            if !g.is_full() {
-                return Ok(());
-            }
-            // A write's worth: written now by the writer, not left to grow.
-            drop(g);
-            let mut ws = self.write_lock.lock();
-            let r = self.write_gathered(&mut ws);
-            drop(ws);
-            return self.after_write(r);
-        }
-        // Lock order is write lock, then gathering: so only a try here. Another thread is
-        // writing: gather behind it.
-        let Some(mut ws) = self.write_lock.try_lock() else {
-            if g.append(body) {
-                drop(g);
-                dispatch::schedule(self.flush.clone());
-            }
-            return Ok(());
-        };
-        if self.peer_behind() {
-            g.append(body);
-            drop(g);
-            drop(ws);
-            dispatch::schedule(self.flush.clone());
-            return Ok(());
-        }
-        // Written at once (nothing is gathered: no gathering is on).
-        std::mem::swap(&mut ws.head, &mut g.head);
-        drop(g);
-        let r = write_all2(&self.stream, &ws.head, body);
-        if r.is_ok() {
-            self.wrote(&mut ws, Wrote::Frame);
-        }
-        drop(ws);
-        self.after_write(r)
-    }
-
-    /// Whether the peer has bytes of ours still to read. Asked only when we wrote within
-    /// `RECENT_US`: a frame after a pause (a round trip's, say) goes at once without the extra
-    /// system call.
-    fn peer_behind(&self) -> bool {
-        let now = self.epoch.elapsed().as_micros() as u64;
-        now.saturating_sub(self.last_tx_us.load(Ordering::Relaxed)) <= RECENT_US
-            && tracer_shm::fdpass::unread_by_peer(self.stream.as_fd()).is_ok_and(|n| n > 0)
-    }
-
-    /// Under the write lock: write what is gathered now. A gathering that is on stays on (its
-    /// flush is scheduled, and ends it).
-    fn write_gathered(&self, ws: &mut WriteState) -> io::Result<()> {
-        if !self.gather.lock().take(&mut ws.out, false) {
-            return Ok(());
-        }
-        let r = write_all2(&self.stream, &ws.out, &[]);
-        if r.is_ok() {
-            self.wrote(ws, Wrote::Frame);
-        }
-        r
-    }
-
-    /// The scheduled flush (`gather::Flush`, on a worker): write what is gathered until none
-    /// is, which ends the gathering. Between two writes, while the peer still has bytes of ours
-    /// to read, it lets frames gather for `GATHER_PAUSE` first (a sleep, not a poll): written
-    /// as soon as they come, a flood's frames went two or three to a write.
-    ///
-    /// A bounded batch, as every job of the workers is (`dispatch.rs`): after `FLUSH_BATCH`
-    /// writes it answers true with the gathering still on, and the job goes to the back of the
-    /// queue, so that a flood's flush does not hold a worker from the other links' callbacks
-    /// (their CREDIT, a service's request) for as long as the flood lasts.
-    pub(super) fn flush_gathered(&self) -> bool {
-        let mut ws = self.write_lock.lock();
-        let mut first = true;
-        for _ in 0..FLUSH_BATCH {
-            if self.is_closed() {
-                self.gather.lock().clear();
-                return false;
-            }
-            if !first && self.gather.lock().is_on() && self.peer_behind() {
-                drop(ws);
-                std::thread::sleep(GATHER_PAUSE);
-                ws = self.write_lock.lock();
-            }
-            first = false;
-            if !self.gather.lock().take(&mut ws.out, true) {
-                return false;
-            }
-            let r = write_all2(&self.stream, &ws.out, &[]);
-            if r.is_err() {
-                drop(ws);
-                let _ = self.after_write(r);
-                self.gather.lock().clear();
-                return false;
-            }
-            self.wrote(&mut ws, Wrote::Frame);
-        }
-        // The gathering is still on (only the flush ends it): the rest in the next batch.
-        true
-    }
-
-    /// Before an orderly close (the transport's shutdown): write what is gathered, waiting for
-    /// room in the socket until `until` at most, so that a node that publishes and then shuts
-    /// down has every frame in the socket as it would without the gathering, while a peer that
-    /// reads nothing cannot hold the shutdown. Never blocks past `until`: the write lock is
-    /// waited for until then (a flush may hold it in a write to a peer that reads nothing),
-    /// and written with MSG_DONTWAIT, waiting in `poll` for room.
-    pub(crate) fn drain_gathered(&self, until: Instant) {
-        let Some(mut ws) = self.write_lock.try_lock_until(until) else {
-            return;
-        };
-        let mut out = std::mem::take(&mut ws.out);
-        while !self.is_closed() && self.gather.lock().take(&mut out, true) {
-            if write_all_until(&self.stream, &out, until).is_err() {
-                break;
-            }
-            self.wrote(&mut ws, Wrote::Frame);
-        }
-        ws.out = out;
-    }
-
     /// A write's outcome: its failure closes the link.
     fn after_write(&self, r: io::Result<()>) -> Result<(), LinkError> {
         match r {
@@ -553,34 +417,6 @@ fn write_all2(w: &UnixStream, mut a: &[u8], mut b: &[u8]) -> io::Result<()> {
         let from_a = n.min(a.len());
         a = &a[from_a..];
         b = &b[n - from_a..];
-    }
-    Ok(())
-}
-
-/// Write `bytes` completely without blocking past `until`: each write MSG_DONTWAIT, and `poll`
-/// for room between them. `TimedOut` when the socket had no room by then.
-pub(super) fn write_all_until(w: &UnixStream, mut bytes: &[u8], until: Instant) -> io::Result<()> {
-    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-    let flags = MsgFlags::MSG_NOSIGNAL | MsgFlags::MSG_DONTWAIT;
-    while !bytes.is_empty() {
-        match sendmsg::<()>(w.as_raw_fd(), &[IoSlice::new(bytes)], &[], flags, None) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => bytes = &bytes[n..],
-            Err(Errno::EINTR) => {}
-            Err(Errno::EAGAIN) => {
-                let left = until.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    return Err(io::ErrorKind::TimedOut.into());
-                }
-                let ms = u16::try_from(left.as_millis().max(1)).unwrap_or(u16::MAX);
-                let mut fds = [PollFd::new(w.as_fd(), PollFlags::POLLOUT)];
-                match poll(&mut fds, PollTimeout::from(ms)) {
-                    Ok(_) | Err(Errno::EINTR) => {}
-                    Err(e) => return Err(e.into()),
-                }
-            }
-            Err(e) => return Err(e.into()),
-        }
     }
     Ok(())
 }

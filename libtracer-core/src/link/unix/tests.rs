@@ -215,7 +215,7 @@ fn a_drain_writes_what_is_gathered_while_the_peer_reads_and_gives_up_on_one_that
     while std::io::Write::write(&mut &a, &[0u8; 4096]).is_ok() {}
     a.set_nonblocking(false).unwrap();
     let t0 = Instant::now();
-    let r = super::write_all_until(&a, &[1u8; 100], t0 + Duration::from_millis(100));
+    let r = super::gather::write_all_until(&a, &[1u8; 100], t0 + Duration::from_millis(100));
     assert_eq!(r.unwrap_err().kind(), std::io::ErrorKind::TimedOut);
     assert!(t0.elapsed() >= Duration::from_millis(100));
     assert!(t0.elapsed() < Duration::from_secs(5));
