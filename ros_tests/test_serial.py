@@ -96,7 +96,11 @@ def test_published_values_come_back_on_echo(tracer_env, loopback, closing, procs
 
 def test_mcu_reset_node_leaves_and_returns(tracer_env, loopback, closing, procs):
     relay, mcu, env = relayed(tracer_env, loopback, closing, 0x2703, loss=0.0)
-    graph = worker("graph", "mcu_host", "14", env=env)
+    # The graph process holds the port (it names it first) and outlives the listener: a
+    # handover of the port to the listener as the graph exits may lose what the holder had
+    # acknowledged and not passed on (docs/serial.md, "The holder"), which is not what this
+    # test is about (a loaded CI run lost 4 values there).
+    graph = worker("graph", "mcu_host", "17", env=env)
     procs.append(graph)
     listener = worker("listen", "/mcu/counter", "14", env=env)
     procs.append(listener)
