@@ -157,21 +157,17 @@ impl UnixLink {
             return self.after_write(r);
         }
         // Lock order is write lock, then gathering: so only a try here. Another thread is
-        // writing: gather behind it.
-        let Some(mut ws) = self.write_lock.try_lock() else {
-            if g.append(body) {
-                drop(g);
-                dispatch::schedule(self.flush.clone());
+        // writing, or the peer is behind: gather (this frame starts the gathering).
+        let mut ws = match self.write_lock.try_lock() {
+            Some(ws) if !self.peer_behind() => ws,
+            _ => {
+                if g.append(body) {
+                    drop(g);
+                    dispatch::schedule(self.flush.clone());
+                }
+                return Ok(());
             }
-            return Ok(());
         };
-        if self.peer_behind() {
-            g.append(body);
-            drop(g);
-            drop(ws);
-            dispatch::schedule(self.flush.clone());
-            return Ok(());
-        }
         // Written at once (nothing is gathered: no gathering is on).
         std::mem::swap(&mut ws.head, &mut g.head);
         drop(g);

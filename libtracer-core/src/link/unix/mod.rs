@@ -455,17 +455,7 @@ impl Link for UnixLink {
             // then shuts down): one try to write it, which never blocks (the event loop closes
             // links too) and may leave a frame cut short, which the peer's reader drops at EOF.
             if let (Some(_ws), Some(mut g)) = (self.write_lock.try_lock(), self.gather.try_lock()) {
-                let bytes = g.bytes();
-                if !bytes.is_empty() {
-                    let flags = MsgFlags::MSG_NOSIGNAL | MsgFlags::MSG_DONTWAIT;
-                    let _ = sendmsg::<()>(
-                        self.stream.as_raw_fd(),
-                        &[IoSlice::new(bytes)],
-                        &[],
-                        flags,
-                        None,
-                    );
-                }
+                let _ = gather::write_all_until(&self.stream, g.bytes(), Instant::now());
                 g.clear();
             }
             // Wakes our reader (EOF) and any writer blocked on a full socket.
