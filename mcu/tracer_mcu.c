@@ -325,9 +325,15 @@ static void handle_packet(tracer_mcu_node *n, const uint8_t *p, size_t plen)
     n->last_rx_ms = now(n);
     n->stats.frames_in++;
     if (kind & K_CDATA) {
-        on_msg(n, p, plen);
+        if (n->synced)
+            on_msg(n, p, plen);
         return;
     }
+    /* Without READY we have no session: an ACK, NACK or message now is a host's answer to a
+     * previous boot (a reset with no silence) or to declarations it has since lost. Acting on
+     * it could move a window past messages no host has, or send DATA before our HELLO. */
+    if (!n->synced && kind != K_READY && kind != K_SYNC)
+        return;
     switch (kind) {
     case K_READY:
         if (plen == 6 && get32(p + 1) == n->session && p[5] == n->n_ep && !n->synced) {

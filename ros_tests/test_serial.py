@@ -96,15 +96,18 @@ def test_published_values_come_back_on_echo(tracer_env, loopback, closing, procs
 
 def test_mcu_reset_node_leaves_and_returns(tracer_env, loopback, closing, procs):
     relay, mcu, env = relayed(tracer_env, loopback, closing, 0x2703, loss=0.0)
-    # The graph process holds the port (it names it first) and outlives the listener: a
-    # handover of the port to the listener as the graph exits may lose what the holder had
-    # acknowledged and not passed on (docs/serial.md, "The holder"), which is not what this
-    # test is about (a loaded CI run lost 4 values there).
+    # The graph process holds the port and outlives the listener: a handover of the port to
+    # the listener as the graph exits may lose what the holder had acknowledged and not passed
+    # on (docs/serial.md, "The holder"), which is not what this test is about (a loaded CI run
+    # lost 4 values there). Both processes name the port and the first to take its lock holds
+    # it, so the listener starts once the graph process shows the node, which only a holder can
+    # then: started together, the listener won now and then, and at its exit the graph process
+    # took the port over and logged the MCU's data for the session it did not have yet.
     graph = worker("graph", "mcu_host", "17", env=env)
     procs.append(graph)
+    assert wait_until(lambda: "present" in graph.output_so_far(), 15), graph.join(0).describe()
     listener = worker("listen", "/mcu/counter", "14", env=env)
     procs.append(listener)
-    assert wait_until(lambda: "present" in graph.output_so_far(), 15), graph.join(0).describe()
     assert wait_until(lambda: len(values(listener.output_so_far())) > 20, 10)
     # Pulled cable: the MCU goes silent; its node leaves within 2 s.
     relay.attach(None)

@@ -5,7 +5,8 @@
  *   loopback_main COUNT RELIABLE BODY_LEN NONCE [PERIOD_MS [pty]]
  *
  * COUNT counter values are published on /mcu/counter (reliable if bit 0 of RELIABLE is set; bit
- * 1 makes the /mcu/led subscription best effort instead of reliable) as fast as
+ * 1 makes the /mcu/led subscription best effort instead of reliable; bit 2 publishes before
+ * READY too, as the firmware does, so reliable values wait in the window) as fast as
  * the window allows, or one every PERIOD_MS; each is CDR of BODY_LEN bytes (an Int32 when 4)
  * whose first 4 bytes are the counter. Exits when stdin reaches EOF.
  *
@@ -176,7 +177,7 @@ int main(int argc, char **argv)
             pending_head = (pending_head + 1) % 8;
             pending_count--;
         }
-        if (next < count && tracer_mcu_synced(&node) && (period == 0 || io_now(NULL) - last_pub >= period)) {
+        if (next < count && (tracer_mcu_synced(&node) || (reliable & 4)) && (period == 0 || io_now(NULL) - last_pub >= period)) {
             uint32_t v = (uint32_t)next;
             msg[4] = (uint8_t)v; msg[5] = (uint8_t)(v >> 8);
             msg[6] = (uint8_t)(v >> 16); msg[7] = (uint8_t)(v >> 24);

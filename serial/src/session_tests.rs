@@ -144,7 +144,12 @@ impl Mcu {
             }
         }
         for p in packets {
-            match Packet::decode(&p) {
+            let decoded = Packet::decode(&p);
+            // Without READY, only READY and SYNC count (docs/serial.md section 6).
+            if !self.synced && !matches!(decoded, Ok(Packet::Ready { .. } | Packet::Sync)) {
+                continue;
+            }
+            match decoded {
                 Ok(Packet::Ready {
                     session,
                     n_endpoints: 3,

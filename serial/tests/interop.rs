@@ -14,7 +14,7 @@ use common::{
     build_loopback, build_loopback_sanitized, int32, temp_dir, Host, Rng, Wire, INT32_HASH,
 };
 use tracer_serial::{
-    encode_packet, EndpointKind, Event, Packet, SendError, Session, SessionConfig,
+    encode_packet, Deframer, EndpointKind, Event, Packet, SendError, Session, SessionConfig,
 };
 
 fn loopback() -> Option<PathBuf> {
@@ -154,6 +154,61 @@ fn mcu_reset_is_detected_and_recovered() {
         == 3));
     echo_round(&mut h, &mut wire, 5, 5, Duration::from_secs(10));
     println!("pulled cable noticed after {lost_after} ms");
+}
+
+/// The packets of `bytes` that carry messages (DATA, FRAG, CDATA).
+fn messages_in(bytes: &[u8]) -> usize {
+    let mut d = Deframer::new(tracer_serial::MAX_FRAME);
+    let mut input = bytes;
+    let mut n = 0;
+    while let Some(r) = d.next_packet(&mut input) {
+        if let Ok(Ok(p)) = r.map(Packet::decode) {
+            n += usize::from(matches!(
+                p,
+                Packet::Data { .. } | Packet::Frag { .. } | Packet::CData { .. }
+            ));
+        }
+    }
+    n
+}
+
+#[test]
+fn an_mcu_without_ready_ignores_a_previous_sessions_acks() {
+    // A reset with no silence: the host still speaks to the previous boot when the new one
+    // comes up, holding reliable counter values it has not sent. An ACK of the old session
+    // must not move the new window (those values would be skipped, never sent), nor a NACK
+    // make it send DATA before its HELLO has been answered.
+    let Some(bin) = loopback() else { return };
+    // Flags 1 | 4: a reliable counter published before READY, as the firmware does.
+    let args = [1_000_000, 1 | 4, 4, 40, 5].map(|v: u32| v.to_string());
+    let mut wire = Wire::spawn(&bin, &args);
+    let before = wire.read_for(Duration::from_millis(150));
+    assert_eq!(messages_in(&before), 0, "no DATA before READY");
+    let mut stale = Vec::new();
+    for p in [
+        Packet::Ack { alias: 0, seq: 3 },
+        Packet::Nack { alias: 0, seq: 3 },
+        Packet::Heartbeat,
+    ] {
+        encode_packet(&p, &mut stale);
+    }
+    wire.write(&stale);
+    let after = wire.read_for(Duration::from_millis(150));
+    assert_eq!(messages_in(&after), 0, "a stale NACK sent DATA");
+    let mut h = Host::new(0);
+    assert!(h.run_until(&mut wire, Duration::from_secs(10), |h| h
+        .values("/mcu/counter")
+        .len()
+        >= 10));
+    let v = h.values("/mcu/counter");
+    assert_eq!(v[0], (1, 0), "the first value of the boot comes first");
+    for w in v.windows(2) {
+        assert_eq!(
+            (w[1].0, w[1].1),
+            (w[0].0 + 1, w[0].1 + 1),
+            "in order, no gap"
+        );
+    }
 }
 
 #[test]

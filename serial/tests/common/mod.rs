@@ -178,6 +178,19 @@ impl Wire {
         let _ = self.tx.write_all(bytes).and_then(|_| self.tx.flush());
     }
 
+    /// What arrives within `d`, with no session reading it.
+    pub fn read_for(&mut self, d: Duration) -> Vec<u8> {
+        let end = Instant::now() + d;
+        let mut out = Vec::new();
+        while let Some(left) = end.checked_duration_since(Instant::now()) {
+            match self.rx.recv_timeout(left) {
+                Ok(bytes) => out.extend_from_slice(&bytes),
+                Err(_) => break,
+            }
+        }
+        out
+    }
+
     /// True while the child runs.
     pub fn alive(&mut self) -> bool {
         self.child
