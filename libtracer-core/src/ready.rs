@@ -7,7 +7,7 @@
 //! to notify, so no wake-up can be lost between the check and the sleep.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
@@ -99,16 +99,34 @@ impl ReadyCore {
     }
 }
 
+/// Wakes the thread that leads the links' loop (set by the loop when it starts: the links are a
+/// layer above this module, docs/architecture.md).
+static LEADER_POKE: OnceLock<fn()> = OnceLock::new();
+
+/// How to wake a waiter that leads the links' loop (`Waiter::wait_leading`, `link/lead.rs`).
+pub(crate) fn on_leader_poke(poke: fn()) {
+    let _ = LEADER_POKE.set(poke);
+}
+
 #[derive(Default)]
 pub(crate) struct WaiterCore {
     notified: Mutex<bool>,
     cv: Condvar,
     sources: Mutex<Vec<Arc<ReadyCore>>>,
+    /// The waiting thread leads the links' loop (`wait_leading`): a notify pokes it there.
+    leading: AtomicBool,
 }
 
 impl WaiterCore {
     fn notify(&self) {
         *self.notified.lock() = true;
+        // After the level (the caller set it, SeqCst): a leader that looked before the level
+        // was set is committed to waiting, and the poke reaches it (`link/lead.rs`).
+        if self.leading.load(Ordering::SeqCst) {
+            if let Some(poke) = LEADER_POKE.get() {
+                poke();
+            }
+        }
         self.cv.notify_one();
     }
 }
@@ -172,7 +190,7 @@ impl Waiter {
         }
     }
 
-    fn any_ready(&self) -> bool {
+    pub(crate) fn any_ready(&self) -> bool {
         self.0.sources.lock().iter().any(|s| s.is_set())
     }
 
@@ -198,6 +216,13 @@ impl Waiter {
                 }
             }
         }
+    }
+}
+
+impl Waiter {
+    /// While set, a notify also pokes the leader of the links' loop (`link/lead.rs`).
+    pub(crate) fn set_leading(&self, leading: bool) {
+        self.0.leading.store(leading, Ordering::SeqCst);
     }
 }
 

@@ -29,6 +29,25 @@ const DEFAULT_SPIN_US: u64 = 20;
 /// After a spin that found nothing, every this many waits spins once more to see if it pays.
 const PROBE_EVERY: u32 = 16;
 
+/// Whether a wait leads the links' loop while it blocks (`Waiter::wait_leading`, docs/network.md
+/// section 4a, "The waiting thread reads"): `RMW_TRACER_WAIT_LEADS`, `0` (the default for now)
+/// or `1`.
+fn leads() -> bool {
+    static LEADS: OnceLock<bool> = OnceLock::new();
+    *LEADS.get_or_init(|| match std::env::var("RMW_TRACER_WAIT_LEADS") {
+        Ok(v) if v == "1" => true,
+        Ok(v) if v == "0" => false,
+        Ok(v) => {
+            crate::log::log!(
+                RMW_LOG_SEVERITY_WARN,
+                "RMW_TRACER_WAIT_LEADS={v} is neither 0 nor 1; using 0"
+            );
+            false
+        }
+        Err(_) => false,
+    })
+}
+
 /// How long a wait may spin before it sleeps: `RMW_TRACER_WAIT_SPIN_US` (microseconds, 0 = never),
 /// default [`DEFAULT_SPIN_US`]; never on a single CPU, where the spinner would only keep the
 /// writer it waits for off the processor.
@@ -183,7 +202,11 @@ impl WaitSet {
                     if left == Some(Duration::ZERO) {
                         break;
                     }
-                    waiter.wait(left);
+                    if leads() {
+                        waiter.wait_leading(left);
+                    } else {
+                        waiter.wait(left);
+                    }
                     if scan(entries, ready) {
                         break;
                     }

@@ -37,7 +37,7 @@ use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use mio::unix::SourceFd;
-use mio::{Events, Interest, Poll, Token, Waker};
+use mio::{Events, Interest, Poll, Token};
 use parking_lot::Mutex;
 use tracer_shm::fdpass::FdReceiver;
 
@@ -57,6 +57,8 @@ const MAX_HANDSHAKES: usize = 64;
 const DEFAULT_TICK_MS: u64 = 100;
 
 const WAKER: Token = Token(0);
+/// A leading thread's poke (`lead.rs`).
+pub(super) const POKE: Token = Token(1);
 
 /// What the loop waits on.
 pub(crate) enum Source {
@@ -79,7 +81,6 @@ enum Cmd {
 
 struct Shared {
     cmds: Mutex<Vec<Cmd>>,
-    waker: Waker,
     next_token: AtomicUsize,
     tick_ms: AtomicU64,
     /// The loop ticks (some link is owed, a handshake or an accept is pending); when it is
@@ -87,6 +88,11 @@ struct Shared {
     watching: AtomicBool,
     /// The other modules' sources (the QUIC engine's).
     foreign: Foreign,
+    /// What a turn works on, whichever thread turns: the loop thread, or a thread waiting in
+    /// rmw_wait that leads the loop meanwhile (`lead.rs`).
+    state: Mutex<LoopState>,
+    /// The loop's epoll instance for a leading thread, and its poke.
+    lead: super::lead::Shared,
 }
 
 static LOOP: OnceLock<Result<Arc<Shared>, String>> = OnceLock::new();
@@ -95,28 +101,45 @@ thread_local! {
     static ON_LOOP: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Whether the caller is the loop thread (which must never block).
+/// Whether the caller is the loop thread, or a thread that leads the loop now (which must
+/// never block).
 pub(crate) fn on_loop() -> bool {
     ON_LOOP.with(|l| l.get())
+}
+
+/// Runs `f` as the loop: `on_loop` is true meanwhile.
+fn as_loop<R>(f: impl FnOnce() -> R) -> R {
+    let was = ON_LOOP.with(|l| l.replace(true));
+    let r = f();
+    ON_LOOP.with(|l| l.set(was));
+    r
 }
 
 fn shared() -> Result<&'static Arc<Shared>, String> {
     LOOP.get_or_init(|| {
         let poll = Poll::new().map_err(|e| format!("cannot create the link event loop: {e}"))?;
-        let waker = Waker::new(poll.registry(), WAKER)
-            .map_err(|e| format!("cannot create the link event loop: {e}"))?;
-        let registry = poll
-            .registry()
-            .try_clone()
-            .map_err(|e| format!("cannot create the link event loop: {e}"))?;
+        let why = |e: io::Error| format!("cannot create the link event loop: {e}");
+        let registry = || poll.registry().try_clone().map_err(why);
         let shared = Arc::new(Shared {
             cmds: Mutex::new(Vec::new()),
-            waker,
-            next_token: AtomicUsize::new(1),
+            next_token: AtomicUsize::new(2),
             tick_ms: AtomicU64::new(DEFAULT_TICK_MS),
             watching: AtomicBool::new(true),
-            foreign: Foreign::new(registry),
+            foreign: Foreign::new(registry()?),
+            state: Mutex::new(LoopState {
+                registry: registry()?,
+                sources: HashMap::new(),
+                hellos: 0,
+                again: Vec::with_capacity(64),
+                again_foreign: Vec::new(),
+                check: Vec::with_capacity(64),
+                accept_retry: false,
+                ready: Vec::with_capacity(256),
+                foreign: Vec::with_capacity(64),
+            }),
+            lead: super::lead::Shared::new(poll.registry(), WAKER, POKE).map_err(why)?,
         });
+        crate::ready::on_leader_poke(poke_leader);
         let s = shared.clone();
         // Started by the first transport of either kind, or the first QUIC engine (a process
         // may have only QUIC links); named for what it serves, every link of the process.
@@ -124,16 +147,7 @@ fn shared() -> Result<&'static Arc<Shared>, String> {
             .name("tracer-io".into())
             .spawn(move || {
                 ON_LOOP.with(|l| l.set(true));
-                LoopThread {
-                    poll,
-                    sources: HashMap::new(),
-                    hellos: 0,
-                    again: Vec::with_capacity(64),
-                    again_foreign: Vec::new(),
-                    check: Vec::with_capacity(64),
-                    accept_retry: false,
-                }
-                .run(&s)
+                run(poll, &s)
             })
             .map_err(|e| format!("cannot start the link event loop: {e}"))?;
         Ok(shared)
@@ -177,7 +191,7 @@ pub(crate) fn resume(token: usize) {
     }
 }
 
-/// A token no source had before (0 is the waker's).
+/// A token no source had before (0 is the waker's, 1 the leader's poke).
 pub(crate) fn new_token() -> Token {
     match shared() {
         Ok(s) => Token(s.next_token.fetch_add(1, Ordering::Relaxed)),
@@ -213,7 +227,7 @@ pub(crate) fn remove_foreign(t: Token, fd: RawFd) {
 pub(crate) fn watch() {
     if let Some(Ok(s)) = LOOP.get() {
         if !s.watching.swap(true, Ordering::SeqCst) {
-            let _ = s.waker.wake();
+            s.lead.wake();
         }
     }
 }
@@ -225,16 +239,61 @@ pub(crate) fn tick_at_most(ms: u64) {
     }
 }
 
+/// This thread leads the loop (`lead.rs`) until dropped.
+pub(crate) struct Leader(&'static Shared);
+
+/// Lead the loop, if it runs and no other thread leads it.
+pub(crate) fn try_lead() -> Option<Leader> {
+    let s = LOOP.get()?.as_ref().ok()?;
+    s.lead.try_take().then_some(Leader(s))
+}
+
+/// Wake the leading thread (its waiter was notified).
+fn poke_leader() {
+    if let Some(Ok(s)) = LOOP.get() {
+        s.lead.poke();
+    }
+}
+
+impl Leader {
+    /// Wait in the loop's epoll up to `timeout` unless `ready` (looked at once more when the
+    /// wait is committed), and take the turn the events bring; false when epoll failed.
+    pub(crate) fn wait(&self, timeout: Option<Duration>, ready: &dyn Fn() -> bool) -> bool {
+        let s = self.0;
+        s.lead.wait(timeout, ready, |events| {
+            let more = as_loop(|| {
+                let mut st = s.state.lock();
+                st.turn(s, events);
+                st.has_more()
+            });
+            // A source has more than this turn took: the loop thread takes it from here (the
+            // leader is going back to its readiness).
+            if more {
+                s.lead.wake();
+            }
+        })
+    }
+}
+
+impl Drop for Leader {
+    fn drop(&mut self) {
+        self.0.lead.give_back();
+    }
+}
+
 impl Shared {
     fn command(&self, c: Cmd) {
         self.cmds.lock().push(c);
         // A loop that cannot be woken still turns at its next tick.
-        let _ = self.waker.wake();
+        self.lead.wake();
     }
 }
 
-struct LoopThread {
-    poll: Poll,
+/// What a turn of the loop works on. The loop thread owns it but for the turns a leading
+/// thread takes (`lead.rs`), each under this lock, so that a source is never serviced by two
+/// threads at once and every turn runs as the loop thread's did.
+pub(super) struct LoopState {
+    registry: mio::Registry,
     sources: HashMap<Token, Source>,
     /// Sources in the Hello state.
     hellos: usize,
@@ -246,83 +305,102 @@ struct LoopThread {
     check: Vec<Token>,
     /// An accept failed for lack of descriptors or memory: the next tick tries again.
     accept_retry: bool,
+    /// The sources to service this turn; kept across turns, so a turn allocates nothing.
+    ready: Vec<Token>,
+    /// The foreign sources to call this turn, with their readiness (readable, writable).
+    foreign: Vec<(Token, bool, bool)>,
 }
 
-impl LoopThread {
-    fn run(mut self, shared: &Shared) {
-        let mut events = Events::with_capacity(256);
-        // The sources to service this turn; kept across turns, so a turn allocates nothing.
-        let mut ready: Vec<Token> = Vec::with_capacity(256);
-        // The foreign sources to call this turn, with their readiness (readable, writable).
-        let mut foreign: Vec<(Token, bool, bool)> = Vec::with_capacity(64);
-        // None: nothing to watch, no tick until something is.
-        let mut next_tick = Some(Instant::now());
-        loop {
-            let now = Instant::now();
-            if next_tick.is_none() && shared.watching.load(Ordering::SeqCst) {
-                next_tick =
-                    Some(now + Duration::from_millis(shared.tick_ms.load(Ordering::Relaxed)));
+/// The loop thread: waits, turns, ticks.
+fn run(mut poll: Poll, shared: &Shared) {
+    let mut events = Events::with_capacity(256);
+    // None: nothing to watch, no tick until something is.
+    let mut next_tick = Some(Instant::now());
+    loop {
+        let now = Instant::now();
+        if next_tick.is_none() && shared.watching.load(Ordering::SeqCst) {
+            next_tick = Some(now + Duration::from_millis(shared.tick_ms.load(Ordering::Relaxed)));
+        }
+        let timeout = if shared.state.lock().has_more() {
+            Some(Duration::ZERO)
+        } else {
+            next_tick.map(|t| t.saturating_duration_since(now))
+        };
+        if let Err(e) = shared.lead.loop_wait(&mut poll, &mut events, timeout) {
+            if e.kind() != io::ErrorKind::Interrupted {
+                // Not expected from epoll_wait; do not spin on it.
+                std::thread::sleep(Duration::from_millis(10));
             }
-            let timeout = if !self.again.is_empty() || !self.again_foreign.is_empty() {
-                Some(Duration::ZERO)
+            continue;
+        }
+        let mut evs = events
+            .iter()
+            .map(|e| (e.token(), e.is_readable(), e.is_writable()));
+        shared.state.lock().turn(shared, &mut evs);
+        if next_tick.is_some_and(|t| Instant::now() >= t) {
+            next_tick = None;
+            // Told before looking, so that a link owed after the look wakes us (`watch`).
+            shared.watching.store(false, Ordering::SeqCst);
+            if shared.state.lock().tick() {
+                shared.watching.store(true, Ordering::SeqCst);
+            }
+        }
+    }
+}
+
+impl LoopState {
+    /// Some source has more than its turn took.
+    fn has_more(&self) -> bool {
+        !self.again.is_empty() || !self.again_foreign.is_empty()
+    }
+
+    /// One turn: the sources `events` name (token, readable, writable), those left with more
+    /// by the last turn, and the commands.
+    fn turn(&mut self, shared: &Shared, events: &mut dyn Iterator<Item = (Token, bool, bool)>) {
+        let mut ready = std::mem::take(&mut self.ready);
+        let mut foreign = std::mem::take(&mut self.foreign);
+        ready.clear();
+        foreign.clear();
+        for (t, readable, writable) in events {
+            if self.sources.contains_key(&t) {
+                ready.push(t);
+            } else if t == POKE {
+                shared.lead.poked();
             } else {
-                next_tick.map(|t| t.saturating_duration_since(now))
-            };
-            if let Err(e) = self.poll.poll(&mut events, timeout) {
-                if e.kind() != io::ErrorKind::Interrupted {
-                    // Not expected from epoll_wait; do not spin on it.
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-                continue;
+                foreign.push((t, readable, writable));
             }
-            ready.clear();
-            foreign.clear();
-            for e in events.iter() {
-                let t = e.token();
-                if self.sources.contains_key(&t) {
-                    ready.push(t);
-                } else if t != WAKER {
-                    foreign.push((t, e.is_readable(), e.is_writable()));
-                }
-            }
-            ready.append(&mut self.again);
-            foreign.extend(self.again_foreign.drain(..).map(|t| (t, true, false)));
-            for c in std::mem::take(&mut *shared.cmds.lock()) {
-                match c {
-                    Cmd::Add(t, s) => {
-                        if self.insert(t, s) {
-                            ready.push(t);
-                        }
-                    }
-                    Cmd::Resume(t) => {
-                        if let Some(Source::Link(rx)) = self.sources.get_mut(&t) {
-                            rx.paused = false;
-                            rx.link.set_paused(false);
-                            ready.push(t);
-                        }
+        }
+        ready.append(&mut self.again);
+        foreign.extend(self.again_foreign.drain(..).map(|t| (t, true, false)));
+        for c in std::mem::take(&mut *shared.cmds.lock()) {
+            match c {
+                Cmd::Add(t, s) => {
+                    if self.insert(t, s) {
+                        ready.push(t);
                     }
                 }
-            }
-            ready.sort_unstable();
-            ready.dedup();
-            for &t in &ready {
-                self.service(t);
-            }
-            for &(t, readable, writable) in &foreign {
-                let more = shared.foreign.run(t, readable, writable) == Some(true);
-                if more && !self.again_foreign.contains(&t) {
-                    self.again_foreign.push(t);
-                }
-            }
-            if next_tick.is_some_and(|t| Instant::now() >= t) {
-                next_tick = None;
-                // Told before looking, so that a link owed after the look wakes us (`watch`).
-                shared.watching.store(false, Ordering::SeqCst);
-                if self.tick() {
-                    shared.watching.store(true, Ordering::SeqCst);
+                Cmd::Resume(t) => {
+                    if let Some(Source::Link(rx)) = self.sources.get_mut(&t) {
+                        rx.paused = false;
+                        rx.link.set_paused(false);
+                        ready.push(t);
+                    }
                 }
             }
         }
+        ready.sort_unstable();
+        ready.dedup();
+        for &t in &ready {
+            self.service(t);
+        }
+        for &(t, readable, writable) in &foreign {
+            let more = shared.foreign.run(t, readable, writable) == Some(true);
+            if more && !self.again_foreign.contains(&t) {
+                self.again_foreign.push(t);
+            }
+        }
+        self.ready = ready;
+        self.foreign = foreign;
     }
 
     /// Register and keep `s`; false when it could not be registered (it is dropped, which
@@ -334,8 +412,7 @@ impl LoopThread {
             Source::Link(rx) => rx.link.socket().as_raw_fd(),
         };
         let r = self
-            .poll
-            .registry()
+            .registry
             .register(&mut SourceFd(&fd), t, Interest::READABLE);
         if r.is_err() {
             if let Source::Link(rx) = s {
@@ -360,7 +437,7 @@ impl LoopThread {
             Source::Hello(h) => h.stream.as_raw_fd(),
             Source::Link(rx) => rx.link.socket().as_raw_fd(),
         };
-        let _ = self.poll.registry().deregister(&mut SourceFd(&fd));
+        let _ = self.registry.deregister(&mut SourceFd(&fd));
         if matches!(s, Source::Hello(_)) {
             self.hellos -= 1;
         }

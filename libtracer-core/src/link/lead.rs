@@ -1,0 +1,258 @@
+//! A waiting thread leads the links' loop (docs/network.md section 4a, "The waiting thread
+//! reads"). A thread that blocks for readiness (rmw_wait, through `Waiter::wait_leading`) may,
+//! instead of sleeping on its futex until the loop thread hands it a sample, wait in the loop's
+//! epoll instance and take the loop's turns itself: a sample for it is then read, decoded and
+//! landed by the thread that takes it, with no wake-up in between (the hand-off costs a 64 B
+//! round trip more than the rest of the path, section 4a).
+//!
+//! Two epoll instances. The **links' instance** holds every source of the loop (Unix sockets,
+//! the QUIC engine's sockets and timerfd) and the leader's poke. The loop thread waits on an
+//! **instance of its own**, which holds its waker and the links' instance (an epoll descriptor
+//! is pollable: it is readable while it has events). A leader waits on the links' instance
+//! directly and, while it leads, the links' instance is switched off in the loop thread's
+//! (`EPOLL_CTL_MOD` with no events), so the leader alone is woken by the links, and switched on
+//! again when it gives the lead back: what came meanwhile then wakes the loop thread at once.
+//! Every turn runs under the loop state's lock (`unix_loop::LoopState`), whichever thread takes
+//! it, so no source is serviced by two threads at once; the waker, the commands it announces and
+//! the liveness tick stay with the loop thread. (One instance for both, relying on the kernel
+//! waking the waiter that began last, was tried first: a poke taken by the loop thread had to be
+//! passed on, and with both threads on one CPU the two passed it back and forth for a whole
+//! scheduler slice, 3 ms at the p99 of a round trip.)
+//!
+//! One thread leads at a time; another waiting thread sleeps on its futex as before. A leader
+//! wakes for what the links do not bring (a guard condition, an intra-process sample) by its
+//! poke: its `Waiter`'s notify writes an eventfd in the links' instance, where only the leader
+//! waits.
+
+use std::cell::Cell;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use mio::unix::SourceFd;
+use mio::{Interest, Registry, Token};
+use nix::poll::PollTimeout;
+use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags};
+use nix::sys::eventfd::{EfdFlags, EventFd};
+
+use crate::ready::Waiter;
+
+/// Events one leader's `epoll_wait` takes at most.
+const EVENTS: usize = 64;
+
+thread_local! {
+    /// The calling thread leads the loop now.
+    static LEADING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The two instances and the lead.
+pub(super) struct Shared {
+    /// A second descriptor of the links' instance (mio's, whose registry adds the sources).
+    links: Epoll,
+    /// The loop thread's own instance: the waker and the links' instance.
+    own: Epoll,
+    /// The loop thread's waker (in `own`).
+    waker: EventFd,
+    /// The leader's poke (in `links`).
+    poke: EventFd,
+    /// A thread leads.
+    taken: AtomicBool,
+    /// The leader is in `epoll_wait` or about to be (it has yet to look at its readiness
+    /// once more): a poke must reach it.
+    waiting: AtomicBool,
+}
+
+/// The links' instance's key in the loop thread's own.
+const LINKS: u64 = u64::MAX;
+
+fn nix_err(e: nix::Error) -> io::Error {
+    io::Error::from(e)
+}
+
+impl Shared {
+    /// `registry`: the links' instance; `waker` and `poke`: the tokens the loop thread's turn
+    /// knows them by.
+    pub(super) fn new(registry: &Registry, waker: Token, poke: Token) -> io::Result<Shared> {
+        let links = Epoll(registry.as_fd().try_clone_to_owned()?);
+        let own = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC).map_err(nix_err)?;
+        let fd = || EventFd::from_flags(EfdFlags::EFD_NONBLOCK | EfdFlags::EFD_CLOEXEC);
+        let (waker_fd, poke_fd) = (fd().map_err(nix_err)?, fd().map_err(nix_err)?);
+        let edge = EpollFlags::EPOLLIN | EpollFlags::EPOLLET;
+        own.add(&waker_fd, EpollEvent::new(edge, waker.0 as u64))
+            .map_err(nix_err)?;
+        // Level-triggered: readable while the links have events for the loop thread.
+        own.add(&links.0, EpollEvent::new(EpollFlags::EPOLLIN, LINKS))
+            .map_err(nix_err)?;
+        registry.register(
+            &mut SourceFd(&poke_fd.as_fd().as_raw_fd()),
+            poke,
+            Interest::READABLE,
+        )?;
+        Ok(Shared {
+            links,
+            own,
+            waker: waker_fd,
+            poke: poke_fd,
+            taken: AtomicBool::new(false),
+            waiting: AtomicBool::new(false),
+        })
+    }
+
+    /// Wake the loop thread.
+    pub(super) fn wake(&self) {
+        let _ = self.waker.write(1);
+    }
+
+    /// The loop thread: wait up to `timeout` on its own instance; then `poll` (the links'
+    /// instance, through mio) takes the links' events without waiting.
+    pub(super) fn loop_wait(
+        &self,
+        poll: &mut mio::Poll,
+        events: &mut mio::Events,
+        timeout: Option<Duration>,
+    ) -> io::Result<()> {
+        let mut ready = [EpollEvent::empty(); 2];
+        let n = self.own.wait(&mut ready, ms(timeout)).map_err(nix_err)?;
+        if ready[..n].iter().any(|e| e.data() != LINKS) {
+            // The waker's count, so that it never fills.
+            let _ = self.waker.read();
+        }
+        poll.poll(events, Some(Duration::ZERO))
+    }
+
+    /// A turn met the poke: a leader's, stale (it was written as the leader stopped waiting).
+    pub(super) fn poked(&self) {
+        let _ = self.poke.read();
+    }
+
+    /// Wake the leader (from `Waiter`'s notify, when its waiter leads).
+    pub(super) fn poke(&self) {
+        if self.waiting.load(Ordering::SeqCst) {
+            let _ = self.poke.write(1);
+        }
+    }
+
+    /// Take the lead, if no thread has it: the links' instance goes off in the loop thread's.
+    pub(super) fn try_take(&self) -> bool {
+        if LEADING.with(Cell::get) {
+            // A wait within a turn's callback: it must not lead (nor block).
+            return false;
+        }
+        if self
+            .taken
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
+            .is_err()
+        {
+            return false;
+        }
+        let mut off = EpollEvent::new(EpollFlags::empty(), LINKS);
+        if self.own.modify(&self.links.0, &mut off).is_err() {
+            self.taken.store(false, Ordering::Release);
+            return false;
+        }
+        LEADING.with(|l| l.set(true));
+        true
+    }
+
+    /// Give the lead back: the links' instance goes on again in the loop thread's (which it
+    /// wakes if the links have events).
+    pub(super) fn give_back(&self) {
+        self.waiting.store(false, Ordering::SeqCst);
+        LEADING.with(|l| l.set(false));
+        let mut on = EpollEvent::new(EpollFlags::EPOLLIN, LINKS);
+        // It fails only for a bad descriptor, which these are not; were it to, the loop thread
+        // would still turn at its waker and its tick.
+        let _ = self.own.modify(&self.links.0, &mut on);
+        self.taken.store(false, Ordering::Release);
+    }
+
+    /// Wait in the links' instance up to `timeout` (`None`: until an event), unless `ready`
+    /// says there is no need once the leader is committed to waiting; the events taken go to
+    /// `take` as (token, readable, writable). False when `epoll_wait` failed (other than for a
+    /// signal): the caller then waits without the lead.
+    pub(super) fn wait(
+        &self,
+        timeout: Option<Duration>,
+        ready: &dyn Fn() -> bool,
+        take: impl FnOnce(&mut dyn Iterator<Item = (Token, bool, bool)>),
+    ) -> bool {
+        // Committed first, then the last look: a readiness set after the look finds `waiting`
+        // and pokes (both SeqCst), so no wake-up is lost between the look and the wait.
+        self.waiting.store(true, Ordering::SeqCst);
+        if ready() {
+            self.waiting.store(false, Ordering::SeqCst);
+            return true;
+        }
+        let mut events = [EpollEvent::empty(); EVENTS];
+        let r = self.links.wait(&mut events, ms(timeout));
+        self.waiting.store(false, Ordering::SeqCst);
+        let n = match r {
+            Ok(n) => n,
+            Err(nix::Error::EINTR) => 0,
+            Err(_) => return false,
+        };
+        let mut it = events[..n].iter().map(|e| {
+            let f = e.events();
+            (
+                Token(e.data() as usize),
+                f.intersects(EpollFlags::EPOLLIN | EpollFlags::EPOLLPRI),
+                f.contains(EpollFlags::EPOLLOUT),
+            )
+        });
+        take(&mut it);
+        true
+    }
+}
+
+/// epoll's timeout: a millisecond's resolution, rounded up, so a short wait is not a spin.
+fn ms(timeout: Option<Duration>) -> PollTimeout {
+    match timeout {
+        None => PollTimeout::NONE,
+        Some(t) => {
+            let ms = t.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
+            PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX)
+        }
+    }
+}
+
+impl Waiter {
+    /// As [`Waiter::wait`], but while no other thread does, the waiting thread leads the
+    /// links' event loop meanwhile (docs/network.md section 4a, "The waiting thread reads"): it
+    /// waits in the loop's epoll and reads, decodes and lands what comes itself, so a sample for
+    /// it needs no wake-up by the loop thread. For a thread that does nothing else while it waits
+    /// (rmw_wait); callbacks the loop runs inline run on it meanwhile.
+    pub fn wait_leading(&self, timeout: Option<Duration>) -> bool {
+        let Some(lead) = super::unix_loop::try_lead() else {
+            return self.wait(timeout);
+        };
+        let deadline = timeout.map(|t| Instant::now() + t);
+        loop {
+            if self.any_ready() {
+                return true;
+            }
+            let left = match deadline {
+                None => None,
+                Some(d) => {
+                    let left = d.saturating_duration_since(Instant::now());
+                    // epoll counts whole milliseconds: the rest of a timed wait (an rcl timer's
+                    // deadline) is waited on the futex, to the microsecond as before, and
+                    // without the lead, which the loop thread has back meanwhile.
+                    if left < Duration::from_millis(1) {
+                        drop(lead);
+                        return self.wait(Some(left));
+                    }
+                    Some(Duration::from_millis(left.as_millis() as u64))
+                }
+            };
+            self.set_leading(true);
+            let led = lead.wait(left, &|| self.any_ready());
+            self.set_leading(false);
+            if !led {
+                // Not expected (the instance is ours): wait as without the lead.
+                drop(lead);
+                return self.wait(deadline.map(|d| d.saturating_duration_since(Instant::now())));
+            }
+        }
+    }
+}
