@@ -194,6 +194,11 @@ impl Waiter {
         self.0.sources.lock().iter().any(|s| s.is_set())
     }
 
+    /// While set, a notify also pokes the leader of the links' loop (`link/lead.rs`).
+    pub(crate) fn set_leading(&self, leading: bool) {
+        self.0.leading.store(leading, Ordering::SeqCst);
+    }
+
     /// Block until an attached source is ready or the timeout passes (`None` = forever,
     /// `Some(ZERO)` = poll). Returns whether a source is ready.
     pub fn wait(&self, timeout: Option<Duration>) -> bool {
@@ -216,13 +221,6 @@ impl Waiter {
                 }
             }
         }
-    }
-}
-
-impl Waiter {
-    /// While set, a notify also pokes the leader of the links' loop (`link/lead.rs`).
-    pub(crate) fn set_leading(&self, leading: bool) {
-        self.0.leading.store(leading, Ordering::SeqCst);
     }
 }
 

@@ -63,27 +63,21 @@ pub(super) struct Shared {
     waiting: AtomicBool,
 }
 
-/// The links' instance's key in the loop thread's own.
-const LINKS: u64 = u64::MAX;
-
-fn nix_err(e: nix::Error) -> io::Error {
-    io::Error::from(e)
-}
+/// The keys of the loop thread's own instance: its waker, and the links' instance.
+const WAKER: u64 = 0;
+const LINKS: u64 = 1;
 
 impl Shared {
-    /// `registry`: the links' instance; `waker` and `poke`: the tokens the loop thread's turn
-    /// knows them by.
-    pub(super) fn new(registry: &Registry, waker: Token, poke: Token) -> io::Result<Shared> {
+    /// `registry`: the links' instance; `poke`: the token the loop's turn knows the poke by.
+    pub(super) fn new(registry: &Registry, poke: Token) -> io::Result<Shared> {
         let links = Epoll(registry.as_fd().try_clone_to_owned()?);
-        let own = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC).map_err(nix_err)?;
+        let own = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC)?;
         let fd = || EventFd::from_flags(EfdFlags::EFD_NONBLOCK | EfdFlags::EFD_CLOEXEC);
-        let (waker_fd, poke_fd) = (fd().map_err(nix_err)?, fd().map_err(nix_err)?);
+        let (waker_fd, poke_fd) = (fd()?, fd()?);
         let edge = EpollFlags::EPOLLIN | EpollFlags::EPOLLET;
-        own.add(&waker_fd, EpollEvent::new(edge, waker.0 as u64))
-            .map_err(nix_err)?;
+        own.add(&waker_fd, EpollEvent::new(edge, WAKER))?;
         // Level-triggered: readable while the links have events for the loop thread.
-        own.add(&links.0, EpollEvent::new(EpollFlags::EPOLLIN, LINKS))
-            .map_err(nix_err)?;
+        own.add(&links.0, EpollEvent::new(EpollFlags::EPOLLIN, LINKS))?;
         registry.register(
             &mut SourceFd(&poke_fd.as_fd().as_raw_fd()),
             poke,
@@ -113,15 +107,16 @@ impl Shared {
         timeout: Option<Duration>,
     ) -> io::Result<()> {
         let mut ready = [EpollEvent::empty(); 2];
-        let n = self.own.wait(&mut ready, ms(timeout)).map_err(nix_err)?;
-        if ready[..n].iter().any(|e| e.data() != LINKS) {
+        let n = self.own.wait(&mut ready, ms(timeout))?;
+        if ready[..n].iter().any(|e| e.data() == WAKER) {
             // The waker's count, so that it never fills.
             let _ = self.waker.read();
         }
         poll.poll(events, Some(Duration::ZERO))
     }
 
-    /// A turn met the poke: a leader's, stale (it was written as the leader stopped waiting).
+    /// A turn met the poke (the leader's wake-up, or one written as it stopped waiting): its
+    /// count is cleared, so that it never fills.
     pub(super) fn poked(&self) {
         let _ = self.poke.read();
     }
@@ -205,14 +200,21 @@ impl Shared {
     }
 }
 
-/// epoll's timeout: a millisecond's resolution, rounded up, so a short wait is not a spin.
+/// `t` in whole milliseconds, rounded up: epoll's resolution is a millisecond, and a wait
+/// rounded down would wake before its deadline into a turn that finds nothing due and sleeps
+/// 0 ms again (a spin).
+pub(crate) fn ceil_ms(t: Duration) -> u64 {
+    t.as_micros().div_ceil(1000).try_into().unwrap_or(u64::MAX)
+}
+
+/// epoll's timeout for `timeout` (`ceil_ms`).
 fn ms(timeout: Option<Duration>) -> PollTimeout {
     match timeout {
         None => PollTimeout::NONE,
-        Some(t) => {
-            let ms = t.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
-            PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX)
-        }
+        Some(t) => i32::try_from(ceil_ms(t))
+            .ok()
+            .and_then(|ms| PollTimeout::try_from(ms).ok())
+            .unwrap_or(PollTimeout::MAX),
     }
 }
 

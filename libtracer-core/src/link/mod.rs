@@ -46,7 +46,7 @@ use crate::wire::{EncodeError, Frame};
 pub mod abstract_names;
 mod dispatch;
 mod foreign;
-mod lead;
+pub(crate) mod lead;
 pub mod memory;
 #[cfg(feature = "quic")]
 pub mod quic;

@@ -56,6 +56,8 @@ const MAX_HANDSHAKES: usize = 64;
 /// shorter one (half the default PING interval).
 const DEFAULT_TICK_MS: u64 = 100;
 
+/// No source's: where a token was the waker's once (`new_token`'s answer when the loop cannot
+/// start).
 const WAKER: Token = Token(0);
 /// A leading thread's poke (`lead.rs`).
 pub(super) const POKE: Token = Token(1);
@@ -137,7 +139,7 @@ fn shared() -> Result<&'static Arc<Shared>, String> {
                 ready: Vec::with_capacity(256),
                 foreign: Vec::with_capacity(64),
             }),
-            lead: super::lead::Shared::new(poll.registry(), WAKER, POKE).map_err(why)?,
+            lead: super::lead::Shared::new(poll.registry(), POKE).map_err(why)?,
         });
         crate::ready::on_leader_poke(poke_leader);
         let s = shared.clone();
@@ -261,11 +263,7 @@ impl Leader {
     pub(crate) fn wait(&self, timeout: Option<Duration>, ready: &dyn Fn() -> bool) -> bool {
         let s = self.0;
         s.lead.wait(timeout, ready, |events| {
-            let more = as_loop(|| {
-                let mut st = s.state.lock();
-                st.turn(s, events);
-                st.has_more()
-            });
+            let more = as_loop(|| s.turn(events));
             // A source has more than this turn took: the loop thread takes it from here (the
             // leader is going back to its readiness).
             if more {
@@ -282,6 +280,13 @@ impl Drop for Leader {
 }
 
 impl Shared {
+    /// One turn under the state's lock; true when some source has more than it took.
+    fn turn(&self, events: &mut dyn Iterator<Item = (Token, bool, bool)>) -> bool {
+        let mut st = self.state.lock();
+        st.turn(self, events);
+        st.has_more()
+    }
+
     fn command(&self, c: Cmd) {
         self.cmds.lock().push(c);
         // A loop that cannot be woken still turns at its next tick.
@@ -316,12 +321,15 @@ fn run(mut poll: Poll, shared: &Shared) {
     let mut events = Events::with_capacity(256);
     // None: nothing to watch, no tick until something is.
     let mut next_tick = Some(Instant::now());
+    // Some source had more than this thread's last turn took (a leader's turn that leaves
+    // more wakes this thread by its waker).
+    let mut more = false;
     loop {
         let now = Instant::now();
         if next_tick.is_none() && shared.watching.load(Ordering::SeqCst) {
             next_tick = Some(now + Duration::from_millis(shared.tick_ms.load(Ordering::Relaxed)));
         }
-        let timeout = if shared.state.lock().has_more() {
+        let timeout = if more {
             Some(Duration::ZERO)
         } else {
             next_tick.map(|t| t.saturating_duration_since(now))
@@ -336,14 +344,17 @@ fn run(mut poll: Poll, shared: &Shared) {
         let mut evs = events
             .iter()
             .map(|e| (e.token(), e.is_readable(), e.is_writable()));
-        shared.state.lock().turn(shared, &mut evs);
+        more = shared.turn(&mut evs);
         if next_tick.is_some_and(|t| Instant::now() >= t) {
             next_tick = None;
             // Told before looking, so that a link owed after the look wakes us (`watch`).
             shared.watching.store(false, Ordering::SeqCst);
-            if shared.state.lock().tick() {
+            let mut st = shared.state.lock();
+            if st.tick() {
                 shared.watching.store(true, Ordering::SeqCst);
             }
+            // The tick services sources too.
+            more |= st.has_more();
         }
     }
 }

@@ -176,11 +176,7 @@ impl Chores {
 impl Chores {
     /// Sleep until a socket is ready, a wake, or `timeout`; wake who waits on the sockets.
     fn wait(&self, poll: &mut mio::Poll, events: &mut Events, timeout: Option<Duration>) {
-        // epoll's resolution is a millisecond: round up, so a deadline is never woken early
-        // into a turn that finds nothing due and sleeps 0 ms again (a spin).
-        let timeout = timeout.map(|t| {
-            Duration::from_millis(t.as_micros().div_ceil(1000).try_into().unwrap_or(u64::MAX))
-        });
+        let timeout = timeout.map(|t| Duration::from_millis(crate::link::lead::ceil_ms(t)));
         if let Err(e) = poll.poll(events, timeout) {
             if e.kind() != io::ErrorKind::Interrupted {
                 // Not expected from epoll_wait; do not spin on it.
