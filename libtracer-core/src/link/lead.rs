@@ -98,8 +98,11 @@ impl Shared {
         let _ = self.waker.write(1);
     }
 
-    /// The loop thread: wait up to `timeout` on its own instance; then `poll` (the links'
-    /// instance, through mio) takes the links' events without waiting.
+    /// The loop thread: wait up to `timeout` on its own instance; then, if the links' instance
+    /// was ready there, `poll` (the links' instance, through mio) takes the links' events
+    /// without waiting. Woken by its waker or its timeout alone, the loop thread leaves the
+    /// links' events alone: while a thread leads they are the leader's (a turn of the loop
+    /// thread that took them would do the leader's work and could take its poke).
     pub(super) fn loop_wait(
         &self,
         poll: &mut mio::Poll,
@@ -112,13 +115,24 @@ impl Shared {
             // The waker's count, so that it never fills.
             let _ = self.waker.read();
         }
-        poll.poll(events, Some(Duration::ZERO))
+        if ready[..n].iter().any(|e| e.data() == LINKS) {
+            poll.poll(events, Some(Duration::ZERO))
+        } else {
+            events.clear();
+            Ok(())
+        }
     }
 
-    /// A turn met the poke (the leader's wake-up, or one written as it stopped waiting): its
-    /// count is cleared, so that it never fills.
+    /// A turn met the poke. The leader's own turn clears its count, so that it never fills. A
+    /// turn of the loop thread can meet it too: one woken by the links just before a thread
+    /// took the lead takes the links' events after it did. A leader that waits would then
+    /// sleep through its wake-up (until its deadline, or for ever without one), so the poke
+    /// is written again for it.
     pub(super) fn poked(&self) {
         let _ = self.poke.read();
+        if !LEADING.with(Cell::get) && self.waiting.load(Ordering::SeqCst) {
+            let _ = self.poke.write(1);
+        }
     }
 
     /// Wake the leader (from `Waiter`'s notify, when its waiter leads).
@@ -256,5 +270,116 @@ impl Waiter {
                 return self.wait(deadline.map(|d| d.saturating_duration_since(Instant::now())));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+
+    const POKE: Token = Token(1);
+    const SOURCE: Token = Token(2);
+
+    /// A loop's instance (mio's), the two instances of the lead over it, and a readable source
+    /// in the links' instance.
+    fn lead() -> (mio::Poll, Arc<Shared>, EventFd) {
+        let poll = mio::Poll::new().unwrap();
+        let shared = Arc::new(Shared::new(poll.registry(), POKE).unwrap());
+        let source = EventFd::from_flags(EfdFlags::EFD_NONBLOCK).unwrap();
+        poll.registry()
+            .register(
+                &mut SourceFd(&source.as_fd().as_raw_fd()),
+                SOURCE,
+                Interest::READABLE,
+            )
+            .unwrap();
+        (poll, shared, source)
+    }
+
+    fn tokens(events: &mio::Events) -> Vec<Token> {
+        events.iter().map(|e| e.token()).collect()
+    }
+
+    #[test]
+    fn while_a_thread_leads_the_loop_thread_leaves_the_links_events_to_it() {
+        let (mut poll, shared, source) = lead();
+        let mut events = mio::Events::with_capacity(8);
+        source.write(1).unwrap();
+        let (took, give) = (
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(AtomicBool::new(false)),
+        );
+        let leader = {
+            let (shared, took, give) = (shared.clone(), took.clone(), give.clone());
+            std::thread::spawn(move || {
+                assert!(shared.try_take());
+                took.store(true, Ordering::SeqCst);
+                while !give.load(Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                shared.give_back();
+            })
+        };
+        while !took.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // Woken by its waker while the source is readable: no event of the links is taken.
+        shared.wake();
+        shared
+            .loop_wait(&mut poll, &mut events, Some(Duration::from_millis(50)))
+            .unwrap();
+        assert!(tokens(&events).is_empty());
+        // The lead given back, the links' events are the loop thread's again.
+        give.store(true, Ordering::SeqCst);
+        leader.join().unwrap();
+        shared
+            .loop_wait(&mut poll, &mut events, Some(Duration::from_secs(5)))
+            .unwrap();
+        assert_eq!(tokens(&events), [SOURCE]);
+    }
+
+    #[test]
+    fn a_poke_the_loop_thread_meets_is_passed_on_to_a_waiting_leader() {
+        let (_poll, shared, _source) = lead();
+        let ready = Arc::new(AtomicBool::new(false));
+        let leader = {
+            let (shared, ready) = (shared.clone(), ready.clone());
+            std::thread::spawn(move || {
+                assert!(shared.try_take());
+                let start = Instant::now();
+                let mut met_poke = false;
+                while !ready.load(Ordering::SeqCst) && start.elapsed() < Duration::from_secs(10) {
+                    shared.wait(
+                        Some(Duration::from_secs(10)),
+                        &|| ready.load(Ordering::SeqCst),
+                        |events| {
+                            for (t, _, _) in events {
+                                if t == POKE {
+                                    met_poke = true;
+                                    shared.poked();
+                                }
+                            }
+                        },
+                    );
+                }
+                shared.give_back();
+                (met_poke, start.elapsed())
+            })
+        };
+        while !shared.waiting.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // The leader's readiness is set and its poke written; a turn of the loop thread (this
+        // thread: it does not lead) took the poke from the links' instance before the leader.
+        ready.store(true, Ordering::SeqCst);
+        shared.poked();
+        let (met_poke, took) = leader.join().unwrap();
+        assert!(met_poke, "the leader was woken by its poke");
+        assert!(
+            took < Duration::from_secs(5),
+            "the leader slept through its poke: {took:?}"
+        );
     }
 }
