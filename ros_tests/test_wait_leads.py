@@ -1,7 +1,8 @@
-"""rmw_wait leading the links' loop (RMW_TRACER_WAIT_LEADS=1, docs/network.md section 4a, "The
-waiting thread reads"), off by default for now: the same rclpy processes as the pub/sub and
-service tests, with every process leading while it waits. A sample from another process is then
-read and landed by the waiting thread itself; nothing may be lost, reordered or left waiting."""
+"""rmw_wait without leading the links' loop (RMW_TRACER_WAIT_LEADS=0, docs/network.md section 4a,
+"The waiting thread reads"). Leading is the default, so the whole suite runs with every waiting
+thread reading and landing what comes itself; this runs the rclpy pub/sub, service and Ctrl-C
+cases again with the way it replaces: the wait sleeps on its futex and the links' thread hands
+it each sample. Nothing may be lost, reordered or left waiting either way."""
 
 from __future__ import annotations
 
@@ -9,6 +10,12 @@ import pytest
 
 import test_pubsub
 import test_service
+import test_shutdown
+
+
+def sigint_to_multithreaded_publishers(env):
+    test_shutdown.test_sigint_at_many_moments(env, "pub", "multi")
+
 
 CASES = [
     test_pubsub.test_rclpy_talker_listener_100_strings_in_order,
@@ -18,9 +25,10 @@ CASES = [
     test_pubsub.test_intra_process_between_two_nodes_of_one_context,
     test_service.test_service_between_two_processes,
     test_service.test_one_server_two_client_processes,
+    sigint_to_multithreaded_publishers,
 ]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.__name__.removeprefix("test_") for c in CASES])
-def test_leading(tracer_env, case):
-    case(dict(tracer_env, RMW_TRACER_WAIT_LEADS="1"))
+def test_not_leading(tracer_env, case):
+    case(dict(tracer_env, RMW_TRACER_WAIT_LEADS="0"))

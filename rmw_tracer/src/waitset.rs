@@ -30,8 +30,8 @@ const DEFAULT_SPIN_US: u64 = 20;
 const PROBE_EVERY: u32 = 16;
 
 /// Whether a wait leads the links' loop while it blocks (`Waiter::wait_leading`, docs/network.md
-/// section 4a, "The waiting thread reads"): `RMW_TRACER_WAIT_LEADS`, `0` (the default for now)
-/// or `1`.
+/// section 4a, "The waiting thread reads"): `RMW_TRACER_WAIT_LEADS`, `1` (the default) or `0`
+/// (the wait sleeps on its futex and the loop thread hands it what comes).
 fn leads() -> bool {
     static LEADS: OnceLock<bool> = OnceLock::new();
     *LEADS.get_or_init(|| match std::env::var("RMW_TRACER_WAIT_LEADS") {
@@ -40,11 +40,11 @@ fn leads() -> bool {
         Ok(v) => {
             crate::log::log!(
                 RMW_LOG_SEVERITY_WARN,
-                "RMW_TRACER_WAIT_LEADS={v} is neither 0 nor 1; using 0"
+                "RMW_TRACER_WAIT_LEADS={v} is neither 0 nor 1; using 1"
             );
-            false
+            true
         }
-        Err(_) => false,
+        Err(_) => true,
     })
 }
 
