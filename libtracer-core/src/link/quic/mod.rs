@@ -120,8 +120,8 @@ pub(crate) struct Inner {
     /// The tokio runtime of quinn's tasks: started with the transport without the engine,
     /// never on the engine (`rt`).
     rt: std::sync::OnceLock<Handle>,
-    /// quinn's endpoint: the links' and the directory clients' (without the engine); with the
-    /// engine, the directory clients' only, made when the first is (`client_endpoint`).
+    /// quinn's endpoint: the links' and the directory clients', without the engine only (made
+    /// at first use, `client_endpoint`); on the engine both dial through the engine.
     endpoint: std::sync::OnceLock<quinn::Endpoint>,
     /// The links' engine (`QuicConfig::engine`), until shutdown.
     engine: Mutex<Option<Arc<engine::Engine>>>,
@@ -487,9 +487,9 @@ impl Inner {
         drop(self.spawn(fut));
     }
 
-    /// quinn's endpoint for the directory clients (and, without the engine, the links): on
-    /// the engine made at first use, so that a process that asks no other host's directory
-    /// has no socket for it.
+    /// quinn's endpoint for the links and the directory clients, without the engine (on the
+    /// engine they dial through it: `engine_handshake_out`, `DirClient::dial`); made at first
+    /// use, so that a process that asks no other host's directory has no socket for it.
     pub(crate) fn client_endpoint(&self) -> Result<&quinn::Endpoint, LinkError> {
         if let Some(ep) = self.endpoint.get() {
             return Ok(ep);
