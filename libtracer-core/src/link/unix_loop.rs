@@ -56,9 +56,9 @@ const MAX_HANDSHAKES: usize = 64;
 /// shorter one (half the default PING interval).
 const DEFAULT_TICK_MS: u64 = 100;
 
-/// No source's: where a token was the waker's once (`new_token`'s answer when the loop cannot
-/// start).
-const WAKER: Token = Token(0);
+/// No source's token: `new_token`'s answer when the loop cannot start (the loop thread's waker
+/// has its own instance, `lead.rs`, and no token in the links').
+const NO_SOURCE: Token = Token(0);
 /// A leading thread's poke (`lead.rs`).
 pub(super) const POKE: Token = Token(1);
 
@@ -193,11 +193,11 @@ pub(crate) fn resume(token: usize) {
     }
 }
 
-/// A token no source had before (0 is the waker's, 1 the leader's poke).
+/// A token no source had before (0 is no source's, 1 the leader's poke).
 pub(crate) fn new_token() -> Token {
     match shared() {
         Ok(s) => Token(s.next_token.fetch_add(1, Ordering::Relaxed)),
-        Err(_) => WAKER,
+        Err(_) => NO_SOURCE,
     }
 }
 
