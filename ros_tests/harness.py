@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import resource
 import shlex
 import shutil
 import signal
@@ -243,6 +244,11 @@ class NetNamespace:
 
 # --- processes -------------------------------------------------------------------------------
 
+# The signals whose default action dumps core (signal(7)).
+CORE_SIGNALS = {signal.SIGABRT, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGQUIT,
+                signal.SIGSEGV, signal.SIGSYS, signal.SIGTRAP}
+
+
 @dataclass
 class Result:
     argv: list[str]
@@ -250,11 +256,24 @@ class Result:
     stdout: str
     stderr: str
     timed_out: bool = False
+    # Where a program spawned with ``core_dump=True`` ran (its core file lands there).
+    cwd: Path | None = None
+    pid: int | None = None
+    _backtraces: str | None = field(default=None, repr=False)
+
+    def backtraces(self) -> str:
+        """:func:`crash_backtraces`, read once (the core file goes with the reading)."""
+        if self._backtraces is None:
+            self._backtraces = crash_backtraces(self)
+        return self._backtraces
 
     def describe(self) -> str:
         state = "timed out and was killed" if self.timed_out else f"exited with {self.returncode}"
-        return (f"$ {shlex.join(self.argv)}\n{state}\n"
+        text = (f"$ {shlex.join(self.argv)}\n{state}\n"
                 f"--- stdout ---\n{self.stdout}\n--- stderr ---\n{self.stderr}")
+        if -self.returncode in CORE_SIGNALS and self.cwd is not None:
+            text += f"\n--- backtraces ---\n{self.backtraces()}"
+        return text
 
     def check(self) -> "Result":
         """Raise with the whole output unless the program exited 0 in time."""
@@ -270,6 +289,7 @@ class Proc:
     argv: list[str]
     popen: subprocess.Popen
     timeout: float
+    cwd: Path | None = None
     _out: list[str] = field(default_factory=list)
     _err: list[str] = field(default_factory=list)
     _threads: list[threading.Thread] = field(default_factory=list)
@@ -327,13 +347,16 @@ class Proc:
             self.popen.wait(timeout=30)
         for t in self._threads:
             t.join(timeout=10)
-        return Result(self.argv, self.popen.returncode, "".join(self._out), "".join(self._err), timed_out)
+        return Result(self.argv, self.popen.returncode, "".join(self._out), "".join(self._err), timed_out,
+                      self.cwd, self.popen.pid)
 
 
 def spawn(argv: Sequence[str | os.PathLike], env: Mapping[str, str], *, cwd: Path | None = None,
           timeout: float = DEFAULT_TIMEOUT, netns: NetNamespace | None = None,
-          stdin: str | None = None) -> Proc:
-    """Start ``argv`` in a new process group with stdout and stderr captured."""
+          stdin: str | None = None, core_dump: bool = False) -> Proc:
+    """Start ``argv`` in a new process group with stdout and stderr captured. With
+    ``core_dump`` (and a ``cwd`` of its own) a crash leaves a core file, and the result's
+    :meth:`Result.describe` carries gdb's backtrace of every thread (:func:`crash_backtraces`)."""
     args = [str(a) for a in argv]
     if netns is not None:
         args = netns.prefix() + args
@@ -342,7 +365,15 @@ def spawn(argv: Sequence[str | os.PathLike], env: Mapping[str, str], *, cwd: Pat
         stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
     )
-    proc = Proc(args, popen, timeout)
+    proc = Proc(args, popen, timeout, cwd if core_dump else None)
+    if core_dump:
+        # Set from here rather than in a preexec_fn (unsafe in a threaded parent); a crash
+        # this early, before the program has even imported rclpy, is not what it is for.
+        try:
+            hard = resource.getrlimit(resource.RLIMIT_CORE)[1]
+            resource.prlimit(popen.pid, resource.RLIMIT_CORE, (hard, hard))
+        except (OSError, ValueError):
+            pass
     proc.start_pumps()
     if stdin is not None and popen.stdin is not None:
         # From a thread, after the pumps run: a child that writes a lot before it reads all of
@@ -357,6 +388,47 @@ def spawn(argv: Sequence[str | os.PathLike], env: Mapping[str, str], *, cwd: Pat
         feeder.start()
         proc._threads.append(feeder)
     return proc
+
+
+def _core_file(result: Result) -> Path | None:
+    """The core file of a crashed program, as the kernel's ``core_pattern`` names it: a
+    relative pattern is in the program's cwd, an absolute one in its directory with the pid in
+    the name; a pattern piping to a program (systemd-coredump, apport) leaves none here."""
+    try:
+        pattern = Path("/proc/sys/kernel/core_pattern").read_text().strip()
+    except OSError:
+        return None
+    if pattern.startswith("|") or result.cwd is None:
+        return None
+    if pattern.startswith("/"):
+        found = [f for f in Path(pattern).parent.glob("*") if str(result.pid) in f.name]
+    else:
+        found = sorted(result.cwd.glob(Path(pattern).name.split("%")[0] + "*"))
+    return found[0] if found else None
+
+
+def crash_backtraces(result: Result) -> str:
+    """gdb's backtrace from the core file of a program that died on a signal: the crashing
+    thread's after a line ``crashing thread:``, then every thread's after ``all threads:`` (the
+    core is removed after). A crash in CI is rare and cannot be rerun: this is its record."""
+    core = _core_file(result)
+    if core is None:
+        return "(no core file: core_pattern pipes elsewhere, or RLIMIT_CORE stopped it)"
+    if shutil.which("gdb") is None:
+        return f"(core file {core}: gdb is not installed)"
+    try:
+        out = subprocess.run(
+            ["gdb", "-batch", "-nx", "-ex", "echo crashing thread:\\n", "-ex", "bt 40",
+             "-ex", "echo all threads:\\n", "-ex", "thread apply all bt 30",
+             shutil.which(result.argv[0]) or result.argv[0], str(core)],
+            capture_output=True, text=True, timeout=120)
+        text = "\n".join(line for line in out.stdout.splitlines()
+                         if not line.startswith(("[New LWP", "[Thread debugging", "Using host")))
+    except subprocess.TimeoutExpired:
+        text = "(gdb timed out)"
+    finally:
+        core.unlink(missing_ok=True)
+    return text[:30000]
 
 
 def run(argv: Sequence[str | os.PathLike], env: Mapping[str, str], **kw) -> Result:

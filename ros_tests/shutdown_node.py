@@ -12,6 +12,7 @@ test sends SIGINT) and nothing else.
 
 from __future__ import annotations
 
+import faulthandler
 import subprocess
 import sys
 
@@ -19,6 +20,10 @@ import rclpy
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from std_msgs.msg import String
+
+
+# A crash prints the Python stack of every thread (on stderr) before the process dies.
+faulthandler.enable()
 
 
 class Demo(Node):

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import random
 import re
+import signal
+import tempfile
 import time
 from pathlib import Path
 
@@ -22,7 +24,12 @@ SPIN_TIMEOUT = 60.0
 
 
 def _start(env, args, netns=None) -> harness.Proc:
-    return harness.spawn([harness.venv_python(), NODE, *args], env, netns=netns, timeout=120)
+    # Each node runs in a directory of its own with core dumps on: a crash's description then
+    # carries gdb's backtrace of every thread (harness.crash_backtraces), which is all a rare
+    # crash in CI leaves to go on.
+    cwd = Path(tempfile.mkdtemp(prefix=f"{args[-1]}.", dir=Path(env["ROS_HOME"]).parent))
+    return harness.spawn([harness.venv_python(), NODE, *args], env, netns=netns, timeout=120,
+                         cwd=cwd, core_dump=True)
 
 
 def _sigint_at(procs: list[harness.Proc], delays: list[float]) -> list[harness.Result]:
@@ -51,6 +58,10 @@ RCLPY_RACES = {
     "'Task' object has no attribute '_exception'",
     # The same Task interrupted before its handler coroutine ever ran (seen once in tools/test).
     "coroutine 'Executor._make_handler.<locals>.handler' was never awaited",
+    # The same for a subscription's callback coroutine: the SIGINT's KeyboardInterrupt raised
+    # between its creation and its first step (seen in sub/single nodes on Kilted, session 35,
+    # and once in session 33).
+    "coroutine 'await_or_execute' was never awaited",
     # A MultiThreadedExecutor worker still in a callback when the main thread's destroy_node()
     # asked for the entity's destruction.
     "cannot use Destroyable because destruction was requested",
@@ -122,14 +133,55 @@ INTERRUPTED_PRINT = re.compile(
     r"[^\n']*/rcl/wait\.c:\d+'\)\n"
     r'lost sys\.stderr\n?$')
 
+# The same race with nothing before it: rclpy's signal thread shut the context down while the
+# executor, past its context check, was building its next wait set, and rcl_wait_set_init's
+# own context check (wait.c, before any rmw call) ended the process with exit 1 before Python
+# had raised the KeyboardInterrupt of that SIGINT. rcl_shutdown is the only thing that makes a
+# context invalid and at that moment only rclpy's signal thread calls it, so this shape cannot
+# be the middleware's. Measured with the SIGINT stress of session 34 (2 cores, three busy
+# loops, nodes of every kind): Fast DDS 102 of 540 nodes (19 %), rmw_tracer 87 of 1,980 (4 %);
+# under no extra load it ended 2 of 4 runs of the twenty-node test on Kilted (session 35).
+# Only this traceback, whole, is excused: the innermost frame is rclpy's WaitSet construction
+# in _wait_for_ready_callbacks and the error is rcl's context check.
+WAIT_SET_RACE = re.compile(
+    r'Traceback \(most recent call last\):\n(?:  .*\n)+?'
+    r'  File "[^"]*/rclpy/executors\.py", line \d+, in _wait_for_ready_callbacks\n'
+    r'    wait_set = _rclpy\.WaitSet\(\n(?: +\^+\n)?'
+    r'rclpy\._rclpy_pybind11\.RCLError: failed to initialize wait set: the given context is '
+    r'not valid, either rcl_init\(\) was not called or rcl_shutdown\(\) was called\., at '
+    r'[^\n]*/rcl/wait\.c:\d+\n')
+
+SIGINT_IN_FINALLY = re.compile(
+    r'\nDuring handling of the above exception, another exception occurred:\n\n'
+    r'Traceback \(most recent call last\):\n(?:  .*\n)+KeyboardInterrupt\n')
+
 # Races whose whole output is one exact shape, ending the process with exit 1: the wait-set
 # failure is the only line of OURS they may hold (it is rcl's own check in them).
 EXIT_1_SHAPES = (SWALLOWED_SIGINT, INTERRUPTED_PRINT)
 
 
+# rclpy's list walk of the guard conditions above (RCLPY_RACES, "guard condition
+# implementation is invalid") ending on memory that is no guard condition at all: the signal
+# thread, a std::thread of rclpy's that never runs Python, reads the freed list or a freed
+# guard condition and rcl_trigger_guard_condition (or the rmw it calls with what it read)
+# faults. Excused only on the backtrace of the crashing thread (harness.crash_backtraces):
+# rcl_trigger_guard_condition called from rclpy's extension, on a thread with no Python frame.
+def _signal_walk_crash(r: harness.Result) -> bool:
+    if r.returncode != -signal.SIGSEGV:
+        return False
+    crashing = r.backtraces().partition("crashing thread:")[2].partition("all threads:")[0]
+    below_handler = crashing.partition("<signal handler called>")[2] or crashing
+    frames = re.findall(r"^#\d+ .*$", below_handler, re.M)
+    trigger = [i for i, f in enumerate(frames) if " rcl_trigger_guard_condition " in f]
+    return bool(trigger) and any("_rclpy_pybind11" in f for f in frames[trigger[0] + 1:]) \
+        and not any("_PyEval_EvalFrame" in f or "PyObject_" in f for f in frames)
+
+
 def _excused(r: harness.Result) -> bool:
     if r.timed_out:
         return False
+    if _signal_walk_crash(r):
+        return not any(mark in r.stderr for mark in OURS)
     if r.returncode == 1 and any(shape.match(r.stderr) for shape in EXIT_1_SHAPES) and not any(
             mark in r.stderr for mark in OURS if mark != "failed to initialize wait set"):
         return True
@@ -137,7 +189,17 @@ def _excused(r: harness.Result) -> bool:
     race = TRY_SHUTDOWN_RACE.search(rest)
     if race:
         rest = rest[:race.start()]
-    named = race is not None or any(known in rest for known in RCLPY_RACES)
+    wait_set = r.returncode in (1, -signal.SIGINT) and WAIT_SET_RACE.match(rest)
+    if wait_set:
+        rest = rest[wait_set.end():]
+        # The SIGINT's own KeyboardInterrupt, raised at last in the demo's finally (destroy_node
+        # or try_shutdown) while the RCLError unwinds: Python then dies by SIGINT (exit -2).
+        chained = SIGINT_IN_FINALLY.match(rest)
+        if chained:
+            rest = rest[chained.end():]
+        elif r.returncode != 1:
+            return False
+    named = race is not None or bool(wait_set) or any(known in rest for known in RCLPY_RACES)
     return named and not any(mark in rest for mark in OURS)
 
 

@@ -3,7 +3,8 @@
 //! A trigger raises the signal; `rmw_wait` reports a raised guard condition once and clears it,
 //! as rmw prescribes (a trigger is consumed by the wait that sees it).
 //!
-//! A wait returns only once no trigger call of its guard conditions is in flight ([`settle`]).
+//! A wait returns only once no trigger call of its guard conditions is in flight ([`settle`]),
+//! and `rmw_destroy_guard_condition` frees one only then.
 //! rclpy (Jazzy) needs it: its signal thread triggers each executor's SIGINT guard condition
 //! while walking a list that it reads without a lock (`trigger_guard_conditions` in rclpy's
 //! `signal_handler.cpp`), and the executor woken by the first trigger can unregister its guard

@@ -41,6 +41,11 @@ pub unsafe extern "C" fn rmw_destroy_guard_condition(
         // SAFETY: caller guarantee.
         let gc = unsafe { handle::destroy::<GuardCondition>(guard_condition, "guard_condition") }
             .map_err(crate::boundary::RmwError::foreign_as_error)?;
+        // A trigger from another thread may still be running on it: rclpy's signal thread
+        // triggers the guard conditions of a list it walks without a lock while the main
+        // thread, already out of spin, destroys its executor's (guard.rs). Free it only once
+        // that call has returned.
+        gc.settle();
         drop(gc);
         Ok(())
     })
