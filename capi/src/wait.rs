@@ -1,6 +1,7 @@
 //! Waiting on a ring, as `rmw_wait` does (rmw_tracer/src/waitset.rs): spin briefly
 //! (`RMW_TRACER_WAIT_SPIN_US`, default 20 us, never on one CPU), then sleep on a `Waiter`
-//! attached to the ring's readiness. The spin saves the sleep and wake-up of a reply that comes
+//! attached to the ring's readiness, leading the links' loop meanwhile unless
+//! `RMW_TRACER_WAIT_LEADS=0`. The spin saves the sleep and wake-up of a reply that comes
 //! within microseconds (a round trip on this host); and, as rmw_tracer's wait sets, a ring
 //! spins only while spinning pays: after a spin that found nothing it sleeps at once and tries a
 //! spin again every [`PROBE_EVERY`] waits. Measured (docs/capi.md): a spin on every wait made
@@ -8,14 +9,12 @@
 //! they wait for off the processors.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use libtracer_core::{Readiness, Vertex, Waiter};
+use libtracer_core::{Readiness, Vertex, WaitTuning, Waiter};
 
 use crate::error::{CapiError, CapiResult};
 
-const DEFAULT_SPIN_US: u64 = 20;
 /// After a spin that found nothing, every this many waits spins once more to see if it pays.
 const PROBE_EVERY: u32 = 16;
 
@@ -35,22 +34,11 @@ impl Default for Spin {
     }
 }
 
-fn spin_budget() -> Duration {
-    static BUDGET: OnceLock<Duration> = OnceLock::new();
-    *BUDGET.get_or_init(|| {
-        let single_cpu = std::thread::available_parallelism().map_or(true, |n| n.get() < 2);
-        let us = std::env::var("RMW_TRACER_WAIT_SPIN_US")
-            .ok()
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .unwrap_or(DEFAULT_SPIN_US);
-        if single_cpu {
-            Duration::ZERO
-        } else {
-            Duration::from_micros(us)
-        }
-    })
+/// The waits' settings, as `rmw_wait`'s (`RMW_TRACER_WAIT_SPIN_US`, `RMW_TRACER_WAIT_LEADS`:
+/// libtracer_core's `wait_tuning`), a value not understood said once on stderr.
+fn tuning() -> WaitTuning {
+    WaitTuning::get(|m| eprintln!("[libtracer] {m}"))
 }
-
 thread_local! {
     /// The waiter a thread sleeps on: one per blocking thread, as the core wants it (several
     /// threads may wait on one ring), made once and reused, as a wait set reuses its own, so
@@ -59,13 +47,18 @@ thread_local! {
 }
 
 /// Sleep on the calling thread's waiter, attached to `sources`, until one is ready or
-/// `timeout` passes; the waiter is cleared after.
+/// `timeout` passes; the waiter is cleared after. As `rmw_wait`, the sleeping thread leads the
+/// links' loop (reads what arrives itself, docs/network.md 4a) unless `RMW_TRACER_WAIT_LEADS=0`.
 fn sleep_on(sources: &[Readiness], timeout: Option<Duration>) {
     WAITER.with(|waiter| {
         for r in sources {
             waiter.attach(r);
         }
-        waiter.wait(timeout);
+        if tuning().leads {
+            waiter.wait_leading(timeout);
+        } else {
+            waiter.wait(timeout);
+        }
         waiter.clear();
     })
 }
@@ -80,7 +73,7 @@ pub fn until_ready(ring: &Vertex, spin_state: &Spin, timeout: Option<Duration>) 
         return Ok(());
     }
     let start = Instant::now();
-    let budget = spin_budget();
+    let budget = tuning().spin;
     let probe = spin_state.since.fetch_add(1, Ordering::Relaxed) + 1 >= PROBE_EVERY;
     if !budget.is_zero() && (spin_state.paid.load(Ordering::Relaxed) || probe) {
         spin_state.since.store(0, Ordering::Relaxed);

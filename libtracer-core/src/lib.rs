@@ -39,6 +39,7 @@ pub mod vertex;
 // An edge is part of its source vertex (its `:subscribers[]`): the module lives in `vertex`,
 // reached from the crate root as `edge`.
 pub use vertex::edge;
+pub mod wait_tuning;
 pub mod wire;
 
 pub use acl::{Ace, AceKind, Acl, Credentials, Principal, Rights, Subject, SubjectCheck};
@@ -55,4 +56,5 @@ pub use ring::Ring;
 pub use sample::Sample;
 pub use vertex::pacing::DEFAULT_MAX_BLOCKING;
 pub use vertex::{AdmitFn, EdgeFilterFn, LandFn, Landed, SinkFn, StreamOptions};
+pub use wait_tuning::WaitTuning;
 pub use wire::frame::{EdgeId, Role, SchemaInfo, StructEvent};

@@ -5,17 +5,16 @@
 //! `RMW_RET_TIMEOUT` means nothing was ready. A guard condition's trigger is consumed by the
 //! wait that reports it.
 //!
-//! Before it sleeps, a wait may spin a little (`spin_budget`): a reply that arrives within the
+//! Before it sleeps, a wait may spin a little (`RMW_TRACER_WAIT_SPIN_US`): a reply that arrives within the
 //! budget then costs no sleep, no futex wake by the writer and no context switch (docs/loans.md,
 //! "Intra-process"). A wait set spins only while spinning pays: after a spin that found nothing
 //! (a timer, an idle topic, or a writer that could not run because the CPUs are busy) it sleeps
 //! at once, and tries a spin again only every [`PROBE_EVERY`] waits, so an idle node costs next
 //! to no CPU.
 
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use libtracer_core::{Readiness, Waiter};
+use libtracer_core::{Readiness, WaitTuning, Waiter};
 use parking_lot::Mutex;
 
 use crate::boundary::RmwResult;
@@ -24,53 +23,13 @@ use crate::service::client::Client;
 use crate::service::server::Server;
 use crate::subscription::Subscription;
 
-/// The default of `RMW_TRACER_WAIT_SPIN_US`.
-const DEFAULT_SPIN_US: u64 = 20;
 /// After a spin that found nothing, every this many waits spins once more to see if it pays.
 const PROBE_EVERY: u32 = 16;
 
-/// Whether a wait leads the links' loop while it blocks (`Waiter::wait_leading`, docs/network.md
-/// section 4a, "The waiting thread reads"): `RMW_TRACER_WAIT_LEADS`, `1` (the default) or `0`
-/// (the wait sleeps on its futex and the loop thread hands it what comes).
-fn leads() -> bool {
-    static LEADS: OnceLock<bool> = OnceLock::new();
-    *LEADS.get_or_init(|| match std::env::var("RMW_TRACER_WAIT_LEADS") {
-        Ok(v) if v == "1" => true,
-        Ok(v) if v == "0" => false,
-        Ok(v) => {
-            crate::log::log!(
-                RMW_LOG_SEVERITY_WARN,
-                "RMW_TRACER_WAIT_LEADS={v} is neither 0 nor 1; using 1"
-            );
-            true
-        }
-        Err(_) => true,
-    })
-}
-
-/// How long a wait may spin before it sleeps: `RMW_TRACER_WAIT_SPIN_US` (microseconds, 0 = never),
-/// default [`DEFAULT_SPIN_US`]; never on a single CPU, where the spinner would only keep the
-/// writer it waits for off the processor.
-fn spin_budget() -> Duration {
-    static BUDGET: OnceLock<Duration> = OnceLock::new();
-    *BUDGET.get_or_init(|| {
-        let single_cpu = std::thread::available_parallelism().map_or(true, |n| n.get() < 2);
-        let us = match std::env::var("RMW_TRACER_WAIT_SPIN_US") {
-            Ok(v) => v.trim().parse::<u64>().unwrap_or_else(|_| {
-                crate::log::log!(
-                    RMW_LOG_SEVERITY_WARN,
-                    "RMW_TRACER_WAIT_SPIN_US={v} is not a number of microseconds; using {DEFAULT_SPIN_US}"
-                );
-                DEFAULT_SPIN_US
-            }),
-            Err(_) => DEFAULT_SPIN_US,
-        };
-        if single_cpu {
-            Duration::ZERO
-        } else {
-            Duration::from_micros(us)
-        }
-    })
+/// The waits' settings (`RMW_TRACER_WAIT_SPIN_US`, `RMW_TRACER_WAIT_LEADS`; libtracer_core's
+/// `wait_tuning`, shared with the C API), a value not understood logged once.
+fn tuning() -> WaitTuning {
+    WaitTuning::get(|m| crate::log::log!(RMW_LOG_SEVERITY_WARN, "{m}"))
 }
 
 pub struct WaitSet {
@@ -172,7 +131,7 @@ impl WaitSet {
             let start = Instant::now();
             // A timeout past what an Instant can hold is as good as forever.
             let deadline = timeout.and_then(|t| start.checked_add(t));
-            let budget = spin_budget();
+            let budget = tuning().spin;
             let mut found = false;
             if !budget.is_zero() && (*spin_paid || *since_spin >= PROBE_EVERY) {
                 let until = deadline.map_or(start + budget, |d| d.min(start + budget));
@@ -202,7 +161,7 @@ impl WaitSet {
                     if left == Some(Duration::ZERO) {
                         break;
                     }
-                    if leads() {
+                    if tuning().leads {
                         waiter.wait_leading(left);
                     } else {
                         waiter.wait(left);
