@@ -165,7 +165,9 @@ EXIT_1_SHAPES = (SWALLOWED_SIGINT, INTERRUPTED_PRINT)
 # thread, a std::thread of rclpy's that never runs Python, reads the freed list or a freed
 # guard condition and rcl_trigger_guard_condition (or the rmw it calls with what it read)
 # faults. Excused only on the backtrace of the crashing thread (harness.crash_backtraces):
-# rcl_trigger_guard_condition called from rclpy's extension, on a thread with no Python frame.
+# rcl_trigger_guard_condition called from rclpy's extension, on a thread with no Python frame,
+# faulting in rcl itself or in our reading of the handle rcl passed (rmw_trigger_guard_condition
+# looking up what is no guard condition of ours). A fault deeper in our trigger stays ours.
 def _signal_walk_crash(r: harness.Result) -> bool:
     if r.returncode != -signal.SIGSEGV:
         return False
@@ -173,8 +175,11 @@ def _signal_walk_crash(r: harness.Result) -> bool:
     below_handler = crashing.partition("<signal handler called>")[2] or crashing
     frames = re.findall(r"^#\d+ .*$", below_handler, re.M)
     trigger = [i for i, f in enumerate(frames) if " rcl_trigger_guard_condition " in f]
-    return bool(trigger) and any("_rclpy_pybind11" in f for f in frames[trigger[0] + 1:]) \
-        and not any("_PyEval_EvalFrame" in f or "PyObject_" in f for f in frames)
+    if not trigger or any("_PyEval_EvalFrame" in f or "PyObject_" in f for f in frames):
+        return False
+    faulted_in = frames[0]
+    return any("_rclpy_pybind11" in f for f in frames[trigger[0] + 1:]) and (
+        "/librcl.so" in faulted_in or "rmw_tracer::boundary::handle::" in faulted_in)
 
 
 def _excused(r: harness.Result) -> bool:
