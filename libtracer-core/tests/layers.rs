@@ -13,7 +13,7 @@ const LAYERS: &[&[&str]] = &[
     &["payload"],
     &["wire"],
     &["error"],
-    &["path", "acl", "ready"],
+    &["path", "acl", "ready", "wait_tuning"],
     &["sample", "link"],
     &["ring", "structure"],
     &["vertex"],

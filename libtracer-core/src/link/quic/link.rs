@@ -525,6 +525,7 @@ pub(crate) async fn read_loop(
         }
     }
     if drain {
+        super::receive::accept_pending(&link, &tx).await;
         let mut readers = link.edge_readers.subscribe();
         let drained = async move { readers.wait_for(|n| *n == 0).await.is_ok() };
         let _ = tokio::time::timeout(LINGER, drained).await;
