@@ -39,6 +39,7 @@ impl Default for Spin {
 fn tuning() -> WaitTuning {
     WaitTuning::get(|m| eprintln!("[libtracer] {m}"))
 }
+
 thread_local! {
     /// The waiter a thread sleeps on: one per blocking thread, as the core wants it (several
     /// threads may wait on one ring), made once and reused, as a wait set reuses its own, so

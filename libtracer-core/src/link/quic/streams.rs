@@ -298,7 +298,9 @@ impl Outgoing {
     /// "every edge stream is open and written" and reads those to their ends before it lets the
     /// link go down (`link::read_loop`). Its writer ending first, before an edge writer had even
     /// opened its stream, lost the peer a whole stream (0 of 2000 in `link_quic_streams`, 1 run
-    /// in 25 under load). The handles of the writer tasks, to wait for.
+    /// in 25 under load). So a sender blocked on the control queue is told of the close only
+    /// then, not at once as on an edge queue (`Writer::close`); the link refuses new sends from
+    /// the moment it closes. The handles of the writer tasks, to wait for.
     pub(crate) fn close(&self) -> Vec<tokio::task::JoinHandle<()>> {
         let mut edges = Vec::new();
         for w in &self.reliable {
