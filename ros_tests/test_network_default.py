@@ -84,10 +84,9 @@ def test_subnet_set_by_the_user_opens_the_network(tracer_env):
 @pytest.mark.skipif(not harness.NetNamespace.available(), reason="needs network namespaces")
 def test_a_static_peer_costs_no_socket_of_its_own(tracer_env):
     # The static peer is this host (its own directory, which this process holds): the process
-    # asks that directory every second over a kept connection. Two ports, whatever the
-    # switch: the directory port and the link endpoint, from which the directory client
-    # connects too. With RMW_TRACER_QUIC_ENGINE=1 the directory clients had a quinn endpoint
-    # of their own (a third port) until stage 3 of docs/network.md section 4a.
+    # asks that directory every second over a kept connection. Two ports: the directory port
+    # and the link endpoint, from which the directory client connects too (before stage 3 of
+    # docs/network.md section 4a the directory clients had an endpoint of their own).
     env = {**tracer_env, "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
            "ROS_STATIC_PEERS": "127.0.0.1"}
     with harness.NetNamespace() as ns:

@@ -1,6 +1,6 @@
 //! Ruling 9 (links): one conformance suite for every `Link` implementation — the in-process
-//! fabric, the Unix-socket host transport and the QUIC transport (its links on quinn's tasks,
-//! and on the runtime-free engine) — checking the seam the graph builds on.
+//! fabric, the Unix-socket host transport and the QUIC transport (its links on the
+//! runtime-free engine) — checking the seam the graph builds on.
 
 mod link_support;
 
@@ -69,16 +69,13 @@ impl Fabric for Unix {
 struct Quic {
     dir: TempDir,
     port: u16,
-    /// The links on quinn's tasks or on the engine (`QuicConfig::engine`).
-    mode: link_support::QuicMode,
 }
 #[cfg(feature = "quic")]
 impl Quic {
-    fn new(mode: link_support::QuicMode) -> Quic {
+    fn new() -> Quic {
         Quic {
             dir: TempDir::new("quic-conf"),
             port: link_support::free_udp_port(),
-            mode,
         }
     }
 }
@@ -90,15 +87,13 @@ impl Fabric for Quic {
         self.join_dyn(name, h)
     }
     fn join_dyn(&self, name: &str, h: Arc<dyn LinkHandler>) -> QuicTransport {
-        let t = QuicTransport::start(
+        QuicTransport::start(
             self.dir.path(),
             name,
             h,
-            link_support::loopback_quic_on(self.port, self.mode),
+            link_support::loopback_quic(self.port),
         )
-        .expect("start");
-        assert_eq!(t.on_engine(), self.mode == link_support::QuicMode::Engine);
-        t
+        .expect("start")
     }
     fn raw(node: &QuicTransport, peer: &str, bytes: &[u8]) {
         node.link_to(peer)
@@ -543,6 +538,4 @@ macro_rules! conformance {
 conformance!(memory, Mem(MemoryFabric::new()));
 conformance!(unix, Unix(TempDir::new("conf")));
 #[cfg(feature = "quic")]
-conformance!(quic, Quic::new(link_support::QuicMode::Task));
-#[cfg(feature = "quic")]
-conformance!(quic_engine, Quic::new(link_support::QuicMode::Engine));
+conformance!(quic, Quic::new());

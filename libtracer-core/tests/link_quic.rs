@@ -20,7 +20,7 @@ use libtracer_core::link::quic::{exercise_flood, NetLog};
 use libtracer_core::link::{Link, QuicSecurity, QuicTransport};
 use libtracer_core::wire::Frame;
 use libtracer_core::Subject;
-use link_support::{free_udp_port, loopback_quic_on, Ev, QuicMode, Recorder, TempDir, T};
+use link_support::{free_udp_port, loopback_quic, Ev, Recorder, TempDir, T};
 use parking_lot::Mutex;
 use poll::eventually;
 
@@ -31,14 +31,13 @@ fn ok_arrives(from: &Arc<dyn Link>, to: &Recorder, req: u64) {
         .any(|e| matches!(e, Ev::Frame(_, Frame::Ok { req: r }) if *r == req))));
 }
 
-fn garbage_datagrams_are_dropped_and_links_go_on(mode: QuicMode) {
+#[test]
+fn garbage_datagrams_are_dropped_and_links_go_on() {
     let dir = TempDir::new("quic-garbage");
     let port = free_udp_port();
     let (ra, rb) = (Recorder::new(), Recorder::new());
-    let a =
-        QuicTransport::start(dir.path(), "a", ra.clone(), loopback_quic_on(port, mode)).unwrap();
-    let _b =
-        QuicTransport::start(dir.path(), "b", rb.clone(), loopback_quic_on(port, mode)).unwrap();
+    let a = QuicTransport::start(dir.path(), "a", ra.clone(), loopback_quic(port)).unwrap();
+    let _b = QuicTransport::start(dir.path(), "b", rb.clone(), loopback_quic(port)).unwrap();
     let to_b = ra.wait_up("b", T);
     let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
     let mut x: u32 = 12345;
@@ -58,12 +57,12 @@ fn garbage_datagrams_are_dropped_and_links_go_on(mode: QuicMode) {
     assert!(ra.violations().is_empty() && rb.violations().is_empty());
 }
 
-fn a_connection_flood_costs_bounded_work_and_is_closed(mode: QuicMode) {
+#[test]
+fn a_connection_flood_costs_bounded_work_and_is_closed() {
     let dir = TempDir::new("quic-flood");
     let port = free_udp_port();
     let (ra, rb) = (Recorder::new(), Recorder::new());
-    let a =
-        QuicTransport::start(dir.path(), "a", ra.clone(), loopback_quic_on(port, mode)).unwrap();
+    let a = QuicTransport::start(dir.path(), "a", ra.clone(), loopback_quic(port)).unwrap();
     let addr = SocketAddr::from(([127, 0, 0, 1], a.port()));
     // Silent connections: never a HELLO. Closed by the handshake timeout (2 s).
     let r = exercise_flood(addr, 150, false, Duration::from_secs(4));
@@ -78,8 +77,7 @@ fn a_connection_flood_costs_bounded_work_and_is_closed(mode: QuicMode) {
     assert_eq!(g.closed_by_target, g.established, "{g:?}");
     assert!(g.established > 0, "{g:?}");
     // The node still links.
-    let _b =
-        QuicTransport::start(dir.path(), "b", rb.clone(), loopback_quic_on(port, mode)).unwrap();
+    let _b = QuicTransport::start(dir.path(), "b", rb.clone(), loopback_quic(port)).unwrap();
     let to_b = ra.wait_up("b", T);
     ok_arrives(&to_b, &rb, 5);
     assert!(
@@ -88,7 +86,8 @@ fn a_connection_flood_costs_bounded_work_and_is_closed(mode: QuicMode) {
     );
 }
 
-fn the_host_role_moves_when_its_holder_goes(mode: QuicMode) {
+#[test]
+fn the_host_role_moves_when_its_holder_goes() {
     let dir = TempDir::new("quic-role");
     let port = free_udp_port();
     let (ra, rb, rc, rd) = (
@@ -97,12 +96,9 @@ fn the_host_role_moves_when_its_holder_goes(mode: QuicMode) {
         Recorder::new(),
         Recorder::new(),
     );
-    let a =
-        QuicTransport::start(dir.path(), "a", ra.clone(), loopback_quic_on(port, mode)).unwrap();
-    let b =
-        QuicTransport::start(dir.path(), "b", rb.clone(), loopback_quic_on(port, mode)).unwrap();
-    let c =
-        QuicTransport::start(dir.path(), "c", rc.clone(), loopback_quic_on(port, mode)).unwrap();
+    let a = QuicTransport::start(dir.path(), "a", ra.clone(), loopback_quic(port)).unwrap();
+    let b = QuicTransport::start(dir.path(), "b", rb.clone(), loopback_quic(port)).unwrap();
+    let c = QuicTransport::start(dir.path(), "c", rc.clone(), loopback_quic(port)).unwrap();
     rb.wait_up("c", T);
     assert!(a.holds_role() && !b.holds_role() && !c.holds_role());
     let gone = Instant::now();
@@ -115,21 +111,21 @@ fn the_host_role_moves_when_its_holder_goes(mode: QuicMode) {
     assert!(!(b.holds_role() && c.holds_role()), "one holder");
     // b and c kept their link; a newcomer finds both through the new holder.
     assert_eq!(b.peers(), vec!["c"]);
-    let _d =
-        QuicTransport::start(dir.path(), "d", rd.clone(), loopback_quic_on(port, mode)).unwrap();
+    let _d = QuicTransport::start(dir.path(), "d", rd.clone(), loopback_quic(port)).unwrap();
     rd.wait_up("b", T);
     rd.wait_up("c", T);
     eprintln!("role taken over {took:?} after its holder went");
 }
 
-fn an_unreachable_static_peer_is_logged_once_then_reached(mode: QuicMode) {
+#[test]
+fn an_unreachable_static_peer_is_logged_once_then_reached() {
     let dir_a = TempDir::new("quic-unreach-a");
     let dir_b = TempDir::new("quic-unreach-b");
     let (port_a, port_b) = (free_udp_port(), free_udp_port());
     let lines: Arc<Mutex<Vec<String>>> = Arc::default();
     let l2 = lines.clone();
     let log: NetLog = Arc::new(move |m: &str| l2.lock().push(m.to_owned()));
-    let mut cfg = loopback_quic_on(port_a, mode);
+    let mut cfg = loopback_quic(port_a);
     // b by name (resolved through /etc/hosts: nothing leaves the machine), nobody there yet.
     cfg.static_peers = vec![format!("localhost:{port_b}")];
     cfg.handshake_timeout = Duration::from_millis(300);
@@ -146,7 +142,7 @@ fn an_unreachable_static_peer_is_logged_once_then_reached(mode: QuicMode) {
         .collect();
     assert_eq!(about_b.len(), 1, "reported once while retried: {about_b:?}");
     // b comes up (its own host, its own directory): a reaches it and says so once.
-    let mut cb = loopback_quic_on(port_b, mode);
+    let mut cb = loopback_quic(port_b);
     cb.static_peers.clear();
     let _b = QuicTransport::start(dir_b.path(), "b", rb.clone(), cb).unwrap();
     ra.wait_up("b", T);
@@ -157,9 +153,8 @@ fn an_unreachable_static_peer_is_logged_once_then_reached(mode: QuicMode) {
     .is_some());
 }
 
-fn a_member_its_directory_no_longer_lists_loses_its_link_and_gets_it_back_when_listed(
-    mode: QuicMode,
-) {
+#[test]
+fn a_member_its_directory_no_longer_lists_loses_its_link_and_gets_it_back_when_listed() {
     // Host A: a1 (the holder) and a2; host B: b, which asks A's directory. Links carry no
     // keep-alive of their own to speak of (docs/network.md section 4): a remote process that
     // died is told by its host's directory leaving it out, here by removing a2's entry while
@@ -169,21 +164,9 @@ fn a_member_its_directory_no_longer_lists_loses_its_link_and_gets_it_back_when_l
     let dir_b = TempDir::new("quic-unlisted-b");
     let (port_a, port_b) = (free_udp_port(), free_udp_port());
     let (ra1, ra2, rb) = (Recorder::new(), Recorder::new(), Recorder::new());
-    let _a1 = QuicTransport::start(
-        dir_a.path(),
-        "a1",
-        ra1.clone(),
-        loopback_quic_on(port_a, mode),
-    )
-    .unwrap();
-    let _a2 = QuicTransport::start(
-        dir_a.path(),
-        "a2",
-        ra2.clone(),
-        loopback_quic_on(port_a, mode),
-    )
-    .unwrap();
-    let mut cb = loopback_quic_on(port_b, mode);
+    let _a1 = QuicTransport::start(dir_a.path(), "a1", ra1.clone(), loopback_quic(port_a)).unwrap();
+    let _a2 = QuicTransport::start(dir_a.path(), "a2", ra2.clone(), loopback_quic(port_a)).unwrap();
+    let mut cb = loopback_quic(port_b);
     cb.static_peers = vec![format!("127.0.0.1:{port_a}")];
     let b = QuicTransport::start(dir_b.path(), "b", rb.clone(), cb).unwrap();
     rb.wait_up("a1", T);
@@ -204,7 +187,8 @@ fn a_member_its_directory_no_longer_lists_loses_its_link_and_gets_it_back_when_l
     assert_eq!(peers, vec!["a1", "a2"]);
 }
 
-fn a_host_that_lists_us_is_watched_at_the_directory_port_its_hello_names(mode: QuicMode) {
+#[test]
+fn a_host_that_lists_us_is_watched_at_the_directory_port_its_hello_names() {
     // Host A (a1, the holder, and a2) and host B (b) with directories on different ports, as
     // with another RMW_TRACER_PORT_BASE; only A lists B. b learns A's directory port from the
     // HELLOs and watches that directory: when it no longer lists a2, b's link to a2 goes down
@@ -215,19 +199,13 @@ fn a_host_that_lists_us_is_watched_at_the_directory_port_its_hello_names(mode: Q
     let (port_a, port_b) = (free_udp_port(), free_udp_port());
     let (ra1, ra2, rb) = (Recorder::new(), Recorder::new(), Recorder::new());
     let listing_b = || {
-        let mut c = loopback_quic_on(port_a, mode);
+        let mut c = loopback_quic(port_a);
         c.static_peers.push(format!("127.0.0.1:{port_b}"));
         c
     };
     let _a1 = QuicTransport::start(dir_a.path(), "a1", ra1.clone(), listing_b()).unwrap();
     let _a2 = QuicTransport::start(dir_a.path(), "a2", ra2.clone(), listing_b()).unwrap();
-    let _b = QuicTransport::start(
-        dir_b.path(),
-        "b",
-        rb.clone(),
-        loopback_quic_on(port_b, mode),
-    )
-    .unwrap();
+    let _b = QuicTransport::start(dir_b.path(), "b", rb.clone(), loopback_quic(port_b)).unwrap();
     rb.wait_up("a1", T);
     rb.wait_up("a2", T);
     std::fs::remove_file(dir_a.path().join("a2.quic")).expect("a2's directory entry");
@@ -238,14 +216,13 @@ fn a_host_that_lists_us_is_watched_at_the_directory_port_its_hello_names(mode: Q
     assert!(!rb.events().contains(&Ev::Down("a1".into())));
 }
 
-fn a_peer_is_named_by_its_certificate_subject_or_is_anonymous(mode: QuicMode) {
+#[test]
+fn a_peer_is_named_by_its_certificate_subject_or_is_anonymous() {
     let dir = TempDir::new("quic-subject");
     let port = free_udp_port();
     let (ra, rb) = (Recorder::new(), Recorder::new());
-    let a =
-        QuicTransport::start(dir.path(), "a", ra.clone(), loopback_quic_on(port, mode)).unwrap();
-    let b =
-        QuicTransport::start(dir.path(), "b", rb.clone(), loopback_quic_on(port, mode)).unwrap();
+    let a = QuicTransport::start(dir.path(), "a", ra.clone(), loopback_quic(port)).unwrap();
+    let b = QuicTransport::start(dir.path(), "b", rb.clone(), loopback_quic(port)).unwrap();
     assert_eq!(ra.wait_up("b", T).peer().remote, Some(Subject::Anonymous));
     assert_eq!(rb.wait_up("a", T).peer().remote, Some(Subject::Anonymous));
     drop((a, b));
@@ -255,7 +232,7 @@ fn a_peer_is_named_by_its_certificate_subject_or_is_anonymous(mode: QuicMode) {
     let dir = TempDir::new("quic-subject-secure");
     let port = free_udp_port();
     let secured = |sec: &QuicSecurity| {
-        let mut c = loopback_quic_on(port, mode);
+        let mut c = loopback_quic(port);
         c.security = Some(sec.clone());
         c
     };
@@ -278,7 +255,8 @@ fn a_peer_is_named_by_its_certificate_subject_or_is_anonymous(mode: QuicMode) {
 /// self-signed server one) and with one of another CA, both named anonymous on both ends; a
 /// peer of its own CA is authenticated as without the setting; each anonymous peer is logged
 /// once. Without the setting the unauthenticated peer is refused, as before.
-fn unauthenticated_peers_are_let_in_as_anonymous_only_when_allowed(mode: QuicMode) {
+#[test]
+fn unauthenticated_peers_are_let_in_as_anonymous_only_when_allowed() {
     let keys = TempDir::new("quic-unauth-keys");
     let ca1 = enclaves(keys.path(), &["/net/a", "/net/c"]);
     let other = TempDir::new("quic-unauth-keys2");
@@ -287,11 +265,11 @@ fn unauthenticated_peers_are_let_in_as_anonymous_only_when_allowed(mode: QuicMod
     let port = free_udp_port();
     let lines: Arc<Mutex<Vec<String>>> = Arc::default();
     let l2 = lines.clone();
-    let mut cfg_a = loopback_quic_on(port, mode);
+    let mut cfg_a = loopback_quic(port);
     cfg_a.security = Some(ca1[0].allow_unauthenticated(true));
     cfg_a.log = Some(Arc::new(move |m: &str| l2.lock().push(m.to_owned())));
     let with = |sec: Option<QuicSecurity>| {
-        let mut c = loopback_quic_on(port, mode);
+        let mut c = loopback_quic(port);
         c.security = sec;
         c
     };
@@ -347,12 +325,12 @@ fn unauthenticated_peers_are_let_in_as_anonymous_only_when_allowed(mode: QuicMod
     let port = free_udp_port();
     let lines: Arc<Mutex<Vec<String>>> = Arc::default();
     let l2 = lines.clone();
-    let mut cfg_e = loopback_quic_on(port, mode);
+    let mut cfg_e = loopback_quic(port);
     cfg_e.security = Some(ca1[0].allow_unauthenticated(false));
     cfg_e.log = Some(Arc::new(move |m: &str| l2.lock().push(m.to_owned())));
     let (re, rf) = (Recorder::new(), Recorder::new());
     let e = QuicTransport::start(dir.path(), "e", re.clone(), cfg_e).unwrap();
-    let mut cfg_f = loopback_quic_on(port, mode);
+    let mut cfg_f = loopback_quic(port);
     cfg_f.security = None;
     let _f = QuicTransport::start(dir.path(), "f", rf.clone(), cfg_f).unwrap();
     assert!(eventually(T, || lines
@@ -368,11 +346,12 @@ fn unauthenticated_peers_are_let_in_as_anonymous_only_when_allowed(mode: QuicMod
 /// peer named by its IPv4 address: on the engine, quinn-proto and quinn-udp take an address as
 /// given, and an IPv4 one on an IPv6 socket must be sent to as IPv4-mapped (quinn's own
 /// endpoint maps it).
-fn a_dual_stack_bind_reaches_peers_by_their_ipv4_address(mode: QuicMode) {
+#[test]
+fn a_dual_stack_bind_reaches_peers_by_their_ipv4_address() {
     let dir = TempDir::new("quic-dual");
     let port = free_udp_port();
     let every = |port| {
-        let mut c = loopback_quic_on(port, mode);
+        let mut c = loopback_quic(port);
         c.bind = libtracer_core::link::quic::every_address();
         c
     };
@@ -382,15 +361,3 @@ fn a_dual_stack_bind_reaches_peers_by_their_ipv4_address(mode: QuicMode) {
     let to_b = ra.wait_up("b", T);
     ok_arrives(&to_b, &rb, 21);
 }
-
-crate::on_both_modes!(
-    the_host_role_moves_when_its_holder_goes,
-    an_unreachable_static_peer_is_logged_once_then_reached,
-    a_dual_stack_bind_reaches_peers_by_their_ipv4_address,
-    garbage_datagrams_are_dropped_and_links_go_on,
-    a_connection_flood_costs_bounded_work_and_is_closed,
-    a_member_its_directory_no_longer_lists_loses_its_link_and_gets_it_back_when_listed,
-    a_host_that_lists_us_is_watched_at_the_directory_port_its_hello_names,
-    a_peer_is_named_by_its_certificate_subject_or_is_anonymous,
-    unauthenticated_peers_are_let_in_as_anonymous_only_when_allowed,
-);

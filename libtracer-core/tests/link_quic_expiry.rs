@@ -18,7 +18,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use libtracer_core::link::{
     GrantTurn, PermissionsExchange, QuicConfig, QuicSecurity, QuicTransport,
 };
-use link_support::{free_udp_port, loopback_quic_on, QuicMode, Recorder, TempDir, T};
+use link_support::{free_udp_port, loopback_quic, Recorder, TempDir, T};
 use parking_lot::Mutex;
 use poll::eventually;
 
@@ -35,8 +35,8 @@ fn second_ahead(ahead: Duration) -> SystemTime {
 }
 
 /// `sec` on loopback `port`, its log lines kept in `lines`.
-fn secured(port: u16, sec: &QuicSecurity, lines: &Lines, mode: QuicMode) -> QuicConfig {
-    let mut c = loopback_quic_on(port, mode);
+fn secured(port: u16, sec: &QuicSecurity, lines: &Lines) -> QuicConfig {
+    let mut c = loopback_quic(port);
     c.security = Some(sec.clone());
     let l = lines.clone();
     c.log = Some(Arc::new(move |m: &str| l.lock().push(m.to_owned())));
@@ -47,7 +47,8 @@ fn logged(lines: &Mutex<Vec<String>>, text: &str) -> bool {
     lines.lock().iter().any(|l| l.contains(text))
 }
 
-fn a_link_closes_when_a_certificate_runs_out_and_is_not_made_again(mode: QuicMode) {
+#[test]
+fn a_link_closes_when_a_certificate_runs_out_and_is_not_made_again() {
     let keys = TempDir::new("quic-expiry-keys");
     // b's certificate is valid through a second 3-4 s from now.
     let last = second_ahead(Duration::from_secs(4));
@@ -56,10 +57,8 @@ fn a_link_closes_when_a_certificate_runs_out_and_is_not_made_again(mode: QuicMod
     let port = free_udp_port();
     let (la, lb) = (Lines::default(), Lines::default());
     let (ra, rb) = (Recorder::new(), Recorder::new());
-    let _a =
-        QuicTransport::start(dir.path(), "a", ra.clone(), secured(port, &s[0], &la, mode)).unwrap();
-    let _b =
-        QuicTransport::start(dir.path(), "b", rb.clone(), secured(port, &s[1], &lb, mode)).unwrap();
+    let _a = QuicTransport::start(dir.path(), "a", ra.clone(), secured(port, &s[0], &la)).unwrap();
+    let _b = QuicTransport::start(dir.path(), "b", rb.clone(), secured(port, &s[1], &lb)).unwrap();
     ra.wait_up("b", T);
     rb.wait_up("a", T);
     assert!(
@@ -101,12 +100,7 @@ fn a_link_closes_when_a_certificate_runs_out_and_is_not_made_again(mode: QuicMod
 /// a link made after the turn learns: no grant that ends, or one valid for good). a's link to
 /// b is closed at that moment and made again; `needle`, a's line about it, is logged once.
 /// Returns a's log and b's.
-fn grant_turns(
-    tag: &str,
-    first: fn(SystemTime) -> GrantTurn,
-    needle: &str,
-    mode: QuicMode,
-) -> (Lines, Lines) {
+fn grant_turns(tag: &str, first: fn(SystemTime) -> GrantTurn, needle: &str) -> (Lines, Lines) {
     let keys = TempDir::new(&format!("{tag}-keys"));
     let s = keys::enclaves(keys.path(), &["/net/a", "/net/b"]);
     let dir = TempDir::new(tag);
@@ -115,7 +109,7 @@ fn grant_turns(
     let moment = second_ahead(Duration::from_secs(3));
     let learned = Arc::new(AtomicUsize::new(0));
     let n = learned.clone();
-    let mut ca = secured(port, &s[0], &la, mode);
+    let mut ca = secured(port, &s[0], &la);
     ca.permissions = Some(PermissionsExchange {
         document: Arc::from(&b"a's permissions"[..]),
         learn: Arc::new(move |subject, doc| {
@@ -123,7 +117,7 @@ fn grant_turns(
             (n.fetch_add(1, Ordering::SeqCst) == 0).then(|| first(moment))
         }),
     });
-    let mut cb = secured(port, &s[1], &lb, mode);
+    let mut cb = secured(port, &s[1], &lb);
     cb.permissions = Some(PermissionsExchange {
         document: Arc::from(&b"b's permissions"[..]),
         learn: Arc::new(|_, _| None),
@@ -157,30 +151,22 @@ fn grant_turns(
     (la, lb)
 }
 
-fn a_link_closes_when_the_grant_the_peer_sent_runs_out_and_is_made_again_without_it(
-    mode: QuicMode,
-) {
+#[test]
+fn a_link_closes_when_the_grant_the_peer_sent_runs_out_and_is_made_again_without_it() {
     let (_, lb) = grant_turns(
         "quic-expiry-grant",
         GrantTurn::Ends,
         "security: closed the link to b: the grant it sent ran out at ",
-        mode,
     );
     // b's end of it only saw the connection go.
     assert!(!logged(&lb, "closed the link"), "{:?}", lb.lock());
 }
 
-fn a_link_closes_when_a_grant_not_valid_yet_starts_and_the_next_link_takes_it(mode: QuicMode) {
+#[test]
+fn a_link_closes_when_a_grant_not_valid_yet_starts_and_the_next_link_takes_it() {
     grant_turns(
         "quic-expiry-starts",
         GrantTurn::Starts,
         "security: closed the link to b: the grant it sent starts at ",
-        mode,
     );
 }
-
-crate::on_both_modes!(
-    a_link_closes_when_a_certificate_runs_out_and_is_not_made_again,
-    a_link_closes_when_the_grant_the_peer_sent_runs_out_and_is_made_again_without_it,
-    a_link_closes_when_a_grant_not_valid_yet_starts_and_the_next_link_takes_it,
-);

@@ -6,8 +6,8 @@
 //! gap equal to the drops (what the subscriber reports as lost messages). The write timeout
 //! bounds a stall (no byte taken by the stream for that long), not a transfer: a peer that
 //! takes nothing loses its link. A file of its own: the gated handler holds one of the
-//! process's two QUIC dispatcher threads, which other tests' links would share (so the tests
-//! here run one at a time). Everything binds loopback.
+//! process's link workers, which other tests' links would share (so the tests here run one at
+//! a time). Everything binds loopback.
 
 mod link_support;
 
@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use libtracer_core::link::{Link, LinkHandler, QuicLinkHandle, QuicTransport};
 use libtracer_core::wire::Frame;
 use libtracer_core::{DeliveryPolicy, Meta, Payload};
-use link_support::{free_udp_port, loopback_quic_on, Ev, QuicMode, Recorder, TempDir, T};
+use link_support::{free_udp_port, loopback_quic, Ev, Recorder, TempDir, T};
 use parking_lot::{Condvar, Mutex};
 
 /// Bytes a reliable stream's queue holds (`link/quic/queue.rs`, `QUEUE_BYTES`).
@@ -26,7 +26,7 @@ const QUEUE_BYTES: u64 = 64 << 20;
 /// The payload of each delivery.
 const FRAME: usize = 64 * 1024;
 
-/// One test at a time: each holds a dispatcher thread with its gate.
+/// One test at a time: each holds a link worker with its gate.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// Hands deliveries to a [`Recorder`] only while its gate is open: a peer that stops reading.
@@ -72,7 +72,7 @@ struct Stalled {
 }
 
 /// a and b linked, b's gate closed, and a reliable edge 1 (class 3) that b made on a.
-fn stalled(tag: &str, write_timeout: Option<Duration>, mode: QuicMode) -> Stalled {
+fn stalled(tag: &str, write_timeout: Option<Duration>) -> Stalled {
     let dir = TempDir::new(tag);
     let port = free_udp_port();
     let ra = Recorder::new();
@@ -81,7 +81,7 @@ fn stalled(tag: &str, write_timeout: Option<Duration>, mode: QuicMode) -> Stalle
         open: Mutex::new(false),
         cv: Condvar::new(),
     });
-    let mut cfg = loopback_quic_on(port, mode);
+    let mut cfg = loopback_quic(port);
     if let Some(t) = write_timeout {
         cfg.write_timeout = t;
     }
@@ -153,11 +153,11 @@ fn quic_link(s: &Stalled) -> QuicLinkHandle {
     s.a.link_to("b").expect("a's link to b")
 }
 
-fn a_publisher_never_waits_for_a_stalled_peer_and_the_newest_arrive_with_a_gap_equal_to_the_drops(
-    mode: QuicMode,
-) {
+#[test]
+fn a_publisher_never_waits_for_a_stalled_peer_and_the_newest_arrive_with_a_gap_equal_to_the_drops()
+{
     let _one = ONE_AT_A_TIME.lock();
-    let s = stalled("quic-overflow", None, mode);
+    let s = stalled("quic-overflow", None);
     // 2000 x 64 KiB (125 MiB) to a peer that takes the first and then nothing: the QUIC
     // windows (8 MiB per stream) and the 64 MiB queue fill, and the rest drops the oldest.
     const N: u64 = 2000;
@@ -240,11 +240,10 @@ fn a_publisher_never_waits_for_a_stalled_peer_and_the_newest_arrive_with_a_gap_e
     assert!(s.ra.violations().is_empty() && s.gate.rec.violations().is_empty());
 }
 
-fn a_replay_to_a_stalled_peer_is_kept_whole_and_live_deliveries_behind_it_keep_the_bound(
-    mode: QuicMode,
-) {
+#[test]
+fn a_replay_to_a_stalled_peer_is_kept_whole_and_live_deliveries_behind_it_keep_the_bound() {
     let _one = ONE_AT_A_TIME.lock();
-    let s = stalled("quic-owed", None, mode);
+    let s = stalled("quic-owed", None);
     // A transient-local replay of 1500 x 64 KiB (94 MiB, past the 64 MiB queue) to a peer that
     // takes nothing: every send returns at once and nothing is dropped.
     const REPLAY: u64 = 1500;
@@ -282,9 +281,10 @@ fn a_replay_to_a_stalled_peer_is_kept_whole_and_live_deliveries_behind_it_keep_t
     assert!(s.ra.violations().is_empty() && s.gate.rec.violations().is_empty());
 }
 
-fn a_peer_that_stops_reading_is_cut_once_nothing_is_taken_for_the_write_timeout(mode: QuicMode) {
+#[test]
+fn a_peer_that_stops_reading_is_cut_once_nothing_is_taken_for_the_write_timeout() {
     let _one = ONE_AT_A_TIME.lock();
-    let s = stalled("quic-stall", Some(Duration::from_secs(1)), mode);
+    let s = stalled("quic-stall", Some(Duration::from_secs(1)));
     // b takes the first delivery and then nothing: the sends still return at once (the
     // oldest queued are dropped), and the stream, taking no byte for the write timeout
     // (1 s here), closes the link.
@@ -303,9 +303,3 @@ fn a_peer_that_stops_reading_is_cut_once_nothing_is_taken_for_the_write_timeout(
     assert!(after.is_err(), "a send on the closed link fails");
     s.gate.set(true);
 }
-
-crate::on_both_modes!(
-    a_publisher_never_waits_for_a_stalled_peer_and_the_newest_arrive_with_a_gap_equal_to_the_drops,
-    a_replay_to_a_stalled_peer_is_kept_whole_and_live_deliveries_behind_it_keep_the_bound,
-    a_peer_that_stops_reading_is_cut_once_nothing_is_taken_for_the_write_timeout,
-);

@@ -18,19 +18,15 @@ use std::time::{Duration, Instant};
 use corpus::Rng;
 use libtracer_core::link::quic::{exercise_announce, Announcement, SubnetConfig, ANNOUNCE_GROUP};
 use libtracer_core::link::QuicTransport;
-use link_support::{free_udp_port, loopback_quic_on, QuicMode, TempDir};
+use link_support::{free_udp_port, loopback_quic, TempDir};
 use poll::eventually;
 
 /// Bound of every wait here: generous, for a loaded machine (each wait ends when its condition
 /// holds).
 const LONG: Duration = Duration::from_secs(30);
 
-fn subnet_host(
-    dir_port: u16,
-    announce_port: u16,
-    mode: QuicMode,
-) -> libtracer_core::link::QuicConfig {
-    let mut c = loopback_quic_on(dir_port, mode);
+fn subnet_host(dir_port: u16, announce_port: u16) -> libtracer_core::link::QuicConfig {
+    let mut c = loopback_quic(dir_port);
     c.static_peers.clear();
     let mut s = SubnetConfig::for_domain(9);
     s.port = announce_port;
@@ -43,17 +39,12 @@ fn to_group(sock: &UdpSocket, port: u16, bytes: &[u8]) {
     let _ = sock.send_to(bytes, (ANNOUNCE_GROUP, port));
 }
 
-fn two_hosts_find_each_other_by_announcement_alone_and_garbage_is_dropped(mode: QuicMode) {
+#[test]
+fn two_hosts_find_each_other_by_announcement_alone_and_garbage_is_dropped() {
     let (dir_a, dir_b) = (TempDir::new("subnet-a"), TempDir::new("subnet-b"));
     let (pa, pb, announce) = (free_udp_port(), free_udp_port(), free_udp_port());
     let (ra, rb) = (link_support::Recorder::new(), link_support::Recorder::new());
-    let a = QuicTransport::start(
-        dir_a.path(),
-        "a",
-        ra.clone(),
-        subnet_host(pa, announce, mode),
-    )
-    .unwrap();
+    let a = QuicTransport::start(dir_a.path(), "a", ra.clone(), subnet_host(pa, announce)).unwrap();
     let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
     socket2::SockRef::from(&sock)
         .set_multicast_if_v4(&Ipv4Addr::LOCALHOST)
@@ -65,13 +56,8 @@ fn two_hosts_find_each_other_by_announcement_alone_and_garbage_is_dropped(mode: 
         host: 42,
         authenticated: false,
     });
-    let _b = QuicTransport::start(
-        dir_b.path(),
-        "b",
-        rb.clone(),
-        subnet_host(pb, announce, mode),
-    )
-    .unwrap();
+    let _b =
+        QuicTransport::start(dir_b.path(), "b", rb.clone(), subnet_host(pb, announce)).unwrap();
     ra.wait_up("b", LONG);
     rb.wait_up("a", LONG);
     let b_host = vec![SocketAddr::from(([127, 0, 0, 1], pb))];
@@ -120,20 +106,15 @@ fn two_hosts_find_each_other_by_announcement_alone_and_garbage_is_dropped(mode: 
     assert!(a.peers() == vec!["b"]);
 }
 
-fn a_host_found_by_announcement_is_found_again_through_its_new_holder(mode: QuicMode) {
+#[test]
+fn a_host_found_by_announcement_is_found_again_through_its_new_holder() {
     let (dir_a, dir_b) = (TempDir::new("subnet-ta"), TempDir::new("subnet-tb"));
     let (pa, pb, announce) = (free_udp_port(), free_udp_port(), free_udp_port());
     let rec = || link_support::Recorder::new();
     let (ra, rb1, rb2, rb3) = (rec(), rec(), rec(), rec());
     // A transport of host a or b: its directory and its host's directory port.
     let start = |dir: &TempDir, port, name: &str, r: &Arc<link_support::Recorder>| {
-        QuicTransport::start(
-            dir.path(),
-            name,
-            r.clone(),
-            subnet_host(port, announce, mode),
-        )
-        .unwrap()
+        QuicTransport::start(dir.path(), name, r.clone(), subnet_host(port, announce)).unwrap()
     };
     let a = start(&dir_a, pa, "a", &ra);
     let b1 = start(&dir_b, pb, "b1", &rb1);
@@ -183,8 +164,3 @@ fn announcement_decoding_survives_a_random_corpus() {
     // Both outcomes were reached, so the corpus was not vacuous.
     assert!((1000..20_000).contains(&accepted), "{accepted}");
 }
-
-crate::on_both_modes!(
-    two_hosts_find_each_other_by_announcement_alone_and_garbage_is_dropped,
-    a_host_found_by_announcement_is_found_again_through_its_new_holder,
-);

@@ -1,10 +1,9 @@
 #![cfg(feature = "quic")]
-//! A process whose transports run on the engine (`QuicConfig::engine`, docs/network.md section
-//! 4a, stage 3) starts no tokio runtime and no quinn endpoint: its links, its host directory
-//! (server and clients), its peer hosts, SUBNET and its connect attempts run on the links' one
-//! event loop (`tracer-io`, the Unix links' too) and the chores' thread, and its threads are as
-//! many with eight peers as with two. One test in its
-//! own binary (its own process): a test of task mode beside it would start the runtime.
+//! A process's QUIC transports (docs/network.md section 4a, stage 3) run on threads of a fixed
+//! number: its links, its host directory (server and clients), its peer hosts, SUBNET and its
+//! connect attempts run on the links' one event loop (`tracer-io`, the Unix links' too) and the
+//! chores' thread, and its threads are as many with eight peers as with two. One test in its
+//! own binary (its own process), so that no other test's threads are counted.
 
 mod link_support;
 #[path = "common/poll.rs"]
@@ -13,9 +12,9 @@ mod poll;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use libtracer_core::link::quic::{quinn_runtime_started, SubnetConfig};
+use libtracer_core::link::quic::SubnetConfig;
 use libtracer_core::link::QuicTransport;
-use link_support::{free_udp_port, loopback_quic_on, QuicMode, Recorder, TempDir, T};
+use link_support::{free_udp_port, loopback_quic, Recorder, TempDir, T};
 
 /// This process's threads by name, counted.
 fn threads() -> BTreeMap<String, usize> {
@@ -63,7 +62,7 @@ fn a_process_on_the_engine_starts_no_runtime_and_its_threads_do_not_grow_with_it
     let (dir_a, dir_b) = (TempDir::new("quic-thr-a"), TempDir::new("quic-thr-b"));
     let (port_a, port_b, announce) = (free_udp_port(), free_udp_port(), free_udp_port());
     let cfg = |own: u16, other: u16| {
-        let mut c = loopback_quic_on(own, QuicMode::Engine);
+        let mut c = loopback_quic(own);
         c.static_peers = vec![format!("127.0.0.1:{other}"), format!("localhost:{other}")];
         let mut s = SubnetConfig::for_domain(9);
         s.port = announce;
@@ -110,7 +109,6 @@ fn a_process_on_the_engine_starts_no_runtime_and_its_threads_do_not_grow_with_it
     );
     let eight = network_threads();
     eprintln!("threads with two peers: {two:?}; with eight: {eight:?}");
-    assert!(!quinn_runtime_started(), "a tokio runtime was started");
     assert_eq!(two, eight, "the network's threads grew with its peers");
     // One event loop for every link: the engines' sockets and timers are on the links' loop,
     // which has no QUIC twin (docs/network.md section 4a, stage 3).

@@ -1,6 +1,7 @@
 #![cfg(feature = "quic")]
 //! The bare QUIC probe of the benchmarks (`link::quic::probe_*`, `examples/bench_quic.rs`):
-//! its round trips and bursts come back whole in all three shapes, one connection after another
+//! its round trips and bursts come back whole in every shape (quinn's two with the
+//! `quinn-probe` feature), one connection after another
 //! against one echo (the benchmark runs a ping and then a burst), and a request it cannot
 //! honour is an error, not a hang. Everything binds loopback.
 
@@ -35,11 +36,13 @@ fn check(mode: ProbeMode) {
     assert_eq!(t.len(), 2);
 }
 
+#[cfg(feature = "quinn-probe")]
 #[test]
 fn round_trips_and_bursts_on_the_runtime() {
     check(ProbeMode::Task);
 }
 
+#[cfg(feature = "quinn-probe")]
 #[test]
 fn round_trips_and_bursts_from_a_thread() {
     check(ProbeMode::Thread);
@@ -57,17 +60,17 @@ fn round_trips_and_bursts_on_the_engine() {
 
 #[test]
 fn a_request_it_cannot_honour_is_an_error() {
-    let addr = echo(ProbeMode::Task);
+    let addr = echo(ProbeMode::Engine);
     assert!(
-        probe_ping(addr, 64, 0, ProbeMode::Task).is_err(),
+        probe_ping(addr, 64, 0, ProbeMode::Engine).is_err(),
         "no rounds"
     );
     assert!(
-        probe_ping(addr, 65 << 20, 1, ProbeMode::Task).is_err(),
+        probe_ping(addr, 65 << 20, 1, ProbeMode::Engine).is_err(),
         "too large"
     );
     assert!(
-        probe_burst(addr, 64, 0, 1, ProbeMode::Thread).is_err(),
+        probe_burst(addr, 64, 0, 1, ProbeMode::Inline).is_err(),
         "empty bursts"
     );
     assert_eq!(ProbeMode::parse("thread"), Some(ProbeMode::Thread));
@@ -89,9 +92,23 @@ fn nobody_answers(mode: ProbeMode) {
     assert!(probe_ping(nobody, 64, 1, mode).is_err());
 }
 
+#[cfg(feature = "quinn-probe")]
 #[test]
 fn no_echo_is_an_error_on_the_runtime() {
     nobody_answers(ProbeMode::Task);
+}
+
+/// Without the `quinn-probe` feature quinn is not built in: its shapes say so at once.
+#[cfg(not(feature = "quinn-probe"))]
+#[test]
+fn the_quinn_shapes_need_their_feature() {
+    let addr = SocketAddr::from(([127, 0, 0, 1], free_udp_port()));
+    for mode in [ProbeMode::Task, ProbeMode::Thread] {
+        let e = probe_ping(addr, 64, 1, mode).unwrap_err();
+        assert!(e.contains("quinn-probe"), "{e}");
+        let e = probe_echo(addr, mode).unwrap_err();
+        assert!(e.contains("quinn-probe"), "{e}");
+    }
 }
 
 #[test]

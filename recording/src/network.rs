@@ -27,9 +27,6 @@ pub const RENDEZVOUS_ENV: &str = "RMW_TRACER_RENDEZVOUS_DIR";
 pub const PORT_BASE_ENV: &str = "RMW_TRACER_PORT_BASE";
 /// Binds the network endpoints to one address instead of every interface.
 pub const BIND_ENV: &str = "RMW_TRACER_BIND";
-/// `1` or unset: the QUIC links on the runtime-free engine, the default (docs/network.md
-/// section 4a); `0`: on quinn's tasks, the fallback until that mode is removed.
-pub const QUIC_ENGINE_ENV: &str = "RMW_TRACER_QUIC_ENGINE";
 /// `all` (the default: graphs of every user of this host link, docs/host.md) or `self` (only
 /// graphs of this process's own uid).
 pub const HOST_USERS_ENV: &str = "RMW_TRACER_HOST_USERS";
@@ -64,8 +61,6 @@ pub enum EnvError {
     AnnouncePort { base: u16, domain: u32 },
     #[error("{BIND_ENV}={0}: not an IP address")]
     Bind(String),
-    #[error("{QUIC_ENGINE_ENV}={0}: want `1` or `0`")]
-    QuicEngine(String),
     #[error("{HOST_USERS_ENV}={0}: want `all` or `self`")]
     HostUsers(String),
     #[error("{RENDEZVOUS_ENV}={}: cannot make the directory: {source}", .base.display())]
@@ -84,7 +79,6 @@ impl EnvError {
             | EnvError::DirectoryPort { .. }
             | EnvError::AnnouncePort { .. }
             | EnvError::Bind(_)
-            | EnvError::QuicEngine(_)
             | EnvError::HostUsers(_) => true,
             EnvError::Rendezvous { .. } => false,
         }
@@ -206,11 +200,6 @@ pub fn network_in(
     if let Some(v) = var(BIND_ENV) {
         cfg.bind = v.parse().map_err(|_| EnvError::Bind(v))?;
     }
-    cfg.engine = match var(QUIC_ENGINE_ENV).as_deref() {
-        None | Some("1") => true,
-        Some("0") => false,
-        Some(v) => return Err(EnvError::QuicEngine(v.to_owned())),
-    };
     if range == Range::Subnet {
         // The announcements' port keeps its distance from the directory's (docs/network.md
         // section 2a): 25650 + d by default, moved with the base.

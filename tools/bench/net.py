@@ -57,7 +57,8 @@ TRACER_KEYS = ("tracer", "baseline")
 # to the kernel 44 at a time (UDP GSO, and GRO on receipt, as quinn sends 10 at a time); and
 # 64 KB datagrams (as Fast DDS sends a large sample, fragmented by IP). bench_quic: quinn with
 # a link's settings and nothing of libtracer above it, its loop a task on the runtime (quinn's
-# floor) or a plain thread waiting on the runtime per write and read (the rmw's hand-off), or
+# floor) or a plain thread waiting on the runtime per write and read (the hand-off the links
+# had on quinn's tasks), or
 # quinn-proto alone driven by the thread that uses it (no runtime: the inline design's floor), or
 # quinn-proto on the runtime-free engine (sent inline, received by the engine loop and handed
 # to the waiting thread: a link's shape on it, docs/network.md section 4a).
@@ -392,8 +393,8 @@ def main():
                     "(a diagnostic: the default leaves placement to the kernel)")
     ap.add_argument("--env-for", action="append", metavar="KEY:VAR=VALUE",
                     help="set VAR=VALUE in both hosts' environment for rmw KEY only (repeatable), e.g. "
-                    "baseline:RMW_TRACER_QUIC_ENGINE=0 with --baseline-lib the same library: the QUIC "
-                    "links on quinn's tasks against the engine (the default) in one run")
+                    "baseline:RMW_TRACER_WAIT_LEADS=0 with --baseline-lib the same library: one "
+                    "setting against another in one run")
     ap.add_argument("--no-build", action="store_true")
     args = ap.parse_args()
     keys = [k.strip() for k in args.rmw.split(",") if k.strip()]

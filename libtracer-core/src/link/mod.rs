@@ -62,7 +62,7 @@ pub use abstract_names::HostScope;
 pub use memory::{MemoryFabric, MemoryNode};
 #[cfg(feature = "quic")]
 pub use quic::{
-    subject_of, GrantTurn, PermissionsExchange, QuicConfig, QuicLink, QuicLinkHandle, QuicSecurity,
+    subject_of, GrantTurn, PermissionsExchange, QuicConfig, QuicLinkHandle, QuicSecurity,
     QuicTransport,
 };
 pub use rendezvous::{default_rendezvous_dir, rendezvous_dir_in};
@@ -118,9 +118,9 @@ pub trait LinkHandler: Send + Sync {
     fn on_frame(&self, link: &Arc<dyn Link>, frame: Frame);
     fn on_down(&self, link: &Arc<dyn Link>);
     /// Whether `on_frame` for a DELIVERY always returns without blocking (it lands a sample: a
-    /// ring push and a wake-up). Then the QUIC transport runs it on its runtime thread, one
-    /// thread hand-off less per delivery, instead of on a dispatcher thread that may block
-    /// (docs/network.md section 4). The Unix event loop relies on it for every handler.
+    /// ring push and a wake-up). Then the QUIC transport runs it on the links' loop thread, one
+    /// thread hand-off less per delivery, instead of on a worker that may block (docs/network.md
+    /// section 4a). The Unix event loop relies on it for every handler.
     fn deliveries_never_block(&self) -> bool {
         false
     }

@@ -215,46 +215,11 @@ pub fn free_udp_port() -> u16 {
         .port()
 }
 
-/// Which links a QUIC test runs on: quinn's tasks, or the runtime-free engine
-/// (`QuicConfig::engine`, docs/network.md section 4a).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum QuicMode {
-    Task,
-    Engine,
-}
-
-/// `test(mode)` as two tests, `test::task` and `test::engine`: the links' tests, and since
-/// stage 3 of docs/network.md section 4a those of the directory and of SUBNET too.
-#[macro_export]
-macro_rules! on_both_modes {
-    ($($name:ident),* $(,)?) => {
-        $(
-            mod $name {
-                #[test]
-                fn task() {
-                    super::$name(super::link_support::QuicMode::Task)
-                }
-                #[test]
-                fn engine() {
-                    super::$name(super::link_support::QuicMode::Engine)
-                }
-            }
-        )*
-    };
-}
-
 /// A QUIC transport configuration on loopback, with the directory on `port` as the one static
-/// peer, and fast polling so that tests do not wait; its links on quinn's tasks.
+/// peer, and fast polling so that tests do not wait.
 #[cfg(feature = "quic")]
 pub fn loopback_quic(port: u16) -> libtracer_core::link::QuicConfig {
-    loopback_quic_on(port, QuicMode::Task)
-}
-
-/// [`loopback_quic`] with the links of `mode`.
-#[cfg(feature = "quic")]
-pub fn loopback_quic_on(port: u16, mode: QuicMode) -> libtracer_core::link::QuicConfig {
     let mut c = libtracer_core::link::QuicConfig::for_domain(0);
-    c.engine = mode == QuicMode::Engine;
     c.bind = std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
     c.directory_port = port;
     c.static_peers = vec![format!("127.0.0.1:{port}")];

@@ -1,5 +1,5 @@
-//! The transport's chores without a runtime (stage 3 of docs/network.md section 4a): with the
-//! links on the engine, the peer loops (directory polls, host liveness), the role loop, the
+//! The transport's chores without a runtime (stage 3 of docs/network.md section 4a): the peer
+//! loops (directory polls, host liveness), the role loop, the
 //! connect attempts with their retries and the directory's answers run as futures on one
 //! thread of the process (`tracer-quic-net`), and static peers' names are looked up on one
 //! more (`tracer-quic-dns`, started with the first name: `getaddrinfo` blocks). Neither is a
@@ -8,9 +8,8 @@
 //! `epoll_wait` (through `mio`) until the earliest deadline otherwise, so nothing spins and the
 //! thread count is the same with one peer host or a hundred.
 //!
-//! The futures are the ones quinn's tasks run (`peer_host.rs`, `directory.rs`,
-//! `handshake.rs`): only the clock differs, so [`sleep`], [`sleep_until`] and [`timeout`] take
-//! this thread's deadlines on it and tokio's anywhere else (task mode, unchanged).
+//! The futures (`peer_host.rs`, `directory.rs`, `handshake.rs`, `subnet.rs`) keep time with
+//! [`sleep`], [`sleep_until`] and [`timeout`]: deadlines of this thread's clock.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
@@ -270,13 +269,9 @@ impl Drop for Deadline {
     }
 }
 
-/// Ready at `at`: the chores' clock on their thread, tokio's elsewhere.
+/// Ready at `at`, by the chores' clock.
 pub(crate) async fn sleep_until(at: Instant) {
-    if on_chores() {
-        Deadline { at, key: None }.await
-    } else {
-        tokio::time::sleep_until(at.into()).await
-    }
+    Deadline { at, key: None }.await
 }
 
 /// Ready after `d` (as [`sleep_until`]).
@@ -290,9 +285,6 @@ pub(crate) struct Elapsed;
 
 /// `fut`'s output, or `Elapsed` after `d` (as [`sleep_until`]).
 pub(crate) async fn timeout<F: Future>(d: Duration, fut: F) -> Result<F::Output, Elapsed> {
-    if !on_chores() {
-        return tokio::time::timeout(d, fut).await.map_err(|_| Elapsed);
-    }
     tokio::select! {
         biased;
         out = fut => Ok(out),
@@ -305,15 +297,9 @@ type Lookup = (String, u16, oneshot::Sender<io::Result<Vec<SocketAddr>>>);
 static RESOLVER: OnceLock<Result<Mutex<mpsc::Sender<Lookup>>, String>> = OnceLock::new();
 
 /// `host`'s addresses with `port`, from the system resolver: on the resolver thread from the
-/// chores' thread (it blocks; an address is taken as it is, without the thread), through
-/// tokio's blocking pool elsewhere.
+/// chores' thread (it blocks; an address is taken as it is, without the thread).
 pub(crate) async fn lookup_host(host: &str, port: u16) -> io::Result<Vec<SocketAddr>> {
-    if !on_chores() {
-        return tokio::net::lookup_host((host, port))
-            .await
-            .map(Iterator::collect);
-    }
-    // An address is no name: no thread for it (as tokio's lookup, which parses it first).
+    // An address is no name: no thread for it.
     if let Ok(ip) = host.parse::<std::net::IpAddr>() {
         return Ok(vec![SocketAddr::new(ip, port)]);
     }
@@ -344,7 +330,7 @@ pub(crate) async fn lookup_host(host: &str, port: u16) -> io::Result<Vec<SocketA
         .map_err(|_| io::Error::other("the name resolver's thread is gone"))?
 }
 
-/// Futures raced inside one task (quinn's tasks used a `JoinSet`): each is polled when the
+/// Futures raced inside one task (a `JoinSet` without a runtime): each is polled when the
 /// task is; dropping the set drops the ones still running.
 pub(crate) struct Racing<T>(Vec<Pin<Box<dyn Future<Output = T> + Send>>>);
 

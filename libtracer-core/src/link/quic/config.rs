@@ -68,12 +68,6 @@ pub struct QuicConfig {
     /// namespace share one role and one directory whatever their rendezvous directories.
     /// `None`: the rendezvous directory only (an `flock` and `<name>.quic` files).
     pub host_scope: Option<crate::link::HostScope>,
-    /// Run the links on the runtime-free engine (docs/network.md section 4a): quinn-proto on
-    /// quinn-udp driven by one loop thread and by the publishing threads, the callbacks on the
-    /// Unix links' workers, the directory, SUBNET and the peer hosts on the chores' thread; no
-    /// tokio runtime. On by default; off (`RMW_TRACER_QUIC_ENGINE=0` in rmw_tracer) runs
-    /// everything on quinn's tasks, the fallback until the task mode is removed.
-    pub engine: bool,
 }
 
 /// Called with a peer's proven subject and the permissions document it sent (`None`: none);
@@ -132,7 +126,6 @@ impl QuicConfig {
             security: None,
             permissions: None,
             host_scope: None,
-            engine: true,
         }
     }
 }
@@ -148,7 +141,6 @@ impl std::fmt::Debug for QuicConfig {
             .field("host_idle_timeout", &self.host_idle_timeout)
             .field("subnet", &self.subnet)
             .field("authenticated", &self.security.is_some())
-            .field("engine", &self.engine)
             .finish_non_exhaustive()
     }
 }

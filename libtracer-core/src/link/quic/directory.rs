@@ -4,7 +4,7 @@
 //! which reaches members of other mount namespaces (containers); the holder of the host role
 //! (with a scope: the one bound to `<scope>/role/`, else an exclusive `flock` on
 //! `<dir>/net-role.lock`) answers queries on the domain's well-known port; each peer host has
-//! a task that asks its directory and connects (`peer_host.rs`).
+//! a loop that asks its directory and connects (`peer_host.rs`). The server is `edir.rs`.
 //!
 //! A query is one bidirectional stream (ALPN `libtracer-dir/1`): the client writes `members\n`
 //! and finishes; the holder answers one line `<name> <port>\n` per live member and finishes.
@@ -17,13 +17,11 @@ use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use nix::errno::Errno;
-use nix::fcntl::{Flock, FlockArg};
-use tokio::sync::Semaphore;
-
-use super::{new_endpoint, tls, Inner};
+use super::Inner;
 use crate::link::abstract_names::{self, HostScope};
 use crate::link::{valid_node_name, LinkError};
+use nix::errno::Errno;
+use nix::fcntl::{Flock, FlockArg};
 
 pub(super) const REQUEST: &[u8] = b"members\n";
 /// Bound on a directory answer (a host of thousands of members fits).
@@ -40,26 +38,17 @@ enum RoleLock {
     Name(#[allow(dead_code)] OwnedFd),
 }
 
-/// The host role, while held: the lock and the directory's server.
+/// The host role, while held: the lock and the directory's server, an engine of its own
+/// (`edir.rs`).
 pub(crate) struct Holder {
     _lock: RoleLock,
-    server: Server,
-}
-
-/// Who serves the directory: quinn's endpoint (its `serve` task), or an engine of its own
-/// with the links on the engine (`edir.rs`).
-enum Server {
-    Quinn(quinn::Endpoint),
-    Engine(super::engine::Engine),
+    server: super::engine::Engine,
 }
 
 impl Holder {
     pub(crate) fn close(self) {
-        match self.server {
-            Server::Quinn(endpoint) => endpoint.close(0u32.into(), b"role given up"),
-            // Dropping the engine closes its connections.
-            Server::Engine(e) => drop(e),
-        }
+        // Dropping the engine closes its connections.
+        drop(self.server);
     }
 }
 
@@ -214,14 +203,7 @@ fn try_take_role(inner: &Arc<Inner>) -> Result<Option<Holder>, RoleRefused> {
             )))
         }
     };
-    let server = match inner.cfg.engine {
-        true => Server::Engine(super::edir::serve(inner, sock, MAX_CLIENTS)?),
-        false => {
-            let sc =
-                tls::server_config(&inner.identity, tls::ALPN_DIR, inner.dir_transport.clone())?;
-            Server::Quinn(new_endpoint(inner.rt(), Some(sc), sock).map_err(|e| e.to_string())?)
-        }
-    };
+    let server = super::edir::serve(inner, sock, MAX_CLIENTS)?;
     Ok(Some(Holder {
         _lock: lock,
         server,
@@ -234,9 +216,6 @@ fn take_role(inner: &Arc<Inner>) -> Result<(), RoleRefused> {
         return Ok(());
     }
     if let Some(h) = try_take_role(inner)? {
-        if let Server::Quinn(endpoint) = &h.server {
-            inner.rt().spawn(serve(inner.clone(), endpoint.clone()));
-        }
         if inner.cfg.subnet.is_some() {
             match super::subnet::send_sockets(inner.cfg.bind) {
                 Ok((socks, failed)) => {
@@ -310,92 +289,6 @@ pub(crate) async fn role_loop(inner: Arc<Inner>) {
             _ = stop.wait_for(|s| *s) => break,
         }
     }
-}
-
-async fn serve(inner: Arc<Inner>, endpoint: quinn::Endpoint) {
-    let mut stop = inner.stop.clone();
-    let slots = Arc::new(Semaphore::new(MAX_CLIENTS));
-    loop {
-        let incoming = tokio::select! {
-            i = endpoint.accept() => i,
-            _ = stop.wait_for(|s| *s) => None,
-        };
-        let Some(incoming) = incoming else { break };
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
-            incoming.refuse();
-            continue;
-        };
-        let me = inner.clone();
-        inner.rt().spawn(async move {
-            let _slot = slot;
-            let _ = answer(&me, incoming).await;
-        });
-    }
-    endpoint.close(0u32.into(), b"shutdown");
-}
-
-/// Serve one client's connection: a question per stream, for as long as it asks. The
-/// handshake and each answer are bounded by the handshake timeout; a client that asks nothing
-/// for that long plus two poll intervals is closed.
-async fn answer(inner: &Inner, incoming: quinn::Incoming) -> Result<(), String> {
-    let hs = inner.cfg.handshake_timeout;
-    let from = super::peer_address(incoming.remote_address());
-    let conn = match tokio::time::timeout(hs, incoming).await {
-        Ok(Ok(c)) => c,
-        Ok(Err(e)) => {
-            // With SROS2 on, most likely a peer of another CA or of none: logged once.
-            inner.auth_failed(from, &e);
-            return Err(e.to_string());
-        }
-        Err(_) => return Err("handshake timed out".into()),
-    };
-    let quiet = hs + inner.cfg.poll_interval * 2;
-    loop {
-        let (send, recv) = match tokio::time::timeout(quiet, conn.accept_bi()).await {
-            Ok(Ok(s)) => s,
-            // The client went (or its connection died): nothing to say.
-            Ok(Err(_)) => return Ok(()),
-            Err(_) => {
-                conn.close(0u32.into(), b"idle");
-                return Ok(());
-            }
-        };
-        match tokio::time::timeout(hs, answer_one(inner, send, recv)).await {
-            Ok(Ok(())) => {}
-            Ok(Err(why)) => {
-                conn.close(1u32.into(), b"bad directory request");
-                return Err(why);
-            }
-            Err(_) => {
-                conn.close(0u32.into(), b"too slow");
-                return Err("directory answer timed out".into());
-            }
-        }
-    }
-}
-
-/// One question on its stream: `members\n`, answered with the live members.
-async fn answer_one(
-    inner: &Inner,
-    mut send: quinn::SendStream,
-    mut recv: quinn::RecvStream,
-) -> Result<(), String> {
-    let req = recv
-        .read_to_end(REQUEST.len())
-        .await
-        .map_err(|e| e.to_string())?;
-    if req != REQUEST {
-        return Err("bad directory request".into());
-    }
-    let mut text = String::new();
-    for (name, port) in members(inner.dir.as_path(), inner.cfg.host_scope.as_ref()) {
-        text.push_str(&format!("{name} {port}\n"));
-    }
-    send.write_all(text.as_bytes())
-        .await
-        .map_err(|e| e.to_string())?;
-    let _ = send.finish();
-    Ok(())
 }
 
 /// A host directory's answer: one `<name> <port>\n` line per member (the last newline may be

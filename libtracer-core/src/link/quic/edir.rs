@@ -71,7 +71,7 @@ struct ServeState {
     /// The last answer (or the handshake): the idle bound counts from it.
     last: Instant,
     /// A question being read: its stream, what came so far, and when it was opened (the
-    /// question and its answer are bounded together, as on quinn's tasks).
+    /// question and its answer are bounded together).
     req: Option<(StreamId, Vec<u8>, Instant)>,
     /// An answer being written: its stream, what is left of it, and when it was asked.
     answering: Option<(StreamId, Option<Bytes>, Instant)>,

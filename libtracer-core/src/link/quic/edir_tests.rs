@@ -1,5 +1,5 @@
 //! The directory's server on the engine against a client that breaks its rules: each is
-//! closed as on quinn's tasks (`directory.rs` `answer`), and a client that keeps them is
+//! closed (docs/network.md section 4a, stage 3), and a client that keeps them is
 //! answered again and again over its one connection.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -32,7 +32,6 @@ fn holder(tag: &str) -> (QuicTransport, SocketAddr, std::path::PathBuf) {
         .unwrap()
         .port();
     let mut cfg = QuicConfig::for_domain(0);
-    cfg.engine = true;
     cfg.bind = IpAddr::V4(Ipv4Addr::LOCALHOST);
     cfg.directory_port = port;
     cfg.handshake_timeout = HS;

@@ -276,9 +276,8 @@ impl Watcher for Greeting {
                 return self.fail(&mut st, conn, b"refused", Ended::Refused(why));
             }
             Some(Ok(HelloOutcome::Hello(h, dec, rest))) => {
-                // Either side may refuse the other's HELLO, and says why with ERROR, as on
-                // quinn's tasks (`link::refuse`): the peer logs the reason instead of a bare
-                // close.
+                // Either side may refuse the other's HELLO, and says why with ERROR: the peer
+                // logs the reason instead of a bare close.
                 if let Err((code, why)) = (self.admit)(&h) {
                     return self.refuse(&mut st, c, conn, id, code, &why);
                 }

@@ -277,7 +277,7 @@ fn links_on_engines_are_made_by_the_hello_exchange_or_refused() {
 }
 
 /// The initiator refuses the acceptor's HELLO (not the peer it dialled): it says why with
-/// ERROR, as on quinn's tasks, and the acceptor's link hears it before the connection goes.
+/// ERROR, and the acceptor's link hears it before the connection goes.
 #[test]
 fn an_initiator_refusing_the_acceptor_says_why() {
     use super::super::ehello::Side;

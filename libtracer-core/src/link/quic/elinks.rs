@@ -1,11 +1,10 @@
-//! The transport's links on the runtime-free engine (`QuicConfig::engine`; stage 2 of
-//! docs/network.md section 4a): the engine's socket takes the links (its port the one the
-//! directory lists), each connection is greeted by `ehello.rs`'s `Greeting` under the
+//! The transport's links on the runtime-free engine (stage 2 of docs/network.md section 4a):
+//! the engine's socket takes the links (its port the one the directory lists), each connection is greeted by `ehello.rs`'s `Greeting` under the
 //! transport's rules of `handshake.rs` (the bounds on handshakes and connections, the table,
 //! the connect race, the cooldown, SROS2's permissions and the credentials' end, the log of a
 //! peer refused by TLS), and its link is an `EngineLink` whose callbacks run on the Unix
 //! links' workers. The connect attempts and their retries are the peer loops', run on the
-//! chores' thread (`chores.rs`) with the directory clients; nothing here starts a runtime.
+//! chores' thread (`chores.rs`) with the directory clients.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock, Weak};
@@ -22,48 +21,10 @@ use super::handshake::{expected_peer, may_install_ours};
 use super::hello::PeerHello;
 use super::link::{ShedCounts, LINGER};
 use super::peer_cert::PeerCerts;
-use super::{peer_address, tls, Inner, QuicLink, MAX_CONNECTIONS};
+use super::{peer_address, tls, Inner, MAX_CONNECTIONS};
 use crate::link::strand::Hooks;
 use crate::link::{Link, LinkError};
 use crate::wire::FrameDecoder;
-
-/// A link of the table: on quinn's tasks, or on the engine (`QuicConfig::engine`).
-#[derive(Clone)]
-pub(crate) enum AnyLink {
-    Task(Arc<QuicLink>),
-    Engine(Arc<EngineLink>),
-}
-
-impl AnyLink {
-    pub(super) fn same(&self, other: &AnyLink) -> bool {
-        match (self, other) {
-            (AnyLink::Task(a), AnyLink::Task(b)) => Arc::ptr_eq(a, b),
-            (AnyLink::Engine(a), AnyLink::Engine(b)) => Arc::ptr_eq(a, b),
-            _ => false,
-        }
-    }
-
-    pub(super) fn name(&self) -> &str {
-        match self {
-            AnyLink::Task(l) => &l.peer().name,
-            AnyLink::Engine(l) => &l.peer().name,
-        }
-    }
-
-    pub(super) fn close(&self) {
-        match self {
-            AnyLink::Task(l) => l.close(),
-            AnyLink::Engine(l) => l.close(),
-        }
-    }
-
-    pub(super) fn lost(&self) {
-        match self {
-            AnyLink::Task(l) => l.lost(),
-            AnyLink::Engine(l) => l.lost(),
-        }
-    }
-}
 
 /// Where the engine's accepted connections go: the transport, once it exists.
 pub(super) type Owner = Arc<OnceLock<Weak<Inner>>>;
@@ -89,12 +50,9 @@ pub(super) fn bind(
 
 /// The transport shuts down: wait (at most the linger, and a little) until the connections
 /// of its closed engine links have closed, so that what they wrote reaches their peers.
-pub(super) fn wait_lingered(links: &[AnyLink]) {
+pub(super) fn wait_lingered(links: &[Arc<EngineLink>]) {
     let deadline = Instant::now() + LINGER + Duration::from_millis(100);
     for l in links {
-        let AnyLink::Engine(l) = l else {
-            continue;
-        };
         while !l.lingered() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(2));
         }
@@ -151,9 +109,8 @@ impl Inner {
         Some(g)
     }
 
-    /// Initiator side on the engine: `Err(Some(reason))`: the peer refused; `Err(None)`: it
-    /// failed (`handshake_out`'s answers).
-    pub(super) async fn engine_handshake_out(
+    /// Initiator side: `Err(Some(reason))`: the peer refused; `Err(None)`: it failed.
+    pub(super) async fn handshake_out(
         self: &Arc<Self>,
         peer: &str,
         addr: SocketAddr,
@@ -232,7 +189,7 @@ impl Inner {
         (control, dec, rest): (StreamId, FrameDecoder, Bytes),
         side: Side,
     ) -> Option<Arc<EngineLink>> {
-        let certs = PeerCerts::of_engine(conn);
+        let certs = PeerCerts::of(conn);
         let grant = self.learn_permissions(&certs, h.permissions.as_deref());
         let remote = conn.remote_address();
         let mut t = self.table.lock();
@@ -265,8 +222,7 @@ impl Inner {
             })),
         };
         let link = EngineLink::start(made, self.handler.clone(), self.engine_hooks());
-        t.links
-            .insert(h.node.clone(), AnyLink::Engine(link.clone()));
+        t.links.insert(h.node.clone(), link.clone());
         t.live += 1;
         drop(t);
         if side == Side::Acceptor {
@@ -283,7 +239,7 @@ impl Inner {
             after_up: None,
             on_exit: Some(Box::new(move |l: &Arc<EngineLink>| {
                 if let Some(me) = me.upgrade() {
-                    me.forget(&AnyLink::Engine(l.clone()), !l.peer_ended());
+                    me.forget(l, !l.peer_ended());
                 }
             })),
             on_done: Some(Box::new(move || {
@@ -295,62 +251,38 @@ impl Inner {
     }
 }
 
-/// A live link of a `QuicTransport` (`link_to`), on quinn's tasks or on the engine: the
-/// counts and test hooks of either.
+/// A live link of a `QuicTransport` (`link_to`): its counts and test hooks.
 #[derive(Clone)]
-pub struct QuicLinkHandle(pub(super) AnyLink);
+pub struct QuicLinkHandle(pub(super) Arc<EngineLink>);
 
 impl QuicLinkHandle {
     /// The link as the handler sees it.
     pub fn link(&self) -> Arc<dyn Link> {
-        match &self.0 {
-            AnyLink::Task(l) => l.clone(),
-            AnyLink::Engine(l) => l.clone(),
-        }
-    }
-
-    /// Whether it runs on the engine (`QuicConfig::engine`).
-    pub fn on_engine(&self) -> bool {
-        matches!(self.0, AnyLink::Engine(_))
+        self.0.clone()
     }
 
     /// What the sending side gave up or sent as datagrams, and what the receiving side
-    /// dropped as stale (`QuicLink::shed`).
+    /// dropped as stale.
     pub fn shed(&self) -> ShedCounts {
-        match &self.0 {
-            AnyLink::Task(l) => l.shed(),
-            AnyLink::Engine(l) => l.shed(),
-        }
+        self.0.shed()
     }
 
     pub fn is_closed(&self) -> bool {
-        match &self.0 {
-            AnyLink::Task(l) => l.is_closed(),
-            AnyLink::Engine(l) => l.is_closed(),
-        }
+        self.0.is_closed()
     }
 
     /// The peer's UDP address.
     pub fn remote_address(&self) -> SocketAddr {
-        match &self.0 {
-            AnyLink::Task(l) => l.remote_address(),
-            AnyLink::Engine(l) => l.remote_address(),
-        }
+        self.0.remote_address()
     }
 
     /// Write `bytes` as they are on the control stream (tests send malformed input so).
     pub fn send_raw(&self, bytes: &[u8]) -> Result<(), LinkError> {
-        match &self.0 {
-            AnyLink::Task(l) => l.send_raw(bytes),
-            AnyLink::Engine(l) => l.send_raw(bytes),
-        }
+        self.0.send_raw(bytes)
     }
 
     /// Send `bytes` as they are as one datagram (tests send malformed input so).
     pub fn send_raw_datagram(&self, bytes: &[u8]) -> Result<(), LinkError> {
-        match &self.0 {
-            AnyLink::Task(l) => l.send_raw_datagram(bytes),
-            AnyLink::Engine(l) => l.send_raw_datagram(bytes),
-        }
+        self.0.send_raw_datagram(bytes)
     }
 }

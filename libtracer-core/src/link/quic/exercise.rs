@@ -4,9 +4,15 @@
 //! subjects), for fuzzing.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{new_endpoint, runtime, tls};
+use bytes::Bytes;
+use parking_lot::{Condvar, Mutex};
+use quinn_proto::{Connection, Dir, Event};
+
+use super::engine::{Engine, Watcher};
+use super::tls;
 
 /// What a flood saw.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -19,13 +25,57 @@ pub struct FloodReport {
     pub closed_by_target: usize,
 }
 
-/// Open `n` connections to the link endpoint at `addr` at once; with `garbage`, each sends
-/// bytes that are not a frame on a stream, otherwise nothing. Waits up to `hold` for the target
-/// to close them, then closes the rest.
+/// How long a flood's connection may take to complete its handshake.
+const HANDSHAKE: Duration = Duration::from_secs(5);
+
+/// One connection of the flood: whether it came up and whether it went, and (with `garbage`)
+/// a stream of bytes that are not a frame, written as soon as it is up.
+struct Flooder {
+    garbage: bool,
+    /// (connected, lost)
+    seen: Mutex<(bool, bool)>,
+    changed: Condvar,
+}
+
+impl Watcher for Flooder {
+    fn progress(&self, conn: &mut Connection) {
+        let mut seen = self.seen.lock();
+        while let Some(ev) = conn.poll() {
+            match ev {
+                Event::Connected => {
+                    seen.0 = true;
+                    if self.garbage {
+                        if let Some(id) = conn.streams().open(Dir::Bi) {
+                            let _ = conn.send_stream(id).write(&[0xff; 64]);
+                        }
+                    }
+                }
+                Event::ConnectionLost { .. } => seen.1 = true,
+                _ => {}
+            }
+        }
+        self.changed.notify_all();
+    }
+}
+
+impl Flooder {
+    /// Wait until `done` holds or `deadline` passes; whether it holds.
+    fn wait_until(&self, deadline: Instant, done: impl Fn(&(bool, bool)) -> bool) -> bool {
+        let mut seen = self.seen.lock();
+        while !done(&seen) {
+            if self.changed.wait_until(&mut seen, deadline).timed_out() {
+                break;
+            }
+        }
+        done(&seen)
+    }
+}
+
+/// Open `n` connections to the link endpoint at `addr` at once, from an engine of their own;
+/// with `garbage`, each sends bytes that are not a frame on a stream, otherwise nothing. Waits
+/// up to `hold` (from when every handshake has ended) for the target to close them, then
+/// closes the rest.
 pub fn exercise_flood(addr: SocketAddr, n: usize, garbage: bool, hold: Duration) -> FloodReport {
-    let Ok(rt) = runtime::handle() else {
-        return FloodReport::default();
-    };
     let transport = tls::transport(Duration::from_secs(10), Duration::from_secs(1));
     let Ok(id) = tls::Identity::self_signed() else {
         return FloodReport::default();
@@ -38,50 +88,49 @@ pub fn exercise_flood(addr: SocketAddr, n: usize, garbage: bool, hold: Duration)
     } else {
         "[::1]:0"
     };
-    let Ok(sock) = std::net::UdpSocket::bind(bind) else {
+    let Ok(bind) = bind.parse() else {
         return FloodReport::default();
     };
-    let Ok(ep) = new_endpoint(&rt, None, sock) else {
+    let Ok(engine) = Engine::bind(bind, None, 0, Box::new(|_| None)) else {
         return FloodReport::default();
     };
-    let fut = async move {
-        let mut tasks = Vec::new();
-        for _ in 0..n {
-            let Ok(connecting) = ep.connect_with(client.clone(), addr, tls::SERVER_NAME) else {
-                continue;
-            };
-            tasks.push(tokio::spawn(async move {
-                let conn = match tokio::time::timeout(Duration::from_secs(5), connecting).await {
-                    Ok(Ok(c)) => c,
-                    _ => return (false, false),
-                };
-                if garbage {
-                    if let Ok((mut s, _r)) = conn.open_bi().await {
-                        let _ = s.write_all(&[0xff; 64]).await;
-                    }
-                }
-                let deadline = Instant::now() + hold;
-                let closed = tokio::time::timeout_at(deadline.into(), conn.closed())
-                    .await
-                    .is_ok();
-                conn.close(0u32.into(), b"done");
-                (true, closed)
-            }));
+    let mut conns = Vec::new();
+    for _ in 0..n {
+        let f = Arc::new(Flooder {
+            garbage,
+            seen: Mutex::default(),
+            changed: Condvar::new(),
+        });
+        if let Ok(c) = engine.connect(client.clone(), addr, tls::SERVER_NAME, f.clone()) {
+            conns.push((c, f));
         }
-        let mut r = FloodReport::default();
-        for t in tasks {
-            match t.await {
-                Ok((true, closed)) => {
-                    r.established += 1;
-                    r.closed_by_target += usize::from(closed);
-                }
-                _ => r.refused += 1,
-            }
-        }
-        ep.close(0u32.into(), b"done");
-        r
+    }
+    let mut r = FloodReport {
+        refused: n - conns.len(),
+        ..FloodReport::default()
     };
-    runtime::block_on(&rt, fut).unwrap_or_default()
+    let deadline = Instant::now() + HANDSHAKE;
+    let mut up = Vec::new();
+    for (c, f) in conns {
+        if f.wait_until(deadline, |s| s.0 || s.1) && f.seen.lock().0 {
+            up.push((c, f));
+        } else {
+            r.refused += 1;
+        }
+    }
+    r.established = up.len();
+    let deadline = Instant::now() + hold;
+    for (c, f) in &up {
+        if f.wait_until(deadline, |s| s.1) {
+            r.closed_by_target += 1;
+        } else {
+            c.lock()
+                .close(Instant::now(), 0u32.into(), Bytes::from_static(b"done"));
+        }
+    }
+    // Let the closes go out before the engine goes.
+    std::thread::sleep(Duration::from_millis(20));
+    r
 }
 
 /// Feed `bytes` to the decoders of the QUIC adapter's own exchanges (the fuzz targets and

@@ -8,14 +8,12 @@
 //! no grant. A grant not valid yet when the link was made is no grant until it starts; the
 //! link is closed when it does, and the next handshake takes it.
 //!
-//! One task per such link on the runtime (on the engine, the link's own watcher), asleep until the moment or until the connection
-//! ends, whichever is first: no thread, nothing for links without authentication.
+//! The link's own watcher looks at the moment (a deadline of the engine's clock, `EngineLink`):
+//! no thread, nothing for links without authentication.
 
-use std::sync::Weak;
 use std::time::{Duration, SystemTime};
 
 use super::config::GrantTurn;
-use super::Inner;
 
 /// Whose validity ends a link.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,7 +70,7 @@ pub(crate) fn first(ends: impl IntoIterator<Item = Option<Expiry>>) -> Option<Ex
 }
 
 /// The longest sleep between looks at the clock: the wall clock decides validity and may be
-/// set meanwhile, and tokio's timer takes no deadline years away.
+/// set meanwhile, and a timer need take no deadline years away.
 const LOOK_AGAIN: Duration = Duration::from_secs(60);
 
 impl Expiry {
@@ -91,33 +89,6 @@ impl Expiry {
             self.what.why(&utc(self.at))
         )
     }
-}
-
-/// Close the link's connection `conn` to `peer` when `end` comes, unless it has ended first.
-/// The reader then sees a connection that died (no cool-down), so the peer is linked again as
-/// soon as its directory lists it, and that handshake decides afresh. (A link on the engine
-/// looks at `end` from its watcher instead: `EngineLink`.)
-pub(crate) async fn close_when_due(
-    inner: Weak<Inner>,
-    conn: quinn::Connection,
-    peer: String,
-    end: Expiry,
-) {
-    while let Some(wait) = end.look_in() {
-        tokio::select! {
-            // Closed by the peer at the moment (its timer fired first: the same credential
-            // ends both links), the reason is ours to say all the same; before it, none.
-            _ = conn.closed() => match end.look_in() {
-                Some(_) => return,
-                None => break,
-            },
-            _ = tokio::time::sleep(wait) => {}
-        }
-    }
-    if let Some(inner) = inner.upgrade() {
-        inner.log(&end.closed_line(&peer));
-    }
-    conn.close(0u32.into(), b"credentials expired");
 }
 
 /// `at` as RFC 3339 UTC (`2026-12-04T03:30:00Z`), as certificates and grants write it.

@@ -1,8 +1,8 @@
 //! Making links: connecting to a member of a peer host, accepting a connection, and the HELLO
 //! exchange either way, with the connect-race rule (the smaller name's connection wins), the
-//! bounds on handshakes in progress, and the log line of a peer refused by TLS. The rules are
-//! shared with the links on the engine (`elinks.rs`), which exchange HELLO through their own
-//! watcher (`ehello.rs`).
+//! bounds on handshakes in progress, and the log line of a peer refused by TLS: the
+//! transport's rules, which the engine's links (`elinks.rs`) apply as their greeting
+//! (`ehello.rs`) goes.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -10,14 +10,14 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use super::expiry::{self, first, Expiry};
-use super::hello::{HelloOutcome, PeerHello};
-use super::link::{self, hello, read_hello, refuse, write_frame, QuicLink};
+use super::expiry::{first, Expiry};
+use super::hello::PeerHello;
+use super::link::hello;
 use super::peer_cert::PeerCerts;
-use super::{peer_address, runtime, tls, AnyLink, Inner, Table, AUTH_LOGGED_MAX, MAX_CONNECTIONS};
+use super::{peer_address, Inner, Table, AUTH_LOGGED_MAX, MAX_CONNECTIONS};
 use crate::acl::Subject;
 use crate::link::{valid_node_name, PeerIdentity};
-use crate::wire::{ErrorCode, FrameDecoder};
+use crate::wire::ErrorCode;
 
 /// Why a peer's HELLO is refused: the ERROR's code and reason.
 pub(crate) type Refusal = (ErrorCode, &'static str);
@@ -29,8 +29,8 @@ const MAX_HANDSHAKES: usize = 64;
 /// either end: a certificate refused, or none given; not a timeout nor a closed endpoint.
 fn is_tls_failure(e: &quinn_proto::ConnectionError) -> bool {
     let code = match e {
-        quinn::ConnectionError::TransportError(t) => u64::from(t.code),
-        quinn::ConnectionError::ConnectionClosed(c) => u64::from(c.error_code),
+        quinn_proto::ConnectionError::TransportError(t) => u64::from(t.code),
+        quinn_proto::ConnectionError::ConnectionClosed(c) => u64::from(c.error_code),
         _ => return false,
     };
     (0x100..=0x1ff).contains(&code)
@@ -61,7 +61,7 @@ impl Inner {
             }
         }
         let msg = match e {
-            quinn::ConnectionError::ConnectionClosed(_) => {
+            quinn_proto::ConnectionError::ConnectionClosed(_) => {
                 format!("security: the peer at {addr} refused our certificate: {e}")
             }
             _ => format!("security: refused the peer at {addr}: {e}"),
@@ -108,11 +108,7 @@ impl Inner {
             if self.stopped() || self.table.lock().links.contains_key(&peer) {
                 break;
             }
-            let tried = match self.cfg.engine {
-                true => self.engine_handshake_out(&peer, addr).await,
-                false => self.handshake_out(&peer, addr).await,
-            };
-            match tried {
+            match self.handshake_out(&peer, addr).await {
                 Ok(()) => break,
                 Err(Some(_refused)) if attempt < 4 => {
                     super::chores::sleep(Duration::from_millis(100)).await
@@ -121,65 +117,6 @@ impl Inner {
             }
         }
         self.table.lock().pending.remove(&peer);
-    }
-
-    /// Initiator side. `Err(Some(reason))`: the peer refused; `Err(None)`: it failed.
-    async fn handshake_out(
-        self: &Arc<Self>,
-        peer: &str,
-        addr: SocketAddr,
-    ) -> Result<(), Option<String>> {
-        let hs = self.cfg.handshake_timeout;
-        let deadline = Instant::now() + hs;
-        let connecting = self
-            .client_endpoint()
-            .map_err(|_| None)?
-            .connect_with(self.link_client.clone(), addr, tls::SERVER_NAME)
-            .map_err(|_| None)?;
-        let conn = match tokio::time::timeout(hs, connecting).await {
-            Ok(Ok(c)) => c,
-            Ok(Err(e)) => {
-                self.auth_failed(addr, &e);
-                return Err(None);
-            }
-            Err(_) => return Err(None),
-        };
-        let left = deadline.saturating_duration_since(Instant::now());
-        let (mut send, mut recv) = match tokio::time::timeout(left, conn.open_bi()).await {
-            Ok(Ok(s)) => s,
-            _ => {
-                conn.close(0u32.into(), b"handshake failed");
-                return Err(None);
-            }
-        };
-        if write_frame(&mut send, &self.hello()).await.is_err() {
-            conn.close(0u32.into(), b"handshake failed");
-            return Err(None);
-        }
-        let (h, dec, rest) = match read_hello(&mut recv, deadline).await {
-            Ok(HelloOutcome::Hello(h, dec, rest)) => (h, dec, rest),
-            Ok(HelloOutcome::Refused(why)) => {
-                conn.close(0u32.into(), b"refused");
-                return Err(Some(why));
-            }
-            Err(_) => {
-                conn.close(0u32.into(), b"handshake failed");
-                return Err(None);
-            }
-        };
-        if let Err((code, why)) = expected_peer(peer, &h) {
-            refuse(&conn, &mut send, code, why).await;
-            return Err(None);
-        }
-        let grant = self.learn_permissions(&PeerCerts::of(&conn), h.permissions.as_deref());
-        let mut t = self.table.lock();
-        if !may_install_ours(&t, peer) {
-            drop(t);
-            conn.close(0u32.into(), b"duplicate link");
-            return Ok(());
-        }
-        self.install(&mut t, conn, (send, recv), h, (dec, rest), grant);
-        Ok(())
     }
 
     /// Whether an incoming connection may start its handshake (the bounds on handshakes and
@@ -224,77 +161,6 @@ impl Inner {
         Err((ErrorCode::Internal, why))
     }
 
-    pub(super) async fn accept_loop(self: Arc<Self>) {
-        // Without the engine, made at start.
-        let Some(endpoint) = self.endpoint.get() else {
-            return;
-        };
-        let mut stop = self.stop.clone();
-        loop {
-            let incoming = tokio::select! {
-                i = endpoint.accept() => i,
-                _ = stop.wait_for(|s| *s) => None,
-            };
-            let Some(incoming) = incoming else { break };
-            if !self.handshake_begins() {
-                incoming.refuse();
-                continue;
-            }
-            let me = self.clone();
-            self.rt().spawn(async move {
-                me.handshake_in(incoming).await;
-                me.handshake_over();
-            });
-        }
-    }
-
-    /// Acceptor side: the whole exchange bounded by the handshake timeout.
-    async fn handshake_in(self: &Arc<Self>, incoming: quinn::Incoming) {
-        let hs = self.cfg.handshake_timeout;
-        let deadline = Instant::now() + hs;
-        let from = peer_address(incoming.remote_address());
-        let conn = match tokio::time::timeout(hs, incoming).await {
-            Ok(Ok(c)) => c,
-            Ok(Err(e)) => {
-                self.auth_failed(from, &e);
-                return;
-            }
-            Err(_) => return,
-        };
-        let left = deadline.saturating_duration_since(Instant::now());
-        let (mut send, mut recv) = match tokio::time::timeout(left, conn.accept_bi()).await {
-            Ok(Ok(s)) => s,
-            _ => {
-                conn.close(0u32.into(), b"no HELLO");
-                return;
-            }
-        };
-        let (h, dec, rest) = match read_hello(&mut recv, deadline).await {
-            Ok(HelloOutcome::Hello(h, dec, rest)) => (h, dec, rest),
-            _ => {
-                conn.close(0u32.into(), b"no HELLO");
-                return;
-            }
-        };
-        if let Err((code, why)) = self.admit_peer(&h.node) {
-            refuse(&conn, &mut send, code, why).await;
-            return;
-        }
-        let grant = self.learn_permissions(&PeerCerts::of(&conn), h.permissions.as_deref());
-        let replied = write_frame(&mut send, &self.hello()).await;
-        let mut t = self.table.lock();
-        t.accepting.remove(&h.node);
-        if replied.is_err() || t.stopped {
-            drop(t);
-            conn.close(0u32.into(), b"handshake failed");
-            return;
-        }
-        let (remote, directory) = (conn.remote_address(), h.directory);
-        self.install(&mut t, conn, (send, recv), h, (dec, rest), grant);
-        drop(t);
-        self.watch_host_of(remote, directory);
-    }
-
     /// Our HELLO, with our permissions document when SROS2 is on.
     pub(super) fn hello(&self) -> crate::wire::Frame {
         let doc = (self.cfg.permissions.as_ref()).map(|p| Bytes::copy_from_slice(&p.document));
@@ -314,46 +180,6 @@ impl Inner {
             Subject::Authenticated(s) => (p.learn)(&s, doc).map(Expiry::from),
             Subject::Anonymous => None,
         }
-    }
-
-    /// Make the link of a connection whose HELLOs have been exchanged: the peer's `hello`,
-    /// the control stream's decoder and what it read past the HELLO, and when the grant the
-    /// peer sent runs out (`learn_permissions`).
-    fn install(
-        self: &Arc<Self>,
-        t: &mut Table,
-        conn: quinn::Connection,
-        (send, recv): (quinn::SendStream, quinn::RecvStream),
-        hello: PeerHello,
-        (dec, rest): (FrameDecoder, Bytes),
-        grant: Option<Expiry>,
-    ) {
-        let (name, peer_max) = (hello.node, hello.max_frame);
-        let Ok(tx) = runtime::dispatcher() else {
-            conn.close(0u32.into(), b"no dispatcher");
-            return;
-        };
-        let certs = PeerCerts::of(&conn);
-        let (id, end) = self.identify(&certs, conn.remote_address(), &name, grant);
-        if let Some(end) = end {
-            let task =
-                expiry::close_when_due(Arc::downgrade(self), conn.clone(), name.clone(), end);
-            self.rt().spawn(task);
-        }
-        let link = Arc::new(QuicLink::new(
-            id,
-            conn,
-            send,
-            peer_max,
-            self.rt().clone(),
-            self.cfg.write_timeout,
-            self.cfg.queue_bytes,
-            self.handler.clone(),
-            Arc::downgrade(self),
-        ));
-        t.links.insert(name, AnyLink::Task(link.clone()));
-        t.live += 1;
-        self.rt().spawn(link::read_loop(link, recv, dec, rest, tx));
     }
 
     /// Who an authenticated (or admitted anonymous) peer at `remote` named `name` is, said

@@ -2,8 +2,8 @@
 //! section 4a), run by the link's watcher on the engine loop (or by whoever holds the
 //! connection when the loop left it something): the peer's edge streams are accepted and read
 //! through their `EdgeRx`, the control stream through its `ControlRx`, datagrams decoded, and
-//! every frame handed to the link's [`Sink`] (its strand) in order per stream. The same rules
-//! as the reader tasks of `receive.rs`: a barrier parks the control stream until the named
+//! every frame handed to the link's [`Sink`] (its strand) in order per stream. A barrier
+//! parks the control stream until the named
 //! streams have handed up its marker; a full sink stops the reading (the bytes stay in
 //! quinn-proto, no credit goes back, QUIC holds the peer) until the link's strand has drained
 //! ([`Inbound::resume`], then [`Conn::poke`]).

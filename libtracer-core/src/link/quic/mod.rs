@@ -13,14 +13,12 @@
 //! announces the directory on the local network and every process reaches each host it hears
 //! as a static peer (`subnet.rs`, `announce.rs`).
 //!
-//! Threads: by default (`QuicConfig::engine`) the links run on the runtime-free engine
-//! (docs/network.md section 4a: `elinks.rs`): its one loop thread, the callbacks on the Unix
-//! links' workers; and so do the directory (`edir.rs`: its server on an engine of its own, its
-//! clients on the links' engine), SUBNET and the peer hosts' and connect attempts' loops, on
-//! one thread of chores (`chores.rs`): no tokio runtime and no quinn endpoint is made. The
-//! fallback (`RMW_TRACER_QUIC_ENGINE=0`, until it is removed) runs every endpoint and
-//! connection on one small tokio runtime and the handler callbacks on two dispatcher threads
-//! (`runtime.rs`), whatever the number of links.
+//! Threads: the links run on the runtime-free engine (docs/network.md section 4a:
+//! `elinks.rs`): quinn-proto driven by the Unix links' loop and by the sending threads, the
+//! callbacks on the Unix links' workers; and so do the directory (`edir.rs`: its server on an
+//! engine of its own, its clients on the links' engine), SUBNET and the peer hosts' and
+//! connect attempts' loops, on one thread of chores (`chores.rs`). No async runtime, and the
+//! same threads whatever the number of links.
 
 mod announce;
 mod chores;
@@ -43,10 +41,11 @@ mod peer_host;
 mod probe;
 mod probe_engine;
 mod probe_inline;
+#[cfg(feature = "quinn-probe")]
+mod probe_quinn;
 mod queue;
 mod receive;
 mod routes;
-mod runtime;
 mod send;
 mod streams;
 mod subnet;
@@ -61,7 +60,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
-use tokio::runtime::Handle;
 use tokio::sync::watch;
 
 pub use announce::{
@@ -71,10 +69,10 @@ pub use announce::{
 pub use config::{
     GrantTurn, LearnPermissions, NetLog, PermissionsExchange, QuicConfig, DIRECTORY_PORT_BASE,
 };
-use elinks::AnyLink;
+use elink::EngineLink;
 pub use elinks::QuicLinkHandle;
 pub use exercise::{exercise_datagram, exercise_directory_answer, exercise_flood, FloodReport};
-pub use link::{QuicLink, ShedCounts};
+pub use link::ShedCounts;
 pub use peer_cert::subject_of;
 pub use probe::{probe_burst, probe_echo, probe_ping, ProbeMode};
 pub use receive::decode_datagram;
@@ -82,7 +80,7 @@ pub use subnet::{SubnetConfig, ANNOUNCE_GROUP, ANNOUNCE_GROUP_V6, ANNOUNCE_PORT_
 pub use tls::QuicSecurity;
 
 use super::rendezvous::prepare_dir;
-use super::{valid_node_name, LinkError, LinkHandler};
+use super::{valid_node_name, Link, LinkError, LinkHandler};
 
 /// At most this many connections (links and handshakes) per transport.
 const MAX_CONNECTIONS: usize = 1024;
@@ -93,7 +91,7 @@ const COOLDOWN: Duration = Duration::from_secs(2);
 
 #[derive(Default)]
 struct Table {
-    links: HashMap<String, AnyLink>,
+    links: HashMap<String, Arc<EngineLink>>,
     /// Peers we are connecting to.
     pending: HashSet<String>,
     /// Peers whose incoming connection we are accepting (HELLO reply in flight).
@@ -117,21 +115,15 @@ pub(crate) struct Inner {
     dir: PathBuf,
     handler: Arc<dyn LinkHandler>,
     cfg: QuicConfig,
-    /// The tokio runtime of quinn's tasks: started with the transport without the engine,
-    /// never on the engine (`rt`).
-    rt: std::sync::OnceLock<Handle>,
-    /// quinn's endpoint: the links' and the directory clients', without the engine only (made
-    /// at first use, `client_endpoint`); on the engine both dial through the engine.
-    endpoint: std::sync::OnceLock<quinn::Endpoint>,
-    /// The links' engine (`QuicConfig::engine`), until shutdown.
+    /// The links' engine (the directory clients dial through it too), until shutdown.
     engine: Mutex<Option<Arc<engine::Engine>>>,
     /// The UDP port the directory lists for this process's links.
     link_port: u16,
-    link_client: quinn::ClientConfig,
-    dir_client: quinn::ClientConfig,
+    link_client: quinn_proto::ClientConfig,
+    dir_client: quinn_proto::ClientConfig,
     identity: tls::Identity,
     /// The directory server's transport (its connections are the hosts' liveness).
-    dir_transport: Arc<quinn::TransportConfig>,
+    dir_transport: Arc<quinn_proto::TransportConfig>,
     table: Mutex<Table>,
     downs: Condvar,
     stop: watch::Receiver<bool>,
@@ -179,15 +171,9 @@ impl QuicTransport {
             return Err(LinkError::InvalidName(local_name.to_owned()));
         }
         prepare_dir(dir)?;
-        // On the engine, the chores' thread instead of a runtime (stage 3 of docs/network.md
-        // section 4a).
-        let rt = std::sync::OnceLock::new();
-        if !cfg.engine {
-            let _ = rt.set(runtime::handle().map_err(io_err)?);
-        }
-        if cfg.engine {
-            chores::start()?;
-        }
+        // The directory, SUBNET and the connect attempts run on the chores' thread (stage 3
+        // of docs/network.md section 4a).
+        chores::start()?;
         let identity = tls::Identity::new(cfg.security.as_ref()).map_err(io_err)?;
         let transport = tls::transport(cfg.idle_timeout, cfg.keep_alive);
         let dir_transport = tls::transport(cfg.host_idle_timeout, cfg.host_keep_alive);
@@ -197,24 +183,10 @@ impl QuicTransport {
             tls::client_config(&identity, tls::ALPN_LINK, transport.clone()).map_err(io_err)?;
         let dir_client =
             tls::client_config(&identity, tls::ALPN_DIR, dir_transport.clone()).map_err(io_err)?;
-        // On the engine, its socket takes the links (its port the one the directory lists)
-        // and quinn's endpoint, made when a directory client needs it, only their connections.
-        let endpoint = std::sync::OnceLock::new();
-        let (engine, port) = match cfg.engine {
-            true => {
-                let e = elinks::bind(SocketAddr::new(cfg.bind, 0), server)?;
-                let port = e.0.local_addr()?.port();
-                (Some(e), port)
-            }
-            false => {
-                let sock = tuning::bind(SocketAddr::new(cfg.bind, 0))?;
-                let rt = rt.get().expect("started without the engine");
-                let ep = new_endpoint(rt, Some(server), sock)?;
-                let port = ep.local_addr()?.port();
-                let _ = endpoint.set(ep);
-                (None, port)
-            }
-        };
+        // The engine's socket takes the links and the directory clients' connections; its
+        // port is the one the directory lists.
+        let (engine, owner) = elinks::bind(SocketAddr::new(cfg.bind, 0), server)?;
+        let port = engine.local_addr()?.port();
         let member = directory::register(dir, cfg.host_scope.as_ref(), local_name, port)?;
         let host_id = match cfg.subnet {
             Some(_) => subnet::host_id(dir)?,
@@ -226,9 +198,7 @@ impl QuicTransport {
             dir: dir.to_owned(),
             handler,
             cfg,
-            rt,
-            endpoint,
-            engine: Mutex::new(engine.as_ref().map(|(e, _)| e.clone())),
+            engine: Mutex::new(Some(engine)),
             link_port: port,
             link_client,
             dir_client,
@@ -250,14 +220,7 @@ impl QuicTransport {
             inner: inner.clone(),
             stop: stop_tx,
         };
-        match engine {
-            Some((_, slot)) => {
-                let _ = slot.set(Arc::downgrade(&inner));
-            }
-            None => {
-                inner.rt().spawn(inner.clone().accept_loop());
-            }
-        }
+        let _ = owner.set(Arc::downgrade(&inner));
         // The role first, so that a host's first process answers its own directory at once.
         directory::take_role_now(&inner);
         inner.detach(directory::role_loop(inner.clone()));
@@ -303,14 +266,9 @@ impl QuicTransport {
         &self.inner.name
     }
 
-    /// The UDP port of this process's link endpoint (the engine's, with `QuicConfig::engine`).
+    /// The UDP port of this process's links (the engine's socket).
     pub fn port(&self) -> u16 {
         self.inner.link_port
-    }
-
-    /// Whether the links run on the engine (`QuicConfig::engine`).
-    pub fn on_engine(&self) -> bool {
-        self.inner.cfg.engine
     }
 
     /// Whether this process holds its host's role (serves the directory).
@@ -343,9 +301,9 @@ impl QuicTransport {
     }
 
     /// Close everything. Waits (up to 3 s) for every link's `on_down`, except when called from
-    /// a callback (a dispatcher thread or worker). Idempotent.
+    /// a callback (a link worker). Idempotent.
     pub fn shutdown(&self) {
-        let links: Vec<AnyLink> = {
+        let links: Vec<Arc<EngineLink>> = {
             let mut t = self.inner.table.lock();
             if t.stopped {
                 return;
@@ -357,24 +315,10 @@ impl QuicTransport {
         for l in &links {
             l.close();
         }
-        // What each link had written reaches its peer before the endpoint goes (the close
-        // tasks are bounded by their linger): a sample whose publish returned is not lost.
-        let lingering: Vec<_> = links
-            .iter()
-            .filter_map(|l| match l {
-                AnyLink::Task(l) => l.take_linger(),
-                AnyLink::Engine(_) => None,
-            })
-            .collect();
-        if let Some(rt) = self.inner.rt.get() {
-            let _ = runtime::block_on(rt, async move {
-                for t in lingering {
-                    let _ = t.await;
-                }
-            });
-        }
+        // What each link had written reaches its peer before the engine goes (bounded by the
+        // linger): a sample whose publish returned is not lost.
         elinks::wait_lingered(&links);
-        if !runtime::on_dispatcher() && !super::dispatch::on_worker() {
+        if !super::dispatch::on_worker() {
             let deadline = Instant::now() + Duration::from_secs(3);
             let mut t = self.inner.table.lock();
             while t.live > 0 {
@@ -382,9 +326,6 @@ impl QuicTransport {
                     break;
                 }
             }
-        }
-        if let Some(ep) = self.inner.endpoint.get() {
-            ep.close(0u32.into(), b"shutdown");
         }
         // Its connections (closed or lingered by now) go with it.
         drop(self.inner.engine.lock().take());
@@ -401,14 +342,6 @@ impl Drop for QuicTransport {
     fn drop(&mut self) {
         self.shutdown();
     }
-}
-
-/// Whether this process started quinn's tokio runtime (its worker and the two dispatcher
-/// threads): a transport without the engine does; one on the engine never does (its
-/// directory, peer hosts, SUBNET and connect attempts run on the engine and the chores'
-/// thread, docs/network.md section 4a, stage 3).
-pub fn quinn_runtime_started() -> bool {
-    runtime::started()
 }
 
 /// The address that binds every address of this host: `[::]` as one dual-stack socket (IPv4
@@ -439,44 +372,15 @@ pub(crate) fn bind_udp(addr: SocketAddr) -> std::io::Result<UdpSocket> {
     Ok(s.into())
 }
 
-fn new_endpoint(
-    rt: &Handle,
-    server: Option<quinn::ServerConfig>,
-    sock: UdpSocket,
-) -> Result<quinn::Endpoint, LinkError> {
-    let _guard = rt.enter();
-    Ok(quinn::Endpoint::new(
-        quinn::EndpointConfig::default(),
-        server,
-        sock,
-        Arc::new(quinn::TokioRuntime),
-    )?)
-}
-
 impl Inner {
-    /// The runtime of quinn's tasks, started with a transport without the engine; nothing on
-    /// the engine's side asks for it.
-    pub(crate) fn rt(&self) -> &Handle {
-        self.rt
-            .get()
-            .expect("the QUIC runtime is started with every transport that uses it")
-    }
-
-    /// Run one of the transport's chores (a peer loop, the role loop, a connect attempt): on
-    /// the chores' thread with the engine, on quinn's runtime without.
+    /// Run one of the transport's chores (a peer loop, the role loop, a connect attempt) on
+    /// the chores' thread.
     pub(crate) fn spawn<F>(&self, fut: F) -> chores::Joined<F::Output>
     where
         F: std::future::Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        if self.cfg.engine {
-            return chores::spawn(fut);
-        }
-        let (tx, joined) = chores::Joined::pair();
-        self.rt().spawn(async move {
-            let _ = tx.send(fut.await);
-        });
-        joined
+        chores::spawn(fut)
     }
 
     /// [`Inner::spawn`] a chore whose end nobody waits for.
@@ -485,19 +389,6 @@ impl Inner {
         F: std::future::Future<Output = ()> + Send + 'static,
     {
         drop(self.spawn(fut));
-    }
-
-    /// quinn's endpoint for the links and the directory clients, without the engine (on the
-    /// engine they dial through it: `engine_handshake_out`, `DirClient::dial`); made at first
-    /// use, so that a process that asks no other host's directory has no socket for it.
-    pub(crate) fn client_endpoint(&self) -> Result<&quinn::Endpoint, LinkError> {
-        if let Some(ep) = self.endpoint.get() {
-            return Ok(ep);
-        }
-        let sock = tuning::bind(SocketAddr::new(self.cfg.bind, 0))?;
-        let ep = new_endpoint(self.rt(), None, sock)?;
-        // Two first users at once: one endpoint is kept, the other dropped unused.
-        Ok(self.endpoint.get_or_init(|| ep))
     }
 
     /// Whether `name` is a graph of this host linked over a Unix socket (its socket in our
@@ -547,10 +438,10 @@ impl Inner {
 
     /// The reader of `l` ended: drop it from the table (if it is still the one there); a link
     /// we closed on purpose puts its peer on the cooldown list.
-    pub(crate) fn forget(&self, l: &AnyLink, deliberate: bool) {
+    pub(crate) fn forget(&self, l: &Arc<EngineLink>, deliberate: bool) {
         let mut t = self.table.lock();
-        let name = l.name();
-        if t.links.get(name).is_some_and(|x| x.same(l)) {
+        let name = l.peer().name.as_str();
+        if t.links.get(name).is_some_and(|x| Arc::ptr_eq(x, l)) {
             t.links.remove(name);
         }
         if deliberate && !t.stopped {

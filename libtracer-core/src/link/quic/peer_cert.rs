@@ -1,6 +1,4 @@
-//! What a connection's peer proved with its certificates, whichever drives the connection
-//! (quinn's task, or the runtime-free engine of docs/network.md section 4a):
-//! the chain it presented and the role we had, and the parsing and checking of certificates
+//! What a connection's peer proved with its certificates: the chain it presented and the role we had, and the parsing and checking of certificates
 //! that the trust models of `tls.rs` need.
 
 use std::sync::Arc;
@@ -22,16 +20,8 @@ pub(crate) struct PeerCerts {
 }
 
 impl PeerCerts {
-    /// The peer of a connection quinn drives.
-    pub(crate) fn of(conn: &quinn::Connection) -> PeerCerts {
-        PeerCerts {
-            side: conn.side(),
-            chain: chain_of(conn.peer_identity()),
-        }
-    }
-
-    /// The peer of a connection the engine drives (what quinn's `peer_identity` reads).
-    pub(crate) fn of_engine(conn: &quinn_proto::Connection) -> PeerCerts {
+    /// The peer of a connection (what quinn's `peer_identity` reads).
+    pub(crate) fn of(conn: &quinn_proto::Connection) -> PeerCerts {
         PeerCerts {
             side: conn.side(),
             chain: chain_of(conn.crypto_session().peer_identity()),

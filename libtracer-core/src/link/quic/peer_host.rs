@@ -6,9 +6,8 @@
 //! at once. So a process pays liveness per peer host, not per remote process
 //! (docs/network.md sections 3 and 8).
 //!
-//! With the links on the engine the same loop runs on the chores' thread (`chores.rs`) and its
-//! connection is an engine one (`edir.rs`): the code below is the same for both, only the
-//! connection (`DirConn`) and the clock differ.
+//! The loop runs on the chores' thread (`chores.rs`); its connection is one of the links'
+//! engine (`edir.rs`).
 
 use std::collections::HashSet;
 use std::net::{IpAddr, SocketAddr};
@@ -18,90 +17,18 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::chores::{self, Racing};
-use super::directory::{parse_answer, parse_peer, reachable_from, MAX_ANSWER, REQUEST};
+use super::directory::{parse_answer, parse_peer, reachable_from};
 use super::edir::DirClient;
-use super::{tls, Inner};
+use super::Inner;
 
 /// How often a probe (`probe`) starts one more attempt.
 const PROBE_ATTEMPT: Duration = Duration::from_millis(100);
 /// Backoff of a static peer that cannot be reached: from the first value, doubling, to the last.
 const BACKOFF: (Duration, Duration) = (Duration::from_millis(250), Duration::from_secs(2));
 
-/// A kept connection to a host's directory: quinn's, or on the links' engine.
-enum DirConn {
-    Quinn(quinn::Connection),
-    Engine(DirClient),
-}
-
-impl DirConn {
-    async fn ask(&self) -> Result<Vec<(String, u16)>, String> {
-        match self {
-            DirConn::Quinn(c) => ask(c).await,
-            DirConn::Engine(c) => parse_answer(&c.ask().await?),
-        }
-    }
-
-    fn is_closed(&self) -> bool {
-        match self {
-            DirConn::Quinn(c) => c.close_reason().is_some(),
-            DirConn::Engine(c) => c.is_closed(),
-        }
-    }
-
-    /// Whether it died by its idle timeout (not closed by the holder).
-    fn timed_out(&self) -> bool {
-        match self {
-            DirConn::Quinn(c) => matches!(c.close_reason(), Some(quinn::ConnectionError::TimedOut)),
-            DirConn::Engine(c) => c.timed_out(),
-        }
-    }
-
-    async fn closed(&self) {
-        match self {
-            DirConn::Quinn(c) => {
-                c.closed().await;
-            }
-            DirConn::Engine(c) => c.closed().await,
-        }
-    }
-
-    fn close(&self, why: &'static [u8]) {
-        match self {
-            DirConn::Quinn(c) => c.close(0u32.into(), why),
-            DirConn::Engine(c) => c.close(why),
-        }
-    }
-}
-
-/// A connection to the directory at `addr`, made within `bound`.
-async fn dial(inner: &Inner, addr: SocketAddr, bound: Duration) -> Result<DirConn, String> {
-    if inner.cfg.engine {
-        return DirClient::dial(inner, addr, bound)
-            .await
-            .map(DirConn::Engine);
-    }
-    let connecting = inner
-        .client_endpoint()
-        .map_err(|e| e.to_string())?
-        .connect_with(inner.dir_client.clone(), addr, tls::SERVER_NAME)
-        .map_err(|e| e.to_string())?;
-    match tokio::time::timeout(bound, connecting).await {
-        Ok(Ok(c)) => Ok(DirConn::Quinn(c)),
-        Ok(Err(e)) => Err(format!("{addr}: {e}")),
-        Err(_) => Err(format!("{addr}: no answer from the host directory")),
-    }
-}
-
 /// Ask a directory for its members over its connection.
-async fn ask(conn: &quinn::Connection) -> Result<Vec<(String, u16)>, String> {
-    let (mut send, mut recv) = conn.open_bi().await.map_err(|e| e.to_string())?;
-    send.write_all(REQUEST).await.map_err(|e| e.to_string())?;
-    let _ = send.finish();
-    let bytes = recv
-        .read_to_end(MAX_ANSWER)
-        .await
-        .map_err(|e| format!("directory answer: {e}"))?;
-    parse_answer(&bytes)
+async fn ask(conn: &DirClient) -> Result<Vec<(String, u16)>, String> {
+    parse_answer(&conn.ask().await?)
 }
 
 /// Resolve `host` to an address we can reach from `bind` (each time: names may move): any,
@@ -155,7 +82,7 @@ enum Where {
 /// The kept connection to one peer host's directory.
 struct HostConn {
     addr: SocketAddr,
-    conn: DirConn,
+    conn: DirClient,
 }
 
 /// Resolves when the host's directory connection is gone (never without one).
@@ -183,11 +110,11 @@ async fn round(
         h.conn.close(b"moved");
     }
     if host.is_none() {
-        let conn = dial(inner, addr, hs).await?;
+        let conn = DirClient::dial(inner, addr, hs).await?;
         *host = Some(HostConn { addr, conn });
     }
     let conn = &host.as_ref().expect("made above").conn;
-    let members = chores::timeout(hs, conn.ask())
+    let members = chores::timeout(hs, ask(conn))
         .await
         .map_err(|_| format!("{addr}: no answer from the host directory"))??;
     Ok((addr, members))
@@ -215,7 +142,7 @@ async fn probe(inner: &Arc<Inner>, h: &HostConn) -> Option<HostConn> {
             _ = chores::sleep_until(next), if next < deadline => {
                 let (me, addr) = (inner.clone(), h.addr);
                 let left = deadline.saturating_duration_since(std::time::Instant::now());
-                tries.push(async move { dial(&me, addr, left).await });
+                tries.push(async move { DirClient::dial(&me, addr, left).await });
                 next += PROBE_ATTEMPT;
             }
             r = tries.next() => {

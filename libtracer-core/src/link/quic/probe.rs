@@ -7,12 +7,13 @@
 //! Messages on one bidirectional stream: a 4-byte length (little endian), then that many
 //! bytes; the echo sends each back as it came, but for one whose length has the top bit set
 //! (`NO_ECHO`: a burst's messages, [`probe_burst`], whose end is an empty message echoed).
-//! Three ways to drive it:
-//! - [`ProbeMode::Task`]: the loop is a task on the runtime's worker, as quinn's own examples
-//!   run: no thread hand-off at all (quinn's floor on this machine);
-//! - [`ProbeMode::Thread`]: the loop is a plain thread that waits on the runtime for each
-//!   write and read, as an rcl thread does with a link: each message crosses between that
-//!   thread and the worker once per side and direction;
+//! Four ways to drive it:
+//! - [`ProbeMode::Task`]: quinn itself, the loop a task on its runtime's worker, as quinn's own
+//!   examples run: no thread hand-off at all (quinn's floor on this machine). Built with the
+//!   `quinn-probe` feature only (`probe_quinn.rs`), as the next;
+//! - [`ProbeMode::Thread`]: quinn, the loop a plain thread that waits on the runtime for each
+//!   write and read, as an rcl thread did with a link on quinn's tasks: each message crosses
+//!   between that thread and the worker once per side and direction;
 //! - [`ProbeMode::Inline`]: quinn-proto without quinn's runtime, driven by the thread that
 //!   uses it (`probe_inline.rs`): the floor of a design that sends and receives inline;
 //! - [`ProbeMode::Engine`]: quinn-proto on the runtime-free engine (`probe_engine.rs`): the
@@ -20,13 +21,12 @@
 //!   a link on the engine, docs/network.md section 4a).
 
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use tokio::runtime::Handle;
+use super::tls;
 
-use super::{new_endpoint, runtime, tls, tuning};
-
-/// How the probe's loop is driven (module docs).
+/// How the probe's loop is driven (module docs). `Task` and `Thread` need the `quinn-probe`
+/// feature; without it they are an error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProbeMode {
     /// A task on the runtime's worker.
@@ -69,7 +69,7 @@ pub(super) const MAX_MESSAGE: usize = 64 << 20;
 /// In a message's length: do not echo this one.
 pub(super) const NO_ECHO: u32 = 1 << 31;
 
-fn transport() -> std::sync::Arc<quinn::TransportConfig> {
+fn transport() -> std::sync::Arc<quinn_proto::TransportConfig> {
     tls::transport(Duration::from_secs(10), Duration::from_secs(1))
 }
 
@@ -81,83 +81,22 @@ pub fn probe_echo(addr: SocketAddr, mode: ProbeMode) -> Result<(), String> {
     match mode {
         ProbeMode::Inline => super::probe_inline::echo(addr, server),
         ProbeMode::Engine => super::probe_engine::echo(addr, server),
-        ProbeMode::Task => echo_on_runtime(addr, server, false),
-        ProbeMode::Thread => echo_on_runtime(addr, server, true),
+        #[cfg(feature = "quinn-probe")]
+        ProbeMode::Task => super::probe_quinn::echo_on_runtime(addr, server, false),
+        #[cfg(feature = "quinn-probe")]
+        ProbeMode::Thread => super::probe_quinn::echo_on_runtime(addr, server, true),
+        #[cfg(not(feature = "quinn-probe"))]
+        ProbeMode::Task | ProbeMode::Thread => Err(without_quinn(mode)),
     }
 }
 
-/// The echo on the runtime; with `threaded`, each connection served by a plain thread.
-fn echo_on_runtime(
-    addr: SocketAddr,
-    server: quinn::ServerConfig,
-    threaded: bool,
-) -> Result<(), String> {
-    let rt = runtime::handle()?;
-    let sock = tuning::bind(addr).map_err(|e| e.to_string())?;
-    let ep = new_endpoint(&rt, Some(server), sock).map_err(|e| e.to_string())?;
-    let mut last = Instant::now();
-    while last.elapsed() < IDLE || ep.open_connections() > 0 {
-        let wait = IDLE
-            .saturating_sub(last.elapsed())
-            .max(Duration::from_secs(1));
-        let ep2 = ep.clone();
-        let accepted = runtime::block_on(&rt, async move {
-            let incoming = tokio::time::timeout(wait, ep2.accept()).await.ok()??;
-            let conn = incoming.await.ok()?;
-            let (send, recv) = conn.accept_bi().await.ok()?;
-            Some((conn, send, recv))
-        })
-        .flatten();
-        // Nothing within the wait, or a connection that failed before its stream.
-        let Some((conn, send, recv)) = accepted else {
-            continue;
-        };
-        last = Instant::now();
-        // Each connection served on its own, so that one whose peer vanished without closing
-        // (until the idle timeout) does not hold up the next.
-        let done = |served: Result<(), String>, conn: quinn::Connection| {
-            if let Err(e) = served {
-                eprintln!("bench_quic: echo: {e}");
-            }
-            conn.close(0u32.into(), b"done");
-        };
-        if threaded {
-            let rt = rt.clone();
-            std::thread::spawn(move || done(echo_thread(&rt, send, recv), conn));
-        } else {
-            rt.spawn(async move { done(echo_task(send, recv).await, conn) });
-        }
-    }
-    Ok(())
-}
-
-/// Run `fut` as a task on the runtime's worker (`Handle::block_on` would poll it on the
-/// calling thread, which is `ProbeMode::Thread`'s shape) and wait for it.
-fn on_worker<T: Send + 'static>(
-    rt: &Handle,
-    fut: impl std::future::Future<Output = Result<T, String>> + Send + 'static,
-) -> Result<T, String> {
-    rt.block_on(rt.spawn(fut)).map_err(|e| e.to_string())?
-}
-
-async fn read_message(recv: &mut quinn::RecvStream, buf: &mut Vec<u8>) -> Result<bool, String> {
-    let mut len = [0u8; 4];
-    match recv.read_exact(&mut len).await {
-        Ok(()) => {}
-        // The peer is done: it finished the stream or closed the connection between messages.
-        Err(quinn::ReadExactError::FinishedEarly(0))
-        | Err(quinn::ReadExactError::ReadError(quinn::ReadError::ConnectionLost(_))) => {
-            return Ok(false)
-        }
-        Err(e) => return Err(e.to_string()),
-    }
-    let n = body_len(len)?;
-    buf.resize(4 + n, 0);
-    buf[..4].copy_from_slice(&len);
-    recv.read_exact(&mut buf[4..])
-        .await
-        .map_err(|e| e.to_string())?;
-    Ok(true)
+/// Why a quinn shape cannot run in this build.
+#[cfg(not(feature = "quinn-probe"))]
+fn without_quinn(mode: ProbeMode) -> String {
+    format!(
+        "the probe's {} shape is quinn's: build with the `quinn-probe` feature",
+        mode.name()
+    )
 }
 
 /// The body length a message's 4-byte prefix says (without the `NO_ECHO` bit), if it is one
@@ -173,31 +112,6 @@ pub(super) fn body_len(prefix: [u8; 4]) -> Result<usize, String> {
 /// Whether a whole message (length first) is to be sent back.
 pub(super) fn echoed(message: &[u8]) -> bool {
     message[3] & 0x80 == 0
-}
-
-async fn echo_task(mut send: quinn::SendStream, mut recv: quinn::RecvStream) -> Result<(), String> {
-    let mut buf = Vec::new();
-    while read_message(&mut recv, &mut buf).await? {
-        if echoed(&buf) {
-            send.write_all(&buf).await.map_err(|e| e.to_string())?;
-        }
-    }
-    Ok(())
-}
-
-fn echo_thread(
-    rt: &Handle,
-    mut send: quinn::SendStream,
-    mut recv: quinn::RecvStream,
-) -> Result<(), String> {
-    let mut buf = Vec::new();
-    while rt.block_on(read_message(&mut recv, &mut buf))? {
-        if echoed(&buf) {
-            rt.block_on(send.write_all(&buf))
-                .map_err(|e| e.to_string())?;
-        }
-    }
-    Ok(())
 }
 
 /// Round trips of `size`-byte messages to the echo at `addr`: `iters / 10 + 1` unmeasured,
@@ -243,7 +157,7 @@ pub(super) struct Round {
 impl Round {
     /// `count` messages of `size` bytes, each echoed, or (`echoed` false) none but the empty
     /// message that ends the round.
-    fn new(size: usize, count: usize, echoed: bool) -> Result<Round, String> {
+    pub(super) fn new(size: usize, count: usize, echoed: bool) -> Result<Round, String> {
         if size > MAX_MESSAGE || count == 0 {
             return Err(format!(
                 "size {size} (at most {MAX_MESSAGE}) and messages per round {count} (at least 1)"
@@ -283,63 +197,13 @@ fn run(
         ProbeMode::Engine => {
             super::probe_engine::ping(addr, client()?, tls::SERVER_NAME, &plan, warm, measured)
         }
-        ProbeMode::Task => run_on_runtime(addr, plan, warm, measured, false),
-        ProbeMode::Thread => run_on_runtime(addr, plan, warm, measured, true),
+        #[cfg(feature = "quinn-probe")]
+        ProbeMode::Task => super::probe_quinn::run_on_runtime(addr, plan, warm, measured, false),
+        #[cfg(feature = "quinn-probe")]
+        ProbeMode::Thread => super::probe_quinn::run_on_runtime(addr, plan, warm, measured, true),
+        #[cfg(not(feature = "quinn-probe"))]
+        ProbeMode::Task | ProbeMode::Thread => Err(without_quinn(mode)),
     }
-}
-
-/// `run` on the runtime: the loop a task on its worker, or with `threaded` this thread.
-fn run_on_runtime(
-    addr: SocketAddr,
-    plan: Round,
-    warm: usize,
-    measured: usize,
-    threaded: bool,
-) -> Result<Vec<Duration>, String> {
-    let rt = runtime::handle()?;
-    let (ep, conn, mut send, mut recv) = connect(&rt, addr)?;
-    let rounds = warm + measured;
-    let times = if !threaded {
-        on_worker(&rt, async move {
-            let (mut buf, mut times) = (Vec::new(), Vec::with_capacity(rounds));
-            for _ in 0..rounds {
-                let t0 = Instant::now();
-                for _ in 0..plan.count {
-                    write(send.write_all(&plan.body).await)?;
-                }
-                write(send.write_all(&plan.tail).await)?;
-                answered(read_message(&mut recv, &mut buf).await?, &buf, plan.reply)?;
-                times.push(t0.elapsed());
-            }
-            Ok(times)
-        })
-    } else {
-        // The same steps, each waited for on this thread as an rcl caller would.
-        (|| {
-            let (mut buf, mut times) = (Vec::new(), Vec::with_capacity(rounds));
-            for _ in 0..rounds {
-                let t0 = Instant::now();
-                for _ in 0..plan.count {
-                    write(rt.block_on(send.write_all(&plan.body)))?;
-                }
-                write(rt.block_on(send.write_all(&plan.tail)))?;
-                let more = rt.block_on(read_message(&mut recv, &mut buf))?;
-                answered(more, &buf, plan.reply)?;
-                times.push(t0.elapsed());
-            }
-            Ok(times)
-        })()
-    }?;
-    conn.close(0u32.into(), b"done");
-    // Let the close reach the echo before the process exits.
-    let _ = runtime::block_on(&rt, async move {
-        tokio::time::timeout(Duration::from_secs(1), ep.wait_idle()).await
-    });
-    Ok(times[warm..].to_vec())
-}
-
-fn write(r: Result<(), quinn::WriteError>) -> Result<(), String> {
-    r.map_err(|e| format!("write: {e}"))
 }
 
 /// The round's answer (`more`: one came, in `buf`) is the `reply` bytes it waits for.
@@ -354,15 +218,8 @@ pub(super) fn answered(more: bool, buf: &[u8], reply: usize) -> Result<(), Strin
     }
 }
 
-type Opened = (
-    quinn::Endpoint,
-    quinn::Connection,
-    quinn::SendStream,
-    quinn::RecvStream,
-);
-
 /// The ping's TLS: a self-signed identity, as a link without SROS2 has.
-fn client() -> Result<quinn::ClientConfig, String> {
+pub(super) fn client() -> Result<quinn_proto::ClientConfig, String> {
     let id = tls::Identity::self_signed()?;
     tls::client_config(&id, tls::ALPN_LINK, transport())
 }
@@ -374,25 +231,4 @@ pub(super) fn client_bind(to: SocketAddr) -> SocketAddr {
     } else {
         SocketAddr::from(([0u16; 8], 0))
     }
-}
-
-/// A connection to the echo at `addr` and its stream.
-fn connect(rt: &Handle, addr: SocketAddr) -> Result<Opened, String> {
-    let client = client()?;
-    let sock = tuning::bind(client_bind(addr)).map_err(|e| e.to_string())?;
-    let ep = new_endpoint(rt, None, sock).map_err(|e| e.to_string())?;
-    let ep2 = ep.clone();
-    let (conn, send, recv) = runtime::block_on(rt, async move {
-        let connecting = ep2
-            .connect_with(client, addr, tls::SERVER_NAME)
-            .map_err(|e| e.to_string())?;
-        let conn = tokio::time::timeout(Duration::from_secs(10), connecting)
-            .await
-            .map_err(|_| "no QUIC handshake within 10 s".to_string())?
-            .map_err(|e| e.to_string())?;
-        let (send, recv) = conn.open_bi().await.map_err(|e| e.to_string())?;
-        Ok::<_, String>((conn, send, recv))
-    })
-    .ok_or("the runtime dropped the connect")??;
-    Ok((ep, conn, send, recv))
 }

@@ -1,7 +1,8 @@
 //! The queue in front of one ordered QUIC stream (the control stream or a reliable edge stream)
 //! and its bound (docs/network.md section 7, "Reliable overflow").
 //!
-//! Senders push frames; the stream's writer task takes them in order. The queue holds at most
+//! Senders push frames; the stream takes them in order at each flush of the connection
+//! (`send/`, told when to look: [`Queue::try_next`]). The queue holds at most
 //! `QUEUE_BYTES` of frames the stream has not taken yet (the frame being written counts until
 //! the stream has taken its bytes). A delivery that does not fit makes room by dropping the
 //! oldest queued delivery of its own edge, else the oldest of any edge, never one whose writing
@@ -18,7 +19,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
-use tokio::sync::Notify;
 
 use super::streams::SendFail;
 use crate::wire::{EdgeId, EncodedFrame};
@@ -79,13 +79,11 @@ struct State {
     closed: bool,
 }
 
-/// One stream's queue, shared by its senders and its writer task.
+/// One stream's queue, shared by its senders and the connection's flush.
 pub(crate) struct Queue {
     state: Mutex<State>,
     /// Bytes were taken or deliveries dropped (a waiting sender looks again).
     freed: Condvar,
-    /// A frame was queued or the queue closed (the writer looks again).
-    wake: Notify,
     /// Bytes the stream has taken so far (a waiting sender's sign of progress).
     taken: AtomicU64,
     bound: usize,
@@ -96,7 +94,6 @@ impl Queue {
         Queue {
             state: Mutex::new(State::default()),
             freed: Condvar::new(),
-            wake: Notify::new(),
             taken: AtomicU64::new(0),
             bound,
         }
@@ -170,24 +167,12 @@ impl Queue {
         }
         st.peak = st.peak.max(st.queued);
         drop(st);
-        self.wake.notify_one();
         Ok(dropped)
     }
 
-    /// The next frame to write, oldest first; `None` once the queue is closed and empty. The
-    /// frame's bytes stay counted until [`Queue::release`] hands them back.
-    pub(crate) async fn next(&self) -> Option<EncodedFrame> {
-        loop {
-            match self.try_next() {
-                Next::Frame(enc) => return Some(enc),
-                Next::Closed => return None,
-                Next::Empty => self.wake.notified().await,
-            }
-        }
-    }
-
-    /// [`Queue::next`] without waiting, for a writer that is told when to look (the engine's
-    /// flush, docs/network.md section 4a).
+    /// The next frame to write, oldest first, without waiting (the connection's flush is told
+    /// when to look, docs/network.md section 4a); `Closed` once the queue is closed and empty.
+    /// The frame's bytes stay counted until [`Queue::release`] hands them back.
     pub(crate) fn try_next(&self) -> Next {
         let mut st = self.state.lock();
         while let Some(e) = st.entries.pop_front() {
@@ -229,7 +214,6 @@ impl Queue {
     pub(crate) fn close(&self) {
         self.state.lock().closed = true;
         self.freed.notify_all();
-        self.wake.notify_one();
     }
 
     /// The most bytes this queue ever held.
@@ -297,12 +281,9 @@ mod tests {
     }
 
     fn drain(q: &Queue) -> Vec<u8> {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
         q.close();
         let mut out = Vec::new();
-        while let Some(enc) = rt.block_on(q.next()) {
+        while let Next::Frame(enc) = q.try_next() {
             q.release(enc.len());
             out.push(enc.head[0]);
         }

@@ -1,17 +1,14 @@
-//! The receiving side of a QUIC link's edge streams and datagrams (docs/network.md section 7):
-//! the readers that hand their frames to the link's dispatcher, the barrier markers they
-//! reach (wire.md section 5), and the decoding of a datagram.
+//! The receiving state of a QUIC link's streams and datagrams (docs/network.md section 7),
+//! fed by the link's watcher (`inbound.rs`): each edge stream's decoder, the control stream's,
+//! the barrier markers the edge streams reach (wire.md section 5), and the decoding of a
+//! datagram.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::{Buf, Bytes};
 use parking_lot::Mutex;
-use tokio::sync::Notify;
 
-use super::link::{Event, QuicLink, ToDispatcher, READ_CHUNK};
 use super::streams::{parse_barrier, BEST_EFFORT_TAG, CLASSES};
 use crate::payload::WriterId;
 use crate::wire::parts::Joiner;
@@ -25,7 +22,6 @@ pub(crate) struct Markers {
     seen: [AtomicU64; CLASSES],
     /// Reliable stream tags already opened by the peer (each once per link).
     opened: Mutex<u8>,
-    changed: Notify,
     /// Best-effort samples go on a stream each (`streams.rs`), read side by side: the newest
     /// sequence handed up per edge and writer, so that an older one finishing later is dropped
     /// rather than handed up after a newer one (a KEEP_LAST(1) reader would keep the stale
@@ -73,31 +69,11 @@ impl Markers {
     /// The stream of `class` handed up every frame before marker `number`.
     pub(crate) fn reached(&self, class: u8, number: u64) {
         self.seen[usize::from(class)].fetch_max(number, Ordering::AcqRel);
-        self.changed.notify_waiters();
     }
 
     /// The newest marker the stream of `class` handed up.
     pub(crate) fn seen_of(&self, class: u8) -> u64 {
         self.seen[usize::from(class)].load(Ordering::Acquire)
-    }
-
-    /// Wait until every class in `classes` has reached `number`, or `deadline`: false then.
-    pub(crate) async fn wait(&self, number: u64, classes: u8, deadline: Duration) -> bool {
-        let until = tokio::time::Instant::now() + deadline;
-        loop {
-            let changed = self.changed.notified();
-            tokio::pin!(changed);
-            changed.as_mut().enable();
-            let done = (0..CLASSES)
-                .filter(|c| classes & (1 << c) != 0)
-                .all(|c| self.seen[c].load(Ordering::Acquire) >= number);
-            if done {
-                return true;
-            }
-            if tokio::time::timeout_at(until, changed).await.is_err() {
-                return false;
-            }
-        }
     }
 }
 
@@ -124,85 +100,9 @@ pub fn decode_datagram(d: &Bytes) -> Result<Frame, String> {
     }
 }
 
-/// Accept the peer's edge streams (unidirectional, `streams.rs`) while the link lives.
-pub(super) async fn accept_streams(link: Arc<QuicLink>, tx: ToDispatcher) {
-    let mut closing = link.closing.subscribe();
-    loop {
-        let r = tokio::select! {
-            r = link.conn.accept_uni() => r,
-            _ = closing.wait_for(|c| *c) => break,
-        };
-        let Ok(recv) = r else { break };
-        start_reader(&link, recv, &tx);
-    }
-}
-
-/// Start the reader of edge streams the peer opened that `accept_streams` has not taken yet.
-/// The control stream's reader calls it when the peer's control stream ends, before it waits
-/// for the edge readers: the peer opened its edge streams before it ended the control stream,
-/// so quinn knows them, but `accept_streams` is another task and may not have run since.
-/// Without this the wait found no reader, ended at once, and the link went down with its
-/// streams unread (0 of 2000 in `link_quic_streams`, 1 run in 25 under load).
-pub(super) async fn accept_pending(link: &Arc<QuicLink>, tx: &ToDispatcher) {
-    // A zero timeout polls the accept once: a stream quinn holds is taken, none is not waited for.
-    while let Ok(Ok(recv)) = tokio::time::timeout(Duration::ZERO, link.conn.accept_uni()).await {
-        start_reader(link, recv, tx);
-    }
-}
-
-/// Read one edge stream in a task of its own, counted in `edge_readers` while it runs.
-fn start_reader(link: &Arc<QuicLink>, recv: quinn::RecvStream, tx: &ToDispatcher) {
-    link.edge_readers.send_modify(|n| *n += 1);
-    let (l, tx) = (link.clone(), tx.clone());
-    link.rt.spawn(async move {
-        read_stream(l.clone(), recv, tx).await;
-        l.edge_readers.send_modify(|n| *n -= 1);
-    });
-}
-
-/// One edge stream: its tag byte, then frames of edges (DELIVERY, STRUCTURE, the answer to a
-/// SUBSCRIBE), barrier markers and, on a reliable stream, WRITEs (wire.md section 5, ruling 3).
-/// A best-effort stream reset by its sender ends quietly, with the frame it was cut in dropped.
-async fn read_stream(link: Arc<QuicLink>, mut recv: quinn::RecvStream, tx: ToDispatcher) {
-    let mut closing = link.closing.subscribe();
-    let mut rx = EdgeRx::default();
-    loop {
-        // Biased, as the control stream's reader (`link::read_loop`).
-        let r = tokio::select! {
-            biased;
-            r = recv.read_chunk(READ_CHUNK, true) => r,
-            _ = closing.wait_for(|c| *c) => return,
-        };
-        let mut pending = match r {
-            Ok(Some(c)) => c.bytes,
-            // Finished, reset (best effort abandoned a sample) or the connection went: the
-            // control stream's reader reports a lost link.
-            Ok(None) | Err(_) => return,
-        };
-        loop {
-            match rx.next(&mut pending, &link.markers) {
-                Ok(Some(frame)) => {
-                    if !tx.frame(&link, frame).await {
-                        return;
-                    }
-                }
-                Ok(None) => break,
-                Err(why) => {
-                    tx.post(Event::Malformed(link.clone(), why)).await;
-                    return;
-                }
-            }
-            if *closing.borrow() {
-                return;
-            }
-        }
-    }
-}
-
-/// The receiving state of one edge stream, fed with the chunks the stream gives, whoever reads
-/// them (a reader task; the engine loop's link watcher in stage 2 of docs/network.md section
-/// 4a): its tag, its decoder, and the parts of a message being joined (they travel on one
-/// reliable stream, `QuicLink::send_in_parts`).
+/// The receiving state of one edge stream, fed with the chunks the stream gives (by the link's
+/// watcher, `inbound.rs`): its tag, its decoder, and the parts of a message being joined (they
+/// travel on one reliable stream, `EngineLink`'s sends).
 pub(crate) struct EdgeRx {
     /// The stream's tag, once its first byte came.
     tag: Option<u8>,
@@ -324,31 +224,6 @@ fn carried(frame: &Frame, reliable: bool) -> bool {
         | Frame::Error { .. } => true,
         Frame::Write { .. } => reliable,
         _ => false,
-    }
-}
-
-/// The peer's datagrams: one best-effort DELIVERY each (`streams::decode_datagram`).
-pub(super) async fn read_datagrams(link: Arc<QuicLink>, tx: ToDispatcher) {
-    let mut closing = link.closing.subscribe();
-    loop {
-        // Biased (no random pick per datagram), the close first: nothing else checks it here.
-        let r = tokio::select! {
-            biased;
-            _ = closing.wait_for(|c| *c) => return,
-            r = link.conn.read_datagram() => r,
-        };
-        let Ok(d) = r else { return };
-        match decode_datagram(&d) {
-            Ok(frame) => {
-                if !tx.frame(&link, frame).await {
-                    return;
-                }
-            }
-            Err(why) => {
-                tx.post(Event::Malformed(link.clone(), why)).await;
-                return;
-            }
-        }
     }
 }
 

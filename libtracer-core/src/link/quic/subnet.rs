@@ -6,9 +6,8 @@
 //! only ever a hint of where to ask: the query it leads to is an ordinary directory query, over
 //! TLS, authenticated as every other exchange with SROS2 on.
 //!
-//! Its two loops run on quinn's runtime, or with the links on the engine on the chores'
-//! thread (`chores.rs`, stage 3 of docs/network.md section 4a): the same code, its sockets
-//! (`Sock`) and its clock each mode's own.
+//! Its two loops run on the chores' thread (`chores.rs`, stage 3 of docs/network.md section
+//! 4a), its sockets in the chores' poll (`chores::Udp`).
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher, Hasher};
@@ -152,7 +151,7 @@ fn per_family(
 }
 
 /// The holder's announcement sockets. Made when the role is taken, before its loop is spawned,
-/// so that the sockets a process holds do not depend on when its runtime gets to a task.
+/// so that the sockets a process holds do not depend on when the chores' thread gets to a task.
 pub(crate) fn send_sockets(bind: IpAddr) -> Result<(Sockets, Vec<String>), String> {
     let v4 = || {
         let any = match bind {
@@ -208,43 +207,13 @@ pub(crate) fn listen_sockets(
     per_family(bind, v4, v6)
 }
 
-/// One of SUBNET's sockets: tokio's on quinn's runtime, the chores' on the engine.
-enum Sock {
-    Tokio(tokio::net::UdpSocket),
-    Chores(chores::Udp),
-}
+/// One of SUBNET's sockets.
+type Sock = chores::Udp;
 
-impl Sock {
-    async fn send_to(&self, bytes: &[u8], to: SocketAddr) -> std::io::Result<usize> {
-        match self {
-            Sock::Tokio(s) => s.send_to(bytes, to).await,
-            Sock::Chores(s) => s.send_to(bytes, to).await,
-        }
-    }
-
-    async fn recv_from(&self, buf: &mut [u8]) -> std::io::Result<(usize, SocketAddr)> {
-        match self {
-            Sock::Tokio(s) => s.recv_from(buf).await,
-            Sock::Chores(s) => s.recv_from(buf).await,
-        }
-    }
-
-    fn sock_ref(&self) -> SockRef<'_> {
-        match self {
-            Sock::Tokio(s) => SockRef::from(s),
-            Sock::Chores(s) => SockRef::from(s.socket()),
-        }
-    }
-}
-
-/// `sock` registered with what the loop runs on: the runtime of its task, or the chores'
-/// thread with the engine (fails only without either); logged.
-fn on_runtime(inner: &Inner, sock: std::net::UdpSocket) -> Option<Sock> {
-    let s = match inner.cfg.engine {
-        true => chores::Udp::new(sock).map(Sock::Chores),
-        false => tokio::net::UdpSocket::from_std(sock).map(Sock::Tokio),
-    };
-    s.map_err(|e| inner.log(&format!("network: SUBNET: {e}; not announced nor heard")))
+/// `sock` in the chores' poll (fails only if it cannot be registered); logged.
+fn in_chores(inner: &Inner, sock: std::net::UdpSocket) -> Option<Sock> {
+    chores::Udp::new(sock)
+        .map_err(|e| inner.log(&format!("network: SUBNET: {e}; not announced nor heard")))
         .ok()
 }
 
@@ -259,8 +228,8 @@ pub(crate) async fn announce_loop(inner: Arc<Inner>, socks: Sockets) {
     let Some(cfg) = inner.cfg.subnet.clone() else {
         return;
     };
-    let v4 = socks.v4.and_then(|s| on_runtime(&inner, s));
-    let v6 = socks.v6.and_then(|s| on_runtime(&inner, s));
+    let v4 = socks.v4.and_then(|s| in_chores(&inner, s));
+    let v6 = socks.v6.and_then(|s| in_chores(&inner, s));
     let mut failing: HashSet<String> = HashSet::new();
     let mut stop = inner.stop.clone();
     for n in 0u32.. {
@@ -282,7 +251,7 @@ pub(crate) async fn announce_loop(inner: Arc<Inner>, socks: Sockets) {
         if let Some(sock) = &v4 {
             let dest = SocketAddr::V4(SocketAddrV4::new(cfg.group, cfg.port));
             for i in &ifs.v4 {
-                let r = match sock.sock_ref().set_multicast_if_v4(&i.addr) {
+                let r = match SockRef::from(sock.socket()).set_multicast_if_v4(&i.addr) {
                     Ok(()) => sock.send_to(&bytes, dest).await.map(|_| ()),
                     Err(e) => Err(e),
                 };
@@ -292,7 +261,7 @@ pub(crate) async fn announce_loop(inner: Arc<Inner>, socks: Sockets) {
         if let Some(sock) = &v6 {
             for index in ifs.v6_indices() {
                 let dest = SocketAddr::V6(SocketAddrV6::new(cfg.group6, cfg.port, 0, index));
-                let r = match sock.sock_ref().set_multicast_if_v6(index) {
+                let r = match SockRef::from(sock.socket()).set_multicast_if_v6(index) {
                     Ok(()) => sock.send_to(&bytes, dest).await.map(|_| ()),
                     Err(e) => Err(e),
                 };
@@ -367,8 +336,12 @@ fn join(
             continue;
         }
         let r = match (j, v4, v6) {
-            (Joined::V4(addr), Some(s), _) => s.sock_ref().join_multicast_v4(&cfg.group, &addr),
-            (Joined::V6(index), _, Some(s)) => s.sock_ref().join_multicast_v6(&cfg.group6, index),
+            (Joined::V4(addr), Some(s), _) => {
+                SockRef::from(s.socket()).join_multicast_v4(&cfg.group, &addr)
+            }
+            (Joined::V6(index), _, Some(s)) => {
+                SockRef::from(s.socket()).join_multicast_v6(&cfg.group6, index)
+            }
             _ => continue,
         };
         match r {
@@ -392,13 +365,13 @@ pub(crate) async fn listen_loop(inner: Arc<Inner>, socks: Sockets) {
     let Some(cfg) = inner.cfg.subnet.clone() else {
         return;
     };
-    let v4 = socks.v4.and_then(|s| on_runtime(&inner, s));
-    let v6 = socks.v6.and_then(|s| on_runtime(&inner, s));
+    let v4 = socks.v4.and_then(|s| in_chores(&inner, s));
+    let v6 = socks.v6.and_then(|s| in_chores(&inner, s));
     let mut stop = inner.stop.clone();
     let mut ifs = ifaces::Ifaces::default();
     let mut joined: HashSet<Joined> = HashSet::new();
     let mut rescan = Instant::now();
-    // Every second, the first at once (as tokio's `interval`, which the tasks had).
+    // Every second, the first at once.
     let mut tick = Instant::now();
     // One more byte than an announcement, so a longer datagram is seen as longer.
     let mut buf4 = [0u8; announce::LEN + 1];

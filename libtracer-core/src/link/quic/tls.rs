@@ -15,7 +15,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
+use quinn_proto::crypto::rustls::{QuicClientConfig, QuicServerConfig};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::WebPkiServerVerifier;
 use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
@@ -219,8 +219,8 @@ impl Identity {
 }
 
 /// Limits and timing of every QUIC connection (links and directory queries).
-pub(crate) fn transport(idle: Duration, keep_alive: Duration) -> Arc<quinn::TransportConfig> {
-    let mut t = quinn::TransportConfig::default();
+pub(crate) fn transport(idle: Duration, keep_alive: Duration) -> Arc<quinn_proto::TransportConfig> {
+    let mut t = quinn_proto::TransportConfig::default();
     // A link's control stream is one bidirectional stream opened by the initiator (a directory
     // query too); its edge streams are unidirectional, one per class each way and reliability,
     // plus best-effort streams reset and opened again (docs/network.md section 7).
@@ -250,8 +250,8 @@ pub(crate) fn transport(idle: Duration, keep_alive: Duration) -> Arc<quinn::Tran
 pub(crate) fn server_config(
     id: &Identity,
     alpn: &[u8],
-    transport: Arc<quinn::TransportConfig>,
-) -> Result<quinn::ServerConfig, String> {
+    transport: Arc<quinn_proto::TransportConfig>,
+) -> Result<quinn_proto::ServerConfig, String> {
     let builder = rustls::ServerConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS13])
         .map_err(|e| e.to_string())?;
@@ -273,7 +273,7 @@ pub(crate) fn server_config(
         .map_err(|e| e.to_string())?;
     tls.alpn_protocols = vec![alpn.to_vec()];
     let crypto = QuicServerConfig::try_from(tls).map_err(|e| e.to_string())?;
-    let mut sc = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+    let mut sc = quinn_proto::ServerConfig::with_crypto(Arc::new(crypto));
     sc.transport_config(transport);
     // Address validation only under load (a flood): a Retry costs the legitimate peer one RTT.
     Ok(sc)
@@ -282,8 +282,8 @@ pub(crate) fn server_config(
 pub(crate) fn client_config(
     id: &Identity,
     alpn: &[u8],
-    transport: Arc<quinn::TransportConfig>,
-) -> Result<quinn::ClientConfig, String> {
+    transport: Arc<quinn_proto::TransportConfig>,
+) -> Result<quinn_proto::ClientConfig, String> {
     let p = provider();
     let builder = rustls::ClientConfig::builder_with_provider(p.clone())
         .with_protocol_versions(&[&rustls::version::TLS13])
@@ -303,7 +303,7 @@ pub(crate) fn client_config(
     };
     tls.alpn_protocols = vec![alpn.to_vec()];
     let crypto = QuicClientConfig::try_from(tls).map_err(|e| e.to_string())?;
-    let mut cc = quinn::ClientConfig::new(Arc::new(crypto));
+    let mut cc = quinn_proto::ClientConfig::new(Arc::new(crypto));
     cc.transport_config(transport);
     Ok(cc)
 }

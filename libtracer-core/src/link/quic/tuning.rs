@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use nix::sys::socket::{setsockopt, sockopt};
-use quinn::congestion::{BbrConfig, Controller, ControllerFactory, ControllerMetrics};
+use quinn_proto::congestion::{BbrConfig, Controller, ControllerFactory, ControllerMetrics};
 use quinn_proto::RttEstimator;
 
 /// Asked of the kernel for each direction; it caps the request at `net.core.rmem_max` /

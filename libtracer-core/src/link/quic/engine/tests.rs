@@ -312,7 +312,7 @@ fn the_peers_certificate_is_read_from_an_engine_connection() {
     let srv = server(Recorder::new(false, false));
     let cli = client_engine();
     let c = connect(&cli, &srv, Recorder::new(false, false));
-    let certs = super::super::peer_cert::PeerCerts::of_engine(&c.lock());
+    let certs = super::super::peer_cert::PeerCerts::of(&c.lock());
     assert_eq!(certs.side, quinn_proto::Side::Client);
     // The server's self-signed certificate (what an unauthenticated link presents).
     let chain = certs.chain.expect("a chain");

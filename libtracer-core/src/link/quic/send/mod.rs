@@ -1,8 +1,8 @@
 //! The sending side of a link on the runtime-free engine (stage 2 of docs/network.md section
-//! 4a): the same carriers and rules as `streams.rs` (section 7: a control stream, a reliable
+//! 4a): the carriers and rules of `streams.rs` (section 7: a control stream, a reliable
 //! stream per class opened on first use with its tag byte, datagrams for best effort and a
 //! best-effort stream per class behind a one-sample mailbox, `mailbox.rs`; the bounded queues
-//! of `queue.rs`, barriers), but no writer task. A sender queues its frame and,
+//! of `queue.rs`, barriers), with no writer thread or task. A sender queues its frame and,
 //! under the connection's lock, pumps the queues into quinn-proto's streams and sends the
 //! packets itself; a corked sender (`engine/conn.rs`) leaves the pumping to the loop's flush,
 //! and what flow control held back is pumped when the peer's credit comes (the link's
@@ -79,8 +79,8 @@ impl Lane {
     }
 
     /// Hand the stream what is queued, as far as its credit goes, and note since when what is
-    /// left has waited without the stream taking a byte (the write timeout's clock, as a
-    /// writer task's). `Err`: the stream is gone.
+    /// left has waited without the stream taking a byte (the write timeout's clock).
+    /// `Err`: the stream is gone.
     fn pump(&self, conn: &mut Connection) -> Result<(), SendFail> {
         let mut io = self.io.lock();
         let moved = self.pump_io(conn, &mut io)?;
