@@ -4,7 +4,7 @@
 //! which reaches members of other mount namespaces (containers); the holder of the host role
 //! (with a scope: the one bound to `<scope>/role/`, else an exclusive `flock` on
 //! `<dir>/net-role.lock`) answers queries on the domain's well-known port; each peer host has
-//! a loop that asks its directory and connects (`peer_host.rs`). The server is `edir.rs`.
+//! a loop that asks its directory and connects (`peer_host.rs`). The server is `dir_exchange.rs`.
 //!
 //! A query is one bidirectional stream (ALPN `libtracer-dir/1`): the client writes `members\n`
 //! and finishes; the holder answers one line `<name> <port>\n` per live member and finishes.
@@ -39,7 +39,7 @@ enum RoleLock {
 }
 
 /// The host role, while held: the lock and the directory's server, an engine of its own
-/// (`edir.rs`).
+/// (`dir_exchange.rs`).
 pub(crate) struct Holder {
     _lock: RoleLock,
     server: super::engine::Engine,
@@ -203,7 +203,7 @@ fn try_take_role(inner: &Arc<Inner>) -> Result<Option<Holder>, RoleRefused> {
             )))
         }
     };
-    let server = super::edir::serve(inner, sock, MAX_CLIENTS)?;
+    let server = super::dir_exchange::serve(inner, sock, MAX_CLIENTS)?;
     Ok(Some(Holder {
         _lock: lock,
         server,

@@ -8,7 +8,7 @@
 //! no grant. A grant not valid yet when the link was made is no grant until it starts; the
 //! link is closed when it does, and the next handshake takes it.
 //!
-//! The link's own watcher looks at the moment (a deadline of the engine's clock, `EngineLink`):
+//! The link's own watcher looks at the moment (a deadline of the engine's clock, `QuicLink`):
 //! no thread, nothing for links without authentication.
 
 use std::time::{Duration, SystemTime};

@@ -1,23 +1,30 @@
-//! Making links: connecting to a member of a peer host, accepting a connection, and the HELLO
-//! exchange either way, with the connect-race rule (the smaller name's connection wins), the
-//! bounds on handshakes in progress, and the log line of a peer refused by TLS: the
-//! transport's rules, which the engine's links (`elinks.rs`) apply as their greeting
-//! (`ehello.rs`) goes.
+//! Making links (docs/network.md sections 3 and 4a): the engine's socket takes the links (its
+//! port the one the directory lists); each connection, accepted or dialled, is greeted by
+//! `hello.rs`'s `Greeting` under the transport's rules here: the bounds on handshakes in
+//! progress and on connections, the connect-race rule (the smaller name's connection wins),
+//! the cooldown, SROS2's permissions learned and the credentials' end, and the log line of a
+//! peer refused by TLS. Its link is a `QuicLink` whose callbacks run on the Unix links'
+//! workers. The connect attempts and their retries are the peer loops', run on the chores'
+//! thread (`chores.rs`) with the directory clients.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use parking_lot::Mutex;
+use quinn_proto::{Connection, StreamId};
 
+use super::engine::{Conn, Engine, Watcher};
 use super::expiry::{first, Expiry};
-use super::hello::PeerHello;
-use super::link::hello;
+use super::hello::{Ended, Greeting, PeerHello, Side};
+use super::link::{hello, Made, QuicLink, LINGER};
 use super::peer_cert::PeerCerts;
-use super::{peer_address, Inner, Table, AUTH_LOGGED_MAX, MAX_CONNECTIONS};
+use super::{peer_address, tls, Inner, Table, AUTH_LOGGED_MAX, MAX_CONNECTIONS};
 use crate::acl::Subject;
-use crate::link::{valid_node_name, PeerIdentity};
-use crate::wire::ErrorCode;
+use crate::link::strand::Hooks;
+use crate::link::{valid_node_name, LinkError, PeerIdentity};
+use crate::wire::{ErrorCode, FrameDecoder};
 
 /// Why a peer's HELLO is refused: the ERROR's code and reason.
 pub(crate) type Refusal = (ErrorCode, &'static str);
@@ -233,4 +240,229 @@ pub(super) fn expected_peer(peer: &str, h: &PeerHello) -> Result<(), Refusal> {
 /// over: not after shutdown, nor beside a link that came up the other way meanwhile.
 pub(super) fn may_install_ours(t: &Table, peer: &str) -> bool {
     !t.stopped && !t.links.contains_key(peer)
+}
+
+/// Where the engine's accepted connections go: the transport, once it exists.
+pub(super) type Owner = Arc<OnceLock<Weak<Inner>>>;
+
+/// The links' engine at `addr`, accepting with `server`; its connections go to the transport
+/// set in the returned slot (refused until then).
+pub(super) fn bind(
+    addr: SocketAddr,
+    server: quinn_proto::ServerConfig,
+) -> Result<(Arc<Engine>, Owner), LinkError> {
+    // The callbacks run on the Unix links' workers: started now, so that a failure is ours.
+    crate::link::dispatch::start().map_err(super::io_err)?;
+    let owner: Owner = Arc::default();
+    let to = owner.clone();
+    let engine = Engine::bind(
+        addr,
+        Some(server),
+        MAX_CONNECTIONS,
+        Box::new(move |c| to.get()?.upgrade()?.engine_accept(c)),
+    )?;
+    Ok((Arc::new(engine), owner))
+}
+
+/// The transport shuts down: wait (at most the linger, and a little) until the connections
+/// of its closed engine links have closed, so that what they wrote reaches their peers.
+pub(super) fn wait_lingered(links: &[Arc<QuicLink>]) {
+    let deadline = Instant::now() + LINGER + Duration::from_millis(100);
+    for l in links {
+        while !l.lingered() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+}
+
+impl Inner {
+    fn engine(&self) -> Option<Arc<Engine>> {
+        self.engine.lock().clone()
+    }
+
+    /// The engine accepted a connection: greeted within the bounds of `handshake_begins`,
+    /// else refused.
+    fn engine_accept(self: &Arc<Self>, c: &Arc<Conn>) -> Option<Arc<dyn Watcher>> {
+        if !self.handshake_begins() {
+            return None;
+        }
+        let from = peer_address(c.lock().remote_address());
+        // The name `admit_peer` marked as being accepted, unmarked however the greeting ends.
+        let node: Arc<Mutex<Option<String>>> = Arc::default();
+        let me = Arc::downgrade(self);
+        let (named, gone) = (node.clone(), me.clone());
+        let admit = Box::new(move |h: &PeerHello| {
+            let me = gone
+                .upgrade()
+                .ok_or((crate::wire::ErrorCode::Internal, "shutting down".to_owned()))?;
+            me.admit_peer(&h.node)
+                .map_err(|(c, why)| (c, why.to_owned()))?;
+            *named.lock() = Some(h.node.clone());
+            Ok(())
+        });
+        let on_end = Box::new(move |how: Ended| {
+            let Some(me) = me.upgrade() else {
+                return;
+            };
+            if let Some(n) = node.lock().take() {
+                me.table.lock().accepting.remove(&n);
+            }
+            me.handshake_over();
+            if let Ended::Failed(Some(e)) = how {
+                me.auth_failed(from, &e);
+            }
+        });
+        let g = Greeting::new(
+            Side::Acceptor,
+            &self.hello(),
+            Instant::now() + self.cfg.handshake_timeout,
+            admit,
+            self.make_link(Side::Acceptor),
+        )
+        .on_end(on_end);
+        let g = Arc::new(g);
+        let _ = g.conn.set(c.clone());
+        Some(g)
+    }
+
+    /// Initiator side: `Err(Some(reason))`: the peer refused; `Err(None)`: it failed.
+    pub(super) async fn handshake_out(
+        self: &Arc<Self>,
+        peer: &str,
+        addr: SocketAddr,
+    ) -> Result<(), Option<String>> {
+        let engine = self.engine().ok_or(None)?;
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let want = peer.to_owned();
+        let admit = Box::new(move |h: &PeerHello| {
+            expected_peer(&want, h).map_err(|(c, why)| (c, why.to_owned()))
+        });
+        let hs = self.cfg.handshake_timeout;
+        let g = Greeting::new(
+            Side::Initiator,
+            &self.hello(),
+            Instant::now() + hs,
+            admit,
+            self.make_link(Side::Initiator),
+        )
+        .on_end(Box::new(move |how| {
+            let _ = tx.send(how);
+        }));
+        let g = Arc::new(g);
+        let c = engine
+            .connect(self.link_client.clone(), addr, tls::SERVER_NAME, g.clone())
+            .map_err(|_| None)?;
+        drop(engine);
+        let _ = g.conn.set(c.clone());
+        c.poke();
+        // The greeting ends by its deadline; the margin is for a loop that is late.
+        match super::chores::timeout(hs + Duration::from_secs(1), rx).await {
+            Ok(Ok(Ended::Linked | Ended::NoLink)) => Ok(()),
+            Ok(Ok(Ended::Refused(why))) => Err(Some(why)),
+            Ok(Ok(Ended::Failed(lost))) => {
+                if let Some(e) = lost {
+                    self.auth_failed(addr, &e);
+                }
+                Err(None)
+            }
+            // Our ERROR is on its way: the greeting closes once the peer has it.
+            Ok(Ok(Ended::WeRefused)) => Err(None),
+            Ok(Err(_)) | Err(_) => {
+                c.lock().close(
+                    Instant::now(),
+                    0u32.into(),
+                    Bytes::from_static(b"handshake failed"),
+                );
+                Err(None)
+            }
+        }
+    }
+
+    /// What makes a greeted connection's link (`hello::MakeLink`), `install`'s work on the
+    /// engine.
+    fn make_link(self: &Arc<Self>, side: Side) -> super::hello::MakeLink {
+        let me = Arc::downgrade(self);
+        Box::new(
+            move |c: Arc<Conn>,
+                  conn: &mut Connection,
+                  h: PeerHello,
+                  control: StreamId,
+                  dec: FrameDecoder,
+                  rest: Bytes| {
+                me.upgrade()?
+                    .install_engine(c, conn, h, (control, dec, rest), side)
+            },
+        )
+    }
+
+    /// Make the link of a connection whose HELLOs have been exchanged and put it in the
+    /// table; `None` when it may not be (shut down, or a link that came up the other way).
+    fn install_engine(
+        self: &Arc<Self>,
+        c: Arc<Conn>,
+        conn: &mut Connection,
+        h: PeerHello,
+        (control, dec, rest): (StreamId, FrameDecoder, Bytes),
+        side: Side,
+    ) -> Option<Arc<QuicLink>> {
+        let certs = PeerCerts::of(conn);
+        let grant = self.learn_permissions(&certs, h.permissions.as_deref());
+        let remote = conn.remote_address();
+        let mut t = self.table.lock();
+        let ok = match side {
+            Side::Acceptor => {
+                t.accepting.remove(&h.node);
+                !t.stopped
+            }
+            Side::Initiator => may_install_ours(&t, &h.node),
+        };
+        if !ok {
+            return None;
+        }
+        let (peer, expiry) = self.identify(&certs, remote, &h.node, grant);
+        let gone = Arc::downgrade(self);
+        let made = Made {
+            peer,
+            conn: c,
+            control,
+            peer_max: h.max_frame,
+            dec,
+            rest,
+            write_timeout: self.cfg.write_timeout,
+            queue_bytes: self.cfg.queue_bytes,
+            expiry,
+            log: Some(Arc::new(move |m: &str| {
+                if let Some(me) = gone.upgrade() {
+                    me.log(m);
+                }
+            })),
+        };
+        let link = QuicLink::start(made, self.handler.clone(), self.engine_hooks());
+        t.links.insert(h.node.clone(), link.clone());
+        t.live += 1;
+        drop(t);
+        if side == Side::Acceptor {
+            self.watch_host_of(remote, h.directory);
+        }
+        Some(link)
+    }
+
+    /// What runs around an engine link's callbacks: it leaves the table before `on_down`
+    /// (a link we closed puts its peer on the cooldown list), and is counted down after.
+    fn engine_hooks(self: &Arc<Self>) -> Hooks<QuicLink> {
+        let (me, done) = (Arc::downgrade(self), Arc::downgrade(self));
+        Hooks {
+            after_up: None,
+            on_exit: Some(Box::new(move |l: &Arc<QuicLink>| {
+                if let Some(me) = me.upgrade() {
+                    me.forget(l, !l.peer_ended());
+                }
+            })),
+            on_done: Some(Box::new(move || {
+                if let Some(me) = done.upgrade() {
+                    me.down_done();
+                }
+            })),
+        }
+    }
 }

@@ -142,7 +142,7 @@ impl Inbound {
             }
         }
         // The peer closed its link and all it wrote is handed up: the link ends here (the
-        // peer's close lingers until then, `elink.rs`).
+        // peer's close lingers until then, `link.rs`).
         if st.control_fin && st.edges.is_empty() && st.left.is_empty() && st.parked.is_none() {
             st.done = true;
             sink.ended();

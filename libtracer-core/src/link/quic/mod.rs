@@ -14,8 +14,8 @@
 //! as a static peer (`subnet.rs`, `announce.rs`).
 //!
 //! Threads: the links run on the runtime-free engine (docs/network.md section 4a:
-//! `elinks.rs`): quinn-proto driven by the Unix links' loop and by the sending threads, the
-//! callbacks on the Unix links' workers; and so do the directory (`edir.rs`: its server on an
+//! `handshake.rs`, `link.rs`): quinn-proto driven by the Unix links' loop and by the sending threads, the
+//! callbacks on the Unix links' workers; and so do the directory (`dir_exchange.rs`: its server on an
 //! engine of its own, its clients on the links' engine), SUBNET and the peer hosts' and
 //! connect attempts' loops, on one thread of chores (`chores.rs`). No async runtime, and the
 //! same threads whatever the number of links.
@@ -23,11 +23,8 @@
 mod announce;
 mod chores;
 mod config;
+mod dir_exchange;
 mod directory;
-mod edir;
-mod ehello;
-mod elink;
-mod elinks;
 mod engine;
 mod exercise;
 mod expiry;
@@ -69,9 +66,9 @@ pub use announce::{
 pub use config::{
     GrantTurn, LearnPermissions, NetLog, PermissionsExchange, QuicConfig, DIRECTORY_PORT_BASE,
 };
-use elink::EngineLink;
-pub use elinks::QuicLinkHandle;
 pub use exercise::{exercise_datagram, exercise_directory_answer, exercise_flood, FloodReport};
+use link::QuicLink;
+pub use link::QuicLinkHandle;
 pub use link::ShedCounts;
 pub use peer_cert::subject_of;
 pub use probe::{probe_burst, probe_echo, probe_ping, ProbeMode};
@@ -91,7 +88,7 @@ const COOLDOWN: Duration = Duration::from_secs(2);
 
 #[derive(Default)]
 struct Table {
-    links: HashMap<String, Arc<EngineLink>>,
+    links: HashMap<String, Arc<QuicLink>>,
     /// Peers we are connecting to.
     pending: HashSet<String>,
     /// Peers whose incoming connection we are accepting (HELLO reply in flight).
@@ -185,7 +182,7 @@ impl QuicTransport {
             tls::client_config(&identity, tls::ALPN_DIR, dir_transport.clone()).map_err(io_err)?;
         // The engine's socket takes the links and the directory clients' connections; its
         // port is the one the directory lists.
-        let (engine, owner) = elinks::bind(SocketAddr::new(cfg.bind, 0), server)?;
+        let (engine, owner) = handshake::bind(SocketAddr::new(cfg.bind, 0), server)?;
         let port = engine.local_addr()?.port();
         let member = directory::register(dir, cfg.host_scope.as_ref(), local_name, port)?;
         let host_id = match cfg.subnet {
@@ -303,7 +300,7 @@ impl QuicTransport {
     /// Close everything. Waits (up to 3 s) for every link's `on_down`, except when called from
     /// a callback (a link worker). Idempotent.
     pub fn shutdown(&self) {
-        let links: Vec<Arc<EngineLink>> = {
+        let links: Vec<Arc<QuicLink>> = {
             let mut t = self.inner.table.lock();
             if t.stopped {
                 return;
@@ -317,7 +314,7 @@ impl QuicTransport {
         }
         // What each link had written reaches its peer before the engine goes (bounded by the
         // linger): a sample whose publish returned is not lost.
-        elinks::wait_lingered(&links);
+        handshake::wait_lingered(&links);
         if !super::dispatch::on_worker() {
             let deadline = Instant::now() + Duration::from_secs(3);
             let mut t = self.inner.table.lock();
@@ -438,7 +435,7 @@ impl Inner {
 
     /// The reader of `l` ended: drop it from the table (if it is still the one there); a link
     /// we closed on purpose puts its peer on the cooldown list.
-    pub(crate) fn forget(&self, l: &Arc<EngineLink>, deliberate: bool) {
+    pub(crate) fn forget(&self, l: &Arc<QuicLink>, deliberate: bool) {
         let mut t = self.table.lock();
         let name = l.peer().name.as_str();
         if t.links.get(name).is_some_and(|x| Arc::ptr_eq(x, l)) {

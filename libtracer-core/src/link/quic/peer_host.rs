@@ -7,7 +7,7 @@
 //! (docs/network.md sections 3 and 8).
 //!
 //! The loop runs on the chores' thread (`chores.rs`); its connection is one of the links'
-//! engine (`edir.rs`).
+//! engine (`dir_exchange.rs`).
 
 use std::collections::HashSet;
 use std::net::{IpAddr, SocketAddr};
@@ -17,8 +17,8 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::chores::{self, Racing};
+use super::dir_exchange::DirClient;
 use super::directory::{parse_answer, parse_peer, reachable_from};
-use super::edir::DirClient;
 use super::Inner;
 
 /// How often a probe (`probe`) starts one more attempt.

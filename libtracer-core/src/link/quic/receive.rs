@@ -102,7 +102,7 @@ pub fn decode_datagram(d: &Bytes) -> Result<Frame, String> {
 
 /// The receiving state of one edge stream, fed with the chunks the stream gives (by the link's
 /// watcher, `inbound.rs`): its tag, its decoder, and the parts of a message being joined (they
-/// travel on one reliable stream, `EngineLink`'s sends).
+/// travel on one reliable stream, `QuicLink`'s sends).
 pub(crate) struct EdgeRx {
     /// The stream's tag, once its first byte came.
     tag: Option<u8>,

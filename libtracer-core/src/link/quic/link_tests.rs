@@ -10,7 +10,7 @@ use quinn_proto::{Connection, Dir};
 
 use super::super::engine::test_pair::TestEngines;
 use super::super::engine::{Conn, Watcher};
-use super::{EngineLink, Forward, Made};
+use super::{Forward, Made, QuicLink};
 use crate::link::strand::Hooks;
 use crate::link::{Link, LinkHandler, PeerIdentity};
 use crate::wire::{Frame, FrameDecoder, MAX_FRAME};
@@ -90,7 +90,7 @@ fn made(peer: &str, conn: Arc<Conn>, control: quinn_proto::StreamId) -> Made {
     }
 }
 
-fn no_hooks() -> Hooks<EngineLink> {
+fn no_hooks() -> Hooks<QuicLink> {
     Hooks {
         after_up: None,
         on_exit: None,
@@ -111,8 +111,7 @@ impl Watcher for Acceptor {
             let (Some(c), Some(id)) = (self.conn.get(), conn.streams().accept(Dir::Bi)) else {
                 return;
             };
-            let link =
-                EngineLink::start(made("a", c.clone(), id), self.handler.clone(), no_hooks());
+            let link = QuicLink::start(made("a", c.clone(), id), self.handler.clone(), no_hooks());
             let _ = self.forward.0.set(link);
         }
         self.forward.progress(conn);
@@ -145,7 +144,7 @@ fn links_on_engines_carry_frames_both_ways_and_go_down_once() {
     }
     let on_a = Arc::new(Recorder::default());
     let control = conn.lock().streams().open(Dir::Bi).unwrap();
-    let link_a = EngineLink::start(made("b", conn.clone(), control), on_a.clone(), no_hooks());
+    let link_a = QuicLink::start(made("b", conn.clone(), control), on_a.clone(), no_hooks());
     let _ = forward.0.set(link_a.clone());
     on_a.wait("a's on_up", |s| s.first().is_some_and(|f| f == "up"));
     // Deliveries from a; b answers each from inside its callback (landed by the loop).
@@ -184,12 +183,12 @@ fn links_on_engines_carry_frames_both_ways_and_go_down_once() {
 /// One side's greeting, making a link with `handler` once the HELLOs are exchanged; `refuse`
 /// names a peer this side refuses.
 fn greeting(
-    side: super::super::ehello::Side,
+    side: super::super::hello::Side,
     name: &str,
     refuse: Option<&'static str>,
     handler: Arc<Recorder>,
-) -> Arc<super::super::ehello::Greeting> {
-    use super::super::ehello::Greeting;
+) -> Arc<super::super::hello::Greeting> {
+    use super::super::hello::Greeting;
     let hello = super::super::link::hello(name, None, 7400);
     Arc::new(Greeting::new(
         side,
@@ -205,16 +204,16 @@ fn greeting(
         Box::new(move |conn, _state, h, control, dec, rest| {
             let mut m = made(&h.node, conn, control);
             (m.dec, m.rest, m.peer_max) = (dec, rest, h.max_frame);
-            Some(EngineLink::start(m, handler.clone(), no_hooks()))
+            Some(QuicLink::start(m, handler.clone(), no_hooks()))
         }),
     ))
 }
 
 #[test]
 fn links_on_engines_are_made_by_the_hello_exchange_or_refused() {
-    use super::super::ehello::Side;
+    use super::super::hello::Side;
     let on_b = Arc::new(Recorder::default());
-    let accepted: Arc<Mutex<Vec<Arc<super::super::ehello::Greeting>>>> = Arc::default();
+    let accepted: Arc<Mutex<Vec<Arc<super::super::hello::Greeting>>>> = Arc::default();
     let (acc, hb) = (accepted.clone(), on_b.clone());
     // b is the server, a the client.
     let engines = TestEngines::new(
@@ -280,7 +279,7 @@ fn links_on_engines_are_made_by_the_hello_exchange_or_refused() {
 /// ERROR, and the acceptor's link hears it before the connection goes.
 #[test]
 fn an_initiator_refusing_the_acceptor_says_why() {
-    use super::super::ehello::Side;
+    use super::super::hello::Side;
     let on_b = Arc::new(Recorder::default());
     let hb = on_b.clone();
     let engines = TestEngines::new(

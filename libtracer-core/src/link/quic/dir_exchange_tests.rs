@@ -25,7 +25,7 @@ const HS: Duration = Duration::from_millis(400);
 
 /// A transport on the engine holding its host's role (the directory on a free port).
 fn holder(tag: &str) -> (QuicTransport, SocketAddr, std::path::PathBuf) {
-    let dir = std::env::temp_dir().join(format!("edir-{tag}-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("dir-exchange-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let port = std::net::UdpSocket::bind("127.0.0.1:0")
         .and_then(|s| s.local_addr())

@@ -1,4 +1,4 @@
-//! The host directory on the engine (stage 3 of docs/network.md section 4a): the holder's
+//! The host directory's question and answer over QUIC (stage 3 of docs/network.md section 4a): the
 //! server on an engine of its own at the directory port, and the clients' kept connections
 //! on the links' engine (no socket of their own), with the exchange and the bounds of
 //! `directory.rs`: one question per bidirectional stream (`members\n`, finished), the answer
@@ -414,5 +414,5 @@ impl Drop for DirClient {
 }
 
 #[cfg(test)]
-#[path = "edir_tests.rs"]
+#[path = "dir_exchange_tests.rs"]
 mod tests;
