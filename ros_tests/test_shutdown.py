@@ -98,6 +98,13 @@ TRY_SHUTDOWN_RACE = re.compile(
     r'given context, at [^\n]*\n?$')
 
 
+# rcl's own refusal of a wait set once rclpy's signal handler has shut the context down
+# (wait.c, before any rmw call): the last line of both shapes below that end on it.
+WAIT_SET_INVALID = (
+    r'rclpy\._rclpy_pybind11\.RCLError: failed to initialize wait set: the given context is '
+    r'not valid, either rcl_init\(\) was not called or rcl_shutdown\(\) was called\., at '
+    r'[^\n]*/rcl/wait\.c:\d+')
+
 # A SIGINT swallowed by Python: the KeyboardInterrupt is raised while the interpreter runs a
 # finalizer (rclpy's Future.__del__), where Python can only print "Exception ignored" and go
 # on, so spin goes on too; rclpy's signal handler has meanwhile shut the context down, and the
@@ -110,9 +117,7 @@ SWALLOWED_SIGINT = re.compile(
     r'^Exception ignored in: <function Future\.__del__ at 0x[0-9a-f]+>\n'
     r'(?:.*\n)*?KeyboardInterrupt: \n'
     r'Traceback \(most recent call last\):\n(?:  .*\n)+'
-    r'rclpy\._rclpy_pybind11\.RCLError: failed to initialize wait set: the given context is '
-    r'not valid, either rcl_init\(\) was not called or rcl_shutdown\(\) was called\., at '
-    r'[^\n]*/rcl/wait\.c:\d+\n?$')
+    + WAIT_SET_INVALID + r'\n?$')
 
 
 # The same SIGINT seen from the other side: rclpy's signal handler has shut the context down
@@ -147,9 +152,7 @@ WAIT_SET_RACE = re.compile(
     r'Traceback \(most recent call last\):\n(?:  .*\n)+?'
     r'  File "[^"]*/rclpy/executors\.py", line \d+, in _wait_for_ready_callbacks\n'
     r'    wait_set = _rclpy\.WaitSet\(\n(?: +\^+\n)?'
-    r'rclpy\._rclpy_pybind11\.RCLError: failed to initialize wait set: the given context is '
-    r'not valid, either rcl_init\(\) was not called or rcl_shutdown\(\) was called\., at '
-    r'[^\n]*/rcl/wait\.c:\d+\n')
+    + WAIT_SET_INVALID + r'\n')
 
 SIGINT_IN_FINALLY = re.compile(
     r'\nDuring handling of the above exception, another exception occurred:\n\n'

@@ -55,11 +55,7 @@ fn sleep_on(sources: &[Readiness], timeout: Option<Duration>) {
         for r in sources {
             waiter.attach(r);
         }
-        if tuning().leads {
-            waiter.wait_leading(timeout);
-        } else {
-            waiter.wait(timeout);
-        }
+        waiter.wait_maybe_leading(tuning().leads, timeout);
         waiter.clear();
     })
 }

@@ -161,11 +161,7 @@ impl WaitSet {
                     if left == Some(Duration::ZERO) {
                         break;
                     }
-                    if tuning().leads {
-                        waiter.wait_leading(left);
-                    } else {
-                        waiter.wait(left);
-                    }
+                    waiter.wait_maybe_leading(tuning().leads, left);
                     if scan(entries, ready) {
                         break;
                     }

@@ -233,6 +233,16 @@ fn ms(timeout: Option<Duration>) -> PollTimeout {
 }
 
 impl Waiter {
+    /// [`Waiter::wait_leading`] when `leads` (`RMW_TRACER_WAIT_LEADS`, read by
+    /// `wait_tuning`), else [`Waiter::wait`]: the one choice both APIs' waits make.
+    pub fn wait_maybe_leading(&self, leads: bool, timeout: Option<Duration>) -> bool {
+        if leads {
+            self.wait_leading(timeout)
+        } else {
+            self.wait(timeout)
+        }
+    }
+
     /// As [`Waiter::wait`], but while no other thread does, the waiting thread leads the
     /// links' event loop meanwhile (docs/network.md section 4a, "The waiting thread reads"): it
     /// waits in the loop's epoll and reads, decodes and lands what comes itself, so a sample for
