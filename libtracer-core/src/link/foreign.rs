@@ -58,6 +58,11 @@ impl Foreign {
         r
     }
 
+    /// Wait on `fd` for `interest` instead of what it was added with.
+    pub(super) fn modify(&self, t: Token, fd: RawFd, interest: Interest) -> io::Result<()> {
+        self.registry.reregister(&mut SourceFd(&fd), t, interest)
+    }
+
     /// Stop waiting on `fd` (before it closes, so a descriptor number used again is not
     /// mistaken for it).
     pub(super) fn remove(&self, t: Token, fd: RawFd) {

@@ -216,6 +216,15 @@ pub(crate) fn add_foreign(
     Ok(t)
 }
 
+/// Wait on `fd` (from `add_foreign`'s token `t`) for `interest` from now on. Edge-triggered
+/// as before: an interest that holds at once (a socket with room, newly waited for as
+/// writable) brings its event at once.
+#[cfg_attr(not(feature = "quic"), allow(dead_code))]
+pub(crate) fn modify_foreign(t: Token, fd: RawFd, interest: Interest) -> io::Result<()> {
+    let s = shared().map_err(io::Error::other)?;
+    s.foreign.modify(t, fd, interest)
+}
+
 /// Stop waiting on `fd` (from `add_foreign`'s token `t`).
 #[cfg_attr(not(feature = "quic"), allow(dead_code))]
 pub(crate) fn remove_foreign(t: Token, fd: RawFd) {

@@ -106,6 +106,29 @@ impl Conn {
         }
     }
 
+    /// Tests: write `data` to stream `id` and keep the packets built for it as a full socket
+    /// would (`Sent::Full`), so that they go when the loop sees room: the stall path, which a
+    /// loopback or veth socket (it frees each sent buffer at once) never takes by itself.
+    #[cfg(test)]
+    pub(super) fn hold_as_if_full(&self, id: StreamId, data: &[u8]) {
+        let mut guard = self.core.lock();
+        let core = &mut *guard;
+        let n = core
+            .conn
+            .send_stream(id)
+            .write(data)
+            .expect("room in the stream");
+        assert_eq!(n, data.len(), "the stream took the whole write");
+        core.out.clear();
+        let t = core
+            .conn
+            .poll_transmit(Instant::now(), 1, &mut core.out)
+            .expect("a packet to send");
+        core.stalled = Some((std::mem::take(&mut core.out), t));
+        drop(guard);
+        self.wire.stalled(self.id);
+    }
+
     /// Let the watcher look again by `at` even if nothing happens on the connection (a
     /// barrier's or a handshake's deadline, a close's linger). Call it with the connection
     /// held (from the watcher, or under `lock`): the deadline is recorded when it is let go.

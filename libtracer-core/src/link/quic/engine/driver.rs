@@ -20,7 +20,7 @@ use parking_lot::Mutex;
 
 use super::clock::Clock;
 use super::conn::Conn;
-use super::udp::RECEIPT;
+use super::udp::{RECEIPT, RECEIPTS_PER_CALL};
 use super::EngineShared;
 use crate::link::foreign::ForeignSource;
 use crate::link::unix_loop;
@@ -40,7 +40,8 @@ struct Driver {
 }
 
 struct Scratch {
-    buf: Vec<u8>,
+    /// Receipt buffers, one per receipt of a call (`RECEIPTS_PER_CALL`).
+    bufs: Vec<Vec<u8>>,
     out: Vec<u8>,
     due: Vec<u64>,
 }
@@ -55,7 +56,7 @@ fn driver() -> io::Result<&'static Arc<Driver>> {
                 clock: Arc::new(Clock::new().map_err(why)?),
                 conns: Mutex::default(),
                 scratch: Mutex::new(Scratch {
-                    buf: vec![0u8; RECEIPT],
+                    bufs: vec![vec![0u8; RECEIPT]; RECEIPTS_PER_CALL],
                     out: Vec::new(),
                     due: Vec::new(),
                 }),
@@ -79,15 +80,12 @@ fn socket_fd(e: &EngineShared) -> RawFd {
     e.wire.udp.socket().as_raw_fd()
 }
 
-/// Wait on `e`'s socket; its token, for `remove`. Edge-triggered: the loop reads until the
-/// socket would block, and a socket that was full says when it has room.
+/// Wait on `e`'s socket for datagrams; its token, for `remove`. Edge-triggered: the loop reads
+/// until the socket would block. A socket that was full is waited on for room too until the
+/// stalled packets are sent (`Wire::watch_room`).
 pub(super) fn add(e: &Arc<EngineShared>) -> io::Result<Token> {
     let source: Weak<dyn ForeignSource> = Arc::downgrade(e) as Weak<EngineShared>;
-    unix_loop::add_foreign(
-        socket_fd(e),
-        Interest::READABLE | Interest::WRITABLE,
-        source,
-    )
+    unix_loop::add_foreign(socket_fd(e), Interest::READABLE, source)
 }
 
 /// Stop waiting on `e`'s socket (before it closes).
@@ -120,8 +118,8 @@ impl ForeignSource for EngineShared {
             return false;
         };
         let mut s = d.scratch.lock();
-        let Scratch { buf, out, .. } = &mut *s;
-        self.receive(buf, out)
+        let Scratch { bufs, out, .. } = &mut *s;
+        self.receive(bufs, out)
     }
 }
 

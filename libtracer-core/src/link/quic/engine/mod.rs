@@ -24,7 +24,8 @@ mod tests;
 use std::collections::{HashMap, HashSet};
 use std::io;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::os::fd::AsRawFd;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use bytes::BytesMut;
@@ -35,8 +36,9 @@ use quinn_proto::{
 
 pub(crate) use conn::{Conn, Watcher};
 pub(crate) use driver::on_loop;
+use quinn_udp::RecvMeta;
 pub(crate) use stage::Staged;
-use udp::Udp;
+use udp::{Udp, RECEIPTS_PER_CALL};
 
 /// Receipts one socket gets per turn of the loop before the other sources get theirs.
 const RECEIPTS_PER_TURN: usize = 64;
@@ -47,13 +49,49 @@ pub(super) struct Wire {
     udp: Udp,
     endpoint: Mutex<Endpoint>,
     clock: Arc<clock::Clock>,
-    /// Connections whose packets wait for room in the socket's buffer.
-    stalled: Mutex<HashSet<u64>>,
+    /// Connections whose packets wait for room in the socket's buffer, and whether the loop
+    /// waits for that room.
+    stalled: Mutex<Stalled>,
+    /// The socket's token in the loop (`driver::add`), once it is there.
+    token: OnceLock<mio::Token>,
+}
+
+#[derive(Default)]
+struct Stalled {
+    ids: HashSet<u64>,
+    /// The socket is in the loop as writable too.
+    watched: bool,
 }
 
 impl Wire {
+    /// `id`'s packets wait for room: the loop waits for it (if it did not already).
     fn stalled(&self, id: u64) {
-        self.stalled.lock().insert(id);
+        let mut s = self.stalled.lock();
+        s.ids.insert(id);
+        if !s.watched {
+            s.watched = true;
+            self.watch_room(true);
+        }
+    }
+
+    /// The loop waits on the socket for room too (`on`), or for datagrams alone. Only from a
+    /// stall to the first room nobody waited for (`EngineShared::writable`): a socket always
+    /// waited for as writable brings an event each time the kernel frees a sent buffer (an
+    /// edge per send: `sock_def_write_space`), which woke the loop thread once per round trip
+    /// for nothing. Under `stalled`'s lock, so the last
+    /// word is the state's. An interest that holds at once brings its event at once, so room
+    /// made between the full send and this call is not missed.
+    fn watch_room(&self, on: bool) {
+        let Some(&t) = self.token.get() else { return };
+        let interest = if on {
+            mio::Interest::READABLE | mio::Interest::WRITABLE
+        } else {
+            mio::Interest::READABLE
+        };
+        // It fails only for a descriptor that is not in the loop, which this one is until the
+        // engine goes; were it to, the stalled packets would go with the connection's next
+        // flush instead (a send, an ACK, a timer).
+        let _ = crate::link::unix_loop::modify_foreign(t, self.udp.socket().as_raw_fd(), interest);
     }
 }
 
@@ -118,6 +156,7 @@ impl Engine {
                 endpoint: Mutex::new(endpoint),
                 clock,
                 stalled: Mutex::default(),
+                token: OnceLock::new(),
             }),
             conns: Mutex::default(),
             server,
@@ -125,6 +164,7 @@ impl Engine {
             max_conns,
         });
         let token = driver::add(&shared)?;
+        let _ = shared.wire.token.set(token);
         Ok(Engine { shared, token })
     }
 
@@ -207,53 +247,31 @@ impl EngineShared {
 
     /// The loop: read the socket until it would block or the turn's share is used; true when
     /// there may be more.
-    fn receive(self: &Arc<Self>, buf: &mut [u8], out: &mut Vec<u8>) -> bool {
+    fn receive(self: &Arc<Self>, bufs: &mut [Vec<u8>], out: &mut Vec<u8>) -> bool {
         let mut touched: Vec<Arc<Conn>> = Vec::new();
+        let mut metas = [RecvMeta::default(); RECEIPTS_PER_CALL];
         let mut more = true;
-        for _ in 0..RECEIPTS_PER_TURN {
-            let meta = match self.wire.udp.recv(buf) {
-                Ok(Some(m)) => m,
-                // Nothing more, or an error the socket reports once (an ICMP error of an
-                // earlier send): the next readiness brings the rest.
-                Ok(None) | Err(_) => {
-                    more = false;
-                    break;
+        let mut taken = 0;
+        while taken < RECEIPTS_PER_TURN {
+            let n = match self.wire.udp.recv(bufs, &mut metas) {
+                Ok(n) => n,
+                // An error the socket reports once (an ICMP error of an earlier send), taken
+                // by this call: datagrams may wait behind it, and the edge would not come again
+                // for them, so read on.
+                Err(_) => {
+                    taken += 1;
+                    continue;
                 }
             };
+            taken += n;
             let now = Instant::now();
-            let ecn = meta
-                .ecn
-                .and_then(|e| quinn_proto::EcnCodepoint::from_bits(e as u8));
-            // Each datagram of a GRO receipt on its own, at the kernel's stride.
-            let stride = meta.stride.max(1);
-            for at in (0..meta.len).step_by(stride) {
-                let data = BytesMut::from(&buf[at..meta.len.min(at + stride)]);
-                out.clear();
-                let ev =
-                    self.wire
-                        .endpoint
-                        .lock()
-                        .handle(now, meta.addr, meta.dst_ip, ecn, data, out);
-                match ev {
-                    Some(DatagramEvent::ConnectionEvent(h, ev)) => {
-                        let c = self.conns.lock().get(&h).cloned();
-                        if let Some(c) = c {
-                            c.deliver(ev);
-                            if !touched.iter().any(|t| Arc::ptr_eq(t, &c)) {
-                                touched.push(c);
-                            }
-                        }
-                    }
-                    Some(DatagramEvent::NewConnection(incoming)) => {
-                        if let Some(c) = self.accept(incoming, now, out) {
-                            touched.push(c);
-                        }
-                    }
-                    Some(DatagramEvent::Response(t)) => {
-                        let _ = self.wire.udp.send(out, &t);
-                    }
-                    None => {}
-                }
+            for (meta, buf) in metas.iter().zip(bufs.iter()).take(n) {
+                self.handle_receipt(meta, buf, now, out, &mut touched);
+            }
+            // Fewer than asked for: the socket was empty (`RECEIPTS_PER_CALL`).
+            if n < bufs.len() {
+                more = false;
+                break;
             }
         }
         // Progress once per connection per turn: one flush answers every packet of the turn.
@@ -261,6 +279,51 @@ impl EngineShared {
             c.progress(false);
         }
         more
+    }
+
+    /// One receipt's datagrams, each on its own at the kernel's stride (GRO), to the endpoint:
+    /// a connection's (noted in `touched`, once each), a new one, or a stateless answer.
+    fn handle_receipt(
+        self: &Arc<Self>,
+        meta: &RecvMeta,
+        buf: &[u8],
+        now: Instant,
+        out: &mut Vec<u8>,
+        touched: &mut Vec<Arc<Conn>>,
+    ) {
+        let ecn = meta
+            .ecn
+            .and_then(|e| quinn_proto::EcnCodepoint::from_bits(e as u8));
+        let stride = meta.stride.max(1);
+        for at in (0..meta.len).step_by(stride) {
+            let data = BytesMut::from(&buf[at..meta.len.min(at + stride)]);
+            out.clear();
+            let ev = self
+                .wire
+                .endpoint
+                .lock()
+                .handle(now, meta.addr, meta.dst_ip, ecn, data, out);
+            match ev {
+                Some(DatagramEvent::ConnectionEvent(h, ev)) => {
+                    let c = self.conns.lock().get(&h).cloned();
+                    if let Some(c) = c {
+                        c.deliver(ev);
+                        if !touched.iter().any(|t| Arc::ptr_eq(t, &c)) {
+                            touched.push(c);
+                        }
+                    }
+                }
+                Some(DatagramEvent::NewConnection(incoming)) => {
+                    if let Some(c) = self.accept(incoming, now, out) {
+                        touched.push(c);
+                    }
+                }
+                Some(DatagramEvent::Response(t)) => {
+                    let _ = self.wire.udp.send(out, &t);
+                }
+                None => {}
+            }
+        }
     }
 
     fn accept(
@@ -302,7 +365,20 @@ impl EngineShared {
     /// The loop: the socket has room again; send what waited for it (`Conn::unstall`: not by
     /// waiting for a connection a writer holds).
     fn writable(&self) {
-        let ids: Vec<u64> = self.wire.stalled.lock().drain().collect();
+        let ids: Vec<u64> = {
+            let mut s = self.wire.stalled.lock();
+            // Room with nothing waiting for it: a burst is over, the loop waits for datagrams
+            // alone again. Not as soon as the stalled packets are out: a burst fills the
+            // socket again and again, and each stall would cost two `epoll_ctl` more.
+            if s.ids.is_empty() {
+                if s.watched {
+                    s.watched = false;
+                    self.wire.watch_room(false);
+                }
+                return;
+            }
+            s.ids.drain().collect()
+        };
         let conns: Vec<Arc<Conn>> = {
             let t = self.conns.lock();
             t.values()

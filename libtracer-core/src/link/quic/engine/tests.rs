@@ -199,6 +199,42 @@ fn a_transfer_larger_than_every_window_arrives_whole_and_in_order() {
     let _ = blocked;
 }
 
+/// Packets held for a full socket go when the loop sees room, and the loop waits for room only
+/// meanwhile: the socket is in the loop as writable from the stall to the first room nobody
+/// waited for (`Wire::watch_room`).
+#[test]
+fn packets_held_for_a_full_socket_go_when_there_is_room() {
+    let rec_srv = Recorder::new(false, true);
+    let srv = server(rec_srv.clone());
+    let cli = client_engine();
+    let c = connect(&cli, &srv, Recorder::new(false, false));
+    let watched = || cli.shared.wire.stalled.lock().watched;
+    assert!(
+        !watched(),
+        "a socket with nothing held waits for datagrams alone"
+    );
+    let id = c.lock().streams().open(Dir::Uni).unwrap();
+    c.hold_as_if_full(id, b"held");
+    assert!(watched(), "a stall waits for room");
+    // The loop saw the room (only its `writable` takes the stall; a timer's flush would send
+    // the packet but leave the stall noted) and sent the packet.
+    let deadline = Instant::now() + PATIENCE;
+    while !cli.shared.wire.stalled.lock().ids.is_empty() {
+        assert!(Instant::now() < deadline, "the loop never saw the room");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    rec_srv.wait("the held packet", |s| s.bytes == b"held");
+    // The next send's freed buffer is room nobody waits for: datagrams alone again.
+    let deadline = Instant::now() + PATIENCE;
+    let mut round = 0u32;
+    while watched() {
+        assert!(Instant::now() < deadline, "still waiting for room");
+        c.lock().send_stream(id).write(&[round as u8]).unwrap();
+        round += 1;
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 #[test]
 fn datagrams_arrive_one_each() {
     let rec_srv = Recorder::new(false, false);
