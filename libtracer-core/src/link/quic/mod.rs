@@ -1,4 +1,4 @@
-//! `QuicTransport`: links between graphs of different hosts over QUIC (quinn + rustls), the
+//! `QuicTransport`: links between graphs of different hosts over QUIC (quinn-proto + rustls), the
 //! design in docs/network.md.
 //!
 //! Every process with the network on has one QUIC endpoint (an ephemeral UDP port) for its
@@ -14,11 +14,11 @@
 //! as a static peer (`subnet.rs`, `announce.rs`).
 //!
 //! Threads: the links run on the runtime-free engine (docs/network.md section 4a:
-//! `handshake.rs`, `link.rs`): quinn-proto driven by the Unix links' loop and by the sending threads, the
-//! callbacks on the Unix links' workers; and so do the directory (`dir_exchange.rs`: its server on an
-//! engine of its own, its clients on the links' engine), SUBNET and the peer hosts' and
-//! connect attempts' loops, on one thread of chores (`chores.rs`). No async runtime, and the
-//! same threads whatever the number of links.
+//! `handshake.rs`, `link.rs`): quinn-proto driven by the Unix links' loop and by the sending
+//! threads, the callbacks on the Unix links' workers; and so does the directory
+//! (`dir_exchange.rs`: its server on an engine of its own, its clients on the links' engine).
+//! SUBNET and the peer hosts' and connect attempts' loops run on one thread of chores
+//! (`chores.rs`). No async runtime, and the same threads whatever the number of links.
 
 mod announce;
 mod chores;
@@ -68,8 +68,7 @@ pub use config::{
 };
 pub use exercise::{exercise_datagram, exercise_directory_answer, exercise_flood, FloodReport};
 use link::QuicLink;
-pub use link::QuicLinkHandle;
-pub use link::ShedCounts;
+pub use link::{QuicLinkHandle, ShedCounts};
 pub use peer_cert::subject_of;
 pub use probe::{probe_burst, probe_echo, probe_ping, ProbeMode};
 pub use receive::decode_datagram;

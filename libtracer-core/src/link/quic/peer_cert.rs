@@ -1,5 +1,6 @@
-//! What a connection's peer proved with its certificates: the chain it presented and the role we had, and the parsing and checking of certificates
-//! that the trust models of `tls.rs` need.
+//! What a connection's peer proved with its certificates: the chain it presented and the role
+//! we had, and the parsing and checking of certificates that the trust models of `tls.rs`
+//! need.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};

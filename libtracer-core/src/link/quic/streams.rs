@@ -19,12 +19,12 @@
 //! class is waiting while it is half written. A reset drops all its stream holds that is not yet
 //! acknowledged, so a shared stream would lose whole samples uncounted.
 //!
-//! A delivery never waits for the network: the frame is staged on its stream, and what the
-//! stream's credit does not take yet waits in its queue. A reliable stream's queue is bounded (`queue.rs`): a delivery that does
-//! not fit drops the oldest queued deliveries (counted; the subscriber sees the sequence gap
-//! as lost messages), and only frames that are never dropped (a WRITE, an answer, a marker)
-//! wait for room. A best-effort send never waits: the newest sample of a class replaces one
-//! still waiting.
+//! A delivery never waits for the network: the frame is staged on its stream, and what the stream's
+//! credit does not take yet waits in its queue. A reliable stream's queue is bounded (`queue.rs`):
+//! a delivery that does not fit drops the oldest queued deliveries (counted; the subscriber sees
+//! the sequence gap as lost messages), and only frames that are never dropped (a WRITE, an answer,
+//! a marker) wait for room. A best-effort send never waits: the newest sample of a class replaces
+//! one still waiting.
 //!
 //! **The write timeout bounds a stall, not a transfer.** A stream, and a send waiting for room,
 //! give up (and the link closes) only when the stream has taken no byte for the whole write
