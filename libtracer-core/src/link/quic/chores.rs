@@ -205,14 +205,6 @@ impl<T> Future for Joined<T> {
     }
 }
 
-impl<T> Joined<T> {
-    /// A future's handle and where its output goes.
-    pub(crate) fn pair() -> (oneshot::Sender<T>, Joined<T>) {
-        let (tx, rx) = oneshot::channel();
-        (tx, Joined(rx))
-    }
-}
-
 /// Run `fut` on the chores' thread. If the thread cannot be started (`start` said so first),
 /// the future is dropped and its handle answers `None`.
 pub(crate) fn spawn<F>(fut: F) -> Joined<F::Output>
@@ -220,7 +212,7 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    let (tx, joined) = Joined::pair();
+    let (tx, rx) = oneshot::channel();
     let task = Arc::new(Task {
         fut: Mutex::new(Some(Box::pin(async move {
             let _ = tx.send(fut.await);
@@ -228,7 +220,7 @@ where
         queued: AtomicBool::new(false),
     });
     task.wake_by_ref();
-    joined
+    Joined(rx)
 }
 
 /// Ready at `at`, on the chores' thread's clock.

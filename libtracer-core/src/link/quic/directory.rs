@@ -17,11 +17,12 @@ use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use nix::errno::Errno;
+use nix::fcntl::{Flock, FlockArg};
+
 use super::Inner;
 use crate::link::abstract_names::{self, HostScope};
 use crate::link::{valid_node_name, LinkError};
-use nix::errno::Errno;
-use nix::fcntl::{Flock, FlockArg};
 
 pub(super) const REQUEST: &[u8] = b"members\n";
 /// Bound on a directory answer (a host of thousands of members fits).

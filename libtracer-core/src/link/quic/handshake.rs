@@ -17,8 +17,8 @@ use quinn_proto::{Connection, StreamId};
 
 use super::engine::{Conn, Engine, Watcher};
 use super::expiry::{first, Expiry};
-use super::hello::{Ended, Greeting, PeerHello, Side};
-use super::link::{hello, Made, QuicLink, LINGER};
+use super::hello::{hello, Ended, Greeting, PeerHello, Side};
+use super::link::{Made, QuicLink, LINGER};
 use super::peer_cert::PeerCerts;
 use super::{peer_address, tls, Inner, Table, AUTH_LOGGED_MAX, MAX_CONNECTIONS};
 use crate::acl::Subject;
@@ -105,7 +105,9 @@ impl Inner {
             }
             t.pending.insert(name.to_owned());
         }
-        Some(self.spawn(self.clone().connect_link(name.to_owned(), addr)))
+        Some(super::chores::spawn(
+            self.clone().connect_link(name.to_owned(), addr),
+        ))
     }
 
     /// Connect to `peer` at `addr`; a refusal (the other direction is winning, or an old link

@@ -17,7 +17,7 @@ use quinn_proto::{Connection, ConnectionError, Dir, Event, StreamId, VarInt};
 
 use super::engine::{Conn, Watcher};
 use super::link::{Forward, QuicLink, LINGER};
-use crate::wire::{encode_parts, ErrorCode, Frame, FrameDecoder, MAX_FRAME};
+use crate::wire::{encode_parts, ErrorCode, Frame, FrameDecoder, MAX_FRAME, PROTOCOL_VERSION};
 
 /// Frame bound before the HELLO exchange: the Unix transport's 8 KiB, plus room for the
 /// PERMISSIONS a peer with SROS2 sends in it (docs/wire.md section 2).
@@ -37,6 +37,19 @@ pub(crate) enum HelloOutcome {
     Hello(PeerHello, FrameDecoder, Bytes),
     /// The peer answered ERROR: it refused this connection.
     Refused(String),
+}
+
+/// Our HELLO: with our permissions document when SROS2 is on, and our host directory's port.
+pub(crate) fn hello(local: &str, permissions: Option<Bytes>, directory: u16) -> Frame {
+    Frame::Hello {
+        version: PROTOCOL_VERSION,
+        node: local.to_owned(),
+        max_frame: MAX_FRAME,
+        // Shared memory never crosses a host.
+        shm: false,
+        permissions,
+        directory: Some(directory),
+    }
 }
 
 /// The control stream until the peer's first frame.
@@ -417,7 +430,7 @@ mod tests {
 
     #[test]
     fn a_hello_in_pieces_then_what_follows_it() {
-        let mut stream = bytes_of(&super::super::link::hello("peer", None, 7400));
+        let mut stream = bytes_of(&super::hello("peer", None, 7400));
         stream.extend(bytes_of(&Frame::Ok { req: 1 }));
         let mut rx = HelloRx::default();
         let mut outcome = None;

@@ -2,9 +2,8 @@
 //! `Link` seam over the connection, its sending side (`send/`), its receiving side
 //! (`inbound.rs`) and a strand of `strand.rs` for its callbacks, run by the Unix links'
 //! workers (a DELIVERY to an idle strand landed by the loop itself: the links' one loop,
-//! `tracer-io`). Beside it, what it counts and logs of what it shed, and the HELLO it sends.
-//! The link is the connection's watcher:
-//! each time the connection moves it reads, hands frames to the strand, sends what it can,
+//! `tracer-io`). Beside it, what it counts and logs of what it shed. The link is the
+//! connection's watcher: each time the connection moves it reads, hands frames to the strand, sends what it can,
 //! and asks to be woken for its own deadlines (a parked barrier, the write timeout, the
 //! credentials' end, the linger of a close). The HELLO exchange that makes it is `hello.rs`,
 //! the transport's rules around it `handshake.rs`.
@@ -32,9 +31,7 @@ use super::streams::SendFail;
 use super::NetLog;
 use crate::link::strand::{Event, Hooks, Strand, StrandLink};
 use crate::link::{Link, LinkError, LinkHandler, PeerIdentity};
-use crate::wire::{
-    encode_parts, parts, EncodedFrame, Frame, FrameDecoder, MAX_FRAME, PROTOCOL_VERSION,
-};
+use crate::wire::{encode_parts, parts, EncodedFrame, Frame, FrameDecoder};
 
 /// Largest chunk the reader takes from a stream at once.
 pub(super) const READ_CHUNK: usize = 256 * 1024;
@@ -102,19 +99,6 @@ pub struct ShedCounts {
     /// Received: best-effort samples from the peer dropped on arrival, as older than one of
     /// their writer already handed up (each goes on a stream of its own).
     pub stale: u64,
-}
-
-/// Our HELLO: with our permissions document when SROS2 is on, and our host directory's port.
-pub(crate) fn hello(local: &str, permissions: Option<Bytes>, directory: u16) -> Frame {
-    Frame::Hello {
-        version: PROTOCOL_VERSION,
-        node: local.to_owned(),
-        max_frame: MAX_FRAME,
-        // Shared memory never crosses a host.
-        shm: false,
-        permissions,
-        directory: Some(directory),
-    }
 }
 
 pub(crate) struct QuicLink {

@@ -189,7 +189,7 @@ fn greeting(
     handler: Arc<Recorder>,
 ) -> Arc<super::super::hello::Greeting> {
     use super::super::hello::Greeting;
-    let hello = super::super::link::hello(name, None, 7400);
+    let hello = super::super::hello::hello(name, None, 7400);
     Arc::new(Greeting::new(
         side,
         &hello,

@@ -369,22 +369,13 @@ pub(crate) fn bind_udp(addr: SocketAddr) -> std::io::Result<UdpSocket> {
 }
 
 impl Inner {
-    /// Run one of the transport's chores (a peer loop, the role loop, a connect attempt) on
-    /// the chores' thread.
-    pub(crate) fn spawn<F>(&self, fut: F) -> chores::Joined<F::Output>
-    where
-        F: std::future::Future + Send + 'static,
-        F::Output: Send + 'static,
-    {
-        chores::spawn(fut)
-    }
-
-    /// [`Inner::spawn`] a chore whose end nobody waits for.
+    /// Run one of the transport's chores (a peer loop, the role loop) on the chores' thread,
+    /// its end waited for by nobody.
     pub(crate) fn detach<F>(&self, fut: F)
     where
         F: std::future::Future<Output = ()> + Send + 'static,
     {
-        drop(self.spawn(fut));
+        drop(chores::spawn(fut));
     }
 
     /// Whether `name` is a graph of this host linked over a Unix socket (its socket in our

@@ -316,7 +316,7 @@ mod tests {
             }
         ));
         assert!(matches!(got[2], Control::Frame(Frame::Ok { req: 3 })));
-        let hello = super::super::link::hello("n", None, 1);
+        let hello = super::super::hello::hello("n", None, 1);
         let mut pending = Bytes::from(bytes_of(&[hello]));
         let mut rx = ControlRx::new(FrameDecoder::new(MAX_FRAME));
         assert!(rx.next(&mut pending).is_err());

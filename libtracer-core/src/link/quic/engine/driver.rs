@@ -41,7 +41,7 @@ struct Driver {
 
 struct Scratch {
     /// Receipt buffers, one per receipt of a call (`RECEIPTS_PER_CALL`).
-    bufs: Vec<Vec<u8>>,
+    bufs: [Vec<u8>; RECEIPTS_PER_CALL],
     out: Vec<u8>,
     due: Vec<u64>,
 }
@@ -56,7 +56,7 @@ fn driver() -> io::Result<&'static Arc<Driver>> {
                 clock: Arc::new(Clock::new().map_err(why)?),
                 conns: Mutex::default(),
                 scratch: Mutex::new(Scratch {
-                    bufs: vec![vec![0u8; RECEIPT]; RECEIPTS_PER_CALL],
+                    bufs: std::array::from_fn(|_| vec![0u8; RECEIPT]),
                     out: Vec::new(),
                     due: Vec::new(),
                 }),

@@ -52,7 +52,8 @@ pub(super) struct Wire {
     /// Connections whose packets wait for room in the socket's buffer, and whether the loop
     /// waits for that room.
     stalled: Mutex<Stalled>,
-    /// The socket's token in the loop (`driver::add`), once it is there.
+    /// The socket's token in the loop (`driver::add`), once it is there; taken out of the loop
+    /// by the engine's drop.
     token: OnceLock<mio::Token>,
 }
 
@@ -78,9 +79,9 @@ impl Wire {
     /// stall to the first room nobody waited for (`EngineShared::writable`): a socket always
     /// waited for as writable brings an event each time the kernel frees a sent buffer (an
     /// edge per send: `sock_def_write_space`), which woke the loop thread once per round trip
-    /// for nothing. Under `stalled`'s lock, so the last
-    /// word is the state's. An interest that holds at once brings its event at once, so room
-    /// made between the full send and this call is not missed.
+    /// for nothing. Called under `stalled`'s lock, so the last word is the state's. An interest
+    /// that holds at once brings its event at once, so room made between the full send and
+    /// this call is not missed.
     fn watch_room(&self, on: bool) {
         let Some(&t) = self.token.get() else { return };
         let interest = if on {
@@ -110,8 +111,6 @@ pub(super) struct EngineShared {
 /// connection (a CONNECTION_CLOSE sent at once) and takes its socket out of the loop.
 pub(crate) struct Engine {
     shared: Arc<EngineShared>,
-    /// Its socket's in the loop.
-    token: mio::Token,
 }
 
 impl Engine {
@@ -163,9 +162,8 @@ impl Engine {
             on_accept,
             max_conns,
         });
-        let token = driver::add(&shared)?;
-        let _ = shared.wire.token.set(token);
-        Ok(Engine { shared, token })
+        let _ = shared.wire.token.set(driver::add(&shared)?);
+        Ok(Engine { shared })
     }
 
     /// The address of the engine's socket (the links' port is the one the directory lists).
@@ -217,7 +215,9 @@ impl Drop for Engine {
             drop(g);
             c.unwatch();
         }
-        driver::remove(&self.shared, self.token);
+        if let Some(&t) = self.shared.wire.token.get() {
+            driver::remove(&self.shared, t);
+        }
     }
 }
 
@@ -247,7 +247,11 @@ impl EngineShared {
 
     /// The loop: read the socket until it would block or the turn's share is used; true when
     /// there may be more.
-    fn receive(self: &Arc<Self>, bufs: &mut [Vec<u8>], out: &mut Vec<u8>) -> bool {
+    fn receive(
+        self: &Arc<Self>,
+        bufs: &mut [Vec<u8>; RECEIPTS_PER_CALL],
+        out: &mut Vec<u8>,
+    ) -> bool {
         let mut touched: Vec<Arc<Conn>> = Vec::new();
         let mut metas = [RecvMeta::default(); RECEIPTS_PER_CALL];
         let mut more = true;
@@ -269,7 +273,7 @@ impl EngineShared {
                 self.handle_receipt(meta, buf, now, out, &mut touched);
             }
             // Fewer than asked for: the socket was empty (`RECEIPTS_PER_CALL`).
-            if n < bufs.len() {
+            if n < RECEIPTS_PER_CALL {
                 more = false;
                 break;
             }

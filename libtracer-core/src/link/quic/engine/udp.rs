@@ -118,8 +118,12 @@ impl Udp {
 
     /// Receipts into `bufs` (one `recvmmsg`; each receipt several datagrams with GRO, at its
     /// `stride`), their metadata in `metas`: how many came, 0 when the socket has nothing.
-    pub(super) fn recv(&self, bufs: &mut [Vec<u8>], metas: &mut [RecvMeta]) -> io::Result<usize> {
-        let mut slices: Vec<IoSliceMut<'_>> = bufs.iter_mut().map(|b| IoSliceMut::new(b)).collect();
+    pub(super) fn recv(
+        &self,
+        bufs: &mut [Vec<u8>; RECEIPTS_PER_CALL],
+        metas: &mut [RecvMeta; RECEIPTS_PER_CALL],
+    ) -> io::Result<usize> {
+        let mut slices = bufs.each_mut().map(|b| IoSliceMut::new(b));
         match self.state.recv((&self.sock).into(), &mut slices, metas) {
             Ok(n) => Ok(n),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(0),
