@@ -9,6 +9,7 @@ use parking_lot::Mutex;
 
 use crate::boundary::message::MessageRef;
 use crate::boundary::{cstr, RmwError, RmwResult};
+use crate::cdr::Destination;
 use crate::context::Shared;
 use crate::gid::Gid;
 use crate::log::log;
@@ -126,7 +127,7 @@ impl Publisher {
             return self.write(payload);
         }
         let mut buf = libtracer_core::buffer::global().take(size);
-        let n = msg.serialize_into(&self.ty.ty, buf.as_mut_slice())?;
+        let n = msg.serialize_into(&self.ty.ty, buf.as_mut_slice(), Destination::Local)?;
         self.write(buf.freeze(n))
     }
 
@@ -142,7 +143,7 @@ impl Publisher {
         let Some(mut slot) = shm.pool.alloc(size) else {
             return Ok(None);
         };
-        let n = msg.serialize_into(&self.ty.ty, slot.as_mut_slice())?;
+        let n = msg.serialize_into(&self.ty.ty, slot.as_mut_slice(), Destination::Shared)?;
         slot.truncate(n);
         Ok(Some(Payload::from_slot(slot.freeze())))
     }

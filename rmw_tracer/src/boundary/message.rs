@@ -4,7 +4,7 @@
 use std::ffi::c_void;
 use std::marker::PhantomData;
 
-use crate::cdr::{CdrError, MessageType};
+use crate::cdr::{CdrError, Destination, MessageType};
 
 use super::error::{RmwError, RmwResult};
 
@@ -42,10 +42,16 @@ impl MessageRef<'_> {
         unsafe { ty.serialized_size(self.p) }.map_err(RmwError::from)
     }
 
-    /// CDR of the message into `out`, sized by [`serialized_size`](Self::serialized_size).
-    pub fn serialize_into(&self, ty: &MessageType, out: &mut [u8]) -> RmwResult<usize> {
+    /// CDR of the message into `out`, sized by [`serialized_size`](Self::serialized_size) and
+    /// read next where `destination` says.
+    pub fn serialize_into(
+        &self,
+        ty: &MessageType,
+        out: &mut [u8],
+        destination: Destination,
+    ) -> RmwResult<usize> {
         // SAFETY: `new`'s contract: an initialized message of `ty`, unchanged meanwhile.
-        unsafe { ty.serialize_into(self.p, out) }.map_err(RmwError::from)
+        unsafe { ty.serialize_into(self.p, out, destination) }.map_err(RmwError::from)
     }
 }
 

@@ -31,6 +31,7 @@ use ffi::rosidl_message_type_support_t;
 
 pub use plan::Flavor;
 pub use type_info::{type_info, TypeInfo};
+pub use wire::Destination;
 
 /// Everything that can go wrong in this module. Messages name the type and field.
 #[derive(Debug, thiserror::Error)]
@@ -239,7 +240,8 @@ impl MessageType {
     }
 
     /// Serializes `msg` into `out`, which [`serialized_size`](Self::serialized_size) sized: no
-    /// intermediate buffer. Returns the bytes written; a message larger than `out` is an error.
+    /// intermediate buffer; `destination` says who reads `out` next. Returns the bytes written;
+    /// a message larger than `out` is an error.
     ///
     /// # Safety
     /// As for [`serialize`](Self::serialize).
@@ -247,11 +249,12 @@ impl MessageType {
         &self,
         msg: *const c_void,
         out: &mut [u8],
+        destination: Destination,
     ) -> Result<usize, CdrError> {
         if msg.is_null() {
             return Err(CdrError::BadMessage("message pointer is null"));
         }
-        let mut sink = wire::SliceSink::with_header(out);
+        let mut sink = wire::SliceSink::with_header(out, destination);
         // SAFETY: forwarded contract.
         unsafe { encode::message(&self.plan, msg, &mut sink) }?;
         if sink.overflowed() {

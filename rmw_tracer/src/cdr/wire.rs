@@ -115,21 +115,36 @@ impl Sink for VecSink<'_> {
     }
 }
 
-/// Writes into a slice sized beforehand (a shared-memory slot) by the size pass: header, then
-/// body. Writing past the end is refused (`overflowed`), never a panic.
+/// Where a serialization's bytes are read next, which decides how large runs are copied
+/// (`copy.rs` has the measurements).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Destination {
+    /// Memory this thread, or the kernel on its behalf, reads next (a buffer the socket's send
+    /// copies at once): ordinary stores, so the bytes are in this core's cache.
+    Local,
+    /// A shared-memory slot that subscribers read from other cores: large runs bypass this
+    /// core's cache.
+    Shared,
+}
+
+/// Writes into a slice sized beforehand by the size pass (a shared-memory slot, a block of the
+/// buffer pool): header, then body. Writing past the end is refused (`overflowed`), never a
+/// panic.
 pub struct SliceSink<'a> {
     buf: &'a mut [u8],
     pos: usize,
     overflowed: bool,
+    destination: Destination,
 }
 
 impl<'a> SliceSink<'a> {
     /// Writes the encapsulation header at the start of `buf`.
-    pub fn with_header(buf: &'a mut [u8]) -> Self {
+    pub fn with_header(buf: &'a mut [u8], destination: Destination) -> Self {
         let mut s = SliceSink {
             buf,
             pos: 0,
             overflowed: false,
+            destination,
         };
         s.put(&HEADER_CDR_LE);
         s
@@ -165,8 +180,12 @@ impl Sink for SliceSink<'_> {
         }
     }
     fn put(&mut self, bytes: &[u8]) {
+        let destination = self.destination;
         if let Some(dst) = self.take(bytes.len()) {
-            super::copy::bytes(dst, bytes);
+            match destination {
+                Destination::Local => super::copy::bytes(dst, bytes),
+                Destination::Shared => super::copy::to_shared(dst, bytes),
+            }
         }
     }
 }
