@@ -171,9 +171,11 @@ unsafe fn elements(
 /// Copies primitives from wire order into memory order.
 fn store_prims(wire_le: bool, size: usize, src: &[u8], dst: &mut [u8]) {
     if size == 1 || wire_le == cfg!(target_endian = "little") {
-        // Plain `memcpy`, not `copy::bytes`: a large sample was written into its slot with
-        // non-temporal stores (`copy::to_shared`), so it is read from memory, where glibc's
-        // vector loop measured faster than `rep movsb` (1 MiB: 64 against 94 µs, copy.rs).
+        // Plain `memcpy`, not `copy::bytes`: a large sample of this host was written into its
+        // slot with non-temporal stores (`copy::to_shared`), so it is read from memory, where
+        // glibc's vector loop measured faster than `rep movsb` (1 MiB: 64 against 94 µs,
+        // copy.rs). One read from a socket is in this core's cache, where the two are alike.
+        // Only a loan the user filled with ordinary stores reads faster with `rep movsb`.
         dst.copy_from_slice(src);
     } else {
         for (d, s) in dst.chunks_exact_mut(size).zip(src.chunks_exact(size)) {
