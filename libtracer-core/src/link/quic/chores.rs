@@ -223,6 +223,14 @@ where
     Joined(rx)
 }
 
+/// [`spawn`] a chore whose end nobody waits for (a peer loop, the role loop).
+pub(crate) fn detach<F>(fut: F)
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    drop(spawn(fut));
+}
+
 /// Ready at `at`, on the chores' thread's clock.
 struct Deadline {
     at: Instant,

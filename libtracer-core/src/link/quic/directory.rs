@@ -223,7 +223,7 @@ fn take_role(inner: &Arc<Inner>) -> Result<(), RoleRefused> {
                     for e in failed {
                         inner.log(&format!("network: SUBNET announcements over {e}"));
                     }
-                    inner.detach(super::subnet::announce_loop(inner.clone(), socks));
+                    super::chores::detach(super::subnet::announce_loop(inner.clone(), socks));
                 }
                 Err(e) => inner.log(&format!(
                     "network: SUBNET announcements: {e}; not announced"
@@ -269,7 +269,7 @@ pub(crate) async fn role_loop(inner: Arc<Inner>) {
                      through it at {at}. Give every process the same setting to share one \
                      directory."
                 ));
-                inner.detach(super::peer_host::peer_loop(
+                super::chores::detach(super::peer_host::peer_loop(
                     inner.clone(),
                     super::peer_host::PeerHost::Static(at.to_string()),
                     None,

@@ -3,10 +3,10 @@
 //! (`inbound.rs`) and a strand of `strand.rs` for its callbacks, run by the Unix links'
 //! workers (a DELIVERY to an idle strand landed by the loop itself: the links' one loop,
 //! `tracer-io`). Beside it, what it counts and logs of what it shed. The link is the
-//! connection's watcher: each time the connection moves it reads, hands frames to the strand, sends what it can,
-//! and asks to be woken for its own deadlines (a parked barrier, the write timeout, the
-//! credentials' end, the linger of a close). The HELLO exchange that makes it is `hello.rs`,
-//! the transport's rules around it `handshake.rs`.
+//! connection's watcher: each time the connection moves it reads, hands frames to the strand,
+//! sends what it can, and asks to be woken for its own deadlines (a parked barrier, the write
+//! timeout, the credentials' end, the linger of a close). The HELLO exchange that makes it is
+//! `hello.rs`, the transport's rules around it `handshake.rs`.
 //!
 //! **Close and linger.** `close` stops the link for its handler at once (`on_down` follows)
 //! but not for the wire: what was queued is still written, the streams are finished, and the

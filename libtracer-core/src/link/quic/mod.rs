@@ -219,7 +219,7 @@ impl QuicTransport {
         let _ = owner.set(Arc::downgrade(&inner));
         // The role first, so that a host's first process answers its own directory at once.
         directory::take_role_now(&inner);
-        inner.detach(directory::role_loop(inner.clone()));
+        chores::detach(directory::role_loop(inner.clone()));
         if let Some(sub) = &inner.cfg.subnet {
             match subnet::listen_sockets(inner.cfg.bind, sub) {
                 Ok((socks, failed)) => {
@@ -229,7 +229,7 @@ impl QuicTransport {
                             sub.port
                         ));
                     }
-                    inner.detach(subnet::listen_loop(inner.clone(), socks));
+                    chores::detach(subnet::listen_loop(inner.clone(), socks));
                 }
                 Err(e) => inner.log(&format!(
                     "network: SUBNET: cannot listen for announcements on port {}: {e}",
@@ -240,7 +240,7 @@ impl QuicTransport {
         let (first_tx, first_rx) = std::sync::mpsc::channel();
         let n = inner.cfg.static_peers.len();
         for entry in inner.cfg.static_peers.clone() {
-            inner.detach(peer_host::peer_loop(
+            chores::detach(peer_host::peer_loop(
                 inner.clone(),
                 peer_host::PeerHost::Static(entry),
                 Some(first_tx.clone()),
@@ -369,15 +369,6 @@ pub(crate) fn bind_udp(addr: SocketAddr) -> std::io::Result<UdpSocket> {
 }
 
 impl Inner {
-    /// Run one of the transport's chores (a peer loop, the role loop) on the chores' thread,
-    /// its end waited for by nobody.
-    pub(crate) fn detach<F>(&self, fut: F)
-    where
-        F: std::future::Future<Output = ()> + Send + 'static,
-    {
-        drop(chores::spawn(fut));
-    }
-
     /// Whether `name` is a graph of this host linked over a Unix socket (its socket in our
     /// rendezvous directory, or its name in our scope of the abstract namespace): never
     /// linked over QUIC as well.
@@ -478,7 +469,7 @@ impl Inner {
             }
             p.insert(key, 1);
         }
-        self.detach(peer_host::peer_loop(
+        chores::detach(peer_host::peer_loop(
             self.clone(),
             peer_host::PeerHost::Learned(dir),
             None,

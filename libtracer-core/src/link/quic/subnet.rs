@@ -479,7 +479,7 @@ fn heard(
         },
     );
     drop(found);
-    inner.detach(peer_loop(
+    super::chores::detach(peer_loop(
         inner.clone(),
         PeerHost::Announced(addr),
         None,
