@@ -162,10 +162,13 @@ static int run_sub(const char *topic, uint64_t count, long delay_us) {
         whole = 0;
       }
       /* Past one 64 MiB frame a message travels in parts that are joined again: every byte. */
-      for (size_t k = 8; whole && n >= PARTS_FROM && k < n; k++) {
-        if (d[k] != pattern(seq, k)) {
-          fprintf(stderr, "message %" PRIu64 ": byte %zu differs\n", seq, k);
-          whole = 0;
+      if (whole && n >= PARTS_FROM) {
+        for (size_t k = 8; k < n; k++) {
+          if (d[k] != pattern(seq, k)) {
+            fprintf(stderr, "message %" PRIu64 ": byte %zu differs\n", seq, k);
+            whole = 0;
+            break;
+          }
         }
       }
       got++;
