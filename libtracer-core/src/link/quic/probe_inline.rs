@@ -13,7 +13,6 @@
 
 use std::io::{ErrorKind, IoSliceMut};
 use std::net::{SocketAddr, UdpSocket};
-use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -24,7 +23,7 @@ use quinn_proto::{
 };
 use quinn_udp::{RecvMeta, UdpSocketState};
 
-use super::engine::{gso_segments, send_transmit, Sent, RECEIPT};
+use super::engine::{datagrams, gso_segments, send_transmit, Sent, RECEIPT};
 use super::probe::{answered, body_len, client_bind, echoed, Round, IDLE};
 use super::tuning;
 
@@ -123,9 +122,8 @@ impl Driver {
                 Ok(_) => {
                     // Each datagram of a GRO receipt on its own, at the kernel's stride.
                     let [m] = meta;
-                    let stride = m.stride.max(1);
-                    for at in (0..m.len).step_by(stride) {
-                        self.datagram_in(at..m.len.min(at + stride), &m)?;
+                    for data in datagrams(&self.datagram, &m) {
+                        self.datagram_in(data, &m)?;
                     }
                 }
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
@@ -146,8 +144,7 @@ impl Driver {
         }
     }
 
-    fn datagram_in(&mut self, at: Range<usize>, m: &RecvMeta) -> Result<(), String> {
-        let data = BytesMut::from(&self.datagram[at]);
+    fn datagram_in(&mut self, data: BytesMut, m: &RecvMeta) -> Result<(), String> {
         let ecn = m
             .ecn
             .and_then(|e| quinn_proto::EcnCodepoint::from_bits(e as u8));

@@ -14,7 +14,7 @@ mod driver;
 mod stage;
 mod udp;
 
-pub(super) use udp::{gso_segments, send_transmit, Sent, RECEIPT};
+pub(super) use udp::{datagrams, gso_segments, send_transmit, Sent, RECEIPT};
 
 #[cfg(test)]
 pub(crate) mod test_pair;
@@ -28,7 +28,6 @@ use std::os::fd::AsRawFd;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use bytes::BytesMut;
 use parking_lot::Mutex;
 use quinn_proto::{
     ClientConfig, ConnectionHandle, DatagramEvent, Endpoint, EndpointConfig, Incoming, ServerConfig,
@@ -298,9 +297,7 @@ impl EngineShared {
         let ecn = meta
             .ecn
             .and_then(|e| quinn_proto::EcnCodepoint::from_bits(e as u8));
-        let stride = meta.stride.max(1);
-        for at in (0..meta.len).step_by(stride) {
-            let data = BytesMut::from(&buf[at..meta.len.min(at + stride)]);
+        for data in udp::datagrams(buf, meta) {
             out.clear();
             let ev = self
                 .wire
