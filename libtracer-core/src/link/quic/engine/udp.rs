@@ -153,10 +153,11 @@ mod tests {
     use super::*;
 
     fn meta(len: usize, stride: usize) -> RecvMeta {
-        let mut m = RecvMeta::default();
-        m.len = len;
-        m.stride = stride;
-        m
+        RecvMeta {
+            len,
+            stride,
+            ..RecvMeta::default()
+        }
     }
 
     #[test]
