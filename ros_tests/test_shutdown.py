@@ -158,6 +158,24 @@ SIGINT_IN_FINALLY = re.compile(
     r'\nDuring handling of the above exception, another exception occurred:\n\n'
     r'Traceback \(most recent call last\):\n(?:  .*\n)+KeyboardInterrupt\n')
 
+# The SIGINT's KeyboardInterrupt raised by Python only after the program's own code has ended:
+# spin returned, the demo's finally ran destroy_node() and try_shutdown() without an error, and
+# the interpreter, joining the MultiThreadedExecutor's worker threads at exit (threading's
+# _shutdown, concurrent.futures' _python_exit), raised it there and could only print "Exception
+# ignored"; exit 0. No rmw call runs on the main thread at that point and the middleware runs
+# no Python, so it cannot be the raiser; which of Python's paths delivered the interrupt that
+# late is not known. Seen once (pub/multi, the CI run of 2026-12-06 on 2d54426); not again in
+# 2,735 pub/multi nodes on rmw_tracer nor 2,480 on Fast DDS, run side by side (this test's
+# moments, then random ones under three busy loops). Only the whole output in this shape is
+# excused: every frame is threading's or concurrent.futures', and it ends on the bare
+# KeyboardInterrupt.
+INTERRUPTED_EXIT = re.compile(
+    r"^Exception ignored in: <module 'threading' from '[^'\n]*/threading\.py'>\n"
+    r'Traceback \(most recent call last\):\n'
+    r'(?:  File "[^"\n]*/(?:threading|concurrent/futures/thread)\.py", line \d+, in \w+\n'
+    r'(?:    .*\n)+)+'
+    r'KeyboardInterrupt: ?\n?$')
+
 # Races whose whole output is one exact shape, ending the process with exit 1: the wait-set
 # failure is the only line of OURS they may hold (it is rcl's own check in them).
 EXIT_1_SHAPES = (SWALLOWED_SIGINT, INTERRUPTED_PRINT)
@@ -188,6 +206,8 @@ def _signal_walk_crash(r: harness.Result) -> bool:
 def _excused(r: harness.Result) -> bool:
     if r.timed_out:
         return False
+    if r.returncode == 0 and INTERRUPTED_EXIT.match(r.stderr):
+        return True
     if _signal_walk_crash(r):
         return not any(mark in r.stderr for mark in OURS)
     if r.returncode == 1 and any(shape.match(r.stderr) for shape in EXIT_1_SHAPES) and not any(
