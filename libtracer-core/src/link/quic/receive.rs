@@ -79,8 +79,14 @@ impl Markers {
 
 /// One datagram to a frame: exactly one length-prefixed DELIVERY filling the datagram
 /// (wire.md section 1's framing; network.md section 7). Anything else is malformed.
+///
+/// The frame's body is copied out of the datagram, into a block of the buffer pool, before it
+/// is decoded: the datagram is a slice of the whole GRO receipt it came in (`engine/udp.rs`
+/// `datagrams`), and a payload sharing it would keep all of that receipt (up to 64 KiB) alive
+/// for as long as a ring keeps the sample. A datagram is one packet, so the copy is small.
 pub fn decode_datagram(d: &Bytes) -> Result<Frame, String> {
-    use crate::wire::{codec::LEN_PREFIX, decode_body};
+    use crate::payload::buffer;
+    use crate::wire::{codec::LEN_PREFIX, decode_payload};
     let Some(prefix) = d.get(..LEN_PREFIX) else {
         return Err(format!(
             "datagram of {} bytes has no length prefix",
@@ -94,7 +100,10 @@ pub fn decode_datagram(d: &Bytes) -> Result<Frame, String> {
             d.len()
         ));
     }
-    match decode_body(&d.slice(LEN_PREFIX..)).map_err(|e| e.to_string())? {
+    let body = &d[LEN_PREFIX..];
+    let mut own = buffer::global().take(body.len());
+    own.as_mut_slice().copy_from_slice(body);
+    match decode_payload(&own.freeze(body.len())).map_err(|e| e.to_string())? {
         f @ Frame::Delivery { .. } => Ok(f),
         other => Err(format!("a datagram carries only DELIVERY, not {other:?}")),
     }
@@ -255,6 +264,38 @@ mod tests {
             assert!(pending.is_empty());
         }
         Ok(out)
+    }
+
+    #[test]
+    fn a_datagram_s_delivery_owns_its_payload_and_not_the_datagram_s_memory() {
+        let frame = Frame::Delivery {
+            edge: 7,
+            meta: crate::payload::Meta {
+                source_timestamp_ns: 1,
+                sequence: 2,
+                writer: [3; 16],
+            },
+            suffix: None,
+            payload: crate::payload::Payload::from(vec![9u8; 100]),
+        };
+        let d = Bytes::from(bytes_of(&[frame]));
+        let Frame::Delivery { payload, meta, .. } = decode_datagram(&d).unwrap() else {
+            panic!("not a DELIVERY");
+        };
+        assert_eq!((payload.as_ref(), meta.sequence), (&[9u8; 100][..], 2));
+        let (at, span) = (
+            payload.as_ref().as_ptr() as usize,
+            d.as_ptr() as usize..d.as_ptr() as usize + d.len(),
+        );
+        assert!(
+            !span.contains(&at),
+            "the payload is a slice of the datagram"
+        );
+        assert!(payload.is_pooled());
+        // Anything but exactly one DELIVERY filling the datagram is malformed.
+        assert!(decode_datagram(&d.slice(..d.len() - 1)).is_err());
+        assert!(decode_datagram(&Bytes::from(bytes_of(&[Frame::Ok { req: 1 }]))).is_err());
+        assert!(decode_datagram(&Bytes::from_static(&[1, 0])).is_err());
     }
 
     #[test]
