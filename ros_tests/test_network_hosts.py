@@ -184,8 +184,10 @@ def test_three_hosts_pubsub_service_and_action(tmp_path, three_hosts, procs):
                 assert got[f"/mesh_{o}"] == [f"{o} {i}" for i in range(50)], (h, o)
     assert c.returncode == 0, c.describe() + "\n" + s.describe()
     svc = json_line(c.stdout, c.describe())["results"]
-    # A call with no answer in 20 s is None in the client's list; the server's own list of the
-    # requests it served says whether the request or the response went missing.
+    # A call with no answer in 20 s is None in the client's list. The server's output below says
+    # which way it went missing: its "served" line (printed once all ten came, or at its own
+    # timeout) names the requests that reached it; killed at its join with only "ready", it
+    # had not got all ten.
     assert [r and r[:2] for r in svc] == [[2 * i, f"re:req{i}"] for i in range(10)], \
         f"client's answers: {svc}\n" + c.describe() + "\n" + s.describe()
     assert ac.returncode == 0, ac.describe() + "\n" + asr.describe()
