@@ -237,9 +237,20 @@ impl EngineShared {
         c
     }
 
-    /// A drained connection leaves the table (and the loop's).
+    /// A drained connection leaves the table (and the loop's), if its entry is still its own.
+    /// This runs at every let-go of a drained connection (`ConnGuard`'s drop), and its owner
+    /// may lock it long after it drained (its link: closed again, woken, asked its address);
+    /// the endpoint freed its handle when it drained and gives it to the next connection
+    /// accepted or dialled. That connection's entry must stay, or every datagram for it is
+    /// dropped here while it still sends: a link up on one end only (docs/network.md section
+    /// 7, "A link only one end uses").
     fn forget(&self, c: &Conn) {
-        self.conns.lock().remove(&c.handle);
+        {
+            let mut conns = self.conns.lock();
+            if conns.get(&c.handle).is_some_and(|x| x.id == c.id) {
+                conns.remove(&c.handle);
+            }
+        }
         driver::untrack(c.id);
         self.wire.clock.set(c.id, None);
     }

@@ -416,3 +416,38 @@ fn a_watcher_is_woken_at_the_deadline_it_asked_for() {
         );
     }
 }
+
+#[test]
+fn a_connection_given_a_drained_ones_handle_keeps_receiving_when_that_one_is_locked_again() {
+    // The endpoint frees a drained connection's handle, and gives it to the next connection
+    // accepted or dialled. Whoever still holds the drained one (its link: closed again, woken,
+    // asked its address) may lock it later, and each let-go of a drained connection forgets
+    // it: that forget took the new connection's table entry, and every datagram for the new
+    // one was dropped while it still sent, a link up on one end only (docs/network.md
+    // section 7, "A link only one end uses").
+    let srv = server(Recorder::new(true, false));
+    let cli = client_engine();
+    let a = connect(&cli, &srv, Recorder::new(false, false));
+    a.lock()
+        .close(Instant::now(), 0u32.into(), Bytes::from_static(b"bye"));
+    let deadline = Instant::now() + PATIENCE;
+    while cli.connections() > 0 {
+        assert!(Instant::now() < deadline, "not drained");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let rec = Recorder::new(false, true);
+    let b = connect(&cli, &srv, rec.clone());
+    assert_eq!(
+        b.handle, a.handle,
+        "the endpoint gives the freed handle first"
+    );
+    assert!(a.lock().is_drained());
+    assert_eq!(
+        cli.connections(),
+        1,
+        "the new connection stays in the table"
+    );
+    let id = b.lock().streams().open(Dir::Bi).unwrap();
+    b.lock().send_stream(id).write(b"still heard").unwrap();
+    rec.wait("the echo", |s| s.bytes.ends_with(b"still heard"));
+}
