@@ -190,20 +190,40 @@ def net():
         yield ns
 
 
-def user_envs(tmp_path, extra=None):
-    domain = harness.fresh_domain_id()
-    root = harness.tracer_env(tmp_path / "root", domain, extra)
-    other = harness.tracer_env(tmp_path / "other", domain, extra)
-    for env in (root, other):
-        for var in containers.DEFAULT_RENDEZVOUS:
-            env.pop(var, None)
-    prefix, other = as_nobody(tmp_path, other)
-    return root, other, prefix
+@pytest.fixture
+def user_envs(tmp_path):
+    """``user_envs()``: root's and nobody's environments, on a fresh domain and at the default
+    rendezvous, what these tests are about (``/tmp/libtracer-<uid>/domain-<id>``: /tmp is
+    the host's). Each user's directory of that domain is removed after the test, and its
+    ``libtracer-<uid>`` parent if that is then empty (asked for before ``procs``, so that its
+    processes are gone by then)."""
+    domains = []
+
+    def make():
+        domain = harness.fresh_domain_id()
+        domains.append(domain)
+        root = harness.tracer_env(tmp_path / "root", domain)
+        other = harness.tracer_env(tmp_path / "other", domain)
+        for env in (root, other):
+            for var in containers.DEFAULT_RENDEZVOUS:
+                env.pop(var, None)
+        prefix, other = as_nobody(tmp_path, other)
+        return root, other, prefix
+
+    yield make
+    for uid in (os.geteuid(), NOBODY):
+        base = Path(f"/tmp/libtracer-{uid}")
+        for domain in domains:
+            shutil.rmtree(base / f"domain-{domain}", ignore_errors=True)
+        try:
+            base.rmdir()
+        except OSError:
+            pass  # not empty (another domain in use), or never made
 
 
 @pytest.mark.parametrize("nobody_talks", [True, False], ids=["root-listens", "nobody-listens"])
-def test_other_users_graphs_link_by_default(tmp_path, net, procs, nobody_talks):
-    root, other, prefix = user_envs(tmp_path)
+def test_other_users_graphs_link_by_default(tmp_path, net, user_envs, procs, nobody_talks):
+    root, other, prefix = user_envs()
     me, them = User(net, []), User(net, prefix)
     lenv, lbox, tenv, tbox = (root, me, other, them) if nobody_talks else (other, them, root, me)
     tp = talk(tenv, tbox, "/users", 50)
@@ -222,8 +242,9 @@ def test_other_users_graphs_link_by_default(tmp_path, net, procs, nobody_talks):
 
 
 @pytest.mark.parametrize("who_opts_out", ["root", "nobody"])
-def test_host_users_self_links_only_to_its_own_user(tmp_path, net, procs, who_opts_out):
-    root, other, prefix = user_envs(tmp_path)
+def test_host_users_self_links_only_to_its_own_user(tmp_path, net, user_envs, procs,
+                                                    who_opts_out):
+    root, other, prefix = user_envs()
     (root if who_opts_out == "root" else other)["RMW_TRACER_HOST_USERS"] = "self"
     # The same user's talker is heard; the other user's is not, either way round.
     heard_only_own(procs, net, prefix, root, root, other)
@@ -290,11 +311,11 @@ def test_two_groups_with_their_own_directories_find_each_other_through_the_port(
     assert len(said) == 1, t.describe()
 
 
-def test_sros2_gives_another_users_graph_nothing(tmp_path, net, procs):
+def test_sros2_gives_another_users_graph_nothing(tmp_path, net, user_envs, procs):
     # With SROS2 enforced on both sides, a graph of another user proves no enclave over a Unix
     # socket: it is linked (RMW_TRACER_HOST_USERS=all) but holds nothing, so its talker is
     # never matched by root's listener, while root's own talker of an enclave is heard.
-    root, other, prefix = user_envs(tmp_path)
+    root, other, prefix = user_envs()
     ks = keystore(tmp_path / "ks", {"a": root}, "/listener", "/talker")
     for path in [ks, *ks.rglob("*")]:
         os.chmod(path, 0o755 if path.is_dir() else 0o644)
