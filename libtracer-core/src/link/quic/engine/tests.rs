@@ -441,6 +441,8 @@ fn a_connection_given_a_drained_ones_handle_keeps_receiving_when_that_one_is_loc
         b.handle, a.handle,
         "the endpoint gives the freed handle first"
     );
+    // A's holder locks it again (as its link does, closed again or asked its address): the
+    // let-go of a drained connection forgets it once more.
     assert!(a.lock().is_drained());
     assert_eq!(
         cli.connections(),
