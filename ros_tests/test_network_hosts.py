@@ -193,13 +193,15 @@ def test_three_hosts_pubsub_service_and_action(tmp_path, three_hosts, procs):
     assert ac.returncode == 0, ac.describe() + "\n" + asr.describe()
     act = json_line(ac.stdout, ac.describe())
     fib = [0, 1, 1, 2, 3, 5, 8, 13, 21, 34]
-    assert act["accepted"] and act["result"] == fib, act
-    assert act["status"] == 4, act  # GoalStatus.STATUS_SUCCEEDED
+    # A failure shows both action processes' output: what the client got, what the server did.
+    both = f"{act}\n" + ac.describe() + "\n" + asr.describe()
+    assert act["accepted"] and act["result"] == fib, both
+    assert act["status"] == 4, both  # GoalStatus.STATUS_SUCCEEDED
     # Feedback rides a reliable topic (rcl_action's default QoS, keep_last 10). The client's
     # wait_for_server (rcl_action_server_is_available) returns only once its feedback
     # subscription has a matched publisher, which in rmw_tracer means an established edge
     # from the server's process: all 8 feedback messages, published after the goal, arrive.
-    assert act["feedback"] == [fib[:n] for n in range(3, 11)], act
+    assert act["feedback"] == [fib[:n] for n in range(3, 11)], both
     assert json_line(asr.stdout, asr.describe())["served"] == [10]
 
 
