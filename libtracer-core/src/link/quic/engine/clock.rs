@@ -60,6 +60,12 @@ impl Clock {
         }
     }
 
+    /// Tests: timer `id`'s recorded deadline.
+    #[cfg(test)]
+    pub(super) fn deadline(&self, id: u64) -> Option<Instant> {
+        self.deadlines.lock().by_id.get(&id).copied()
+    }
+
     /// For the loop, when the `timerfd` is readable: the timers due by `now` (taken out; the
     /// caller runs them, which records their next deadlines), and the `timerfd` re-armed at
     /// the earliest deadline left.

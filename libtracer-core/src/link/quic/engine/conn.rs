@@ -77,6 +77,8 @@ struct Core {
     sent_inline: Option<Instant>,
     /// Written data waits for the loop to send it by then (autocork).
     corked: Option<Instant>,
+    /// How long after an inline send writes are corked ([`CORK`]; tests lengthen it).
+    cork: Duration,
 }
 
 impl Conn {
@@ -98,6 +100,7 @@ impl Conn {
                 stage: Stage::default(),
                 sent_inline: None,
                 corked: None,
+                cork: CORK,
             }),
             watcher: Mutex::new(None),
             inbox: Mutex::new(Vec::new()),
@@ -127,6 +130,28 @@ impl Conn {
         core.stalled = Some((std::mem::take(&mut core.out), t));
         drop(guard);
         self.wire.stalled(self.id);
+    }
+
+    /// Tests: cork writes for `d` after an inline send instead of [`CORK`], so that a test
+    /// can act while a cork is pending.
+    #[cfg(test)]
+    pub(super) fn set_cork(&self, d: Duration) {
+        self.core.lock().cork = d;
+    }
+
+    /// Tests: the loop fires this connection's timer (taking its deadline out of the clock)
+    /// while the caller holds the connection, as when quinn's own timer (pacing, an ACK's
+    /// delay) comes due under a writer.
+    #[cfg(test)]
+    pub(super) fn fire_timer_while_held(&self) {
+        self.wire.clock.set(self.id, None);
+        self.progress(true);
+    }
+
+    /// Tests: the connection's deadline in the process's clock.
+    #[cfg(test)]
+    pub(super) fn clock_deadline(&self) -> Option<Instant> {
+        self.wire.clock.deadline(self.id)
     }
 
     /// Let the watcher look again by `at` even if nothing happens on the connection (a
@@ -330,24 +355,37 @@ impl ConnGuard<'_> {
         self.writer
             && core
                 .sent_inline
-                .is_some_and(|at| at + CORK > Instant::now())
+                .is_some_and(|at| at + core.cork > Instant::now())
+    }
+
+    /// Tests: when what is written waits for the loop (autocork), if it does.
+    #[cfg(test)]
+    pub(super) fn corked_until(&self) -> Option<Instant> {
+        self.core().corked
     }
 
     /// A writer lets go: send now, or leave it to the loop by the cork's deadline (module docs).
-    fn release(&mut self) {
+    /// `absorbed`: this guard took in what the loop left (`absorb`).
+    fn release(&mut self, absorbed: bool) {
         let owner = self.owner;
         let writer = self.writer;
         let core = self.core_mut();
         let cork = core
             .sent_inline
-            .map(|at| at + CORK)
+            .map(|at| at + core.cork)
             .filter(|until| writer && *until > Instant::now());
         let Some(until) = cork else {
             self.flush();
             return;
         };
-        if core.corked.is_none() {
-            core.corked = Some(until);
+        // The cork's deadline goes into the clock when the cork starts, and again whenever
+        // this guard took in the loop's news: the loop takes a connection's deadline out of
+        // the clock as it fires it, and quinn's own timer (pacing, an ACK's delay) can come
+        // before the cork's. Fired while a writer held the connection, it left no deadline
+        // behind for the cork, and what was written would wait for the peer's next packet.
+        // (Not at every corked write: a burst's writes would each pay a clock update.)
+        if core.corked.is_none() || absorbed {
+            let until = *core.corked.get_or_insert(until);
             let next = owner.next_deadline(&mut core.conn, Some(until));
             owner.wire.clock.set(owner.id, next);
         }
@@ -360,8 +398,8 @@ impl Drop for ConnGuard<'_> {
     fn drop(&mut self) {
         let owner = self.owner;
         loop {
-            self.absorb();
-            self.release();
+            let absorbed = self.absorb();
+            self.release(absorbed);
             let drained = self.core().conn.is_drained();
             drop(self.core.take());
             if drained {

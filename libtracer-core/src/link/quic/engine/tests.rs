@@ -453,3 +453,50 @@ fn a_connection_given_a_drained_ones_handle_keeps_receiving_when_that_one_is_loc
     b.lock().send_stream(id).write(b"still heard").unwrap();
     rec.wait("the echo", |s| s.bytes.ends_with(b"still heard"));
 }
+
+#[test]
+fn a_timer_fired_under_a_writer_leaves_the_corks_deadline_in_the_clock() {
+    let srv = server(Recorder::new(true, false));
+    let cli = client_engine();
+    let rec = Recorder::new(false, true);
+    let c = connect(&cli, &srv, rec.clone());
+    // A cork long enough for the steps below to run inside it.
+    c.set_cork(Duration::from_secs(30));
+    let id = c.lock().streams().open(Dir::Bi).unwrap();
+    let mut want = Vec::new();
+    for round in 0..20 {
+        // Sent inline: the cork starts.
+        let first = format!("inline {round};");
+        c.lock().send_stream(id).write(first.as_bytes()).unwrap();
+        want.extend_from_slice(first.as_bytes());
+        rec.wait("the inline write's echo", |s| s.bytes == want);
+        // Corked: the clock holds the earlier of quinn's timers and the cork's deadline.
+        let corked = format!("corked {round};");
+        c.lock().send_stream(id).write(corked.as_bytes()).unwrap();
+        want.extend_from_slice(corked.as_bytes());
+        // Another writer holds the connection as the loop fires its timer (quinn's own,
+        // before the cork's) and takes its deadline out of the clock.
+        let mut g = c.lock();
+        let Some(until) = g.corked_until() else {
+            // The loop fired in between and sent the corked write: try again.
+            drop(g);
+            rec.wait("the corked write's echo", |s| s.bytes == want);
+            continue;
+        };
+        let more = format!("more {round};");
+        g.send_stream(id).write(more.as_bytes()).unwrap();
+        want.extend_from_slice(more.as_bytes());
+        c.fire_timer_while_held();
+        drop(g);
+        // The writer took in the fired timer; what it and the first corked writer wrote still
+        // has a deadline for the loop to send it by.
+        let at = c.clock_deadline();
+        assert!(
+            at.is_some_and(|at| at <= until),
+            "corked until {until:?}, the clock holds {at:?}"
+        );
+        rec.wait("every write's echo", |s| s.bytes == want);
+        return;
+    }
+    panic!("the loop sent every corked write before another writer held the connection");
+}
