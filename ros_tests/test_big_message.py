@@ -4,7 +4,9 @@ one frame now goes in parts (DELIVERY_PART, docs/wire.md "Messages of any size")
 link. rclpy, reliable, in separate processes: 100 MB and 300 MB messages arrive whole, their
 content checked byte for byte, on one host and across two hosts (network namespaces, QUIC); a
 KEEP_LAST(1) subscriber of a stream of them ends with the newest, and the link stays up for
-the small messages that follow. The same through libtracer's C API (``ros_tests/c/capi_big.c``,
+the small messages that follow. On one host the 100 MB message goes as a reference into the
+publisher's shared memory (the largest slot is a quarter of the pool: 128 MiB), the 300 MB one
+in parts. The same through libtracer's C API (``ros_tests/c/capi_big.c``,
 the C subscriber taking each as a view, no copy): C to rclpy and rclpy to C on one host, C to
 C across two hosts."""
 
@@ -60,6 +62,16 @@ end = time.monotonic() + 120
 while time.monotonic() < end and (small < want if want else newest != last):
     rclpy.spin_once(node, timeout_sec=0.2)
 print(f"small {small}", flush=True)
+# The largest of the publishers' shared-memory segments mapped here (read-only, "r--s"; tracer-shm
+# names its memfds "tracer-shm"): how large a message came as a reference, not in parts.
+largest = 0
+with open("/proc/self/maps") as f:
+    for line in f:
+        fields = line.split()
+        if "memfd:tracer-shm" in line and fields[1] == "r--s":
+            lo, hi = (int(x, 16) for x in fields[0].split("-"))
+            largest = max(largest, hi - lo)
+print(f"largest segment {largest}", flush=True)
 """
 
 TALKER = PATTERN + r"""
@@ -95,11 +107,13 @@ time.sleep(120)
 """
 
 
-def run(envs, nets, sizes: list[int], depth: int, procs, smalls: int) -> list[tuple[int, int, bool]]:
+def run(envs, nets, sizes: list[int], depth: int, procs,
+        smalls: int) -> tuple[list[tuple[int, int, bool]], int]:
     """Talker on nets[0] publishes `sizes` (seeds 1, 2, ...) then `smalls` small messages; the
     listener on nets[1] with KEEP_LAST(`depth`) returns what it heard, (size, seed, intact),
     once every small message came after the big ones (no small ones: once the last big one
-    came)."""
+    came), and the size of the largest shared-memory segment of the talker it mapped (0:
+    none)."""
     listener = harness.spawn_python(LISTENER, [str(depth), str(smalls), str(len(sizes))],
                                     env=envs[1], netns=nets[1],
                                     timeout=150)
@@ -116,14 +130,20 @@ def run(envs, nets, sizes: list[int], depth: int, procs, smalls: int) -> list[tu
         assert f"published {n} seed={seed}" in t.stdout, t.describe()
     # The link stayed up: the small messages after the big ones arrived.
     assert f"small {smalls}" in r.stdout, (r.describe(), t.describe())
-    return [(int(n), int(s), ok == "True")
-            for n, s, ok in re.findall(r"^heard (\d+) seed=(\d+) intact=(\w+)$", r.stdout, re.M)]
+    heard = [(int(n), int(s), ok == "True")
+             for n, s, ok in re.findall(r"^heard (\d+) seed=(\d+) intact=(\w+)$", r.stdout, re.M)]
+    segment = re.search(r"^largest segment (\d+)$", r.stdout, re.M)
+    assert segment, r.describe()
+    return heard, int(segment.group(1))
 
 
 def test_100_mb_and_300_mb_messages_arrive_whole_on_one_host(tmp_path, procs):
     env = harness.tracer_env(tmp_path)
-    heard = run([env, env], [None, None], [100 * MB, 300 * MB], 50, procs, smalls=20)
+    heard, segment = run([env, env], [None, None], [100 * MB, 300 * MB], 50, procs, smalls=20)
     assert heard == [(100 * MB, 1, True), (300 * MB, 2, True)]
+    # The 100 MB message came as a reference into a 128 MiB slot of the talker's pool (the
+    # largest slot is a quarter of the 512 MiB pool); the 300 MB one, above it, in parts.
+    assert segment == 128 << 20, f"largest shared-memory segment mapped: {segment}"
 
 
 def test_a_keep_last_1_subscriber_of_a_stream_of_big_messages_ends_with_the_newest(tmp_path, procs):
@@ -131,7 +151,7 @@ def test_a_keep_last_1_subscriber_of_a_stream_of_big_messages_ends_with_the_newe
     sizes = [100 * MB] * 4
     # No small messages after them: the newest is the last big one, which must be the last heard
     # (the older ones may be replaced while the listener checks one).
-    heard = run([env, env], [None, None], sizes, 1, procs, smalls=0)
+    heard, _ = run([env, env], [None, None], sizes, 1, procs, smalls=0)
     assert heard and all(ok for _, _, ok in heard), heard
     assert heard[-1] == (100 * MB, 4, True), heard
     seeds = [s for _, s, _ in heard]
@@ -140,9 +160,10 @@ def test_a_keep_last_1_subscriber_of_a_stream_of_big_messages_ends_with_the_newe
 
 def test_100_mb_and_300_mb_messages_arrive_whole_across_hosts(tmp_path, hosts, procs):
     envs = tracer_envs(tmp_path)
-    heard = run([envs["a"], envs["b"]], [hosts.host("a"), hosts.host("b")],
-                [100 * MB, 300 * MB], 50, procs, smalls=20)
+    heard, segment = run([envs["a"], envs["b"]], [hosts.host("a"), hosts.host("b")],
+                         [100 * MB, 300 * MB], 50, procs, smalls=20)
     assert heard == [(100 * MB, 1, True), (300 * MB, 2, True)]
+    assert segment == 0, "no shared memory across hosts"
 
 
 @pytest.fixture(scope="module")
