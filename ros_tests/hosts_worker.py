@@ -11,7 +11,8 @@ is imported only when run as a program.
              each element (20 ms apart), result the sequence; print "ready", exit after N goals
     action-client --action A --order K      wait for the server, send one goal of order K,
              print one JSON line {"accepted", "feedback": [[...], ...], "result": [...],
-             "status"}
+             "status"}, with when the result and each feedback message came (a plain
+             subscription of the feedback topic beside the client's)
 """
 
 from __future__ import annotations
@@ -80,6 +81,9 @@ def cmd_action_server(args) -> int:
 
     node = _node("fib_server")
     served = []
+    # When each feedback message was published (CLOCK_MONOTONIC in ms, one clock for every
+    # namespace of the machine: the client reports its times on it too).
+    published: list[tuple[float, int]] = []
 
     def execute(handle):
         seq = [0, 1]
@@ -88,6 +92,7 @@ def cmd_action_server(args) -> int:
             seq.append(seq[-1] + seq[-2])
             fb.sequence = list(seq)
             handle.publish_feedback(fb)
+            published.append((round(time.monotonic() * 1000, 1), len(seq)))
             time.sleep(0.02)
         handle.succeed()
         result = Fibonacci.Result()
@@ -104,7 +109,7 @@ def cmd_action_server(args) -> int:
     end = time.monotonic() + 2.0
     while time.monotonic() < end:
         rclpy.spin_once(node, timeout_sec=0.05)
-    print(json.dumps({"served": served}), flush=True)
+    print(json.dumps({"served": served, "feedback_published_ms": published}), flush=True)
     server.destroy()
     node.destroy_node()
     return 0 if len(served) == args.goals else 3
@@ -120,9 +125,18 @@ def cmd_action_client(args) -> int:
     if not client.wait_for_server(timeout_sec=args.timeout):
         print("no action server", flush=True)
         return 2
+    # The feedback topic also as a plain subscription beside the client's (same QoS), for a
+    # failure's story: ms since the goal went of each feedback message it took, until 1 s
+    # after the result; feedback there but not in the client's list came after the result.
+    t0 = time.monotonic()
+    since = lambda: round((time.monotonic() - t0) * 1000, 1)  # noqa: E731
+    seen: list[tuple[float, int]] = []
+    node.create_subscription(Fibonacci.Impl.FeedbackMessage, f"{args.action}/_action/feedback",
+                             lambda m: seen.append((since(), len(m.feedback.sequence))), 10)
     feedback: list[list[int]] = []
     goal = Fibonacci.Goal()
     goal.order = args.order
+    t0 = time.monotonic()
     fut = client.send_goal_async(goal, feedback_callback=lambda f: feedback.append(list(f.feedback.sequence)))
     rclpy.spin_until_future_complete(node, fut, timeout_sec=args.timeout)
     handle = fut.result()
@@ -132,9 +146,15 @@ def cmd_action_client(args) -> int:
     res = handle.get_result_async()
     rclpy.spin_until_future_complete(node, res, timeout_sec=args.timeout)
     r = res.result()
+    result_at = since()
+    end = time.monotonic() + 1.0
+    while time.monotonic() < end:
+        rclpy.spin_once(node, timeout_sec=0.05)
     print(json.dumps({"accepted": True, "feedback": feedback,
                       "result": list(r.result.sequence) if r else None,
-                      "status": r.status if r else None}), flush=True)
+                      "status": r.status if r else None,
+                      "goal_sent_ms": round(t0 * 1000, 1), "result_at_ms": result_at,
+                      "feedback_seen_ms": seen}), flush=True)
     client.destroy()
     node.destroy_node()
     return 0 if r is not None else 4
