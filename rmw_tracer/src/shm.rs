@@ -65,15 +65,20 @@ impl ShmOut {
 /// every segment it was sent, docs/wire.md SEGMENT), so a slot, once made, keeps its memory for
 /// the process's life: a quarter bounds what one large message can take of the pool for good
 /// (its pages are only those its messages wrote: segments are sparse). Slots are powers of two,
-/// so a message just above a power takes twice its size of the bound, not of memory.
+/// so a message just above a power takes twice its size of the bound, not of memory. At most
+/// [`MAX_SLOT`], whatever the pool.
 fn max_slot(max_bytes: usize, floor: usize) -> usize {
     let quarter = max_bytes / 4;
     let pow = match quarter.checked_ilog2() {
         Some(b) => 1usize << b,
         None => 0,
     };
-    pow.max(floor)
+    pow.max(floor).min(MAX_SLOT)
 }
+
+/// No slot above 2 GiB: a reference's length is 32 bits on the wire (SHM_REF), and a message
+/// above the largest slot goes in parts, which carry up to 4 GiB (and refuse more).
+const MAX_SLOT: usize = 1 << 31;
 
 #[cfg(test)]
 mod tests {
@@ -92,5 +97,8 @@ mod tests {
         // Small pools keep the floor (such a slot only fits an empty pool: then copies).
         assert_eq!(max_slot(64 * MIB, 64 * MIB), 64 * MIB);
         assert_eq!(max_slot(0, 64 * MIB), 64 * MIB);
+        // However large the pool, a slot's length fits SHM_REF's 32 bits.
+        assert_eq!(max_slot(usize::MAX, 64 * MIB), 2048 * MIB);
+        assert_eq!(max_slot(64 << 30, 64 * MIB), 2048 * MIB);
     }
 }
