@@ -12,7 +12,7 @@ mod segment;
 use std::sync::OnceLock;
 
 pub use mapping::{MapError, Mapping, Release, View};
-pub use pool::{Pool, PoolConfig, PoolStats, Slot, SlotMut};
+pub use pool::{largest_slot, Pool, PoolConfig, PoolStats, Slot, SlotMut};
 pub use segment::SegmentId;
 
 /// Whether this process can create, seal and map shared-memory segments. Probed once (a one-page

@@ -20,14 +20,44 @@ pub struct PoolConfig {
 }
 
 impl Default for PoolConfig {
+    /// 512 MiB of segments, slots of 64 KiB to 128 MiB ([`PoolConfig::bounded`]).
     fn default() -> Self {
+        PoolConfig::bounded(512 << 20)
+    }
+}
+
+/// The smallest largest slot: what a pool's slots went up to before they scaled with it.
+const SLOT_FLOOR: usize = 64 << 20;
+/// No slot above 2 GiB: a reference's length is 32 bits on the wire (SHM_REF), and a message
+/// above the largest slot goes in parts, which carry up to 4 GiB (and refuse more).
+const SLOT_CEILING: usize = 1 << 31;
+
+impl PoolConfig {
+    /// A pool of `max_bytes` of segments (64 KiB slots and up, 16 MiB segments) whose largest
+    /// slot is [`largest_slot`]`(max_bytes)`.
+    pub fn bounded(max_bytes: usize) -> PoolConfig {
         PoolConfig {
             min_slot: 64 * 1024,
-            max_slot: 64 * 1024 * 1024,
-            max_bytes: 512 * 1024 * 1024,
+            max_slot: largest_slot(max_bytes),
+            max_bytes,
             segment_bytes: 16 * 1024 * 1024,
         }
     }
+}
+
+/// The largest slot of a pool of `max_bytes`: the largest power of two within a quarter of it,
+/// at least 64 MiB and at most 2 GiB (128 MiB for the default 512 MiB, so that an 8K image,
+/// 100 MB, is one slot). Segments are never retired (a reader keeps every segment it was sent,
+/// docs/wire.md SEGMENT), so a slot, once made, is the pool's for the process's life: the
+/// quarter bounds what one large message can take of it for good. Its pages are only those
+/// its messages wrote (segments are sparse), so a message just above a power of two takes
+/// twice its size of the bound, not of memory.
+pub fn largest_slot(max_bytes: usize) -> usize {
+    let pow = match (max_bytes / 4).checked_ilog2() {
+        Some(b) => 1usize << b,
+        None => 0,
+    };
+    pow.clamp(SLOT_FLOOR, SLOT_CEILING)
 }
 
 /// What a pool holds now.
@@ -335,6 +365,24 @@ impl std::fmt::Debug for Slot {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_largest_slot_is_a_quarter_of_the_pool_as_a_power_of_two_within_its_bounds() {
+        const MIB: usize = 1 << 20;
+        // The default pool: an 8K image (100 MB) fits a slot.
+        assert_eq!(largest_slot(512 * MIB), 128 * MIB);
+        assert_eq!(PoolConfig::default().max_slot, 128 * MIB);
+        assert!(largest_slot(512 * MIB) >= 100_000_000);
+        assert_eq!(largest_slot(2048 * MIB), 512 * MIB);
+        // Not a power of two: the power below its quarter.
+        assert_eq!(largest_slot(1000 * MIB), 128 * MIB);
+        // Small pools keep the floor (such a slot only fits an empty pool: then copies).
+        assert_eq!(largest_slot(64 * MIB), 64 * MIB);
+        assert_eq!(largest_slot(0), 64 * MIB);
+        // However large the pool, a slot's length fits SHM_REF's 32 bits.
+        assert_eq!(largest_slot(usize::MAX), 2048 * MIB);
+        assert_eq!(largest_slot(64 << 30), 2048 * MIB);
+    }
 
     fn pool(max_bytes: usize) -> Pool {
         Pool::new(PoolConfig {
