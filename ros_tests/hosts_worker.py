@@ -128,7 +128,6 @@ def cmd_action_client(args) -> int:
     # The feedback topic also as a plain subscription beside the client's (same QoS), for a
     # failure's story: ms since the goal went of each feedback message it took, until 1 s
     # after the result; feedback there but not in the client's list came after the result.
-    t0 = time.monotonic()
     since = lambda: round((time.monotonic() - t0) * 1000, 1)  # noqa: E731
     seen: list[tuple[float, int]] = []
     node.create_subscription(Fibonacci.Impl.FeedbackMessage, f"{args.action}/_action/feedback",

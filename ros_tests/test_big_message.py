@@ -31,7 +31,8 @@ def pattern(seed, n):
     return (one * (n // 251 + 1))[:n]
 """
 
-LISTENER = PATTERN + r"""
+# HERE: where shm_maps.py is (the script runs with -c).
+LISTENER = f"HERE = {str(HERE)!r}\n" + PATTERN + r"""
 import sys
 import time
 import rclpy
@@ -62,15 +63,11 @@ end = time.monotonic() + 120
 while time.monotonic() < end and (small < want if want else newest != last):
     rclpy.spin_once(node, timeout_sec=0.2)
 print(f"small {small}", flush=True)
-# The largest of the publishers' shared-memory segments mapped here (read-only, "r--s"; tracer-shm
-# names its memfds "tracer-shm"): how large a message came as a reference, not in parts.
-largest = 0
-with open("/proc/self/maps") as f:
-    for line in f:
-        fields = line.split()
-        if "memfd:tracer-shm" in line and fields[1] == "r--s":
-            lo, hi = (int(x, 16) for x in fields[0].split("-"))
-            largest = max(largest, hi - lo)
+# The largest of the publishers' shared-memory segments mapped here (read-only, "r--s"): how
+# large a message came as a reference, not in parts.
+sys.path.insert(0, HERE)  # for shm_maps
+import shm_maps
+largest = max((size for perms, size in shm_maps.segments() if perms == "r--s"), default=0)
 print(f"largest segment {largest}", flush=True)
 """
 

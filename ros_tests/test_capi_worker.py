@@ -26,6 +26,8 @@ import json
 import sys
 import time
 
+import shm_maps
+
 
 def _node(name: str):
     import rclpy
@@ -47,11 +49,6 @@ def _spin_until(node, pred, timeout: float) -> bool:
     return pred()
 
 
-def _shm_maps() -> list[str]:
-    with open("/proc/self/maps") as f:
-        return sorted({line.split()[1] for line in f if "memfd:tracer-shm" in line})
-
-
 def cmd_image_listen(args) -> None:
     from rclpy.qos import QoSProfile
     from sensor_msgs.msg import Image
@@ -70,7 +67,7 @@ def cmd_image_listen(args) -> None:
     node.create_subscription(Image, args.topic, on, QoSProfile(depth=4))
     print("ready", flush=True)
     _spin_until(node, lambda: len(frames) >= args.count, args.timeout)
-    print(json.dumps({"frames": frames, "shm_maps": _shm_maps()}), flush=True)
+    print(json.dumps({"frames": frames, "shm_maps": shm_maps.permissions()}), flush=True)
     node.destroy_node()
 
 

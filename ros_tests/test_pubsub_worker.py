@@ -32,6 +32,8 @@ import json
 import sys
 import time
 
+import shm_maps
+
 
 def _qos(args):
     from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -297,13 +299,6 @@ def _big_payload(i: int, size: int) -> bytes:
     return (seed * (size // len(seed) + 1))[:size]
 
 
-def _shm_maps() -> list[str]:
-    # The permissions of this process's mappings of shared-memory pool segments (tracer-shm
-    # names its memfds "tracer-shm"): "rw-s" for our own pool, "r--s" for a peer's.
-    with open("/proc/self/maps") as f:
-        return sorted({line.split()[1] for line in f if "memfd:tracer-shm" in line})
-
-
 def cmd_big_talk(args) -> None:
     from std_msgs.msg import UInt8MultiArray
 
@@ -317,7 +312,7 @@ def cmd_big_talk(args) -> None:
         m.data = _big_payload(i, args.size)
         pub.publish(m)
     print("published", flush=True)
-    print(json.dumps({"shm_maps": _shm_maps()}), flush=True)
+    print(json.dumps({"shm_maps": shm_maps.permissions()}), flush=True)
     if args.hold:
         # A late subscription (transient local): wait for it before lingering.
         _wait_for(lambda: pub.get_subscription_count() > 0, args.hold)
@@ -339,7 +334,7 @@ def cmd_big_listen(args) -> None:
     print("ready", flush=True)
     _wait_for(lambda: len(got) >= args.count, args.timeout, spin_node=node)
     expected = [f"{args.size}:{hashlib.sha256(_big_payload(i, args.size)).hexdigest()}" for i in range(args.count)]
-    print(json.dumps({"received": got, "expected": expected, "shm_maps": _shm_maps()}), flush=True)
+    print(json.dumps({"received": got, "expected": expected, "shm_maps": shm_maps.permissions()}), flush=True)
     node.destroy_node()
 
 
