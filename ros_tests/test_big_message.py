@@ -4,9 +4,10 @@ one frame now goes in parts (DELIVERY_PART, docs/wire.md "Messages of any size")
 link. rclpy, reliable, in separate processes: 100 MB and 300 MB messages arrive whole, their
 content checked byte for byte, on one host and across two hosts (network namespaces, QUIC); a
 KEEP_LAST(1) subscriber of a stream of them ends with the newest, and the link stays up for
-the small messages that follow. On one host the 100 MB message goes as a reference into the
-publisher's shared memory (the largest slot is a quarter of the pool: 128 MiB), the 300 MB one
-in parts. The same through libtracer's C API (``ros_tests/c/capi_big.c``,
+the small messages that follow. On one host both go as references into the publisher's shared
+memory: the 100 MB message in a slot of its pool (the largest slot is a quarter of the pool:
+128 MiB), the 300 MB one in a segment made for it alone, which the listener unmaps once the
+publisher retires it (RETIRE, docs/wire.md). The same through libtracer's C API (``ros_tests/c/capi_big.c``,
 the C subscriber taking each as a view, no copy): C to rclpy and rclpy to C on one host, C to
 C across two hosts."""
 
@@ -38,13 +39,22 @@ import time
 import rclpy
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from std_msgs.msg import UInt8MultiArray
+sys.path.insert(0, HERE)  # for shm_maps
+import shm_maps
 
 depth, want, last = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+# How long the first big message's callback waits for the next one to be mapped here in a
+# segment above the largest pool slot (128 MiB): the next one sits in the subscription, not yet
+# taken, while this callback runs. 0: not looked for.
+wait_alone = float(sys.argv[4]) if len(sys.argv) > 4 else 0.0
 rclpy.init()
 node = rclpy.create_node("big_listener")
 qos = QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE)
 small = 0
 newest = 0
+
+def mapped():
+    return [size for perms, size in shm_maps.segments() if perms == "r--s"]
 
 def heard(m):
     global small, newest
@@ -53,6 +63,11 @@ def heard(m):
         small += 1
         return
     seed = newest = data[0]
+    if seed == 1 and wait_alone:
+        end = time.monotonic() + wait_alone
+        while time.monotonic() < end and not [s for s in mapped() if s > 128 << 20]:
+            time.sleep(0.01)
+        print(f"alone segment {max((s for s in mapped() if s > 128 << 20), default=0)}", flush=True)
     intact = data == pattern(seed, len(data))
     print(f"heard {len(data)} seed={seed} intact={intact}", flush=True)
 
@@ -63,12 +78,9 @@ end = time.monotonic() + 120
 while time.monotonic() < end and (small < want if want else newest != last):
     rclpy.spin_once(node, timeout_sec=0.2)
 print(f"small {small}", flush=True)
-# The largest of the publishers' shared-memory segments mapped here (read-only, "r--s"): how
-# large a message came as a reference, not in parts.
-sys.path.insert(0, HERE)  # for shm_maps
-import shm_maps
-largest = max((size for perms, size in shm_maps.segments() if perms == "r--s"), default=0)
-print(f"largest segment {largest}", flush=True)
+# The largest of the publishers' shared-memory segments mapped here now (read-only, "r--s"):
+# a pool slot stays mapped, a segment made for one message goes once it is retired.
+print(f"largest segment {max(mapped(), default=0)}", flush=True)
 """
 
 TALKER = PATTERN + r"""
@@ -104,14 +116,15 @@ time.sleep(120)
 """
 
 
-def run(envs, nets, sizes: list[int], depth: int, procs,
-        smalls: int) -> tuple[list[tuple[int, int, bool]], int]:
+def run(envs, nets, sizes: list[int], depth: int, procs, smalls: int,
+        wait_alone: float = 0) -> tuple[list[tuple[int, int, bool]], int, str]:
     """Talker on nets[0] publishes `sizes` (seeds 1, 2, ...) then `smalls` small messages; the
     listener on nets[1] with KEEP_LAST(`depth`) returns what it heard, (size, seed, intact),
     once every small message came after the big ones (no small ones: once the last big one
-    came), and the size of the largest shared-memory segment of the talker it mapped (0:
-    none)."""
-    listener = harness.spawn_python(LISTENER, [str(depth), str(smalls), str(len(sizes))],
+    came), the size of the largest shared-memory segment of the talker it has mapped at the end
+    (0: none), and its output."""
+    listener = harness.spawn_python(LISTENER, [str(depth), str(smalls), str(len(sizes)),
+                                               str(wait_alone)],
                                     env=envs[1], netns=nets[1],
                                     timeout=150)
     procs.append(listener)
@@ -131,15 +144,20 @@ def run(envs, nets, sizes: list[int], depth: int, procs,
              for n, s, ok in re.findall(r"^heard (\d+) seed=(\d+) intact=(\w+)$", r.stdout, re.M)]
     segment = re.search(r"^largest segment (\d+)$", r.stdout, re.M)
     assert segment, r.describe()
-    return heard, int(segment.group(1))
+    return heard, int(segment.group(1)), r.stdout
 
 
 def test_100_mb_and_300_mb_messages_arrive_whole_on_one_host(tmp_path, procs):
     env = harness.tracer_env(tmp_path)
-    heard, segment = run([env, env], [None, None], [100 * MB, 300 * MB], 50, procs, smalls=20)
+    heard, segment, out = run([env, env], [None, None], [100 * MB, 300 * MB], 50, procs,
+                              smalls=20, wait_alone=60)
     assert heard == [(100 * MB, 1, True), (300 * MB, 2, True)]
-    # The 100 MB message came as a reference into a 128 MiB slot of the talker's pool (the
-    # largest slot is a quarter of the 512 MiB pool); the 300 MB one, above it, in parts.
+    # The 300 MB message, above the largest slot, came as a reference into a segment made for
+    # it alone (whole pages), mapped while it waited to be taken...
+    alone = re.search(r"^alone segment (\d+)$", out, re.M)
+    assert alone and int(alone.group(1)) == -(-300 * MB // 4096) * 4096, out
+    # ...and retired once taken: what is still mapped at the end is the 128 MiB slot of the
+    # talker's pool that the 100 MB one came in (the largest slot: a quarter of its 512 MiB).
     assert segment == 128 << 20, f"largest shared-memory segment mapped: {segment}"
 
 
@@ -148,7 +166,7 @@ def test_a_keep_last_1_subscriber_of_a_stream_of_big_messages_ends_with_the_newe
     sizes = [100 * MB] * 4
     # No small messages after them: the newest is the last big one, which must be the last heard
     # (the older ones may be replaced while the listener checks one).
-    heard, _ = run([env, env], [None, None], sizes, 1, procs, smalls=0)
+    heard, _, _ = run([env, env], [None, None], sizes, 1, procs, smalls=0)
     assert heard and all(ok for _, _, ok in heard), heard
     assert heard[-1] == (100 * MB, 4, True), heard
     seeds = [s for _, s, _ in heard]
@@ -157,8 +175,8 @@ def test_a_keep_last_1_subscriber_of_a_stream_of_big_messages_ends_with_the_newe
 
 def test_100_mb_and_300_mb_messages_arrive_whole_across_hosts(tmp_path, hosts, procs):
     envs = tracer_envs(tmp_path)
-    heard, segment = run([envs["a"], envs["b"]], [hosts.host("a"), hosts.host("b")],
-                         [100 * MB, 300 * MB], 50, procs, smalls=20)
+    heard, segment, _ = run([envs["a"], envs["b"]], [hosts.host("a"), hosts.host("b")],
+                            [100 * MB, 300 * MB], 50, procs, smalls=20)
     assert heard == [(100 * MB, 1, True), (300 * MB, 2, True)]
     assert segment == 0, "no shared memory across hosts"
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 #[cfg(feature = "quic")]
 use libtracer_core::link::QuicTransport;
 use libtracer_core::link::{HostTransport, LinkError, LinkHandler, MemoryFabric, MemoryNode};
-use libtracer_core::wire::{ErrorCode, Frame, MAX_FRAME};
+use libtracer_core::wire::{ErrorCode, Frame, ShmCaps, MAX_FRAME};
 use libtracer_core::{Meta, Payload};
 use link_support::{Ev, Recorder, TempDir, T};
 
@@ -379,7 +379,7 @@ fn malformed_input_closes_only_that_link<F: Fabric>(f: F) {
             version: 1,
             node: "c".into(),
             max_frame: 4096,
-            shm: false,
+            shm: ShmCaps::NONE,
             permissions: None,
             directory: None,
         })

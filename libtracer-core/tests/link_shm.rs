@@ -182,6 +182,10 @@ fn shared_memory_protocol_faults_close_the_link() {
             },
         ),
         (
+            "RETIRE of a segment never announced",
+            Frame::Retire { id: 9, size: 4096 },
+        ),
+        (
             "RELEASE of a token never sent",
             Frame::Release {
                 tokens: vec![42].into(),
@@ -227,4 +231,117 @@ fn views_outlive_the_publisher_and_its_pool() {
     assert!(held
         .iter()
         .all(|h| h.len() == 300_000 && h.as_ref().iter().all(|&x| x == 7)));
+}
+
+/// Mappings of this process of exactly `size` bytes whose file is a tracer-shm memfd, mapped
+/// with `perms` ("rw-s": a publisher's, "r--s": a reader's).
+fn memfd_mappings_of(size: u64, perms: &str) -> usize {
+    std::fs::read_to_string("/proc/self/maps")
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("memfd:tracer-shm") && l.split_whitespace().nth(1) == Some(perms))
+        .filter(|l| {
+            let range = l.split_whitespace().next().unwrap();
+            let (lo, hi) = range.split_once('-').unwrap();
+            let lo = u64::from_str_radix(lo, 16).unwrap();
+            let hi = u64::from_str_radix(hi, 16).unwrap();
+            hi - lo == size
+        })
+        .count()
+}
+
+#[test]
+fn a_segment_made_for_one_message_is_retired_once_the_reader_lets_it_go() {
+    let dir = TempDir::new("shm-alone");
+    let (a, _ra) = start(&dir, "a", TransportConfig::default());
+    let (_b, rb) = start(&dir, "b", TransportConfig::default());
+    rb.wait_up("a", T);
+    let link = a.link_to("b").expect("link a->b");
+    let p = pool();
+    // Above the pool's largest slot (1 MiB): a segment of its own, of a size no other has.
+    let len = (3 << 20) + 123;
+    let seg_size = (3 << 20) + 4096;
+    let payload = sample(&p, len, 9);
+    assert!(payload.slot().expect("shared memory").retires());
+    libtracer_core::link::Link::send(&*link, &delivery(1, payload.clone())).unwrap();
+    eventually(T, || payloads(&rb, "a").len() == 1).expect("the message at b");
+    let got = payloads(&rb, "a");
+    assert!(got[0].len() == len && got[0].as_ref().iter().all(|&x| x == 9));
+    assert_eq!(link.shm_refs_out(), 1, "it went as a reference");
+    assert_eq!(memfd_mappings_of(seg_size, "rw-s"), 1, "a's, to write");
+    assert_eq!(memfd_mappings_of(seg_size, "r--s"), 1, "b's, to read");
+    // The publisher lets it go: b's reference still holds it.
+    drop(payload);
+    assert_eq!(p.stats().alone, 1);
+    // b lets it go: RELEASE, the segment goes, RETIRE, and b's mapping goes too. a keeps the
+    // memory for the next one.
+    drop(got);
+    rb.clear_events();
+    eventually(T, || p.stats().alone == 0).expect("the segment gone from a");
+    eventually(T, || memfd_mappings_of(seg_size, "r--s") == 0).expect("b's mapping gone");
+    assert_eq!(p.stats().alone_spare, 1);
+    // The link is up and the next one goes the same way, in the same memory under a new
+    // number, which b maps afresh.
+    libtracer_core::link::Link::send(&*link, &delivery(2, sample(&p, len, 4))).unwrap();
+    eventually(T, || payloads(&rb, "a").len() == 1).expect("the next one at b");
+    assert!(payloads(&rb, "a")[0].as_ref().iter().all(|&x| x == 4));
+    assert_eq!(memfd_mappings_of(seg_size, "rw-s"), 1, "the same memory");
+    rb.clear_events();
+    eventually(T, || memfd_mappings_of(seg_size, "r--s") == 0).expect("retired again");
+    assert!(!link.is_closed());
+    // The pool goes: so does what it kept.
+    drop(p);
+    assert_eq!(memfd_mappings_of(seg_size, "rw-s"), 0);
+}
+
+/// A reader whose HELLO does not say it takes RETIRE (bit 1) is never sent a segment made for
+/// one message: it gets the bytes, and pool slots still as references.
+#[test]
+fn a_reader_that_does_not_take_retire_gets_such_a_message_as_bytes() {
+    use std::io::{Read, Write};
+    let dir = TempDir::new("shm-old");
+    let (a, _ra) = start(&dir, "a", TransportConfig::default());
+    let mut s = std::os::unix::net::UnixStream::connect(a.socket_path()).unwrap();
+    let mut hello = link_support::hello("old");
+    if let Frame::Hello { shm, .. } = &mut hello {
+        *shm = libtracer_core::wire::ShmCaps {
+            maps: true,
+            retire: false,
+        };
+    }
+    s.write_all(&encode(&hello).unwrap()).unwrap();
+    eventually(T, || a.link_to("old").is_some()).expect("linked");
+    let link = a.link_to("old").unwrap();
+    assert!(link.sends_shm(), "it maps pool segments");
+    let p = pool();
+    let len = (2 << 20) + 77;
+    // The reader reads while a writes: the bytes are more than a socket buffer holds.
+    let reader = std::thread::spawn(move || {
+        let mut dec = libtracer_core::wire::FrameDecoder::new(libtracer_core::wire::MAX_FRAME);
+        let mut buf = vec![0u8; 1 << 16];
+        let (mut at, mut end) = (0, 0);
+        loop {
+            match dec.pop().unwrap() {
+                Some(Frame::Delivery { payload, .. }) => return (payload, s),
+                Some(f @ (Frame::Segment { .. } | Frame::ShmDelivery { .. })) => {
+                    panic!("a segment made for one message went to an old reader: {f:?}")
+                }
+                Some(Frame::Ping { nonce }) => s
+                    .write_all(&encode(&Frame::Pong { nonce }).unwrap())
+                    .unwrap(),
+                Some(_) => {}
+                None if at < end => at += dec.push(&buf[at..end]),
+                None => {
+                    end = s.read(&mut buf).unwrap();
+                    assert!(end > 0, "a closed the link");
+                    at = dec.push(&buf[..end]);
+                }
+            }
+        }
+    });
+    libtracer_core::link::Link::send(&*link, &delivery(1, sample(&p, len, 5))).unwrap();
+    let (got, _s) = reader.join().unwrap();
+    assert!(got.len() == len && got.as_ref().iter().all(|&x| x == 5));
+    assert_eq!(p.stats().alone, 0, "nothing of it held for the reader");
+    assert_eq!(link.shm_refs_out(), 0);
 }

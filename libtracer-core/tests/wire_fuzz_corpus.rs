@@ -15,7 +15,7 @@ fn seeds() -> Vec<Vec<u8>> {
             version: 1,
             node: "n".into(),
             max_frame: 4096,
-            shm: false,
+            shm: ShmCaps::NONE,
             permissions: None,
             directory: None,
         },

@@ -502,9 +502,16 @@ fn ruling8_shared_memory_frames_malformed() {
             f => panic!("{f:?}"),
         }
     };
-    assert!(!hello(None));
-    assert!(!hello(Some(0xfe)));
-    assert!(hello(Some(0x03)));
+    assert_eq!(hello(None), ShmCaps::NONE);
+    assert_eq!(hello(Some(0xfc)), ShmCaps::NONE, "unknown bits are ignored");
+    assert_eq!(
+        hello(Some(0xfd)),
+        ShmCaps {
+            maps: true,
+            retire: false
+        }
+    );
+    assert_eq!(hello(Some(0x03)), ShmCaps::ALL);
     // The encoder refuses RELEASE of no tokens or of too many.
     for n in [0, 1025] {
         assert!(encode(&Frame::Release {
@@ -523,7 +530,7 @@ fn hello_permissions_are_bounded_at_64_kib() {
         version: PROTOCOL_VERSION,
         node: "robot-1".into(),
         max_frame: MAX_FRAME,
-        shm: false,
+        shm: ShmCaps::NONE,
         permissions: p.map(bytes::Bytes::from),
         directory: None,
     };
@@ -575,7 +582,7 @@ fn hello_directory_is_a_port_of_two_bytes_never_0() {
         version: PROTOCOL_VERSION,
         node: "robot-1".into(),
         max_frame: MAX_FRAME,
-        shm: false,
+        shm: ShmCaps::NONE,
         permissions: None,
         directory,
     };

@@ -88,18 +88,21 @@ fn frame() -> impl Strategy<Value = Frame> {
             any::<u8>(),
             "[A-Za-z0-9_.~-]{1,40}",
             any::<u32>(),
-            any::<bool>(),
+            any::<(bool, bool)>(),
             prop::option::of(1..=u16::MAX)
         )
-            .prop_map(|(version, node, max_frame, shm, directory)| Frame::Hello {
-                version,
-                node,
-                max_frame,
-                shm,
-                permissions: None,
-                directory,
+            .prop_map(|(version, node, max_frame, (maps, retire), directory)| {
+                Frame::Hello {
+                    version,
+                    node,
+                    max_frame,
+                    shm: ShmCaps { maps, retire },
+                    permissions: None,
+                    directory,
+                }
             }),
         (any::<u32>(), any::<u64>()).prop_map(|(id, size)| Frame::Segment { id, size }),
+        (any::<u32>(), any::<u64>()).prop_map(|(id, size)| Frame::Retire { id, size }),
         (
             any::<u64>(),
             meta(),
@@ -282,7 +285,7 @@ fn ruling8_one_byte_fragmentation_of_every_kind() {
             version: PROTOCOL_VERSION,
             node: "robot-1".into(),
             max_frame: MAX_FRAME,
-            shm: false,
+            shm: ShmCaps::NONE,
             permissions: None,
             directory: None,
         },
@@ -290,13 +293,17 @@ fn ruling8_one_byte_fragmentation_of_every_kind() {
             version: PROTOCOL_VERSION,
             node: "robot-2".into(),
             max_frame: MAX_FRAME,
-            shm: true,
+            shm: ShmCaps::ALL,
             permissions: None,
             directory: Some(24650),
         },
         Frame::Segment {
             id: 3,
             size: 16 << 20,
+        },
+        Frame::Retire {
+            id: 0x8000_0003,
+            size: 300 << 20,
         },
         Frame::ShmDelivery {
             edge: 5,

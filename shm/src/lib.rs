@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 
 pub use mapping::{MapError, Mapping, Release, View};
 pub use pool::{largest_slot, Pool, PoolConfig, PoolStats, Slot, SlotMut};
-pub use segment::SegmentId;
+pub use segment::{Retire, SegmentId};
 
 /// Whether this process can create, seal and map shared-memory segments. Probed once (a one-page
 /// segment is made, sealed and mapped read-only) and cached. `TRACER_SHM=off` (or `0`) makes it

@@ -4,16 +4,17 @@
 use std::os::fd::BorrowedFd;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
-use crate::segment::{Segment, SegmentId};
+use crate::segment::{Memory, Recycle, Retire, Segment, SegmentId};
 
 /// Bounds of a pool.
 #[derive(Clone, Copy, Debug)]
 pub struct PoolConfig {
     /// Smallest slot (a power of two); smaller samples still take one.
     pub min_slot: usize,
-    /// Largest slot; a larger sample is not pooled.
+    /// Largest slot; a larger sample gets a segment of its own (`Pool::alloc`).
     pub max_slot: usize,
-    /// Bytes of all segments together: when reached, `alloc` returns None.
+    /// Bytes of all segments together: when reached, `alloc` returns None. Segments made for
+    /// one sample each have a bound of their own, twice this (`Pool::alloc`).
     pub max_bytes: usize,
     /// Target size of one segment (a segment holds at least one slot).
     pub segment_bytes: usize,
@@ -28,9 +29,11 @@ impl Default for PoolConfig {
 
 /// The smallest largest slot: what a pool's slots went up to before they scaled with it.
 const SLOT_FLOOR: usize = 64 << 20;
-/// No slot above 2 GiB: a reference's length is 32 bits on the wire (SHM_REF), and a message
-/// above the largest slot goes in parts, which carry up to 4 GiB (and refuse more).
+/// No slot above 2 GiB: a reference's length is 32 bits on the wire (SHM_REF). A message above
+/// the largest slot gets a segment of its own, of at most `u32::MAX` bytes for the same reason.
 const SLOT_CEILING: usize = 1 << 31;
+/// A segment made for one sample is a whole number of pages.
+const PAGE: usize = 4096;
 
 impl PoolConfig {
     /// A pool of `max_bytes` of segments (64 KiB slots and up, 16 MiB segments) whose largest
@@ -47,11 +50,12 @@ impl PoolConfig {
 
 /// The largest slot of a pool of `max_bytes`: the largest power of two within a quarter of it,
 /// at least 64 MiB and at most 2 GiB (128 MiB for the default 512 MiB, so that an 8K image,
-/// 100 MB, is one slot). Segments are never retired (a reader keeps every segment it was sent,
-/// docs/wire.md SEGMENT), so a slot, once made, is the pool's for the process's life: the
-/// quarter bounds what one large message can take of it for good. Its pages are only those
-/// its messages wrote (segments are sparse), so a message just above a power of two takes
-/// twice its size of the bound, not of memory.
+/// 100 MB, is one slot). A pool's segments are never retired (a reader keeps them as long as
+/// the link), so a slot, once made, is the pool's for the process's life: the quarter bounds
+/// what one large message can take of it for good. Its pages are only those its messages
+/// wrote (segments are sparse), so a message just above a power of two takes twice its size
+/// of the bound, not of memory. A larger message gets a segment of its own, retired when it
+/// goes (`Pool::alloc`).
 pub fn largest_slot(max_bytes: usize) -> usize {
     let pow = match (max_bytes / 4).checked_ilog2() {
         Some(b) => 1usize << b,
@@ -70,6 +74,12 @@ pub struct PoolStats {
     pub slots_in_use: usize,
     /// Bytes of those slots.
     pub bytes_in_use: usize,
+    /// Segments made for one sample each (above the largest slot), alive now.
+    pub alone: usize,
+    /// Memory of such segments kept for the next one (its segment retired).
+    pub alone_spare: usize,
+    /// Bytes of both.
+    pub alone_bytes: usize,
 }
 
 /// A bounded pool of shared-memory slots. Cheap `Clone`.
@@ -93,7 +103,8 @@ const MAX_SPARE: usize = 1024;
 struct State {
     /// Free slots per size class (index = log2(slot size / min_slot)).
     free: Vec<Vec<(Arc<Segment>, usize)>>,
-    next_segment: u32,
+    /// Memory of retired segments made for one sample, oldest first.
+    spare_alone: Vec<Memory>,
     stats: PoolStats,
 }
 
@@ -126,12 +137,24 @@ impl Pool {
         self.inner.lock().stats
     }
 
-    /// A slot of `len` bytes to fill, or None: `len` is 0 or above `max_slot`, the pool is at
-    /// `max_bytes`, or a segment could not be made. The caller then uses ordinary memory.
+    /// A slot of `len` bytes to fill, or None: `len` is 0, the pool is at `max_bytes`, or a
+    /// segment could not be made. The caller then uses ordinary memory.
+    ///
+    /// Above `max_slot` the slot is a segment made for this sample alone, page-rounded, at most
+    /// `u32::MAX` bytes (SHM_REF's length). It is retired when its last `Slot` goes: every link
+    /// that announced it is told ([`Slot::on_retire`]) and tells its reader, whose mapping then
+    /// goes with its last view. Its memory is kept for the next such sample (under a new
+    /// segment number: its pages are faulted in already here, a fresh segment's are not), up to
+    /// `max_bytes` of kept memory. Such segments and the memory kept take at most twice
+    /// `max_bytes`: a stream of them has one in flight and the next being written, and kept
+    /// memory goes first when a new one needs room.
     pub fn alloc(&self, len: usize) -> Option<SlotMut> {
         let cfg = &self.inner.cfg;
-        if len == 0 || len > cfg.max_slot {
+        if len == 0 {
             return None;
+        }
+        if len > cfg.max_slot {
+            return self.alloc_alone(len);
         }
         let size = len.max(cfg.min_slot).next_power_of_two();
         let class = (size / cfg.min_slot).trailing_zeros() as usize;
@@ -152,6 +175,74 @@ impl Pool {
             offset,
             start: 0,
             cap: size,
+            len,
+            live: true,
+        }))
+    }
+
+    fn alloc_alone(&self, len: usize) -> Option<SlotMut> {
+        if len > u32::MAX as usize {
+            return None;
+        }
+        let size = len.div_ceil(PAGE) * PAGE;
+        let bound = self.inner.cfg.max_bytes.saturating_mul(2);
+        let mut evicted = Vec::new();
+        let kept = {
+            let mut st = self.inner.lock();
+            // The smallest kept memory that holds it, if at most twice its size.
+            let fits = st
+                .spare_alone
+                .iter()
+                .enumerate()
+                .filter(|(_, m)| m.size() >= size && m.size() <= size.saturating_mul(2))
+                .min_by_key(|(_, m)| m.size())
+                .map(|(i, _)| i);
+            match fits {
+                Some(i) => {
+                    st.stats.alone += 1;
+                    st.stats.alone_spare -= 1;
+                    Ok(st.spare_alone.remove(i))
+                }
+                None => {
+                    // Room for new memory: kept memory goes first, the oldest first.
+                    while st.stats.alone_bytes + size > bound && !st.spare_alone.is_empty() {
+                        let m = st.spare_alone.remove(0);
+                        st.stats.alone_spare -= 1;
+                        st.stats.alone_bytes -= m.size();
+                        evicted.push(m);
+                    }
+                    let room = st.stats.alone_bytes + size <= bound;
+                    if room {
+                        st.stats.alone += 1;
+                        st.stats.alone_bytes += size;
+                    }
+                    Err(room)
+                }
+            }
+        };
+        // Unmapped outside the lock.
+        drop(evicted);
+        let memory = match kept {
+            Ok(m) => m,
+            Err(false) => return None,
+            Err(true) => match Segment::memory(size) {
+                Ok(m) => m,
+                Err(_) => {
+                    let mut st = self.inner.lock();
+                    st.stats.alone -= 1;
+                    st.stats.alone_bytes -= size;
+                    return None;
+                }
+            },
+        };
+        let cap = memory.size();
+        let home = Arc::downgrade(&self.inner) as Weak<dyn Recycle>;
+        Some(SlotMut(SlotInner {
+            pool: Arc::downgrade(&self.inner),
+            segment: Arc::new(Segment::alone(SegmentId::next(), memory, home)),
+            offset: 0,
+            start: 0,
+            cap,
             len,
             live: true,
         }))
@@ -180,8 +271,7 @@ impl PoolInner {
         if seg_bytes == 0 {
             return None;
         }
-        let seg = Arc::new(Segment::create(SegmentId(st.next_segment), seg_bytes).ok()?);
-        st.next_segment += 1;
+        let seg = Arc::new(Segment::create(SegmentId::next(), seg_bytes).ok()?);
         st.stats.segments += 1;
         st.stats.bytes += seg_bytes;
         // Pushed high to low, so the first slot handed out is at offset 0.
@@ -192,11 +282,34 @@ impl PoolInner {
     }
 
     fn give_back(&self, segment: Arc<Segment>, offset: usize, cap: usize) {
+        if segment.is_alone() {
+            // Not a slot of a free list: the segment goes with its last holder (`Slot::drop`
+            // keeps no spare cell of it), and its memory comes back through `recycle`.
+            return;
+        }
         let class = (cap / self.cfg.min_slot).trailing_zeros() as usize;
         let mut st = self.lock();
         st.stats.slots_in_use -= 1;
         st.stats.bytes_in_use -= cap;
         st.free[class].push((segment, offset));
+    }
+}
+
+impl Recycle for PoolInner {
+    /// A segment made for one sample is gone (retired): its memory is kept for the next, up to
+    /// `max_bytes` kept.
+    fn recycle(&self, memory: Memory) {
+        let mut st = self.lock();
+        st.stats.alone -= 1;
+        let kept: usize = st.spare_alone.iter().map(Memory::size).sum();
+        if kept + memory.size() <= self.cfg.max_bytes {
+            st.stats.alone_spare += 1;
+            st.spare_alone.push(memory);
+            return;
+        }
+        st.stats.alone_bytes -= memory.size();
+        drop(st);
+        drop(memory);
     }
 }
 
@@ -301,6 +414,11 @@ impl Drop for Slot {
             return;
         };
         inner.vacate();
+        if inner.segment.is_alone() {
+            // A spare cell would keep the segment, and so its readers' mappings, alive: it goes
+            // now, and the links that announced it retire it.
+            return;
+        }
         if let Some(pool) = inner.pool.upgrade() {
             let mut spare = lock(&pool.spare);
             if spare.len() < MAX_SPARE {
@@ -325,6 +443,15 @@ impl Slot {
     /// The segment's descriptor, to pass to a reader once.
     pub fn segment_fd(&self) -> BorrowedFd<'_> {
         self.inner().segment.fd()
+    }
+    /// Whether the segment was made for this sample alone, and is retired when it goes.
+    pub fn retires(&self) -> bool {
+        self.inner().segment.is_alone()
+    }
+    /// `hook` is told once the segment is gone (a link that announced it; nothing for a pool's
+    /// segment, which is never retired). Called once per link that announces it.
+    pub fn on_retire(&self, hook: Weak<dyn Retire>) {
+        self.inner().segment.on_retire(hook);
     }
     /// Where the sample starts in the segment.
     pub fn offset(&self) -> u64 {
@@ -468,10 +595,106 @@ mod tests {
         let p = pool(64 * 1024);
         let held: Vec<Slot> = (0..8).map(|_| p.alloc(8192).unwrap().freeze()).collect();
         assert!(p.alloc(1).is_none());
-        assert!(p.alloc(2 << 20).is_none(), "above max_slot");
         assert_eq!(p.stats().bytes, 64 * 1024);
         drop(held);
         assert!(p.alloc(8192).is_some());
+    }
+
+    /// Counts what it is told.
+    #[derive(Default)]
+    struct Retired(Mutex<Vec<(SegmentId, u64)>>);
+    impl Retire for Retired {
+        fn retire(&self, segment: SegmentId, size: u64) {
+            lock(&self.0).push((segment, size));
+        }
+    }
+
+    #[test]
+    fn a_sample_above_the_largest_slot_gets_a_segment_that_is_retired_when_it_goes() {
+        let p = pool(4 << 20);
+        let len = (1 << 20) + 10;
+        let size = (1 << 20) + 4096;
+        let mut s = p.alloc(len).expect("a segment of its own");
+        s.as_mut_slice().fill(3);
+        let a = s.freeze();
+        assert!(a.retires());
+        assert_eq!(
+            (a.len(), a.offset(), a.segment_size()),
+            (len, 0, size as u64)
+        );
+        assert_eq!((p.stats().alone, p.stats().alone_bytes), (1, size));
+        assert_eq!(p.stats().bytes, 0, "not the pool's");
+        // Two links announce it; one of them goes first.
+        let (one, two) = (Arc::new(Retired::default()), Arc::new(Retired::default()));
+        let gone = Arc::new(Retired::default());
+        for hook in [&one, &two, &gone] {
+            a.on_retire(Arc::downgrade(hook) as Weak<dyn Retire>);
+        }
+        drop(gone);
+        let b = a.clone();
+        drop(a);
+        assert!(lock(&one.0).is_empty(), "a clone still holds it");
+        let id = b.segment();
+        drop(b);
+        let told = vec![(id, size as u64)];
+        assert_eq!(*lock(&one.0), told);
+        assert_eq!(*lock(&two.0), told);
+        // Its memory is kept for the next one...
+        let st = p.stats();
+        assert_eq!((st.alone, st.alone_spare, st.alone_bytes), (0, 1, size));
+        // ...which takes it under a new number, its bytes as they were (a sample writes all
+        // of its slot).
+        let mut next = p.alloc(len - 5).unwrap();
+        assert_eq!(next.as_mut_slice()[0], 3, "the same memory");
+        let next = next.freeze();
+        assert_ne!(next.segment(), id, "a retired number is never used again");
+        assert_eq!(next.segment_size(), size as u64);
+        let st = p.stats();
+        assert_eq!((st.alone, st.alone_spare, st.alone_bytes), (1, 0, size));
+        // A pool's slot is never retired.
+        let pooled = p.alloc(100).unwrap().freeze();
+        assert!(!pooled.retires());
+        let never = Arc::new(Retired::default());
+        pooled.on_retire(Arc::downgrade(&never) as Weak<dyn Retire>);
+        drop(pooled);
+        assert!(lock(&never.0).is_empty());
+    }
+
+    #[test]
+    fn segments_of_their_own_and_their_kept_memory_are_bounded() {
+        const MIB: usize = 1 << 20;
+        let p = pool(4 * MIB);
+        // Alive at once: at most twice max_bytes.
+        let a = p.alloc(5 * MIB).unwrap().freeze();
+        assert!(
+            p.alloc(4 * MIB).is_none(),
+            "9 MiB alive would pass the 8 MiB bound"
+        );
+        assert!(
+            p.alloc(MIB).is_some(),
+            "1 MiB is a pool slot, not bounded by them"
+        );
+        let b = p.alloc(3 * MIB).unwrap().freeze();
+        // Kept: at most max_bytes; the 5 MiB one is let go, the 3 MiB one kept.
+        drop(a);
+        drop(b);
+        let st = p.stats();
+        assert_eq!((st.alone, st.alone_spare, st.alone_bytes), (0, 1, 3 * MIB));
+        // Kept memory more than twice a sample's size is not taken for it, and goes first
+        // when a new segment needs the room.
+        let small = p.alloc(MIB + 1).unwrap().freeze();
+        assert_eq!(small.segment_size(), (MIB + 4096) as u64);
+        let big = p.alloc(7 * MIB - 8192).unwrap().freeze();
+        let st = p.stats();
+        assert_eq!(
+            (st.alone, st.alone_spare),
+            (2, 0),
+            "the kept 3 MiB gave way"
+        );
+        drop((small, big));
+        assert!(p.alloc(usize::MAX).is_none());
+        // Kept memory goes with the pool.
+        drop(p);
     }
 
     #[test]

@@ -197,6 +197,15 @@ impl LinkRx {
                     }
                 };
             }
+            Frame::Retire { id, size } => {
+                return match self.shm.retire(id, size) {
+                    Ok(()) => Step::Go,
+                    Err(why) => {
+                        self.strand.push(Event::Malformed(why));
+                        Step::End
+                    }
+                };
+            }
             Frame::Release { tokens } => {
                 if self.link.released(&tokens) {
                     return Step::Go;
@@ -308,6 +317,16 @@ impl Job for ReleaseLater {
     }
 }
 
+/// A retired segment's mapping, dropped by a worker.
+struct Unmap(parking_lot::Mutex<Option<Arc<Mapping>>>);
+
+impl Job for Unmap {
+    fn run(&self) -> bool {
+        drop(self.0.lock().take());
+        false
+    }
+}
+
 enum ShmPayload {
     View(Payload),
     /// The segment could not be mapped here: the reference is to be released at once.
@@ -335,6 +354,27 @@ impl ShmReceive {
         };
         self.maps.insert(id, map);
         Ok(())
+    }
+
+    /// A RETIRE: the segment leaves the table (its mapping goes with its last view, and its
+    /// sender never uses its number again). Err: the peer broke the protocol.
+    fn retire(&mut self, id: u32, size: u64) -> Result<(), String> {
+        match self.maps.get(&id) {
+            None => Err(format!("RETIRE of segment {id}, which is not announced")),
+            Some(Some(m)) if m.size() as u64 != size => Err(format!(
+                "RETIRE of segment {id} as {size} bytes, announced as {}",
+                m.size()
+            )),
+            Some(_) => {
+                if let Some(Some(map)) = self.maps.remove(&id) {
+                    // Its last holder, usually (the views went before the RELEASEs that led to
+                    // the RETIRE): unmapping hundreds of megabytes takes milliseconds, which the
+                    // loop, serving every link, does not spend.
+                    dispatch::schedule(Arc::new(Unmap(parking_lot::Mutex::new(Some(map)))));
+                }
+                Ok(())
+            }
+        }
     }
 
     /// An SHM_DELIVERY's payload, a view of the peer's segment.

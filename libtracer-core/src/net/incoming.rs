@@ -209,6 +209,7 @@ pub(crate) fn on_frame(g: &GraphInner, id: LinkId, frame: Frame) {
         Frame::Hello { .. }
         | Frame::Pong { .. }
         | Frame::Segment { .. }
+        | Frame::Retire { .. }
         | Frame::ShmDelivery { .. }
         | Frame::DeliveryPart { .. }
         | Frame::Release { .. } => {}

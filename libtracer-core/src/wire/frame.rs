@@ -109,6 +109,39 @@ pub struct ShmRef {
     pub token: u64,
 }
 
+/// HELLO's SHM flags: what the sender does with shared-memory segments sent to it (docs/wire.md,
+/// HELLO). Other bits are ignored.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ShmCaps {
+    /// Bit 0: it maps segments (SEGMENT, SHM_DELIVERY and RELEASE may be sent to it).
+    pub maps: bool,
+    /// Bit 1: it takes RETIRE, so a segment made for one message may be sent to it.
+    pub retire: bool,
+}
+
+impl ShmCaps {
+    pub const NONE: ShmCaps = ShmCaps {
+        maps: false,
+        retire: false,
+    };
+    /// What this version does when it maps at all.
+    pub const ALL: ShmCaps = ShmCaps {
+        maps: true,
+        retire: true,
+    };
+
+    pub fn bits(self) -> u8 {
+        u8::from(self.maps) | u8::from(self.retire) << 1
+    }
+
+    pub fn from_bits(b: u8) -> ShmCaps {
+        ShmCaps {
+            maps: b & 1 != 0,
+            retire: b & 2 != 0,
+        }
+    }
+}
+
 /// Most tokens in one RELEASE.
 pub const MAX_TOKENS: usize = 1024;
 
@@ -120,8 +153,8 @@ pub enum Frame {
         version: u8,
         node: String,
         max_frame: u32,
-        /// The sender maps shared-memory segments sent to it (the optional SHM TLV, bit 0).
-        shm: bool,
+        /// What the sender does with shared memory sent to it (the optional SHM TLV).
+        shm: ShmCaps,
         /// The sender's signed SROS2 permissions document (the optional PERMISSIONS TLV, at
         /// most [`MAX_PERMISSIONS`](crate::wire::MAX_PERMISSIONS) bytes; QUIC links with SROS2
         /// only, docs/wire.md section 2). Opaque here.
@@ -204,6 +237,13 @@ pub enum Frame {
         meta: Meta,
         suffix: Option<String>,
         shm: ShmRef,
+    },
+    /// A segment announced by SEGMENT and made for one message is gone from the sender: no
+    /// reference into it is out. The receiver drops it from its table (its mapping goes with its
+    /// last view). Link-level.
+    Retire {
+        id: u32,
+        size: u64,
     },
     /// References the receiver of SHM_DELIVERY frames no longer holds. Link-level.
     Release {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use libtracer_core::link::{Link, LinkHandler};
-use libtracer_core::wire::Frame;
+use libtracer_core::wire::{Frame, ShmCaps};
 use libtracer_core::{Meta, Payload};
 use parking_lot::{Condvar, Mutex};
 
@@ -236,7 +236,7 @@ pub fn hello(node: &str) -> Frame {
         version: 1,
         node: node.to_owned(),
         max_frame: libtracer_core::wire::MAX_FRAME,
-        shm: false,
+        shm: ShmCaps::NONE,
         permissions: None,
         directory: None,
     }

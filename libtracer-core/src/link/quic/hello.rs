@@ -17,7 +17,9 @@ use quinn_proto::{Connection, ConnectionError, Dir, Event, StreamId, VarInt};
 
 use super::engine::{Conn, Watcher};
 use super::link::{Forward, QuicLink, LINGER};
-use crate::wire::{encode_parts, ErrorCode, Frame, FrameDecoder, MAX_FRAME, PROTOCOL_VERSION};
+use crate::wire::{
+    encode_parts, ErrorCode, Frame, FrameDecoder, ShmCaps, MAX_FRAME, PROTOCOL_VERSION,
+};
 
 /// Frame bound before the HELLO exchange: the Unix transport's 8 KiB, plus room for the
 /// PERMISSIONS a peer with SROS2 sends in it (docs/wire.md section 2).
@@ -46,7 +48,7 @@ pub(crate) fn hello(local: &str, permissions: Option<Bytes>, directory: u16) -> 
         node: local.to_owned(),
         max_frame: MAX_FRAME,
         // Shared memory never crosses a host.
-        shm: false,
+        shm: ShmCaps::NONE,
         permissions,
         directory: Some(directory),
     }

@@ -156,7 +156,8 @@ impl Inner {
         // References only to a peer that maps them and is of our own uid: a segment holds
         // samples of every topic of this process, and another user may be granted only some.
         let shm = ShmSend {
-            enabled: hello.shm && id.uid == nix::unistd::geteuid().as_raw(),
+            enabled: hello.shm.maps && id.uid == nix::unistd::geteuid().as_raw(),
+            retire: hello.shm.retire,
             max_out: self.cfg.shm_refs_per_link,
         };
         let link = UnixLink::new(id, stream, hello.max_frame, Instant::now(), shm);

@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 use tracer_shm::fdpass::FdReceiver;
 
 use super::{write_all2, HANDSHAKE_FRAME, READ_BUF};
-use crate::wire::{encode_parts, ErrorCode, Frame, FrameDecoder, MAX_FRAME, PROTOCOL_VERSION};
+use crate::wire::{
+    encode_parts, ErrorCode, Frame, FrameDecoder, ShmCaps, MAX_FRAME, PROTOCOL_VERSION,
+};
 
 /// Bytes read during the handshake beyond the HELLO: the reader starts with them.
 pub(crate) struct Leftover {
@@ -25,16 +27,16 @@ pub(crate) struct Leftover {
 pub(crate) struct PeerHello {
     pub node: String,
     pub max_frame: u32,
-    pub shm: bool,
+    pub shm: ShmCaps,
 }
 
-/// Our HELLO; `shm`: we map segments sent to us.
+/// Our HELLO; `shm`: we map segments sent to us (and take RETIRE for those made per message).
 pub(crate) fn hello(local: &str, shm: bool) -> Frame {
     Frame::Hello {
         version: PROTOCOL_VERSION,
         node: local.to_owned(),
         max_frame: MAX_FRAME,
-        shm,
+        shm: if shm { ShmCaps::ALL } else { ShmCaps::NONE },
         permissions: None,
         directory: None,
     }

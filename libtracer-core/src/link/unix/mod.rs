@@ -6,7 +6,8 @@
 //! Shared memory (docs/wire.md, SEGMENT / SHM_DELIVERY / RELEASE) is this link's own business:
 //! a DELIVERY whose payload is a slot of our pool goes as a reference when the peer maps
 //! segments (and is of our uid), its segment's descriptor passed once; a reference received
-//! becomes an ordinary DELIVERY whose payload is a read-only view, released when dropped.
+//! becomes an ordinary DELIVERY whose payload is a read-only view, released when dropped. A
+//! segment made for one message is retired on every link that announced it once it is gone.
 //!
 //! Here: the link, its writer and what the liveness check reads of it. The HELLO exchange is
 //! `handshake.rs`'s, the sending of shared-memory references `shm.rs`'s, the gathering of small
@@ -39,6 +40,7 @@ use gather::{Flush, Gathered};
 pub(crate) use handshake::{
     check_hello, hello, read_hello, refuse, write_frame, HelloOutcome, Leftover, PeerHello,
 };
+use shm::Retirer;
 pub(crate) use shm::ShmSend;
 
 /// Read buffer of a link's reader (large bodies bypass it, see `FrameDecoder::body_window`).
@@ -109,6 +111,8 @@ pub struct UnixLink {
     paused: AtomicBool,
     /// This link's `gather::Flush`, scheduled when a gathering starts.
     flush: Arc<dyn Job>,
+    /// What the segments made for one message that this link announced tell when they go.
+    retirer: Arc<Retirer>,
 }
 
 /// The send buffer a link asks for: the kernel doubles it (for its own overhead) and caps the
@@ -148,6 +152,7 @@ impl UnixLink {
             owed_ms: AtomicU64::new(now + 1),
             paused: AtomicBool::new(false),
             flush: Arc::new(Flush(me.clone())),
+            retirer: Arc::new(Retirer(me.clone())),
         })
     }
 

@@ -1,20 +1,23 @@
-//! Shared memory over the link (docs/wire.md, SEGMENT / SHM_DELIVERY / RELEASE), the sending
-//! side: a DELIVERY whose payload is a slot of our pool goes as a reference, its segment's
-//! descriptor passed once, and the slot is held until the peer releases it; a view of the
-//! peer's memory we drop is released back to it.
+//! Shared memory over the link (docs/wire.md, SEGMENT / SHM_DELIVERY / RELEASE / RETIRE), the
+//! sending side: a DELIVERY whose payload is a slot of our pool goes as a reference, its
+//! segment's descriptor passed once, and the slot is held until the peer releases it; a
+//! segment made for one message is retired once it is gone; a view of the peer's memory we
+//! drop is released back to it.
 
 use std::io::{self, IoSlice};
 use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
 
 use nix::errno::Errno;
 use nix::sys::socket::MsgFlags;
 use tracer_shm::fdpass::send_with_fd;
-use tracer_shm::Release;
+use tracer_shm::{Release, Retire, SegmentId};
 
 use super::{write_all2, UnixLink};
-use crate::link::{Link, LinkError};
+use crate::link::dispatch::{self, Job};
+use crate::link::{unix_loop, Link, LinkError};
 use crate::payload::Payload;
 use crate::wire::{encode_head, encode_parts, Frame, ShmRef, Tokens};
 
@@ -22,6 +25,8 @@ use crate::wire::{encode_head, encode_parts, Frame, ShmRef, Tokens};
 pub(crate) struct ShmSend {
     /// The peer maps segments (HELLO) and has our uid.
     pub enabled: bool,
+    /// The peer takes RETIRE (HELLO): segments made for one message may go to it as references.
+    pub retire: bool,
     /// References out at once; past it, copies.
     pub max_out: usize,
 }
@@ -37,6 +42,11 @@ impl UnixLink {
         payload: &Payload,
         slot: &tracer_shm::Slot,
     ) -> Result<bool, LinkError> {
+        // A segment made for this message alone goes only to a reader that will be told when
+        // it is gone; an older one gets the bytes (in parts when they pass its frame bound).
+        if slot.retires() && !self.shm.retire {
+            return Ok(false);
+        }
         let token = self.next_token.fetch_add(1, Ordering::Relaxed);
         {
             let mut out = self.out.lock();
@@ -70,6 +80,7 @@ impl UnixLink {
                     let a = encode_parts(&announce, self.peer_max).map_err(io::Error::other)?;
                     write_with_fd(&self.stream, &a.head, slot)?;
                     ws.announced.insert(seg);
+                    slot.on_retire(Arc::downgrade(&self.retirer) as Weak<dyn Retire>);
                 }
                 write_all2(&self.stream, &ws.head, &[])
             },
@@ -92,6 +103,61 @@ impl UnixLink {
             drop(gone);
         }
         ok
+    }
+
+    /// A segment made for one message that we announced is gone: RETIRE it, so the peer's
+    /// table (at most 4096 segments) and its mapping let it go. Nothing when the link is down
+    /// (the peer dropped every segment of ours with it) or never announced it.
+    fn retire(&self, id: SegmentId, size: u64) {
+        let frame = Frame::Retire { id: id.0, size };
+        let _ = self.locked_write(
+            |ws| {
+                if !ws.announced.remove(&id.0) {
+                    return Ok(false);
+                }
+                encode_head(&frame, self.peer_max, &mut ws.head).map(|_| true)
+            },
+            |ws, announced| match announced {
+                true => write_all2(&self.stream, &ws.head, &[]),
+                false => Ok(()),
+            },
+        );
+    }
+}
+
+/// Told by the segments made for one message that this link announced, when they go. A segment
+/// goes with its last holder, which may be the event loop (a RELEASE it read dropped the last
+/// reference): the loop never blocks on a write, so there a worker writes the RETIRE.
+pub(super) struct Retirer(pub(super) Weak<UnixLink>);
+
+impl Retire for Retirer {
+    fn retire(&self, segment: SegmentId, size: u64) {
+        let Some(link) = self.0.upgrade() else {
+            return;
+        };
+        if unix_loop::on_loop() {
+            dispatch::schedule(Arc::new(RetireLater {
+                link,
+                segment,
+                size,
+            }));
+        } else {
+            link.retire(segment, size);
+        }
+    }
+}
+
+/// A RETIRE written by a worker.
+struct RetireLater {
+    link: Arc<UnixLink>,
+    segment: SegmentId,
+    size: u64,
+}
+
+impl Job for RetireLater {
+    fn run(&self) -> bool {
+        self.link.retire(self.segment, self.size);
+        false
     }
 }
 

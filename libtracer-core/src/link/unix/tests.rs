@@ -29,6 +29,7 @@ fn pair() -> (Arc<UnixLink>, UnixStream) {
     };
     let shm = ShmSend {
         enabled: false,
+        retire: false,
         max_out: 0,
     };
     (UnixLink::new(peer, a, MAX_FRAME, Instant::now(), shm), b)

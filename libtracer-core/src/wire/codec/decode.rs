@@ -28,7 +28,7 @@ fn allowed(k: u8) -> u32 {
         kind::OK => set(&[REQ]),
         kind::ERROR => set(&[REQ, CODE, MESSAGE]),
         kind::PING | kind::PONG => set(&[NONCE]),
-        kind::SEGMENT => set(&[SEGMENT]),
+        kind::SEGMENT | kind::RETIRE => set(&[SEGMENT]),
         kind::SHM_DELIVERY => set(&[EDGE, META, SUFFIX, SHM_REF]),
         kind::RELEASE => set(&[TOKENS]),
         kind::CREDIT => set(&[EDGE, WINDOW]),
@@ -66,7 +66,7 @@ pub fn decode_payload(whole: &Payload) -> Result<Frame, DecodeError> {
             version: f.u8(tlv::VERSION)?,
             node: f.string(tlv::NODE, MAX_NODE)?,
             max_frame: f.u32(tlv::MAX_FRAME)?,
-            shm: f.shm_flag()?,
+            shm: f.shm_caps()?,
             permissions: f.opt_bytes(tlv::PERMISSIONS, MAX_PERMISSIONS)?,
             directory: f.directory()?,
         },
@@ -133,6 +133,10 @@ pub fn decode_payload(whole: &Payload) -> Result<Frame, DecodeError> {
         kind::SEGMENT => {
             let (id, size) = f.segment()?;
             Frame::Segment { id, size }
+        }
+        kind::RETIRE => {
+            let (id, size) = f.segment()?;
+            Frame::Retire { id, size }
         }
         kind::SHM_DELIVERY => Frame::ShmDelivery {
             edge: f.u64(tlv::EDGE)?,

@@ -81,8 +81,8 @@ fn encode_into<'f>(
             e.u8(tlv::VERSION, *version);
             e.str(tlv::NODE, "NODE", node, MAX_NODE)?;
             e.u32(tlv::MAX_FRAME, *max_frame);
-            if *shm {
-                e.u8(tlv::SHM, 1);
+            if shm.bits() != 0 {
+                e.u8(tlv::SHM, shm.bits());
             }
             if let Some(p) = permissions {
                 e.bytes(tlv::PERMISSIONS, "PERMISSIONS", p, MAX_PERMISSIONS)?;
@@ -172,7 +172,7 @@ fn encode_into<'f>(
         }
         Frame::Ping { nonce } => e.u64(tlv::NONCE, *nonce),
         Frame::Pong { nonce } => e.u64(tlv::NONCE, *nonce),
-        Frame::Segment { id, size } => {
+        Frame::Segment { id, size } | Frame::Retire { id, size } => {
             let mut v = [0u8; 12];
             v[0..4].copy_from_slice(&id.to_le_bytes());
             v[4..12].copy_from_slice(&size.to_le_bytes());
@@ -260,6 +260,7 @@ fn kind_of(frame: &Frame) -> u8 {
         Frame::Ping { .. } => kind::PING,
         Frame::Pong { .. } => kind::PONG,
         Frame::Segment { .. } => kind::SEGMENT,
+        Frame::Retire { .. } => kind::RETIRE,
         Frame::ShmDelivery { .. } => kind::SHM_DELIVERY,
         Frame::Release { .. } => kind::RELEASE,
         Frame::Credit { .. } => kind::CREDIT,

@@ -62,7 +62,7 @@ pub mod tlv {
     pub const PART: u8 = 0x93;
     /// Optional: human-readable error text.
     pub const MESSAGE: u8 = 0x01;
-    /// Optional, in HELLO: u8 flags, bit 0 = maps shared-memory segments.
+    /// Optional, in HELLO: u8 flags, bit 0 = maps shared-memory segments, bit 1 = takes RETIRE.
     pub const SHM: u8 = 0x02;
     /// Optional, in HELLO: the sender's signed permissions document, opaque.
     pub const PERMISSIONS: u8 = 0x03;
@@ -94,6 +94,7 @@ pub mod kind {
     pub const RELEASE: u8 = 0x0F;
     pub const CREDIT: u8 = 0x10;
     pub const DELIVERY_PART: u8 = 0x11;
+    pub const RETIRE: u8 = 0x12;
 }
 
 /// Bytes of a META value: source timestamp, sequence, writer id.
@@ -119,6 +120,7 @@ pub fn kind_name(k: u8) -> &'static str {
         kind::RELEASE => "RELEASE",
         kind::CREDIT => "CREDIT",
         kind::DELIVERY_PART => "DELIVERY_PART",
+        kind::RETIRE => "RETIRE",
         _ => "unknown frame",
     }
 }

@@ -4,7 +4,7 @@
 use super::{tlv, META_LEN};
 use crate::payload::{Meta, Payload};
 use crate::wire::error::DecodeError;
-use crate::wire::frame::{ErrorCode, Part, Role, SchemaInfo, ShmRef, Tokens, MAX_TOKENS};
+use crate::wire::frame::{ErrorCode, Part, Role, SchemaInfo, ShmCaps, ShmRef, Tokens, MAX_TOKENS};
 use crate::wire::policy::Window;
 
 /// Read a LEB128 varint at `*pos`, advancing it. Bounded to 5 bytes and u32, shortest form only.
@@ -266,11 +266,11 @@ impl<'a> Fields<'a> {
             Some(_) => self.window().map(Some),
         }
     }
-    /// HELLO's optional SHM flags: bit 0 (others are ignored); absent is 0.
-    pub(super) fn shm_flag(&self) -> Result<bool, DecodeError> {
+    /// HELLO's optional SHM flags: bits 0 and 1 (others are ignored); absent is 0.
+    pub(super) fn shm_caps(&self) -> Result<ShmCaps, DecodeError> {
         match self.opt(tlv::SHM) {
-            None => Ok(false),
-            Some(_) => Ok(self.u8(tlv::SHM)? & 1 != 0),
+            None => Ok(ShmCaps::NONE),
+            Some(_) => Ok(ShmCaps::from_bits(self.u8(tlv::SHM)?)),
         }
     }
     /// SEGMENT: id and size.
