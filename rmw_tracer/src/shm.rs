@@ -11,8 +11,9 @@
 //! The largest slot is a quarter of the pool's bound (`tracer_shm::largest_slot`): 128 MiB by
 //! default, so an 8K image (100 MB) is written once into shared memory and mapped by the readers
 //! of this host (measured: 96 MiB messages at 7.8x the rate they had in parts through the
-//! socket, 6.2x Fast DDS's; docs/rmw-mapping.md, "Shared memory"). A larger message goes in
-//! parts.
+//! socket, 6.2x Fast DDS's; docs/rmw-mapping.md, "Shared memory"). A larger message gets a
+//! segment of its own, retired once its readers let it go, its memory kept for the next (300
+//! MiB: 7.6x the rate in parts, 6.5x Fast DDS's).
 
 use tracer_shm::{Pool, PoolConfig};
 
