@@ -533,7 +533,8 @@ impl LoopState {
         // Kept across ticks: a tick allocates nothing.
         let mut check = std::mem::take(&mut self.check);
         check.clear();
-        let mut watching = self.hellos > 0 || self.accept_retry;
+        // Slots a closed link's reader may still read come back once its process is gone.
+        let mut watching = self.hellos > 0 || self.accept_retry || super::unix::quarantine::sweep();
         let retry = std::mem::take(&mut self.accept_retry);
         for (t, s) in &self.sources {
             match s {

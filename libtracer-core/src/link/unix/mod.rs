@@ -15,6 +15,7 @@
 
 mod gather;
 mod handshake;
+pub(crate) mod quarantine;
 mod shm;
 #[cfg(test)]
 mod tests;
@@ -465,10 +466,10 @@ impl Link for UnixLink {
             }
             // Wakes our reader (EOF) and any writer blocked on a full socket.
             let _ = self.stream.shutdown(std::net::Shutdown::Both);
-            // The peer holds nothing of ours any more (it may be dead): every slot it had goes
-            // back to the pool.
+            // The peer may still read what it holds of ours (a reader we took for hung resumes):
+            // its slots are reused only once its process is gone (`quarantine.rs`).
             let out = std::mem::take(&mut *self.out.lock());
-            drop(out);
+            quarantine::hold(self.peer.pid, out.into_values().collect());
         }
     }
 }
