@@ -185,26 +185,27 @@ impl LinkRx {
         Pumped::More
     }
 
+    /// A link-level frame's outcome: go on, or the peer broke the protocol and the link ends.
+    fn checked(&mut self, r: Result<(), String>) -> Step {
+        match r {
+            Ok(()) => Step::Go,
+            Err(why) => {
+                self.strand.push(Event::Malformed(why));
+                Step::End
+            }
+        }
+    }
+
     /// The link's own business here; anything else onto the strand.
     fn frame(&mut self, frame: Frame) -> Step {
         let frame = match frame {
             Frame::Segment { id, size } => {
-                return match self.shm.segment(id, size) {
-                    Ok(()) => Step::Go,
-                    Err(why) => {
-                        self.strand.push(Event::Malformed(why));
-                        Step::End
-                    }
-                };
+                let r = self.shm.segment(id, size);
+                return self.checked(r);
             }
             Frame::Retire { id, size } => {
-                return match self.shm.retire(id, size) {
-                    Ok(()) => Step::Go,
-                    Err(why) => {
-                        self.strand.push(Event::Malformed(why));
-                        Step::End
-                    }
-                };
+                let r = self.shm.retire(id, size);
+                return self.checked(r);
             }
             Frame::Release { tokens } => {
                 if self.link.released(&tokens) {
