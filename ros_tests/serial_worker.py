@@ -11,6 +11,10 @@ time (time.monotonic(), shared with the test's clock on this host).
   serial_worker.py count TOPIC N SECONDS [best_effort]  quietly count values until N - 1 came, 2 s
                                                         passed without one, or SECONDS; print
                                                         "<t> count <n> <span s> <consecutive>"
+  serial_worker.py drain TOPIC N SECONDS MS PAUSE      count as above with RELIABLE + KEEP_ALL,
+                                                        taking one message every MS milliseconds
+                                                        and stalling PAUSE ms every 500 messages;
+                                                        also print "<t> last <value>"
   serial_worker.py hold SECONDS                         a node that only spins (the port's holder
                                                         in the benchmark, tools/bench/serial)
   serial_worker.py graph NODE SECONDS                   print "<t> present" / "<t> absent" as NODE
@@ -23,7 +27,7 @@ import sys
 import time
 
 import rclpy
-from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Int32
 
 
@@ -48,11 +52,23 @@ def listen(node, topic: str, seconds: float, best_effort: bool) -> None:
         rclpy.spin_once(node, timeout_sec=0.1)
 
 
-def count(node, topic: str, n: int, seconds: float, best_effort: bool) -> None:
+def count(node, topic: str, n: int, seconds: float, best_effort: bool,
+          delay_ms: float | None = None, pause_ms: float = 0) -> None:
     got: list[tuple[float, int]] = []
-    # Deep enough that a stream faster than rclpy takes loses nothing in the ring.
-    node.create_subscription(Int32, topic, lambda m: got.append((time.monotonic(), m.data)),
-                             qos(best_effort, depth=100000))
+
+    def take(m) -> None:
+        got.append((time.monotonic(), m.data))
+        if delay_ms:
+            stall = pause_ms if len(got) % 500 == 0 else 0
+            time.sleep((delay_ms + stall) / 1000)
+
+    if delay_ms is None:
+        # Deep enough that a stream faster than rclpy takes loses nothing in the ring.
+        q = qos(best_effort, depth=100000)
+    else:
+        # Slower than the MCU publishes: the publisher is held back (docs/serial.md section 9).
+        q = QoSProfile(history=HistoryPolicy.KEEP_ALL, reliability=ReliabilityPolicy.RELIABLE)
+    node.create_subscription(Int32, topic, take, q)
     say("ready")
     end = time.monotonic() + seconds
     # Until the last value (n - 1) came, or nothing for 2 s once something did.
@@ -62,6 +78,8 @@ def count(node, topic: str, n: int, seconds: float, best_effort: bool) -> None:
     vs = [v for _, v in got]
     span = got[-1][0] - got[0][0] if len(got) > 1 else 0.0
     say("count", len(got), f"{span:.4f}", bool(vs) and vs == list(range(vs[0], vs[0] + len(vs))))
+    if vs:
+        say("last", vs[-1])
 
 
 def echo(node, n: int, best_effort: bool) -> None:
@@ -143,6 +161,9 @@ def main() -> None:
         listen(node, sys.argv[2], float(sys.argv[3]), "best_effort" in sys.argv[4:])
     elif mode == "count":
         count(node, sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), "best_effort" in sys.argv[5:])
+    elif mode == "drain":
+        count(node, sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), False, float(sys.argv[5]),
+              float(sys.argv[6]))
     elif mode == "hold":
         end = time.monotonic() + float(sys.argv[2])
         say("ready")

@@ -81,6 +81,30 @@ def test_counter_arrives_in_order_and_the_node_is_in_the_graph(tracer_env, loopb
     assert re.search(r"subscription /mcu/led mcu_host /$", g.stdout, re.M), g.describe()
 
 
+def test_a_keep_all_subscriber_slower_than_the_mcu_holds_it_back_and_loses_nothing(
+        tracer_env, loopback, closing, procs):
+    # The MCU publishes 2000 reliable values, one a millisecond; a RELIABLE +
+    # KEEP_ALL rclpy subscriber (which holds the port, so the MCU's proxy is in its process)
+    # takes one every 3 ms and stalls for 400 ms every 500 (a slow callback, a pause of the
+    # process). Its edge's window fills, the proxy keeps the message it cannot
+    # write and the session refuses the MCU's next ones, which it sends again: every value
+    # from the first the subscriber gets to the last, in order. (The proxy's writes used to
+    # time out after 100 ms and drop the message.)
+    n = 2000
+    mcu = Mcu(loopback, 0x2708, count=n, period_ms=1)
+    closing.append(mcu)
+    env = serial_env(tracer_env, mcu.path)
+    drain = worker("drain", "/mcu/counter", str(n), "50", "3", "400", env=env, timeout=90)
+    procs.append(drain)
+    r = drain.join(timeout=90).check()
+    m = re.search(r"^\S+ count (\d+) \S+ (\w+)$", r.stdout, re.M)
+    assert m and m.group(2) == "True", r.describe()
+    assert re.search(rf"^\S+ last {n - 1}$", r.stdout, re.M), r.describe()
+    # The subscription's edge is made within the first values (the MCU starts once the
+    # subscriber's process holds the port); all the rest came.
+    assert int(m.group(1)) >= n - 500, r.describe()
+
+
 @pytest.mark.parametrize("led_best_effort", [False, True], ids=["reliable", "best_effort"])
 def test_published_values_come_back_on_echo(tracer_env, loopback, closing, procs, led_best_effort):
     mcu = Mcu(loopback, 0x2702, count=0, led_best_effort=led_best_effort)

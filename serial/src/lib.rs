@@ -18,7 +18,10 @@ mod types;
 pub use codec::{encode_message, encode_packet, Deframer, MAX_FRAME};
 pub use error::{DecodeError, FrameError, SendError};
 pub use frame::{Declare, Hello, Packet, CDR_HEADER};
-pub use session::{gid, Endpoint, EndpointKind, Event, NodeInfo, Session, SessionConfig, Stats};
+pub use session::{
+    gid, Endpoint, EndpointKind, Event, NodeInfo, Session, SessionConfig, Stats, MAX_UNDELIVERED,
+    MAX_UNDELIVERED_BEST_EFFORT,
+};
 
 /// Bound on [`Session::heap_bytes`] for [`exercise_decoder`]'s configuration: the collected
 /// frame and one reassembly per alias (64 aliases of `max_message` 1024 + header).

@@ -47,6 +47,17 @@ impl Out {
     }
 }
 
+/// Messages the application has not taken (`Event::Data` waiting in `poll_event`) past which
+/// the session refuses a reliable one (`on_piece`), which the MCU sends again: what it holds
+/// for an application that is held back. Above what one read of 4 KiB from the line brings
+/// (585 of the shortest frames), so an application that takes after every read meets it only
+/// when it stops taking; a reliable stream never brings more at once than the MCU's window.
+pub const MAX_UNDELIVERED: usize = 1024;
+/// The same for a best-effort message, which is then lost (its gap says so): a best-effort
+/// stream has no window, and a burst of one may come in one read of a large buffer; this only
+/// bounds memory (at most 32 MiB of the largest messages) while the application takes nothing.
+pub const MAX_UNDELIVERED_BEST_EFFORT: usize = 16 * MAX_UNDELIVERED;
+
 pub struct Session {
     cfg: SessionConfig,
     deframer: Deframer,
@@ -360,6 +371,11 @@ impl Session {
     }
 
     fn on_piece(&mut self, now: u64, alias: u8, seq: u8, bits: u32, piece: Piece<'_>) {
+        // The application is not taking messages (a RELIABLE + KEEP_ALL subscriber of the host
+        // has no room): refuse this one, neither acknowledged nor advanced over, so the MCU
+        // sends it again after its timeout and its window fills (back-pressure, as an MCU
+        // application's refusal does the other way; docs/serial.md section 5). A best-effort
+        // one is lost, and its gap says so.
         let known = self
             .peer
             .as_mut()
@@ -371,6 +387,15 @@ impl Session {
         };
         if ep.info.kind != EndpointKind::Publisher {
             self.stats.malformed += 1;
+            return;
+        }
+        let bound = if ep.info.reliable {
+            MAX_UNDELIVERED
+        } else {
+            MAX_UNDELIVERED_BEST_EFFORT
+        };
+        if undelivered(&self.events) >= bound {
+            self.stats.refused += 1;
             return;
         }
         let (delivered, reply, drop) =
@@ -400,6 +425,12 @@ impl Session {
                 payload: d.payload,
             });
         }
+    }
+
+    /// Messages delivered (`Event::Data`) and not yet taken by `poll_event`.
+    #[cfg(test)]
+    pub(crate) fn undelivered(&self) -> usize {
+        undelivered(&self.events)
     }
 
     /// Sends a message (full CDR, header included) to the MCU subscription `alias`. Best
@@ -516,6 +547,14 @@ fn resend(
     }
     tx.mark_sent(now);
     out.last_tx = now;
+}
+
+/// Messages among `events` (`Event::Data`).
+fn undelivered(events: &VecDeque<Event>) -> usize {
+    events
+        .iter()
+        .filter(|e| matches!(e, Event::Data { .. }))
+        .count()
 }
 
 #[cfg(test)]

@@ -236,6 +236,20 @@ fn cdr(v: u32) -> Vec<u8> {
 /// Runs MCU and host over a line losing `per_mille` of the bytes each way; the MCU publishes
 /// `n` values of `body_len` bytes (the value in the first 4). Returns the host's events.
 fn run(n: u32, reliable: bool, per_mille: u64, body_len: usize, one_byte: bool) -> Vec<Event> {
+    run_held(n, reliable, per_mille, body_len, one_byte, 0..0, &mut 0)
+}
+
+/// `run`, with an application that takes no event while `now` is in `held`; `most` is set to
+/// the most messages the host held for it at once.
+fn run_held(
+    n: u32,
+    reliable: bool,
+    per_mille: u64,
+    body_len: usize,
+    one_byte: bool,
+    held: std::ops::Range<u64>,
+    most: &mut usize,
+) -> Vec<Event> {
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     let mut host = Session::new(SessionConfig::default(), 0);
     let mut mcu = Mcu::new(7, 0, reliable);
@@ -264,7 +278,10 @@ fn run(n: u32, reliable: bool, per_mille: u64, body_len: usize, one_byte: bool) 
         if let Some(down) = host.poll_transmit() {
             mcu.input(now, &lossy(&down, &mut rng, per_mille));
         }
-        evs.extend(events(&mut host));
+        *most = (*most).max(host.undelivered());
+        if !held.contains(&now) {
+            evs.extend(events(&mut host));
+        }
         let got = values(&evs).len();
         if next == n && (got == n as usize || !reliable && mcu.out.is_empty()) && now % 1000 == 999
         {
@@ -319,6 +336,44 @@ fn reliable_over_a_lossy_line() {
             .iter()
             .any(|e| matches!(e, Event::Reset { .. } | Event::Lost { .. })));
     }
+}
+
+#[test]
+fn an_application_that_takes_nothing_holds_the_mcu_back_and_loses_nothing() {
+    // The host's application (a RELIABLE + KEEP_ALL subscriber without room) takes nothing for
+    // 3 s while the MCU publishes as fast as its window lets it: the host holds at most its
+    // bound, refuses the rest unacknowledged, and the MCU sends them again once it takes.
+    let mut most = 0;
+    let evs = run_held(3000, true, 0, 4, false, 100..3100, &mut most);
+    let v = values(&evs);
+    assert_eq!(v.len(), 3000);
+    for (i, (seq, payload)) in v.iter().enumerate() {
+        assert_eq!(*seq, i as u64 + 1);
+        assert_eq!(payload[4..8], (i as u32).to_le_bytes());
+    }
+    assert_eq!(most, MAX_UNDELIVERED, "held at most its bound");
+}
+
+#[test]
+fn best_effort_messages_not_taken_are_bounded() {
+    // A best-effort burst larger than the bound in one read, the application taking nothing:
+    // the session holds the bound and counts the rest refused (lost: no window to hold back).
+    let mut host = Session::new(SessionConfig::default(), 0);
+    let mut mcu = Mcu::new(1, 0, false);
+    mcu.hello(0);
+    host.handle_bytes(0, &std::mem::take(&mut mcu.out));
+    mcu.input(0, &host.poll_transmit().unwrap());
+    assert!(mcu.synced);
+    events(&mut host);
+    let n = MAX_UNDELIVERED_BEST_EFFORT + 100;
+    for i in 0..n as u32 {
+        mcu.publish(1, &i.to_le_bytes());
+    }
+    host.handle_bytes(1, &std::mem::take(&mut mcu.out));
+    assert_eq!(host.undelivered(), MAX_UNDELIVERED_BEST_EFFORT);
+    assert_eq!(host.stats().refused, 100);
+    let v = values(&events(&mut host));
+    assert!(v.iter().enumerate().all(|(i, (_, p))| *p == cdr(i as u32)));
 }
 
 #[test]

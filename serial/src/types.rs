@@ -108,6 +108,9 @@ pub struct Stats {
     pub too_large: u64,
     pub retransmits: u64,
     pub resets: u64,
+    /// Messages refused because the application had `MAX_UNDELIVERED` not taken (reliable ones
+    /// come again from the MCU; best-effort ones are lost).
+    pub refused: u64,
 }
 
 /// The gid of an endpoint (section 4): the same for every declaration of one boot seen by one

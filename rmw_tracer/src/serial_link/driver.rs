@@ -3,7 +3,10 @@
 //! the graph on `Ready` (a [`Proxy`]) and leaving on `Reset` or `Lost`, messages of MCU
 //! publishers written into the proxy's topic vertices, messages for MCU subscriptions taken
 //! from the proxy's rings into `Session::send` as the reliable window allows. Nothing here
-//! waits on anything but the port, the wake socket and the session's next timer.
+//! waits on anything but the port, the wake socket and the session's next timer: a message a
+//! RELIABLE + KEEP_ALL subscription has no room for is kept and written again every
+//! millisecond, the session's next messages wait behind it, and past its bound the session
+//! refuses the MCU's (which sends them again): the MCU is held back, nothing is lost.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -12,6 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use libtracer_core::Payload;
 use tracer_serial::{Endpoint, EndpointKind, Event, SendError, Session, SessionConfig, Stats};
 
 use super::port::{drain_wake, wait, Port, PortSpec};
@@ -24,6 +28,8 @@ const MAX_SLEEP: Duration = Duration::from_millis(250);
 const REOPEN: Duration = Duration::from_millis(500);
 /// How long a write waits for room in the kernel's buffer before the rest is dropped.
 const WRITE_PATIENCE: Duration = Duration::from_millis(20);
+/// How often a message kept for a subscription without room is written again.
+const RETRY: Duration = Duration::from_millis(1);
 
 pub struct Driver {
     spec: PortSpec,
@@ -36,12 +42,22 @@ pub struct Driver {
     /// Endpoints of the current session, by alias, from its `Declared` events.
     declared: BTreeMap<u8, Arc<Endpoint>>,
     proxy: Option<Proxy>,
+    /// A message of the MCU that a RELIABLE + KEEP_ALL subscription had no room for, written
+    /// again before any other (docs/serial.md section 9).
+    kept: Option<Kept>,
     /// An endpoint changed while the node was in the graph: it joins again with it.
     redeclared: bool,
     wake_rx: UnixStream,
     wake_tx: Arc<UnixStream>,
     /// What was already logged, so that each problem is told once.
     told: Told,
+}
+
+struct Kept {
+    alias: u8,
+    gid: [u8; 16],
+    sequence: u64,
+    payload: Payload,
 }
 
 #[derive(Default)]
@@ -88,6 +104,7 @@ impl Driver {
             epoch: Instant::now(),
             declared: BTreeMap::new(),
             proxy: None,
+            kept: None,
             redeclared: false,
             wake_rx,
             wake_tx,
@@ -110,6 +127,9 @@ impl Driver {
             self.flush();
             let due = self.session.poll_timeout();
             let mut sleep = Duration::from_millis(due.saturating_sub(now)).min(MAX_SLEEP);
+            if self.kept.is_some() {
+                sleep = sleep.min(RETRY);
+            }
             if self.port.is_none() {
                 sleep = sleep.min(Duration::from_millis(self.next_open.saturating_sub(now)));
             }
@@ -135,7 +155,13 @@ impl Driver {
             self.flush();
             self.log_stats();
         }
+        self.leave();
+    }
+
+    /// The node leaves the graph (or joins again): what was kept for it goes too.
+    fn leave(&mut self) {
         self.proxy = None;
+        self.kept = None;
     }
 
     fn open(&mut self, now: u64) {
@@ -146,7 +172,7 @@ impl Driver {
                 // A port just (re)opened: ask the MCU to declare again at once.
                 self.session = Session::new(session_config(&self.spec.path), now);
                 self.declared.clear();
-                self.proxy = None;
+                self.leave();
             }
             Err(e) => {
                 if !std::mem::replace(&mut self.told.open_failed, true) {
@@ -162,18 +188,19 @@ impl Driver {
         }
     }
 
+    /// Everything the port has, its messages taken after each read: the session holds at most
+    /// `MAX_UNDELIVERED` for us, more than one read brings.
     fn read(&mut self, now: u64, buf: &mut [u8]) {
-        let Some(port) = self.port.as_mut() else {
-            return;
-        };
-        loop {
+        while let Some(port) = self.port.as_mut() {
             match port.read(buf) {
                 Ok(0) => break,
-                Ok(n) => self.session.handle_bytes(now, &buf[..n]),
+                Ok(n) => {
+                    self.session.handle_bytes(now, &buf[..n]);
+                    self.events();
+                }
                 Err(_) => {
                     self.port = None;
                     self.next_open = now + REOPEN.as_millis() as u64;
-                    break;
                 }
             }
         }
@@ -192,6 +219,15 @@ impl Driver {
     }
 
     fn events(&mut self) {
+        if let Some(k) = self.kept.take() {
+            if let Some(p) = &self.proxy {
+                if let Err(payload) = p.publish(k.alias, k.gid, k.sequence, k.payload) {
+                    // Still no room: the session keeps the rest, up to its bound.
+                    self.kept = Some(Kept { payload, ..k });
+                    return;
+                }
+            }
+        }
         while let Some(ev) = self.session.poll_event() {
             match ev {
                 Event::Declared { alias, endpoint } => {
@@ -204,8 +240,18 @@ impl Driver {
                     sequence,
                     payload,
                 } => {
-                    if let Some(p) = &self.proxy {
-                        p.publish(endpoint.alias, endpoint.gid, sequence, payload);
+                    let Some(p) = &self.proxy else {
+                        continue;
+                    };
+                    let (alias, gid) = (endpoint.alias, endpoint.gid);
+                    if let Err(payload) = p.publish(alias, gid, sequence, Payload::from(payload)) {
+                        self.kept = Some(Kept {
+                            alias,
+                            gid,
+                            sequence,
+                            payload,
+                        });
+                        return;
                     }
                 }
                 // Lost best-effort messages: the sequence numbers' gap tells subscribers.
@@ -218,12 +264,12 @@ impl Driver {
                         node.name
                     );
                     self.declared.clear();
-                    self.proxy = None;
+                    self.leave();
                 }
             }
         }
         if std::mem::take(&mut self.redeclared) && self.session.is_ready() {
-            self.proxy = None;
+            self.leave();
             self.join();
         }
     }
@@ -239,7 +285,7 @@ impl Driver {
             // Full means a wake is already pending.
             let _ = (&*wake).write(&[1]);
         });
-        self.proxy = None;
+        self.leave();
         match Proxy::start(&self.template, &node, &endpoints, on_inbox) {
             Ok(p) => self.proxy = Some(p),
             Err(e) => log!(

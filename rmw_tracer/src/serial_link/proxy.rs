@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use libtracer_core::{Graph, GraphConfig, Meta, Payload, Schema, StreamOptions, Vertex};
 use parking_lot::Mutex;
@@ -212,18 +213,29 @@ impl Proxy {
         })
     }
 
-    /// A message of MCU publisher `alias`, as the session reconstructed it.
-    pub fn publish(&self, alias: u8, writer: [u8; 16], sequence: u64, payload: Vec<u8>) {
+    /// A message of MCU publisher `alias`, as the session reconstructed it. `Err` gives it
+    /// back when a RELIABLE + KEEP_ALL subscription has no room for it now (a paced edge
+    /// without credit): the caller writes it again later, nothing waits here.
+    pub fn publish(
+        &self,
+        alias: u8,
+        writer: [u8; 16],
+        sequence: u64,
+        payload: Payload,
+    ) -> Result<(), Payload> {
         let Some(v) = self.publishers.get(&alias) else {
-            return;
+            return Ok(());
         };
         let meta = Meta {
             source_timestamp_ns: now_ns(),
             sequence,
             writer,
         };
-        // A write fails only for a vertex that was removed: the proxy is going away.
-        let _ = v.write(Payload::from(payload), meta);
+        match v.write_within(payload.clone(), meta, Duration::ZERO) {
+            Err(libtracer_core::Error::Timeout) => Err(payload),
+            // Any other failure is a vertex that was removed: the proxy is going away.
+            _ => Ok(()),
+        }
     }
 }
 
