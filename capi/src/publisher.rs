@@ -153,7 +153,11 @@ impl Publisher {
         if len == 0 {
             return Err(CapiError::invalid("a loan of 0 bytes"));
         }
-        if let Some(slot) = self.ctx.pool().and_then(|p| p.alloc(len)) {
+        if let Some(slot) = self
+            .ctx
+            .pool()
+            .and_then(|p| libtracer_core::link::alloc_shared(p, len))
+        {
             return Ok(Loan::Shm(slot));
         }
         Ok(Loan::Heap(libtracer_core::buffer::global().take(len)))

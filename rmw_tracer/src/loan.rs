@@ -31,7 +31,9 @@ enum Memory {
 impl Memory {
     /// `size` bytes for the struct, in the pool when it has room.
     fn new(size: usize, pool: Option<&Pool>) -> Memory {
-        if let Some(mut slot) = pool.and_then(|p| p.alloc(ALIGN + size)) {
+        if let Some(mut slot) =
+            pool.and_then(|p| libtracer_core::link::alloc_shared(p, ALIGN + size))
+        {
             slot.skip_front(ALIGN - HEADER.len());
             slot.as_mut_slice()[..HEADER.len()].copy_from_slice(&HEADER);
             return Memory::Slot(slot);

@@ -140,7 +140,7 @@ impl Publisher {
         if size < shm.threshold {
             return Ok(None);
         }
-        let Some(mut slot) = shm.pool.alloc(size) else {
+        let Some(mut slot) = libtracer_core::link::alloc_shared(&shm.pool, size) else {
             return Ok(None);
         };
         let n = msg.serialize_into(&self.ty.ty, slot.as_mut_slice(), Destination::Shared)?;

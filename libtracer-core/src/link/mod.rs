@@ -67,6 +67,7 @@ pub use quic::{
 };
 pub use rendezvous::{default_rendezvous_dir, rendezvous_dir_in};
 pub use transport::{HostTransport, HostUsers, TransportConfig};
+pub use unix::quarantine::alloc_shared;
 pub use unix::UnixLink;
 
 /// Who is at the other end of a link. On a Unix-socket link `uid`, `gid` and `pid` come from

@@ -13,7 +13,9 @@
 //! samples go as copies, never a failure.
 //!
 //! The event loop's tick sweeps while anything is held (every 100 ms), so a dead reader's
-//! slots come back within a tick.
+//! slots come back within a tick; and a publisher whose pool is full sweeps before it settles
+//! for ordinary memory ([`alloc_shared`]), so one that publishes right after a reader died
+//! (and was reaped: a zombie is not gone) does not wait for the tick.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -22,6 +24,8 @@ use nix::sys::signal::kill;
 use nix::unistd::Pid;
 use parking_lot::Mutex;
 
+use tracer_shm::{Pool, SlotMut};
+
 use crate::link::unix_loop;
 use crate::payload::Payload;
 
@@ -29,6 +33,9 @@ use crate::payload::Payload;
 static HELD: Mutex<Vec<(u32, Vec<Payload>)>> = parking_lot::const_mutex(Vec::new());
 /// `HELD` is not empty: the sweep has something to look at.
 static ANY: AtomicBool = AtomicBool::new(false);
+/// Held by a sweep until what it freed is dropped, so that a sweep that waits for it finds the
+/// slots back in their pools, not in the hands of another sweep.
+static SWEEPING: Mutex<()> = parking_lot::const_mutex(());
 
 /// A link to the process `pid` closed with `out` references held: free them now if that
 /// process is gone, else keep them until it is.
@@ -46,9 +53,23 @@ pub(crate) fn hold(pid: u32, out: Vec<Payload>) {
     unix_loop::watch();
 }
 
-/// Free what is held for processes that are gone. True while something is still held (the
-/// loop's tick goes on).
+/// The loop's tick: free what is held for processes that are gone, unless another sweep is at
+/// it (the loop never waits: it looks again at its next tick). True while something is still
+/// held (the tick goes on).
 pub(crate) fn sweep() -> bool {
+    match SWEEPING.try_lock() {
+        Some(_one) => sweep_now(),
+        None => true,
+    }
+}
+
+/// `sweep`, after any sweep at it has dropped what it freed.
+fn sweep_waiting() -> bool {
+    let _one = SWEEPING.lock();
+    sweep_now()
+}
+
+fn sweep_now() -> bool {
     if !ANY.load(Ordering::SeqCst) {
         return false;
     }
@@ -69,6 +90,16 @@ pub(crate) fn sweep() -> bool {
     // Outside the lock: slots go back to their pools, segments are retired.
     drop(freed);
     left
+}
+
+/// A slot of `pool` for `len` bytes ([`Pool::alloc`]); when the pool is full, what readers that
+/// are gone left held is freed first and the pool asked again. What every publisher into
+/// shared memory allocates with (rmw_tracer's messages and loans, the C API's loans).
+pub fn alloc_shared(pool: &Pool, len: usize) -> Option<SlotMut> {
+    pool.alloc(len).or_else(|| {
+        sweep_waiting();
+        pool.alloc(len)
+    })
 }
 
 /// Whether the process `pid` is gone. Never for 0 (a pid we cannot see): `kill(0, ..)` would
@@ -110,11 +141,11 @@ mod tests {
             .spawn()
             .expect("a child process");
         hold(reader.id(), slots(&p, 3));
-        assert!(sweep(), "held while it lives");
+        assert!(sweep_waiting(), "held while it lives");
         assert_eq!(p.stats().slots_in_use, 3);
         reader.kill().unwrap();
         reader.wait().unwrap();
-        sweep();
+        sweep_waiting();
         assert_eq!(p.stats().slots_in_use, 0, "freed once it is gone");
         // One already gone is not held at all.
         let mut done = std::process::Command::new("true").spawn().unwrap();
@@ -125,7 +156,26 @@ mod tests {
         // This process, and a pid we cannot see, keep them.
         hold(std::process::id(), slots(&p, 1));
         hold(0, slots(&p, 1));
-        sweep();
+        sweep_waiting();
         assert_eq!(p.stats().slots_in_use, 2);
+    }
+
+    #[test]
+    fn a_full_pool_takes_back_what_gone_readers_held_before_it_fails() {
+        // 4 MiB of 1 MiB slots: all held by a reader that then goes.
+        let p = pool();
+        let mut reader = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("a child process");
+        let held: Vec<Payload> = (0..4)
+            .map(|_| Payload::from_slot(p.alloc(1 << 20).unwrap().freeze()))
+            .collect();
+        hold(reader.id(), held);
+        assert!(alloc_shared(&p, 1 << 20).is_none(), "its reader lives");
+        reader.kill().unwrap();
+        reader.wait().unwrap();
+        // No tick needed: the allocation itself finds them free.
+        assert!(alloc_shared(&p, 1 << 20).is_some());
     }
 }
