@@ -63,6 +63,9 @@ pub struct Session {
     deframer: Deframer,
     peer: Option<Peer>,
     events: VecDeque<Event>,
+    /// `Event::Data` among `events`: counted as they go in and out, since `on_piece` asks for
+    /// it with every message.
+    undelivered: usize,
     out: Out,
     last_rx: u64,
     last_sync: Option<u64>,
@@ -77,6 +80,7 @@ impl Session {
             deframer: Deframer::new(MAX_FRAME),
             peer: None,
             events: VecDeque::new(),
+            undelivered: 0,
             out: Out {
                 bytes: Vec::new(),
                 last_tx: now,
@@ -125,7 +129,11 @@ impl Session {
     }
 
     pub fn poll_event(&mut self) -> Option<Event> {
-        self.events.pop_front()
+        let ev = self.events.pop_front();
+        if matches!(ev, Some(Event::Data { .. })) {
+            self.undelivered -= 1;
+        }
+        ev
     }
 
     /// The bytes to write to the line, if any.
@@ -394,7 +402,7 @@ impl Session {
         } else {
             MAX_UNDELIVERED_BEST_EFFORT
         };
-        if undelivered(&self.events) >= bound {
+        if self.undelivered >= bound {
             self.stats.refused += 1;
             return;
         }
@@ -419,6 +427,7 @@ impl Session {
                     lost: d.lost,
                 });
             }
+            self.undelivered += 1;
             self.events.push_back(Event::Data {
                 endpoint,
                 sequence: d.sequence,
@@ -430,7 +439,7 @@ impl Session {
     /// Messages delivered (`Event::Data`) and not yet taken by `poll_event`.
     #[cfg(test)]
     pub(crate) fn undelivered(&self) -> usize {
-        undelivered(&self.events)
+        self.undelivered
     }
 
     /// Sends a message (full CDR, header included) to the MCU subscription `alias`. Best
@@ -547,14 +556,6 @@ fn resend(
     }
     tx.mark_sent(now);
     out.last_tx = now;
-}
-
-/// Messages among `events` (`Event::Data`).
-fn undelivered(events: &VecDeque<Event>) -> usize {
-    events
-        .iter()
-        .filter(|e| matches!(e, Event::Data { .. }))
-        .count()
 }
 
 #[cfg(test)]
