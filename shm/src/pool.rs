@@ -225,7 +225,7 @@ impl Pool {
         let memory = match kept {
             Ok(m) => m,
             Err(false) => return None,
-            Err(true) => match Segment::memory(size) {
+            Err(true) => match Memory::create(size) {
                 Ok(m) => m,
                 Err(_) => {
                     let mut st = self.inner.lock();

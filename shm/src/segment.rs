@@ -58,7 +58,8 @@ unsafe impl Send for Memory {}
 unsafe impl Sync for Memory {}
 
 impl Memory {
-    fn create(size: usize) -> std::io::Result<Memory> {
+    /// New memory of `size` bytes (for a pool's segment, or one made for one message).
+    pub(crate) fn create(size: usize) -> std::io::Result<Memory> {
         let len = NonZeroUsize::new(size).ok_or(std::io::ErrorKind::InvalidInput)?;
         let fd = memfd_create(
             c"tracer-shm",
@@ -137,11 +138,6 @@ impl Segment {
                 home,
             }),
         }
-    }
-
-    /// New memory for [`Segment::alone`].
-    pub(crate) fn memory(size: usize) -> std::io::Result<Memory> {
-        Memory::create(size)
     }
 
     pub(crate) fn is_alone(&self) -> bool {

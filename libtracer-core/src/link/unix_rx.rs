@@ -359,22 +359,23 @@ impl ShmReceive {
 
     /// A RETIRE: the segment leaves the table (its mapping goes with its last view, and its
     /// sender never uses its number again). Err: the peer broke the protocol.
+    /// (On an error the link ends, and the table with it.)
     fn retire(&mut self, id: u32, size: u64) -> Result<(), String> {
-        match self.maps.get(&id) {
+        match self.maps.remove(&id) {
             None => Err(format!("RETIRE of segment {id}, which is not announced")),
             Some(Some(m)) if m.size() as u64 != size => Err(format!(
                 "RETIRE of segment {id} as {size} bytes, announced as {}",
                 m.size()
             )),
-            Some(_) => {
-                if let Some(Some(map)) = self.maps.remove(&id) {
-                    // Its last holder, usually (the views went before the RELEASEs that led to
-                    // the RETIRE): unmapping hundreds of megabytes takes milliseconds, which the
-                    // loop, serving every link, does not spend.
-                    dispatch::schedule(Arc::new(Unmap(parking_lot::Mutex::new(Some(map)))));
-                }
+            // Its last holder, usually (the views went before the RELEASEs that led to the
+            // RETIRE): unmapping hundreds of megabytes takes milliseconds, which the loop,
+            // serving every link, does not spend.
+            Some(Some(map)) => {
+                dispatch::schedule(Arc::new(Unmap(parking_lot::Mutex::new(Some(map)))));
                 Ok(())
             }
+            // Never mapped here.
+            Some(None) => Ok(()),
         }
     }
 

@@ -126,6 +126,14 @@ mod tests {
         .expect("this machine maps memfd segments")
     }
 
+    /// A reader process that lives until the test kills it.
+    fn reader() -> std::process::Child {
+        std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("a child process")
+    }
+
     fn slots(p: &Pool, n: usize) -> Vec<Payload> {
         (0..n)
             .map(|_| Payload::from_slot(p.alloc(5000).unwrap().freeze()))
@@ -136,10 +144,7 @@ mod tests {
     fn references_are_held_while_the_readers_process_lives_and_freed_when_it_is_gone() {
         let p = pool();
         // A reader that lives, then goes.
-        let mut reader = std::process::Command::new("sleep")
-            .arg("30")
-            .spawn()
-            .expect("a child process");
+        let mut reader = reader();
         hold(reader.id(), slots(&p, 3));
         assert!(sweep_waiting(), "held while it lives");
         assert_eq!(p.stats().slots_in_use, 3);
@@ -164,10 +169,7 @@ mod tests {
     fn a_full_pool_takes_back_what_gone_readers_held_before_it_fails() {
         // 4 MiB of 1 MiB slots: all held by a reader that then goes.
         let p = pool();
-        let mut reader = std::process::Command::new("sleep")
-            .arg("30")
-            .spawn()
-            .expect("a child process");
+        let mut reader = reader();
         let held: Vec<Payload> = (0..4)
             .map(|_| Payload::from_slot(p.alloc(1 << 20).unwrap().freeze()))
             .collect();
